@@ -1,0 +1,36 @@
+# QueueLab. `make lesson-7` runs lesson 7; `make test` runs every check.
+GO      ?= go
+QLAB    := bin/qlab
+SPEED   ?= 1
+FLAGS   ?=
+
+.PHONY: build test vet golden lessons clean FORCE
+
+build: $(QLAB)
+
+$(QLAB): FORCE
+	@$(GO) build -o $(QLAB) ./cmd/qlab
+
+# make lesson-7 [SPEED=10] [FLAGS="--backend rabbit"]
+lesson-%: $(QLAB)
+	@$(QLAB) run $* --speed $(SPEED) $(FLAGS)
+
+# Every in-memory lesson, fast.
+lessons: $(QLAB)
+	@for n in $$($(QLAB) list --numbers --backend inmem); do \
+		$(QLAB) run $$n --speed 50 --no-color || exit 1; echo; \
+	done
+
+vet:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
+
+test: vet
+	$(GO) test -race ./...
+
+# Rewrite the golden transcripts after an intended change; review the diff.
+golden:
+	$(GO) test ./lessons -run Golden -update
+
+clean:
+	rm -rf bin

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lessons"
+)
+
+// Exit codes: 0 ok, 1 the run failed, 2 the command line was wrong.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+// usageError marks an error as the user's command line being wrong.
+type usageError struct{ error }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+const mainHelp = `qlab — QueueLab, a hands-on lab for how message queues fail and recover.
+
+Usage:
+  qlab list                 the lessons: number, title, backends
+  qlab run N [flags]        run lesson N (qlab run --help for flags)
+  qlab help                 this text
+
+Start with: qlab run 1`
+
+// command is one subcommand.
+type command func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+
+var commands = map[string]command{
+	"list": cmdList,
+	"run":  cmdRun,
+}
+
+// Main runs qlab with args (without the program name) and returns the exit
+// code. Errors are printed to stderr as one line, prefixed "qlab: ".
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, mainHelp)
+		return exitUsage
+	}
+	name, rest := args[0], args[1:]
+	switch name {
+	case "help", "-h", "-help", "--help":
+		fmt.Fprintln(stdout, mainHelp)
+		return exitOK
+	}
+	cmd, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(stderr, "qlab: unknown command %q\n\n%s\n", name, mainHelp)
+		return exitUsage
+	}
+	err := cmd(ctx, rest, stdout, stderr)
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.As(err, new(usageError)):
+		fmt.Fprintln(stderr, "qlab: "+err.Error())
+		return exitUsage
+	default:
+		fmt.Fprintln(stderr, "qlab: "+err.Error())
+		return exitError
+	}
+}
+
+const listHelp = `Usage: qlab list [flags]
+
+Lists the lessons: number, title and the backends each runs on.`
+
+func cmdList(_ context.Context, args []string, stdout, _ io.Writer) error {
+	fs := newFlagSet("list", listHelp)
+	backend := fs.String("backend", "", "only lessons that run on this backend (inmem or rabbit)")
+	numbers := fs.Bool("numbers", false, "print only the lesson numbers, one per line (for scripts)")
+	markdown := fs.Bool("markdown", false, "print the README's lesson table")
+	pos, err := parseInterspersed(fs, args, stdout)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("list takes no arguments, got %q", pos)
+	}
+	var shown []lessons.Lesson
+	for _, l := range lessons.All {
+		if *backend == "" || l.Runner(lab.Backend(*backend)) != nil {
+			shown = append(shown, l)
+		}
+	}
+	switch {
+	case *numbers:
+		for _, l := range shown {
+			fmt.Fprintln(stdout, l.Number())
+		}
+	case *markdown:
+		fmt.Fprint(stdout, lessonTable(shown))
+	default:
+		fmt.Fprintf(stdout, "%-4s %-52s %s\n", "N", "LESSON", "BACKENDS")
+		for _, l := range shown {
+			fmt.Fprintf(stdout, "%-4d %-52s %s\n", l.Number(), l.Title, backendList(l))
+		}
+		fmt.Fprintln(stdout, "\nRun one with: qlab run N   (make lesson-N does the same)")
+	}
+	return nil
+}
+
+func backendList(l lessons.Lesson) string {
+	var b []string
+	for _, be := range l.Backends() {
+		b = append(b, string(be))
+	}
+	return strings.Join(b, ", ")
+}
+
+// lessonTable is the README's lesson table, generated from the registry.
+func lessonTable(ls []lessons.Lesson) string {
+	var b strings.Builder
+	b.WriteString("| N | lesson | backends | what to notice |\n| --- | --- | --- | --- |\n")
+	for _, l := range ls {
+		fmt.Fprintf(&b, "| %d | %s | %s | %s |\n", l.Number(), l.Title, backendList(l), l.Notice)
+	}
+	return b.String()
+}
+
+// newFlagSet returns a flag set that reports errors to the caller instead
+// of printing or exiting; parseInterspersed prints usage for -h.
+func newFlagSet(name, usage string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	helpText[fs] = usage
+	return fs
+}
+
+// helpText holds each flag set's usage text, for -h.
+var helpText = map[*flag.FlagSet]string{}
+
+// printHelp writes fs's usage text and flags to w.
+func printHelp(fs *flag.FlagSet, w io.Writer) {
+	fmt.Fprintln(w, helpText[fs])
+	fmt.Fprintln(w, "\nFlags:")
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+}
+
+// parseInterspersed parses flags that may come before or after the
+// positional arguments (`qlab run 7 --speed 10` and `qlab run --speed 10 7`).
+func parseInterspersed(fs *flag.FlagSet, args []string, help io.Writer) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				printHelp(fs, help)
+				return nil, err
+			}
+			return nil, usagef("%v (see qlab %s --help)", err, fs.Name())
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+// colorWanted reports whether w is a terminal and NO_COLOR is unset.
+func colorWanted(w io.Writer) bool {
+	if _, set := os.LookupEnv("NO_COLOR"); set {
+		return false
+	}
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lessons"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// qlab runs the CLI in-process and returns exit code, stdout and stderr.
+func qlab(args ...string) (int, string, string) {
+	var out, errOut bytes.Buffer
+	code := Main(context.Background(), args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestBadInputIsAUsageError(t *testing.T) {
+	cases := map[string]struct {
+		args []string
+		want string
+	}{
+		"unknown lesson":  {[]string{"run", "99"}, "unknown lesson 99 (see qlab list)"},
+		"not a number":    {[]string{"run", "seven"}, "unknown lesson seven"},
+		"zero speed":      {[]string{"run", "1", "--speed", "0"}, "--speed must be a positive number"},
+		"negative speed":  {[]string{"run", "1", "--speed", "-3"}, "--speed must be a positive number"},
+		"unknown flag":    {[]string{"run", "1", "--bogus"}, "flag provided but not defined: -bogus"},
+		"bad backend":     {[]string{"run", "1", "--backend", "kafka"}, "--backend must be inmem or rabbit"},
+		"no lesson":       {[]string{"run"}, "run takes one lesson number"},
+		"two lessons":     {[]string{"run", "1", "2"}, "run takes one lesson number"},
+		"bad fail rate":   {[]string{"run", "1", "--fail-rate", "2"}, "--fail-rate must be between 0 and 1"},
+		"unknown command": {[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		"no rabbit yet":   {[]string{"run", "1", "--backend", "rabbit"}, "lesson 1 has no rabbit variant"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			code, out, errOut := qlab(c.args...)
+			assert.Equal(t, exitUsage, code)
+			assert.Contains(t, errOut, c.want)
+			assert.Empty(t, out, "errors go to stderr only")
+		})
+	}
+}
+
+func TestHelpExitsZero(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"run", "--help"}, {"list", "-h"}} {
+		code, out, _ := qlab(args...)
+		assert.Equal(t, exitOK, code, args)
+		assert.Contains(t, out, "Usage", args)
+	}
+}
+
+func TestRunPrintsNoticeLogAndTable(t *testing.T) {
+	code, out, errOut := qlab("run", "1", "--speed", "1000", "--no-color")
+	require.Equal(t, exitOK, code, errOut)
+	assert.Contains(t, out, "What to notice:")
+	assert.Contains(t, out, "[Sequential-Worker] ▶ Starting task: A")
+	assert.Contains(t, out, "What happened")
+	assert.NotContains(t, out, "\x1b[", "--no-color prints no escape codes")
+}
+
+func TestRunJSONIsOnlyEvents(t *testing.T) {
+	code, out, errOut := qlab("run", "7", "--json", "--speed", "1000")
+	if code == exitUsage && strings.Contains(errOut, "unknown lesson") {
+		code, out, errOut = qlab("run", "1", "--json", "--speed", "1000")
+	}
+	require.Equal(t, exitOK, code, errOut)
+	sc := bufio.NewScanner(strings.NewReader(out))
+	seq, summaries := 0, 0
+	for sc.Scan() {
+		var e lab.Event
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &e), "every stdout line is one JSON event: %q", sc.Text())
+		seq++
+		assert.Equal(t, seq, e.Seq)
+		assert.Equal(t, lab.InMem, e.Backend)
+		if e.Kind == lab.Summary {
+			summaries++
+			assert.NotEmpty(t, e.Fate)
+		}
+	}
+	assert.Equal(t, 4, summaries, "one summary per task A–D")
+}
+
+func TestListShowsEveryLesson(t *testing.T) {
+	code, out, _ := qlab("list", "--numbers")
+	require.Equal(t, exitOK, code)
+	assert.Equal(t, len(lessons.All), strings.Count(out, "\n"))
+}
+
+// TestReadmeLessonTable keeps the README's lesson table generated from the
+// registry: `go run ./cmd/qlab list --markdown` prints the rows to paste.
+func TestReadmeLessonTable(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	const begin, end = "<!-- lessons:begin -->\n", "<!-- lessons:end -->"
+	s := string(readme)
+	i, j := strings.Index(s, begin), strings.Index(s, end)
+	require.True(t, i >= 0 && j > i, "README needs the lessons:begin/end markers")
+	assert.Equal(t, lessonTable(lessons.All), s[i+len(begin):j], "README lesson table is stale: paste `qlab list --markdown`")
+}

@@ -1,0 +1,18 @@
+// Command qlab runs QueueLab's lessons: `qlab list`, `qlab run N`. It is
+// thin on purpose: it parses flags, picks a lesson, a backend and a
+// renderer, and leaves the rest to the lessons, inmem, rabbit and render
+// packages.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

@@ -1,0 +1,38 @@
+package inmem
+
+import (
+	"fmt"
+
+	"github.com/queuelab/qlab/lab"
+)
+
+// Mail is one message a Mailer sends.
+type Mail struct {
+	To, Subject, Body string
+}
+
+// Mailer is a mock mail service: sending a mail emits an alerted event
+// carrying the rendered mail and touches no network.
+type Mailer struct {
+	Stream *lab.Stream
+	Actor  string // defaults to "MockEmailService"
+}
+
+// Send "sends" m about task and reports it as an alerted event.
+func (m Mailer) Send(task string, mail Mail) {
+	actor := m.Actor
+	if actor == "" {
+		actor = "MockEmailService"
+	}
+	note := fmt.Sprintf("To: %s\nSubject: %s\nBody: %s", mail.To, mail.Subject, mail.Body)
+	m.Stream.Emit(lab.Event{Kind: lab.Alerted, Task: task, Actor: actor, Note: note})
+}
+
+// DLQAlert is the alert mail for a task that failed all its retries.
+func DLQAlert(task string) Mail {
+	return Mail{
+		To:      "admin@example.com",
+		Subject: "DLQ Alert: Task Failed",
+		Body:    "The following task failed all retries: " + task,
+	}
+}

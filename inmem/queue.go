@@ -1,0 +1,51 @@
+package inmem
+
+import "github.com/queuelab/qlab/lab"
+
+// Queue is a named FIFO on a buffered channel. Create it with System.Queue.
+type Queue struct {
+	name string
+	sys  *System
+	ch   chan *Task
+}
+
+// Name returns the queue's name as it appears in events.
+func (q *Queue) Name() string { return q.name }
+
+// Len returns how many tasks are waiting in the queue.
+func (q *Queue) Len() int { return len(q.ch) }
+
+// Enqueue creates task id on this queue on behalf of actor (the producer).
+func (q *Queue) Enqueue(actor string, id string) *Task {
+	t := &Task{ID: id}
+	q.sys.emit(lab.Event{Kind: lab.Enqueued, Task: id, Queue: q.name, Actor: actor})
+	q.put(t)
+	return t
+}
+
+// Requeue puts t back at the tail of this same queue after a failure: the
+// fast retry of lesson Q01.
+func (q *Queue) Requeue(actor string, t *Task) {
+	q.sys.emit(lab.Event{Kind: lab.Moved, Task: t.ID, Queue: q.name, To: q.name, Actor: actor, Attempt: t.Attempt})
+	q.put(t)
+}
+
+// MoveTo moves t from this queue to queue to at once.
+func (q *Queue) MoveTo(actor string, t *Task, to *Queue) {
+	q.sys.emit(lab.Event{Kind: lab.Moved, Task: t.ID, Queue: q.name, To: to.name, Actor: actor, Attempt: t.Attempt})
+	to.put(t)
+}
+
+// DeadLetter parks t, taken from this queue, in the dead-letter queue dlq,
+// with the reason it could not be processed.
+func (q *Queue) DeadLetter(actor string, t *Task, dlq *Queue, reason string) {
+	q.sys.emit(lab.Event{Kind: lab.DeadLettered, Task: t.ID, Queue: q.name, To: dlq.name, Actor: actor, Attempt: t.Attempt, Note: reason})
+	dlq.put(t)
+}
+
+// put counts the task as in flight, then hands it to the channel. The count
+// comes first so the System can never look idle while a task is on its way.
+func (q *Queue) put(t *Task) {
+	q.sys.work.add()
+	q.ch <- t
+}

@@ -1,0 +1,85 @@
+package lab
+
+// Kind names what happened in an Event. The values are part of the public
+// JSON contract (see README "JSON event contract") and never change meaning.
+type Kind string
+
+// The event kinds of the JSON contract.
+const (
+	Enqueued     Kind = "enqueued"      // a task is created and put on its first queue
+	Started      Kind = "started"       // a worker begins a processing attempt
+	Succeeded    Kind = "succeeded"     // the attempt finished without error
+	Failed       Kind = "failed"        // the attempt returned an error (Note = error)
+	Moved        Kind = "moved"         // the task went from Queue to To at once
+	Scheduled    Kind = "scheduled"     // the task will reach To after DelayMs of lesson time
+	DeadLettered Kind = "dead_lettered" // the task was parked in a dead-letter queue (To)
+	Dropped      Kind = "dropped"       // discarded after a final failure: the message is gone
+	Alerted      Kind = "alerted"       // someone was told (Note = the alert)
+	Breaker      Kind = "breaker"       // a circuit breaker changed state (Note = new state)
+	Rejected     Kind = "rejected"      // an open breaker failed the call fast
+	Duplicate    Kind = "duplicate"     // an idempotency check skipped a repeated delivery
+	Redelivered  Kind = "redelivered"   // the broker handed an unacknowledged task out again
+	Lost         Kind = "lost"          // gone without a trace (e.g. the process died)
+	Summary      Kind = "summary"       // one per task at the end of a run (Fate, Attempt)
+)
+
+// Fate is a task's final state, carried only by Summary events.
+type Fate string
+
+// The fates a Summary event can carry.
+const (
+	FateDone    Fate = "done"    // processed successfully
+	FateDead    Fate = "dead"    // parked in a dead-letter queue
+	FateDropped Fate = "dropped" // discarded after its last failure
+	FateLost    Fate = "lost"    // vanished (process death, a timer that never fired)
+	FatePending Fate = "pending" // still somewhere in the system when the run ended
+)
+
+// Backend names where a lesson runs.
+type Backend string
+
+// The two backends.
+const (
+	InMem  Backend = "inmem"  // Go channels and goroutines in this process
+	Rabbit Backend = "rabbit" // a real RabbitMQ broker
+)
+
+// Event is one thing that happened during a lesson. Its JSON form is the
+// public contract of `qlab run N --json`: one object per line, fields as
+// tagged here, empty optional fields omitted. Seq, TMs, Lesson and Backend
+// are stamped by the Stream; emitters fill in the rest.
+type Event struct {
+	Seq     int     `json:"seq"`
+	TMs     int64   `json:"t_ms"`
+	Lesson  string  `json:"lesson"`
+	Backend Backend `json:"backend"`
+	Kind    Kind    `json:"kind"`
+	Task    string  `json:"task,omitempty"`
+	Queue   string  `json:"queue,omitempty"`
+	To      string  `json:"to,omitempty"`
+	Actor   string  `json:"actor,omitempty"`
+	Attempt int     `json:"attempt,omitempty"`
+	DelayMs int64   `json:"delay_ms,omitempty"`
+	Fate    Fate    `json:"fate,omitempty"`
+	Note    string  `json:"note,omitempty"`
+}
+
+// Sink receives events in emission order. The Stream calls Emit from one
+// goroutine at a time, so a Sink needs no locking of its own against the
+// Stream; it must not call back into the Stream.
+type Sink interface {
+	Emit(Event)
+}
+
+// SinkFunc adapts a function to a Sink.
+type SinkFunc func(Event)
+
+// Emit calls f(e).
+func (f SinkFunc) Emit(e Event) { f(e) }
+
+// Recorder is a Sink that keeps every event, for tests and renderers that
+// need the whole run.
+type Recorder struct{ Events []Event }
+
+// Emit appends e.
+func (r *Recorder) Emit(e Event) { r.Events = append(r.Events, e) }

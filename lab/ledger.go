@@ -1,0 +1,82 @@
+package lab
+
+// TaskRecord is what the Ledger knows about one task.
+type TaskRecord struct {
+	ID        string
+	Attempts  int   // Started events seen
+	Fate      Fate  // derived from the latest event that decides it
+	FirstFail int64 // t_ms of the first Failed or Rejected, -1 if none
+	Settled   int64 // t_ms of the event that set a final fate, -1 while pending
+}
+
+// Ledger derives every task's fate and attempt count from the events it
+// observes. A task exists from its first Enqueued event. The latest deciding
+// event wins: succeeded → done, dead_lettered → dead, dropped → dropped,
+// lost → lost, duplicate → done (the work was already done); a task that
+// re-enters the system (enqueued again, moved, scheduled, redelivered)
+// becomes pending until decided again. Ledger is not safe for concurrent
+// use; Stream serialises access.
+type Ledger struct {
+	order []string
+	tasks map[string]*TaskRecord
+}
+
+// Observe updates the ledger with e. Events about unknown tasks (other than
+// Enqueued) and Summary events are ignored.
+func (l *Ledger) Observe(e Event) {
+	if e.Task == "" || e.Kind == Summary {
+		return
+	}
+	r, ok := l.tasks[e.Task]
+	if !ok {
+		if e.Kind != Enqueued {
+			return
+		}
+		if l.tasks == nil {
+			l.tasks = map[string]*TaskRecord{}
+		}
+		r = &TaskRecord{ID: e.Task, Fate: FatePending, FirstFail: -1, Settled: -1}
+		l.tasks[e.Task] = r
+		l.order = append(l.order, e.Task)
+	}
+	switch e.Kind {
+	case Started:
+		r.Attempts++
+	case Failed, Rejected:
+		if r.FirstFail < 0 {
+			r.FirstFail = e.TMs
+		}
+	case Succeeded, Duplicate:
+		r.settle(FateDone, e.TMs)
+	case DeadLettered:
+		r.settle(FateDead, e.TMs)
+	case Dropped:
+		r.settle(FateDropped, e.TMs)
+	case Lost:
+		r.settle(FateLost, e.TMs)
+	case Enqueued, Moved, Scheduled, Redelivered:
+		if r.Fate != FatePending {
+			r.Fate, r.Settled = FatePending, -1
+		}
+	}
+}
+
+func (r *TaskRecord) settle(f Fate, tms int64) { r.Fate, r.Settled = f, tms }
+
+// Tasks returns a copy of every task's record in creation order.
+func (l *Ledger) Tasks() []TaskRecord {
+	out := make([]TaskRecord, len(l.order))
+	for i, id := range l.order {
+		out[i] = *l.tasks[id]
+	}
+	return out
+}
+
+// Task returns the record for id and whether the task exists.
+func (l *Ledger) Task(id string) (TaskRecord, bool) {
+	r, ok := l.tasks[id]
+	if !ok {
+		return TaskRecord{}, false
+	}
+	return *r, true
+}

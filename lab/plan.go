@@ -1,0 +1,54 @@
+package lab
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"time"
+)
+
+// ErrPoison is the failure of a poison task: it fails on every attempt.
+var ErrPoison = errors.New("poison task: fails on every attempt")
+
+// ErrTransient is a seeded random failure that a retry may get past.
+var ErrTransient = errors.New("transient failure")
+
+// Plan is a lesson's workload and failure plan: which tasks exist, how
+// long one attempt takes, and which attempts fail. It is a pure function of
+// its fields, so the same Plan fails the same attempts on every backend and
+// at every speed.
+type Plan struct {
+	Tasks    []string      // task ids in the order the producer enqueues them
+	Poison   []string      // tasks that fail every attempt
+	Work     time.Duration // lesson time one attempt takes
+	FailRate float64       // chance in [0,1] that any other attempt fails transiently
+	Seed     int64         // picks which attempts FailRate hits
+}
+
+// DefaultPlan is the seed's scenario: tasks A, B, C, D, 100 ms each, and C
+// is poison.
+func DefaultPlan() Plan {
+	return Plan{Tasks: []string{"A", "B", "C", "D"}, Poison: []string{"C"}, Work: 100 * time.Millisecond}
+}
+
+// Fails reports the error attempt number attempt (1-based) of task meets,
+// or nil if it succeeds. Poison tasks always fail; others fail when a hash
+// of (Seed, task, attempt) falls under FailRate.
+func (p Plan) Fails(task string, attempt int) error {
+	for _, id := range p.Poison {
+		if id == task {
+			return ErrPoison
+		}
+	}
+	if p.FailRate > 0 && p.roll(task, attempt) < p.FailRate {
+		return fmt.Errorf("attempt %d: %w", attempt, ErrTransient)
+	}
+	return nil
+}
+
+// roll maps (Seed, task, attempt) to a number in [0,1).
+func (p Plan) roll(task string, attempt int) float64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d/%s/%d", p.Seed, task, attempt)
+	return float64(h.Sum64()>>11) / (1 << 53)
+}

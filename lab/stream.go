@@ -1,0 +1,81 @@
+package lab
+
+import "sync"
+
+// Stream is the one place events enter. It stamps each event with Seq,
+// lesson time, Lesson and Backend, keeps the Ledger, and hands the event to
+// every sink, all under one lock so every sink sees the same order. Safe for
+// concurrent use by any number of workers.
+type Stream struct {
+	lesson  string
+	backend Backend
+	clock   Clock
+
+	mu       sync.Mutex
+	seq      int
+	sinks    []Sink
+	ledger   Ledger
+	finished bool
+}
+
+// NewStream starts a stream for one run of lesson (e.g. "q07") on backend,
+// stamping lesson time from clock.
+func NewStream(lesson string, backend Backend, clock Clock, sinks ...Sink) *Stream {
+	return &Stream{lesson: lesson, backend: backend, clock: clock, sinks: sinks}
+}
+
+// Lesson returns the lesson id the stream stamps ("q07").
+func (s *Stream) Lesson() string { return s.lesson }
+
+// Backend returns the backend the stream stamps.
+func (s *Stream) Backend() Backend { return s.backend }
+
+// Clock returns the stream's lesson clock.
+func (s *Stream) Clock() Clock { return s.clock }
+
+// Emit stamps e and delivers it to every sink. Events emitted after Finish
+// are dropped: the summaries are the last word of a run.
+func (s *Stream) Emit(e Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.finished {
+		return
+	}
+	s.emitLocked(e)
+}
+
+func (s *Stream) emitLocked(e Event) {
+	s.seq++
+	e.Seq = s.seq
+	e.TMs = s.clock.Elapsed().Milliseconds()
+	e.Lesson = s.lesson
+	e.Backend = s.backend
+	s.ledger.Observe(e)
+	for _, sink := range s.sinks {
+		sink.Emit(e)
+	}
+}
+
+// Finish ends the run: it emits one Summary per task, in creation order,
+// with the fate and attempt count the Ledger derived, and returns the
+// records. Calling Finish again returns the same records and emits nothing.
+func (s *Stream) Finish() []TaskRecord {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tasks := s.ledger.Tasks()
+	if s.finished {
+		return tasks
+	}
+	for _, t := range tasks {
+		s.emitLocked(Event{Kind: Summary, Task: t.ID, Fate: t.Fate, Attempt: t.Attempts})
+	}
+	s.finished = true
+	return tasks
+}
+
+// Tasks returns the ledger's current view of every task, in creation order.
+func (s *Stream) Tasks() []TaskRecord {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ledger.Tasks()
+}

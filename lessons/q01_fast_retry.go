@@ -1,0 +1,58 @@
+package lessons
+
+// Q01 — fast retry.
+//
+// Notice: when C fails, the worker puts it straight back at the tail of the
+// same queue, so D finishes before C's second attempt (the order changed).
+// C is poison: it fails every time and would loop forever, eating the
+// worker's time; only the lesson's bound stops it, and C ends pending.
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/queuelab/qlab/inmem"
+	"github.com/queuelab/qlab/render"
+)
+
+// q01MaxAttempts bounds the poison loop so the lesson ends; the design
+// itself has no bound, which is the point.
+const q01MaxAttempts = 5
+
+var q01 = Lesson{
+	ID:    "Q01",
+	Title: "Fast retry: re-enqueue at the tail",
+	Notice: "When C fails, the worker puts it back at the tail of the same queue: D finishes before C's second try. " +
+		"C is poison, so it loops forever and eats the worker's time; the lesson stops it after 5 attempts and C ends pending.",
+	InMem: runQ01,
+}
+
+func runQ01(ctx context.Context, env *Env) error {
+	sys := inmem.New(ctx, env.Stream, env.Plan)
+	queue := sys.Queue("queue", len(env.Plan.Tasks)+1)
+	for _, id := range env.Plan.Tasks {
+		queue.Enqueue("Producer", id)
+	}
+	var gaveUp []string
+	sys.Worker("Sequential-Worker", queue, func(t *inmem.Task) {
+		if sys.Attempt("Sequential-Worker", queue, t) == nil {
+			return
+		}
+		if t.Attempt >= q01MaxAttempts {
+			gaveUp = append(gaveUp, t.ID) // only this worker touches gaveUp
+			return
+		}
+		queue.Requeue("Sequential-Worker", t)
+	})
+	err := sys.Wait(ctx)
+	if len(gaveUp) > 0 {
+		env.Report(render.Table{
+			Title:  "Poison loop",
+			Header: []string{"task", "attempts", "what the design would do"},
+			Rows:   [][]string{{strings.Join(gaveUp, ", "), fmt.Sprint(q01MaxAttempts), "re-enqueue forever"}},
+			Notes:  []string{"The lesson stopped the loop; the fast-retry design has no bound of its own."},
+		})
+	}
+	return err
+}

@@ -1,0 +1,140 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/queuelab/qlab/lab"
+)
+
+// Style switches ANSI colour on or off.
+type Style struct{ Color bool }
+
+const (
+	dim   = "\x1b[2m"
+	bold  = "\x1b[1m"
+	red   = "\x1b[31m"
+	green = "\x1b[32m"
+	amber = "\x1b[33m"
+	reset = "\x1b[0m"
+)
+
+func (s Style) paint(code, text string) string {
+	if !s.Color || text == "" {
+		return text
+	}
+	return code + text + reset
+}
+
+// Stamp formats lesson time in ms as mm:ss.mmm.
+func Stamp(ms int64) string {
+	d := time.Duration(ms) * time.Millisecond
+	return fmt.Sprintf("%02d:%02d.%03d", int(d/time.Minute), int(d%time.Minute/time.Second), ms%1000)
+}
+
+// Line renders e as a seed-style log line:
+//
+//	00:01.000 [Retry-Worker] ♻️ Retrying task: C (attempt 2)
+//
+// Multi-line events (an alert mail) continue on indented lines. Summary
+// events render as "" (they belong to the table).
+func (s Style) Line(e lab.Event) string {
+	msg, tone := Message(e)
+	if msg == "" {
+		return ""
+	}
+	actor := e.Actor
+	if actor == "" {
+		actor = "lab"
+	}
+	head := s.paint(dim, Stamp(e.TMs)) + " " + s.paint(bold, "["+actor+"]") + " "
+	lines := strings.Split(msg, "\n")
+	lines[0] = head + s.paint(tone, lines[0])
+	for i := 1; i < len(lines); i++ {
+		lines[i] = strings.Repeat(" ", 13) + lines[i]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Message is the text of e without stamp and actor, and the colour it is
+// painted in. It is "" for events that have no log line (summaries).
+func Message(e lab.Event) (text, tone string) {
+	t := e.Task
+	switch e.Kind {
+	case lab.Enqueued:
+		return fmt.Sprintf("📥 Enqueued task %s -> %s", t, e.Queue), ""
+	case lab.Started:
+		if e.Attempt > 1 {
+			return fmt.Sprintf("♻️ Retrying task: %s (attempt %d)", t, e.Attempt), amber
+		}
+		return "▶ Starting task: " + t, ""
+	case lab.Succeeded:
+		return "✅ Done: " + t, green
+	case lab.Failed:
+		return fmt.Sprintf("❌ Error processing task %s: %s", t, e.Note), red
+	case lab.Moved:
+		if e.Queue == e.To {
+			return fmt.Sprintf("🔄 Re-enqueuing at the tail of %s: %s", e.To, t), amber
+		}
+		return fmt.Sprintf("🔄 Moving task to %s: %s", e.To, t), amber
+	case lab.Scheduled:
+		return fmt.Sprintf("🕒 Scheduling retry in %s -> %s: %s", delay(e.DelayMs), e.To, t), amber
+	case lab.DeadLettered:
+		return fmt.Sprintf("💀 Moving to Dead Letter Queue (%s): %s", e.To, t), red
+	case lab.Dropped:
+		return fmt.Sprintf("🗑️ Permanently failed, dropped: %s (the message is lost)", t), red
+	case lab.Alerted:
+		return "📧 Sending Email Alert\n" + e.Note, amber
+	case lab.Breaker:
+		return "🔌 Circuit breaker " + e.Note + withTask(t), amber
+	case lab.Rejected:
+		return "⛔ Rejected by the open breaker: " + t + withNote(e.Note), amber
+	case lab.Duplicate:
+		return "⏭️ Duplicate delivery skipped: " + t + withNote(e.Note), ""
+	case lab.Redelivered:
+		return "📬 Redelivered by the broker: " + t + withNote(e.Note), amber
+	case lab.Lost:
+		return "🕳️ Lost: " + t + withNote(e.Note), red
+	}
+	return "", ""
+}
+
+func withNote(n string) string {
+	if n == "" {
+		return ""
+	}
+	return " (" + n + ")"
+}
+
+func withTask(t string) string {
+	if t == "" {
+		return ""
+	}
+	return " (after task " + t + ")"
+}
+
+// delay formats a lesson-time delay the way a person says it: 1s, 2.5s, 300ms.
+func delay(ms int64) string {
+	if ms%1000 == 0 {
+		return fmt.Sprintf("%ds", ms/1000)
+	}
+	if ms > 1000 {
+		return fmt.Sprintf("%.1fs", float64(ms)/1000)
+	}
+	return fmt.Sprintf("%dms", ms)
+}
+
+// LogSink writes each event as a log line as it arrives.
+type LogSink struct {
+	W     io.Writer
+	Style Style
+}
+
+// Emit writes e's line, if it has one.
+func (l LogSink) Emit(e lab.Event) {
+	if line := l.Style.Line(e); line != "" {
+		fmt.Fprintln(l.W, line)
+	}
+}

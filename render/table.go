@@ -1,0 +1,82 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/queuelab/qlab/lab"
+)
+
+// Table is a measured result a lesson reports next to its events: a title,
+// column headers and rows of already-formatted cells.
+type Table struct {
+	Title  string
+	Header []string
+	Rows   [][]string
+	Notes  []string // lines printed under the table
+}
+
+// Write prints t as an aligned plain-text table.
+func (t Table) Write(w io.Writer) {
+	widths := make([]int, len(t.Header))
+	for _, row := range append([][]string{t.Header}, t.Rows...) {
+		for i, cell := range row {
+			if i < len(widths) && utf8.RuneCountInString(cell) > widths[i] {
+				widths[i] = utf8.RuneCountInString(cell)
+			}
+		}
+	}
+	line := func(row []string) {
+		var b strings.Builder
+		for i, cell := range row {
+			if i >= len(widths) {
+				break
+			}
+			b.WriteString(cell)
+			if i < len(row)-1 {
+				b.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(cell)+2))
+			}
+		}
+		fmt.Fprintln(w, "  "+b.String())
+	}
+	fmt.Fprintln(w, t.Title)
+	line(t.Header)
+	for _, row := range t.Rows {
+		line(row)
+	}
+	for _, n := range t.Notes {
+		fmt.Fprintln(w, "  "+n)
+	}
+}
+
+// WhatHappened is the closing table of a run: per task, its fate and the
+// attempts it took, from the run's summary events.
+func WhatHappened(events []lab.Event) Table {
+	t := Table{Title: "What happened", Header: []string{"task", "fate", "attempts"}}
+	for _, e := range events {
+		if e.Kind == lab.Summary {
+			t.Rows = append(t.Rows, []string{e.Task, string(e.Fate), fmt.Sprint(e.Attempt)})
+		}
+	}
+	return t
+}
+
+// Transcript writes a finished run as a person reads it, for golden files:
+// the log lines in canonical order, then the "what happened" table and the
+// lesson's measured tables. Colour is always off.
+func Transcript(w io.Writer, events []lab.Event, tables []Table) {
+	var plain Style
+	for _, e := range Canonical(events) {
+		if line := plain.Line(e); line != "" {
+			fmt.Fprintln(w, line)
+		}
+	}
+	fmt.Fprintln(w)
+	WhatHappened(events).Write(w)
+	for _, t := range tables {
+		fmt.Fprintln(w)
+		t.Write(w)
+	}
+}
