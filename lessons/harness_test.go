@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"testing/synctest"
 
@@ -37,8 +38,9 @@ func goldenPath(l Lesson) string {
 	return filepath.Join("..", "testdata", "golden", l.Slug()+".inmem.log")
 }
 
-// TestGolden compares every in-memory lesson's transcript with its golden
-// file; `go test ./lessons -run Golden -update` rewrites them.
+// TestGolden compares every in-memory lesson's transcript and Mermaid
+// diagram with their golden files (testdata/golden/qNN.inmem.log and .mmd);
+// `go test ./lessons -run Golden -update` rewrites them.
 func TestGolden(t *testing.T) {
 	for _, l := range All {
 		if l.InMem == nil {
@@ -46,17 +48,25 @@ func TestGolden(t *testing.T) {
 		}
 		t.Run(l.ID, func(t *testing.T) {
 			events, res := runInMem(t, l, Options{})
-			var got bytes.Buffer
-			render.Transcript(&got, events, res.Tables)
-			path := goldenPath(l)
-			if *update {
-				require.NoError(t, os.WriteFile(path, got.Bytes(), 0o644))
-			}
-			want, err := os.ReadFile(path)
-			require.NoError(t, err, "no golden file: run go test ./lessons -run Golden -update")
-			assert.Equal(t, string(want), got.String())
+			var log, diagram bytes.Buffer
+			render.Transcript(&log, events, res.Tables)
+			render.Mermaid(&diagram, events)
+			assertGolden(t, goldenPath(l), log.String())
+			assertGolden(t, strings.TrimSuffix(goldenPath(l), ".log")+".mmd", diagram.String())
 		})
 	}
+}
+
+// assertGolden compares got with the file at path (rewriting it first
+// with -update).
+func assertGolden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "no golden file: run go test ./lessons -run Golden -update")
+	assert.Equal(t, string(want), got, "golden %s differs", path)
 }
 
 // TestEveryTaskAccountedFor checks the invariant of every run: each task

@@ -105,3 +105,13 @@ func TestReadmeLessonTable(t *testing.T) {
 	require.True(t, i >= 0 && j > i, "README needs the lessons:begin/end markers")
 	assert.Equal(t, lessonTable(lessons.All), s[i+len(begin):j], "README lesson table is stale: paste `qlab list --markdown`")
 }
+
+func TestRunMermaidPrintsADiagram(t *testing.T) {
+	code, out, errOut := qlab("run", "1", "--mermaid", "--speed", "1000")
+	require.Equal(t, exitOK, code, errOut)
+	assert.True(t, strings.HasPrefix(out, "sequenceDiagram\n"), out)
+	assert.Contains(t, out, "participant P1 as Producer")
+	code, _, errOut = qlab("run", "1", "--mermaid", "--json")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, "pick one")
+}

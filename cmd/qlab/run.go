@@ -16,13 +16,15 @@ const runHelp = `Usage: qlab run N [flags]
 
 Runs lesson N and prints what to notice, the run as log lines stamped with
 lesson time (mm:ss.mmm), and a "what happened" table per task. With --json
-it prints only the event stream, one JSON object per line.`
+it prints only the event stream, one JSON object per line; with --mermaid, a
+Mermaid sequence diagram of the run to paste into docs.`
 
 // runFlags are the flags of `qlab run`.
 type runFlags struct {
 	backend  string
 	speed    float64
 	json     bool
+	mermaid  bool
 	seed     int64
 	failRate float64
 	noColor  bool
@@ -37,6 +39,7 @@ func (f *runFlags) register(fs interface {
 	fs.StringVar(&f.backend, "backend", "inmem", "where the lesson runs: inmem or rabbit")
 	fs.Float64Var(&f.speed, "speed", 1, "lesson time per real time: 10 runs ten times faster; stamps stay in lesson time")
 	fs.BoolVar(&f.json, "json", false, "print the event stream as JSON lines instead of the log")
+	fs.BoolVar(&f.mermaid, "mermaid", false, "print a Mermaid sequence diagram of the run instead of the log")
 	fs.Int64Var(&f.seed, "seed", 1, "seed for random transient failures (with --fail-rate)")
 	fs.Float64Var(&f.failRate, "fail-rate", 0, "chance 0..1 that a healthy task's attempt fails transiently")
 	fs.BoolVar(&f.noColor, "no-color", false, "plain text, no ANSI colour (NO_COLOR does the same)")
@@ -88,8 +91,17 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	opts := lessons.Options{Backend: backend, Speed: f.speed, Plan: f.plan()}
 
+	if f.json && f.mermaid {
+		return usagef("--json and --mermaid are two different outputs: pick one")
+	}
 	if f.json {
 		_, err := lessons.Run(ctx, l, opts, render.NewJSONSink(stdout))
+		return err
+	}
+	if f.mermaid {
+		var rec lab.Recorder
+		_, err := lessons.Run(ctx, l, opts, &rec)
+		render.Mermaid(stdout, rec.Events)
 		return err
 	}
 	style := render.Style{Color: !f.noColor && colorWanted(stdout)}

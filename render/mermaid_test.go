@@ -1,0 +1,38 @@
+package render
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/queuelab/qlab/lab"
+	"github.com/stretchr/testify/assert"
+)
+
+func TestMermaidOneArrowPerHop(t *testing.T) {
+	events := []lab.Event{
+		{TMs: 0, Kind: lab.Enqueued, Task: "C", Queue: "queue", Actor: "Producer"},
+		{TMs: 0, Kind: lab.Started, Task: "C", Queue: "queue", Actor: "Sequential-Worker", Attempt: 1},
+		{TMs: 100, Kind: lab.Failed, Task: "C", Queue: "queue", Actor: "Sequential-Worker", Attempt: 1, Note: "boom: x"},
+		{TMs: 100, Kind: lab.Scheduled, Task: "C", Queue: "queue", To: "retryQueue", Actor: "Sequential-Worker", DelayMs: 1000},
+		{TMs: 1100, Kind: lab.Started, Task: "C", Queue: "retryQueue", Actor: "Retry-Worker", Attempt: 2},
+		{TMs: 1200, Kind: lab.DeadLettered, Task: "C", Queue: "retryQueue", To: "dlq", Actor: "Retry-Worker"},
+		{TMs: 1300, Kind: lab.Summary, Task: "C", Fate: lab.FateDead},
+	}
+	var b bytes.Buffer
+	Mermaid(&b, events)
+	want := `sequenceDiagram
+    participant P1 as Producer
+    participant P2 as queue
+    participant P3 as Sequential-Worker
+    participant P4 as retryQueue
+    participant P5 as Retry-Worker
+    participant P6 as dlq
+    P1->>P2: enqueue C
+    P2->>P3: C (attempt 1)
+    Note over P3: C failed: boom - x
+    P3-->>P4: C after 1s
+    P4->>P5: C (attempt 2)
+    P5->>P6: dead-letter C
+`
+	assert.Equal(t, want, b.String())
+}
