@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/queuelab/qlab/lab"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -338,4 +339,20 @@ func BenchmarkExecuteClosed(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestLessonClock: with a lesson clock at speed 100 the 10 s reset timeout
+// passes in 100 ms of real time.
+func TestLessonClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := New(seedSettings(LessonClock(lab.NewClock(100))))
+		for range 5 {
+			_ = b.Execute(context.Background(), fail)
+		}
+		require.Equal(t, StateOpen, b.State())
+		time.Sleep(99 * time.Millisecond) // 9.9 s of lesson time
+		assert.Equal(t, StateOpen, b.State())
+		time.Sleep(time.Millisecond)
+		assert.Equal(t, StateHalfOpen, b.State())
+	})
 }

@@ -61,6 +61,10 @@ func q12BreakerSettings(clock lab.Clock, onChange func(ctx context.Context, from
 	}
 }
 
+// A RabbitMQ variant reuses the backend-neutral parts: q12BreakerSettings,
+// q12Outage with inmem.MailService (it only needs a lab.Clock), the
+// constants, q12Result and q12Table; only runQ12Scenario's queues change.
+
 // q12Scenario is one run of the mail loop.
 type q12Scenario struct {
 	prefix   string // task ids are prefix + "01", "02", …
