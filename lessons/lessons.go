@@ -65,6 +65,7 @@ func (l Lesson) Runner(b lab.Backend) RunFunc {
 // All is the curriculum in order.
 var All = []Lesson{
 	q01,
+	q12,
 }
 
 // Find returns the lesson numbered n.
