@@ -45,13 +45,16 @@ type DiscoverOptions struct {
 	// Docker also lets Discover start (or reuse) a rabbitmq:3-management
 	// container through dockertest when a Docker engine answers.
 	Docker bool
+	// DefaultURL replaces DefaultURL as the second place tried; "" means
+	// DefaultURL.
+	DefaultURL string
 }
 
 // ErrNoBroker is wrapped by Discover's error when no broker answered.
 var ErrNoBroker = errors.New("no RabbitMQ broker found")
 
-// Discover finds a broker, in order: $RABBITMQ_URL, DefaultURL, and (with
-// opts.Docker) a dockertest container. Each dial is bounded by a few
+// Discover finds a broker, in order: $RABBITMQ_URL, DefaultURL (or
+// opts.DefaultURL), and (with opts.Docker) a dockertest container. Each dial is bounded by a few
 // seconds and by ctx. The error wraps ErrNoBroker, names every place tried
 // (passwords redacted) and ends with HowToGetABroker.
 func Discover(ctx context.Context, opts DiscoverOptions) (Broker, error) {
@@ -63,7 +66,11 @@ func Discover(ctx context.Context, opts DiscoverOptions) (Broker, error) {
 		}
 		tried = append(tried, err.Error())
 	}
-	b, err := Probe(ctx, DefaultURL, "default URL")
+	def := opts.DefaultURL
+	if def == "" {
+		def = DefaultURL
+	}
+	b, err := Probe(ctx, def, "default URL")
 	if err == nil {
 		return b, nil
 	}
