@@ -15,6 +15,10 @@ $(QLAB): FORCE
 lesson-%: $(QLAB)
 	@$(QLAB) run $* --speed $(SPEED) $(FLAGS)
 
+# Lesson 10 is the RabbitMQ half: it runs on the broker (qlab run 10 runs
+# its in-memory twin). FLAGS="--names seed" still works.
+lesson-10: override FLAGS += --backend rabbit
+
 # Every in-memory lesson, fast.
 lessons: $(QLAB)
 	@for n in $$($(QLAB) list --numbers --backend inmem); do \

@@ -65,6 +65,7 @@ func (l Lesson) Runner(b lab.Backend) RunFunc {
 // All is the curriculum in order.
 var All = []Lesson{
 	q01,
+	q10,
 	q12,
 }
 
@@ -94,7 +95,10 @@ type Env struct {
 	Plan   lab.Plan
 	// Broker is the AMQP URL of the broker, for RabbitMQ lessons.
 	Broker string
-	tables []render.Table
+	// SeedNames asks RabbitMQ lessons for the seed's exact queue names
+	// (rabbit.SeedNames) instead of a per-run prefix (rabbit.RunNames).
+	SeedNames bool
+	tables    []render.Table
 }
 
 // Report adds a measured table to the run's result.

@@ -14,6 +14,9 @@ type Options struct {
 	Speed   float64     // lesson time per real time; default 1
 	Plan    *lab.Plan   // default lab.DefaultPlan()
 	Broker  string      // AMQP URL, for the RabbitMQ backend
+	// SeedNames makes RabbitMQ lessons declare the seed's exact queue
+	// names instead of a private per-run prefix (qlab run --names seed).
+	SeedNames bool
 }
 
 // Result is what a finished run leaves besides its events.
@@ -55,6 +58,7 @@ func Run(ctx context.Context, l Lesson, opts Options, sinks ...lab.Sink) (Result
 		Plan:   plan,
 		Broker: opts.Broker,
 	}
+	env.SeedNames = opts.SeedNames
 	err := run(ctx, env)
 	return Result{Tasks: env.Stream.Finish(), Tables: env.tables}, err
 }

@@ -30,6 +30,8 @@ const mainHelp = `qlab — QueueLab, a hands-on lab for how message queues fail 
 Usage:
   qlab list                 the lessons: number, title, backends
   qlab run N [flags]        run lesson N (qlab run --help for flags)
+  qlab broker status|up|down|latency
+                            find the RabbitMQ broker, start one with Docker, measure TTL delays
   qlab help                 this text
 
 Start with: qlab run 1`
@@ -38,8 +40,9 @@ Start with: qlab run 1`
 type command func(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 var commands = map[string]command{
-	"list": cmdList,
-	"run":  cmdRun,
+	"list":   cmdList,
+	"run":    cmdRun,
+	"broker": cmdBroker,
 }
 
 // Main runs qlab with args (without the program name) and returns the exit

@@ -9,6 +9,7 @@ import (
 
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lessons"
+	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/render"
 )
 
@@ -28,6 +29,7 @@ type runFlags struct {
 	seed     int64
 	failRate float64
 	noColor  bool
+	names    string
 }
 
 func (f *runFlags) register(fs interface {
@@ -43,6 +45,7 @@ func (f *runFlags) register(fs interface {
 	fs.Int64Var(&f.seed, "seed", 1, "seed for random transient failures (with --fail-rate)")
 	fs.Float64Var(&f.failRate, "fail-rate", 0, "chance 0..1 that a healthy task's attempt fails transiently")
 	fs.BoolVar(&f.noColor, "no-color", false, "plain text, no ANSI colour (NO_COLOR does the same)")
+	fs.StringVar(&f.names, "names", "run", "rabbit queue names: run (a private per-run prefix) or seed (the seed's exact names, for the management UI)")
 }
 
 // check validates the flags' values.
@@ -52,6 +55,9 @@ func (f *runFlags) check() error {
 	}
 	if f.failRate < 0 || f.failRate > 1 || math.IsNaN(f.failRate) {
 		return usagef("--fail-rate must be between 0 and 1, got %v", f.failRate)
+	}
+	if f.names != "run" && f.names != "seed" {
+		return usagef("--names must be run or seed, got %q", f.names)
 	}
 	switch lab.Backend(f.backend) {
 	case lab.InMem, lab.Rabbit:
@@ -89,7 +95,14 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if l.Runner(backend) == nil {
 		return usageError{lessons.ErrNoBackend{Lesson: l, Backend: backend}}
 	}
-	opts := lessons.Options{Backend: backend, Speed: f.speed, Plan: f.plan()}
+	opts := lessons.Options{Backend: backend, Speed: f.speed, Plan: f.plan(), SeedNames: f.names == "seed"}
+	if backend == lab.Rabbit {
+		b, err := rabbit.Discover(ctx, discoverOptions)
+		if err != nil {
+			return err
+		}
+		opts.Broker = b.URL
+	}
 
 	if f.json && f.mermaid {
 		return usagef("--json and --mermaid are two different outputs: pick one")

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/rabbit"
+)
+
+const brokerHelp = `Usage: qlab broker status|up|down|latency [flags]
+
+  status    which RabbitMQ broker qlab finds, its version, and how it found it
+            (RABBITMQ_URL, then amqp://guest:guest@127.0.0.1:5672/)
+  up        start a rabbitmq:3-management container with dockertest (needs Docker)
+  down      remove that container
+  latency   measure how late a TTL wait queue delivers (p50, p99)`
+
+// discoverOptions is how qlab looks for a broker; tests point DefaultURL
+// at a closed port to see the no-broker path for real.
+var discoverOptions = rabbit.DiscoverOptions{Docker: true}
+
+func cmdBroker(ctx context.Context, args []string, stdout, _ io.Writer) error {
+	fs := newFlagSet("broker", brokerHelp)
+	ttl := fs.Duration("ttl", time.Second, "latency: the wait queue's TTL")
+	n := fs.Int("n", 200, "latency: messages to measure")
+	gap := fs.Duration("gap", 5*time.Millisecond, "latency: pause between publishes")
+	pos, err := parseInterspersed(fs, args, stdout)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("broker takes one of status, up, down, latency (see qlab broker --help)")
+	}
+	switch pos[0] {
+	case "status":
+		opts := discoverOptions
+		opts.Docker = false // status looks; it never starts anything
+		b, err := rabbit.Discover(ctx, opts)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, b)
+		return nil
+	case "up":
+		opts := discoverOptions
+		opts.Docker = false
+		if b, err := rabbit.Discover(ctx, opts); err == nil {
+			fmt.Fprintf(stdout, "a broker already answers, nothing to start: %s\n", b)
+			return nil
+		}
+		b, err := rabbit.DockerUp(ctx)
+		if errors.Is(err, rabbit.ErrNoDocker) {
+			return fmt.Errorf("broker up needs Docker: %v; without Docker, start RabbitMQ with `rabbitmq-server -detached` "+
+				"(Debian package rabbitmq-server) or point RABBITMQ_URL at one", err)
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s\nmanagement UI: http://127.0.0.1:15672 (guest/guest); stop it with: qlab broker down\n", b)
+		return nil
+	case "down":
+		err := rabbit.DockerDown(ctx)
+		if errors.Is(err, rabbit.ErrNoDocker) {
+			return fmt.Errorf("broker down needs Docker: %v; there is no qlab container to remove "+
+				"(a broker started with rabbitmq-server stops with: rabbitmqctl stop)", err)
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "removed container "+rabbit.ContainerName)
+		return nil
+	case "latency":
+		if *n <= 0 || *ttl <= 0 || *gap < 0 {
+			return usagef("latency needs --n > 0, --ttl > 0 and --gap >= 0")
+		}
+		return brokerLatency(ctx, stdout, *ttl, *n, *gap)
+	}
+	return usagef("unknown broker command %q: use status, up, down or latency", pos[0])
+}
+
+// brokerLatency measures the wait-queue delay error on private queues.
+func brokerLatency(ctx context.Context, stdout io.Writer, ttl time.Duration, n int, gap time.Duration) error {
+	b, err := rabbit.Discover(ctx, discoverOptions)
+	if err != nil {
+		return err
+	}
+	s, err := rabbit.Open(ctx, b.URL, rabbit.RunNames(), lab.NewClock(1), nil)
+	if err != nil {
+		return err
+	}
+	defer s.Close(context.WithoutCancel(ctx))
+	ctx, cancel := context.WithTimeout(ctx, ttl+time.Duration(n)*(gap+100*time.Millisecond)+10*time.Second)
+	defer cancel()
+	stats, err := rabbit.MeasureWaitDelay(ctx, s, ttl, n, gap)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, b)
+	fmt.Fprintln(stdout, stats)
+	return nil
+}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/rabbit/rabbittest"
+)
+
+// noBrokerHere makes discovery look only at a closed port, for real.
+func noBrokerHere(t *testing.T) {
+	t.Setenv(rabbit.EnvURL, "")
+	saved := discoverOptions
+	discoverOptions = rabbit.DiscoverOptions{DefaultURL: "amqp://guest:sekrit@127.0.0.1:1/"}
+	t.Cleanup(func() { discoverOptions = saved })
+}
+
+func TestRunRabbitWithoutBrokerSaysHowToGetOne(t *testing.T) {
+	noBrokerHere(t)
+	code, out, errOut := qlab("run", "10", "--backend", "rabbit")
+	assert.Equal(t, exitError, code)
+	assert.Empty(t, out, "nothing runs without a broker")
+	assert.Equal(t, 1, strings.Count(errOut, "\n"), "one line: %q", errOut)
+	assert.Contains(t, errOut, "no RabbitMQ broker found")
+	assert.Contains(t, errOut, "rabbitmq-server -detached")
+	assert.NotContains(t, errOut, "sekrit")
+}
+
+func TestBrokerStatusWithoutBroker(t *testing.T) {
+	noBrokerHere(t)
+	code, _, errOut := qlab("broker", "status")
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, errOut, "no RabbitMQ broker found")
+}
+
+func TestBrokerStatusNamesVersionAndHow(t *testing.T) {
+	rabbittest.NeedBroker(t)
+	code, out, errOut := qlab("broker", "status")
+	require.Equal(t, exitOK, code, errOut)
+	assert.Regexp(t, `^RabbitMQ \d+\.\d+\.\d+ at amqp://guest:xxxxx@`, out)
+	assert.Contains(t, out, "found via")
+}
+
+func TestBrokerUpDownWithoutDockerExplains(t *testing.T) {
+	if _, err := os.Stat("/var/run/docker.sock"); err == nil || os.Getenv("DOCKER_HOST") != "" {
+		t.Skip("a Docker engine may answer here; this test is about machines without one")
+	}
+	noBrokerHere(t)
+	for _, sub := range []string{"up", "down"} {
+		code, _, errOut := qlab("broker", sub)
+		assert.Equal(t, exitError, code, sub)
+		assert.Contains(t, errOut, "needs Docker", sub)
+		assert.Contains(t, errOut, "no Docker engine answers", sub)
+	}
+}
+
+func TestBrokerBadInput(t *testing.T) {
+	for _, args := range [][]string{{"broker"}, {"broker", "sideways"}, {"broker", "latency", "--n", "0"}, {"run", "10", "--names", "mine"}} {
+		code, _, _ := qlab(args...)
+		assert.Equal(t, exitUsage, code, args)
+	}
+}
+
+func TestBrokerLatencyReportsPercentiles(t *testing.T) {
+	rabbittest.NeedBroker(t)
+	code, out, errOut := qlab("broker", "latency", "--n", "20", "--ttl", "20ms", "--gap", "0s")
+	require.Equal(t, exitOK, code, errOut)
+	assert.Regexp(t, `wait queue TTL 20ms, 20 messages: late by p50 \S+, p99 \S+`, out)
+}
+
+func TestRunQ10OnRabbit(t *testing.T) {
+	rabbittest.NeedBroker(t)
+	code, out, errOut := qlab("run", "10", "--backend", "rabbit", "--speed", "20", "--json")
+	require.Equal(t, exitOK, code, errOut)
+	fates := map[string]lab.Fate{}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		var e lab.Event
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &e))
+		assert.Equal(t, lab.Rabbit, e.Backend)
+		if e.Kind == lab.Summary {
+			fates[e.Task] = e.Fate
+		}
+	}
+	assert.Equal(t, map[string]lab.Fate{"A": lab.FateDone, "B": lab.FateDone, "C": lab.FateDead, "D": lab.FateDone}, fates)
+}

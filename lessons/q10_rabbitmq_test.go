@@ -1,0 +1,90 @@
+package lessons
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/rabbit/rabbittest"
+)
+
+func TestQ10RabbitMQ(t *testing.T) {
+	events, _ := runRabbit(t, q10, Options{})
+
+	for _, id := range []string{"A", "B", "D"} {
+		fate, attempts := summaryOf(t, events, id)
+		assert.Equal(t, lab.FateDone, fate, id)
+		assert.Equal(t, 1, attempts, id)
+	}
+	fate, attempts := summaryOf(t, events, "C")
+	assert.Equal(t, lab.FateDead, fate)
+	assert.Equal(t, 3, attempts)
+	assert.Equal(t, []lab.Kind{
+		lab.Enqueued,
+		lab.Started, lab.Failed, lab.Scheduled,
+		lab.Started, lab.Failed, lab.Scheduled,
+		lab.Started, lab.Failed, lab.DeadLettered,
+		lab.Alerted,
+	}, kinds(events, "C"))
+
+	// Who did what, where, and the attempt numbers x-death gave them.
+	var starts []lab.Event
+	for _, e := range events {
+		if e.Task == "C" && e.Kind == lab.Started {
+			starts = append(starts, e)
+		}
+	}
+	require.Len(t, starts, 3)
+	assert.Equal(t, []string{q10Sequential, q10Retry, q10SecondRetry}, []string{starts[0].Actor, starts[1].Actor, starts[2].Actor})
+	assert.Equal(t, []string{rabbit.SequentialQueue, rabbit.SequentialRetryProcessing, rabbit.SequentialSecondProcessing},
+		[]string{starts[0].Queue, starts[1].Queue, starts[2].Queue})
+	assert.Equal(t, []int{1, 2, 3}, []int{starts[0].Attempt, starts[1].Attempt, starts[2].Attempt})
+	for _, e := range events {
+		if e.Kind == lab.Scheduled {
+			assert.Contains(t, []int64{1000, 2000}, e.DelayMs, "delay_ms is the wait queue's TTL in lesson time")
+		}
+		if e.Kind == lab.Alerted {
+			assert.Equal(t, "C", e.Task)
+			assert.Contains(t, e.Note, "Subject: DLQ Alert: Task Failed")
+		}
+	}
+
+	// The broker held C for the TTLs: 1 s, then 2 s of lesson time. The
+	// lower bound is exact; the upper one allows scheduling jitter at
+	// speed 20 (1 s of lesson time is 50 ms).
+	const tolerance = 1000
+	var failures []int64
+	for _, e := range events {
+		if e.Task == "C" && e.Kind == lab.Failed {
+			failures = append(failures, e.TMs)
+		}
+	}
+	require.Len(t, failures, 3)
+	for i, ttl := range []int64{1000, 2000} {
+		wait := starts[i+1].TMs - failures[i]
+		assert.GreaterOrEqual(t, wait, ttl-int64(rabbitSpeed), "wait %d", i+1) // stamps round to 1 real ms = 20 ms lesson
+		assert.Less(t, wait, ttl+tolerance, "wait %d", i+1)
+	}
+}
+
+func TestQ10ExplainsAStaleQueue(t *testing.T) {
+	// A queue left behind with other arguments (here: another TTL) makes
+	// the run stop with the explanation and the reset command.
+	s := rabbittest.Session(t, rabbitSpeed)
+	newRunNames = func() rabbit.Names { return s.Names } // the lesson run reuses the stale names
+	t.Cleanup(func() { newRunNames = rabbit.RunNames })
+	wait, _ := rabbit.SequentialTopology().Queue(rabbit.SequentialRetryWait)
+	wait.TTL = 7 * wait.TTL
+	require.NoError(t, s.Declare(t.Context(), rabbit.Topology{Queues: []rabbit.Queue{
+		{Name: rabbit.SequentialRetryProcessing, Role: rabbit.Work}, wait,
+	}}))
+
+	_, err := Run(t.Context(), q10, Options{Backend: lab.Rabbit, Broker: s.URL, Speed: rabbitSpeed})
+	var pe *rabbit.PreconditionError
+	require.ErrorAs(t, err, &pe)
+	assert.Contains(t, err.Error(), "rabbitmqctl delete_queue "+s.Names.Of(rabbit.SequentialRetryWait))
+	assert.Contains(t, err.Error(), "x-message-ttl")
+}

@@ -1,0 +1,70 @@
+package lessons
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/rabbit/rabbittest"
+)
+
+// rabbitSpeed keeps broker lessons quick: 1 s of lesson time is 50 ms.
+const rabbitSpeed = 20
+
+// runRabbit runs lesson l against the test broker (skipping without one,
+// failing under QLAB_REQUIRE_BROKER=1) and returns its events.
+func runRabbit(t *testing.T, l Lesson, opts Options) ([]lab.Event, Result) {
+	t.Helper()
+	opts.Backend = lab.Rabbit
+	opts.Broker = rabbittest.NeedBroker(t)
+	if opts.Speed == 0 {
+		opts.Speed = rabbitSpeed
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var rec syncRecorder
+	res, err := Run(ctx, l, opts, &rec)
+	require.NoError(t, err)
+	return rec.events(), res
+}
+
+// syncRecorder records events; broker lessons emit from several
+// goroutines (the Stream serialises, the lock keeps the race detector
+// informed about the read afterwards).
+type syncRecorder struct {
+	mu  sync.Mutex
+	rec lab.Recorder
+}
+
+func (r *syncRecorder) Emit(e lab.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rec.Emit(e)
+}
+
+func (r *syncRecorder) events() []lab.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]lab.Event(nil), r.rec.Events...)
+}
+
+// TestEveryRabbitTaskAccountedFor is TestEveryTaskAccountedFor for every
+// lesson with a RabbitMQ variant, on the real broker.
+func TestEveryRabbitTaskAccountedFor(t *testing.T) {
+	plans := map[string]*lab.Plan{"default": nil, "seeded": seededPlan(7)}
+	for _, l := range All {
+		if l.Rabbit == nil {
+			continue
+		}
+		for name, plan := range plans {
+			t.Run(l.ID+"/"+name, func(t *testing.T) {
+				events, _ := runRabbit(t, l, Options{Plan: plan})
+				assertAccounted(t, events)
+			})
+		}
+	}
+}

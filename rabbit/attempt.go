@@ -1,0 +1,69 @@
+package rabbit
+
+import (
+	"context"
+	"time"
+
+	"github.com/queuelab/qlab/lab"
+)
+
+// ProcessFunc does the work of one attempt of task and reports its error.
+type ProcessFunc func(ctx context.Context, task string, attempt int) error
+
+// Simulate is the plan's work as a ProcessFunc: sleep plan.Work of lesson
+// time, then fail as plan.Fails says.
+func Simulate(plan lab.Plan, clock lab.Clock) ProcessFunc {
+	return func(ctx context.Context, task string, attempt int) error {
+		t := time.NewTimer(clock.Real(plan.Work))
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return plan.Fails(task, attempt)
+	}
+}
+
+// Attempt runs one processing attempt of d by actor: it emits started,
+// runs process and emits succeeded or failed, and returns process's error.
+// Settling the delivery (Ack, Reject) is the caller's decision.
+func Attempt(ctx context.Context, stream *lab.Stream, actor string, d *Delivery, process ProcessFunc) error {
+	n := d.Attempt()
+	stream.Emit(lab.Event{Kind: lab.Started, Task: d.Task, Queue: d.Queue, Actor: actor, Attempt: n})
+	if err := process(ctx, d.Task, n); err != nil {
+		stream.Emit(lab.Event{Kind: lab.Failed, Task: d.Task, Queue: d.Queue, Actor: actor, Attempt: n, Note: err.Error()})
+		return err
+	}
+	stream.Emit(lab.Event{Kind: lab.Succeeded, Task: d.Task, Queue: d.Queue, Actor: actor, Attempt: n})
+	return nil
+}
+
+// WaitSettled blocks until every task the stream has seen has a final fate
+// (done, dead, dropped or lost) and extra (if not nil) reports true, or
+// ctx ends. Broker runs have no idle signal like inmem.System's, so it
+// polls the ledger every few milliseconds.
+func WaitSettled(ctx context.Context, stream *lab.Stream, extra func() bool) error {
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if settled(stream) && (extra == nil || extra()) {
+			return nil
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func settled(stream *lab.Stream) bool {
+	tasks := stream.Tasks()
+	for _, t := range tasks {
+		if t.Fate == lab.FatePending {
+			return false
+		}
+	}
+	return len(tasks) > 0
+}

@@ -1,0 +1,237 @@
+package rabbit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuelab/qlab/lab"
+)
+
+// ConsumerOptions configure a Consumer.
+type ConsumerOptions struct {
+	Queue    string      // seed name of the queue to consume
+	Actor    string      // the worker's name in events, e.g. "Retry-Rabbit-Worker"
+	Prefetch int         // unacknowledged deliveries the broker may hand out at once; 0 means 1
+	Stream   *lab.Stream // where redelivered events go; nil reports none (benchmarks)
+}
+
+// Delivery is one message handed to a Handler. The handler must Ack or
+// Reject it; a delivery left unsettled when the connection drops is
+// redelivered by the broker.
+type Delivery struct {
+	amqp.Delivery
+	Task   string // the message id: the lab task
+	Queue  string // seed name of the queue it was consumed from
+	Deaths Deaths // its x-death history
+}
+
+// Attempt is the processing attempt this delivery stands for: one more
+// than the times it was rejected before. A redelivery repeats the attempt
+// it interrupted.
+func (d *Delivery) Attempt() int { return 1 + int(d.Deaths.Reason("rejected")) }
+
+// Ack acknowledges the delivery: the broker forgets the message.
+func (d *Delivery) Ack() error { return d.Delivery.Ack(false) }
+
+// Reject rejects the delivery without requeueing: the broker dead-letters
+// it along its queue's x-dead-letter route (or drops it if there is none).
+func (d *Delivery) Reject() error { return d.Nack(false, false) }
+
+// Handler handles one delivery. The Consumer calls it from one goroutine,
+// one delivery at a time.
+type Handler func(ctx context.Context, d *Delivery)
+
+// Consumer is a manual-ack consumer on a connection of its own. When that
+// connection drops it logs the loss and reconnects (a small loop rather
+// than amqp091-go's opt-in recovery, so the lesson can see and explain
+// each step); the broker then redelivers every unacknowledged message,
+// which the Consumer reports as a redelivered event.
+type Consumer struct {
+	s      *Session
+	opts   ConsumerOptions
+	handle Handler
+
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu         sync.Mutex
+	conn       *amqp.Connection
+	sock       net.Conn
+	reconnects int
+}
+
+// reconnectPause is the first pause before redialling; it doubles up to a
+// second while the broker stays away.
+const reconnectPause = 50 * time.Millisecond
+
+// Consume starts a consumer on seed queue opts.Queue whose deliveries go to
+// handle. It connects before returning, so a missing queue or broker is an
+// error here; later connection losses are recovered in the background
+// until ctx ends or Stop is called.
+func (s *Session) Consume(ctx context.Context, opts ConsumerOptions, handle Handler) (*Consumer, error) {
+	if opts.Prefetch <= 0 {
+		opts.Prefetch = 1
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	c := &Consumer{s: s, opts: opts, handle: handle, cancel: cancel, done: make(chan struct{})}
+	deliveries, closed, err := c.connect(ctx)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	s.mu.Lock()
+	s.consumers = append(s.consumers, c)
+	s.mu.Unlock()
+	go c.run(ctx, deliveries, closed)
+	return c, nil
+}
+
+// connect dials, opens a channel with the prefetch and starts consuming.
+func (c *Consumer) connect(ctx context.Context) (<-chan amqp.Delivery, chan *amqp.Error, error) {
+	var sock net.Conn
+	conn, err := dial(ctx, c.s.URL, func(network, addr string) (net.Conn, error) {
+		conn, err := amqp.DefaultDial(probeTimeout)(network, addr)
+		sock = conn
+		return conn, err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	var deliveries <-chan amqp.Delivery
+	err = within(ctx, func() error {
+		ch, err := conn.Channel()
+		if err != nil {
+			return err
+		}
+		if err := ch.Qos(c.opts.Prefetch, 0, false); err != nil {
+			return err
+		}
+		deliveries, err = ch.Consume(c.s.Names.Of(c.opts.Queue), c.opts.Actor, false, false, false, false, nil)
+		return err
+	})
+	if err != nil {
+		conn.Close()
+		return nil, nil, fmt.Errorf("consuming %s: %w", c.s.Names.Of(c.opts.Queue), err)
+	}
+	closed := conn.NotifyClose(make(chan *amqp.Error, 1))
+	c.mu.Lock()
+	c.conn, c.sock = conn, sock
+	c.mu.Unlock()
+	return deliveries, closed, nil
+}
+
+// run serves deliveries and reconnects after a loss until ctx ends.
+func (c *Consumer) run(ctx context.Context, deliveries <-chan amqp.Delivery, closed chan *amqp.Error) {
+	defer close(c.done)
+	for {
+		c.serve(ctx, deliveries)
+		if ctx.Err() != nil {
+			c.closeConn()
+			return
+		}
+		c.s.Logger.Warn("rabbit: consumer connection lost; reconnecting",
+			"actor", c.opts.Actor, "queue", c.opts.Queue, "err", fmt.Sprint(drain(closed)))
+		var err error
+		deliveries, closed, err = c.reconnect(ctx)
+		if err != nil {
+			return // ctx ended while the broker was away
+		}
+		c.s.Logger.Info("rabbit: consumer reconnected", "actor", c.opts.Actor, "queue", c.opts.Queue)
+	}
+}
+
+// serve hands deliveries to the handler until the delivery channel closes
+// (the connection or channel went away) or ctx ends.
+func (c *Consumer) serve(ctx context.Context, deliveries <-chan amqp.Delivery) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case d, ok := <-deliveries:
+			if !ok {
+				return
+			}
+			dl := &Delivery{Delivery: d, Task: d.MessageId, Queue: c.opts.Queue, Deaths: ReadDeaths(d.Headers)}
+			if d.Redelivered && c.opts.Stream != nil {
+				c.opts.Stream.Emit(lab.Event{Kind: lab.Redelivered, Task: dl.Task, Queue: c.opts.Queue, Actor: c.opts.Actor,
+					Attempt: dl.Attempt(), Note: "the broker handed it out again: it was never acknowledged"})
+			}
+			c.handle(ctx, dl)
+		}
+	}
+}
+
+// reconnect redials with a doubling pause until it succeeds or ctx ends.
+func (c *Consumer) reconnect(ctx context.Context) (<-chan amqp.Delivery, chan *amqp.Error, error) {
+	pause := reconnectPause
+	for {
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+		deliveries, closed, err := c.connect(ctx)
+		if err == nil {
+			c.mu.Lock()
+			c.reconnects++
+			c.mu.Unlock()
+			return deliveries, closed, nil
+		}
+		c.s.Logger.Warn("rabbit: reconnect failed", "actor", c.opts.Actor, "err", err.Error())
+		pause = min(2*pause, time.Second)
+	}
+}
+
+// drain returns the close reason, if any was sent, without blocking for
+// long: after a drop amqp091-go sends at most one error and closes the
+// channel.
+func drain(closed chan *amqp.Error) error {
+	select {
+	case err, ok := <-closed:
+		if ok && err != nil {
+			return err
+		}
+	case <-time.After(opTimeout):
+	}
+	return errors.New("connection closed")
+}
+
+// Reconnects is how many times the consumer has reconnected.
+func (c *Consumer) Reconnects() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reconnects
+}
+
+// Interrupt cuts the consumer's TCP connection without an AMQP goodbye,
+// as a network failure or a killed process would. Unacknowledged
+// deliveries return to the queue; the consumer reconnects.
+func (c *Consumer) Interrupt() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sock != nil {
+		c.sock.Close()
+	}
+}
+
+// Stop stops consuming and closes the consumer's connection; unacked
+// deliveries go back to the queue. It waits for the handler to return.
+func (c *Consumer) Stop() {
+	c.cancel()
+	<-c.done
+}
+
+func (c *Consumer) closeConn() {
+	c.mu.Lock()
+	conn := c.conn
+	c.mu.Unlock()
+	if conn != nil {
+		conn.Close()
+	}
+}

@@ -1,0 +1,21 @@
+// Package rabbit is QueueLab's RabbitMQ backend, built on amqp091-go.
+//
+// It holds the mechanics the RabbitMQ lessons compose:
+//
+//   - Discover finds a broker (RABBITMQ_URL, then the local default, then a
+//     dockertest container where a Docker engine answers) and Redact keeps
+//     passwords out of everything printed.
+//   - Topology describes queues declaratively (durable work queues, wait
+//     queues with x-message-ttl and a dead-letter route, DLQs); Session
+//     declares it under a per-run prefix (or the seed's exact names),
+//     explains a 406 PRECONDITION_FAILED, and deletes what it declared.
+//   - Publisher publishes persistent JSON with publisher confirms and waits
+//     for each confirm within a context.
+//   - Consumer is a manual-ack consumer with a prefetch, which survives a
+//     dropped connection by reconnecting (the broker redelivers what was
+//     unacknowledged) and reports redeliveries as lab events.
+//   - Deaths reads the x-death header the broker adds on dead-lettering.
+//
+// Like every backend it never prints: work is reported as lab.Events and
+// connection trouble is logged through log/slog.
+package rabbit

@@ -1,0 +1,108 @@
+package rabbit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// ErrNacked means the broker refused a published message (a negative
+// publisher confirm): it is not stored.
+var ErrNacked = errors.New("broker nacked the message")
+
+// Publisher publishes persistent JSON messages on a channel in confirm
+// mode. Safe for concurrent use.
+type Publisher struct {
+	names Names
+	ch    *amqp.Channel
+	mu    sync.Mutex
+}
+
+// Publisher opens a confirm-mode channel on the session's connection.
+func (s *Session) Publisher(ctx context.Context) (*Publisher, error) {
+	p := &Publisher{names: s.Names}
+	err := within(ctx, func() error {
+		ch, err := s.conn.Channel()
+		if err != nil {
+			return err
+		}
+		if err := ch.Confirm(false); err != nil {
+			ch.Close()
+			return err
+		}
+		p.ch = ch
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("opening a confirm channel: %w", err)
+	}
+	return p, nil
+}
+
+// TaskBody is the JSON body of a lab message when the caller gives none.
+type TaskBody struct {
+	Task string `json:"task"`
+}
+
+// Publishing is the message Publish sends for task with body: persistent,
+// content-type application/json, MessageId = task. A nil body becomes
+// {"task": task}.
+func Publishing(task string, body []byte) amqp.Publishing {
+	if body == nil {
+		body, _ = json.Marshal(TaskBody{Task: task}) // a struct of one string always marshals
+	}
+	return amqp.Publishing{
+		ContentType:  "application/json",
+		DeliveryMode: amqp.Persistent,
+		MessageId:    task,
+		Body:         body,
+	}
+}
+
+// PublishAsync sends task's message to seed queue (through the default
+// exchange) and returns the deferred confirm without waiting for it, so
+// callers can keep several publishes in flight.
+func (p *Publisher) PublishAsync(ctx context.Context, queue, task string, body []byte) (*amqp.DeferredConfirmation, error) {
+	// The channel's confirm sequence must match publish order; amqp091-go
+	// serialises publishes itself, the lock keeps Close out of the way.
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ch.PublishWithDeferredConfirmWithContext(ctx, "", p.names.Of(queue), false, false, Publishing(task, body))
+}
+
+// Publish sends task's message to seed queue and waits for the broker's
+// confirm, bounded by ctx (and at most a few seconds). It returns nil only
+// once the broker has taken responsibility for the message.
+func (p *Publisher) Publish(ctx context.Context, queue, task string, body []byte) error {
+	dc, err := p.PublishAsync(ctx, queue, task, body)
+	if err != nil {
+		return fmt.Errorf("publishing %s to %s: %w", task, queue, err)
+	}
+	return WaitConfirm(ctx, dc)
+}
+
+// WaitConfirm waits for one deferred confirm, bounded by ctx and a few
+// seconds; a nack is ErrNacked.
+func WaitConfirm(ctx context.Context, dc *amqp.DeferredConfirmation) error {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	ok, err := dc.WaitContext(ctx)
+	if err != nil {
+		return fmt.Errorf("waiting for the publisher confirm: %w", err)
+	}
+	if !ok {
+		return ErrNacked
+	}
+	return nil
+}
+
+// Close closes the publisher's channel.
+func (p *Publisher) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ch.Close()
+}

@@ -1,0 +1,81 @@
+// Package rabbittest holds the test helpers for code that needs a real
+// RabbitMQ broker: NeedBroker finds one or skips (or fails under
+// QLAB_REQUIRE_BROKER=1, as CI sets), and Session opens a session with a
+// private queue prefix that is cleaned up when the test ends.
+package rabbittest
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/rabbit"
+)
+
+// RequireEnv names the variable that turns a missing broker from a skip
+// into a failure.
+const RequireEnv = "QLAB_REQUIRE_BROKER"
+
+var (
+	once   sync.Once
+	broker rabbit.Broker
+	found  error
+)
+
+// NeedBroker returns the broker's URL, discovered once per test binary
+// (RABBITMQ_URL, then the default URL; never Docker, to keep tests quick).
+// Without a broker it skips the test with the reason, or fails it when
+// QLAB_REQUIRE_BROKER=1.
+func NeedBroker(t testing.TB) string {
+	t.Helper()
+	once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		broker, found = rabbit.Discover(ctx, rabbit.DiscoverOptions{})
+	})
+	if found != nil {
+		if os.Getenv(RequireEnv) == "1" {
+			t.Fatalf("%s=1 but no broker: %v", RequireEnv, found)
+		}
+		t.Skipf("skipping: needs a RabbitMQ broker: %v", found)
+	}
+	return broker.URL
+}
+
+// Session opens a session on the test broker with a fresh run prefix and
+// the lesson clock at speed, and deletes its queues when the test ends.
+// Connection trouble is logged to the test log.
+func Session(t testing.TB, speed float64) *rabbit.Session {
+	t.Helper()
+	url := NeedBroker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := rabbit.Open(ctx, url, rabbit.RunNames(), lab.NewClock(speed), Logger(t))
+	if err != nil {
+		t.Fatalf("opening a session: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := s.Close(ctx); err != nil {
+			t.Errorf("cleaning up the test's queues: %v", err)
+		}
+	})
+	return s
+}
+
+// Logger returns a slog logger that writes to t's log.
+func Logger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, nil))
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p))
+	return len(p), nil
+}
