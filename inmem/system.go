@@ -96,6 +96,7 @@ func (s *System) Queue(name string, capacity int) *Queue {
 // with the task (ack it, move it, schedule it) must happen before it
 // returns: that is how the System knows the task is not lost in between.
 func (s *System) Worker(actor string, q *Queue, handle func(t *Task)) {
+	q.mustConsume()
 	s.workers.Add(1)
 	go func() {
 		defer s.workers.Done()
