@@ -22,7 +22,7 @@ var q09 = Lesson{
 	ID:    "Q09",
 	Title: "DLQ alert: a DLQ-Worker mails the admin",
 	Notice: "A separate DLQ-Worker takes C from the dead-letter queue and the mock mail service sends the alert to admin@example.com. " +
-		"Sending takes 500 ms; because it has its own worker, the retry workers never wait for it (try --fail-rate 0.5).",
+		"Sending takes 500 ms; because it has its own worker, the retry workers never wait for it: with --fail-rate 0.5 --seed 3, D is retried and dead-lettered while C's alert is still being sent.",
 	InMem: runQ09,
 }
 

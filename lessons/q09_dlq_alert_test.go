@@ -65,3 +65,15 @@ func TestQ09MailingNeverBlocksTheRetryWorker(t *testing.T) {
 		assert.Equal(t, lab.FateDead, fate, id)
 	}
 }
+
+// The scenario the lesson's notice points to: --fail-rate 0.5 --seed 3.
+func TestQ09NoticeScenario(t *testing.T) {
+	plan := lab.DefaultPlan()
+	plan.FailRate, plan.Seed = 0.5, 3
+	events, _ := runInMem(t, q09, Options{Plan: &plan})
+
+	alertC := firstAt(t, events, lab.Alerted, "C")
+	assert.LessOrEqual(t, firstAt(t, events, lab.DeadLettered, "C"), startedAt(t, events, "D", 3))
+	assert.Less(t, firstAt(t, events, lab.DeadLettered, "D"), alertC,
+		"D is retried and dead-lettered while C's alert is being sent")
+}
