@@ -96,6 +96,7 @@ func (s *System) Queue(name string, capacity int) *Queue {
 // to handle, one at a time, until the system stops. Whatever handle does
 // with the task (ack it, move it, schedule it) must happen before it
 // returns: that is how the System knows the task is not lost in between.
+// q must not be a holding queue (see HoldingQueue).
 func (s *System) Worker(actor string, q *Queue, handle func(t *Task)) {
 	q.mustConsume()
 	s.workers.Add(1)
