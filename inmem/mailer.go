@@ -2,6 +2,7 @@ package inmem
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/queuelab/qlab/lab"
 )
@@ -16,10 +17,16 @@ type Mail struct {
 type Mailer struct {
 	Stream *lab.Stream
 	Actor  string // defaults to "MockEmailService"
+	// Latency is the lesson time one Send takes, as a real mail API would
+	// (zero: instant). Send blocks its caller that long, then reports the
+	// mail as sent; this is why slow mailing belongs in its own worker.
+	Latency time.Duration
 }
 
-// Send "sends" m about task and reports it as an alerted event.
+// Send "sends" mail about task: it waits Latency of lesson time, then
+// reports the mail as an alerted event.
 func (m Mailer) Send(task string, mail Mail) {
+	m.Stream.Clock().Sleep(m.Latency)
 	actor := m.Actor
 	if actor == "" {
 		actor = "MockEmailService"

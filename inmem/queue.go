@@ -7,6 +7,9 @@ type Queue struct {
 	name string
 	sys  *System
 	ch   chan *Task
+	// hold marks a holding queue (System.HoldingQueue): tasks rest in it
+	// and do not count as work in flight.
+	hold bool
 }
 
 // Name returns the queue's name as it appears in events.
@@ -46,6 +49,8 @@ func (q *Queue) DeadLetter(actor string, t *Task, dlq *Queue, reason string) {
 // put counts the task as in flight, then hands it to the channel. The count
 // comes first so the System can never look idle while a task is on its way.
 func (q *Queue) put(t *Task) {
-	q.sys.work.add()
+	if !q.hold {
+		q.sys.work.add()
+	}
 	q.ch <- t
 }

@@ -3,6 +3,7 @@ package inmem
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/queuelab/qlab/lab"
@@ -95,20 +96,42 @@ func (s *System) Queue(name string, capacity int) *Queue {
 // to handle, one at a time, until the system stops. Whatever handle does
 // with the task (ack it, move it, schedule it) must happen before it
 // returns: that is how the System knows the task is not lost in between.
+// q must not be a holding queue (see HoldingQueue).
 func (s *System) Worker(actor string, q *Queue, handle func(t *Task)) {
+	q.mustConsume()
 	s.workers.Add(1)
 	go func() {
 		defer s.workers.Done()
 		for {
-			select {
-			case t := <-q.ch:
-				handle(t)
-				s.work.done()
-			case <-s.ctx.Done():
+			t, ok := s.next(q)
+			if !ok {
 				return
 			}
+			handle(t)
+			s.work.done()
 		}
 	}()
+}
+
+// next takes the next task from q, blocking until there is one; ok is false
+// once the system stops. A task already waiting is taken without a select
+// (the common case under load, and much cheaper than a select); the context
+// is checked first, so a stopped system never starts another handler.
+func (s *System) next(q *Queue) (t *Task, ok bool) {
+	if s.ctx.Err() != nil {
+		return nil, false
+	}
+	select {
+	case t = <-q.ch:
+		return t, true
+	default:
+	}
+	select {
+	case t = <-q.ch:
+		return t, true
+	case <-s.ctx.Done():
+		return nil, false
+	}
 }
 
 // Attempt runs one processing attempt of t taken from q: it counts the
@@ -202,28 +225,32 @@ func (s *System) Crash(actor string) {
 
 func (s *System) emit(e lab.Event) { s.stream.Emit(e) }
 
-// tracker counts work in flight and signals when it reaches zero.
+// tracker counts work in flight and signals when it reaches zero. The
+// count is atomic so the hot path (a put, a handled task) takes no lock;
+// the mutex guards only the zero channel, touched when the count crosses
+// zero and by idle.
 type tracker struct {
+	n    atomic.Int64
 	mu   sync.Mutex
-	n    int
-	zero chan struct{}
+	zero chan struct{} // closed once n reached zero; nil or closed while idle
 }
 
 func (t *tracker) add() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.n == 0 {
-		t.zero = make(chan struct{})
+	if t.n.Add(1) == 1 {
+		t.mu.Lock()
+		t.arm()
+		t.mu.Unlock()
 	}
-	t.n++
 }
 
 func (t *tracker) done() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.n--
-	if t.n == 0 {
-		close(t.zero)
+	if t.n.Add(-1) == 0 {
+		t.mu.Lock()
+		// Re-check under the lock: new work may have started since.
+		if t.n.Load() == 0 && isOpen(t.zero) {
+			close(t.zero)
+		}
+		t.mu.Unlock()
 	}
 }
 
@@ -231,10 +258,32 @@ func (t *tracker) done() {
 func (t *tracker) idle() <-chan struct{} {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.n == 0 {
+	if t.n.Load() == 0 {
 		c := make(chan struct{})
 		close(c)
 		return c
 	}
+	t.arm() // add may not have armed it yet
 	return t.zero
+}
+
+// arm makes sure zero is an open channel for the work now in flight. The
+// caller holds mu.
+func (t *tracker) arm() {
+	if !isOpen(t.zero) {
+		t.zero = make(chan struct{})
+	}
+}
+
+// isOpen reports whether c is a channel not yet closed.
+func isOpen(c chan struct{}) bool {
+	if c == nil {
+		return false
+	}
+	select {
+	case <-c:
+		return false
+	default:
+		return true
+	}
 }

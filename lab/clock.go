@@ -34,6 +34,9 @@ func (c Clock) Real(d time.Duration) time.Duration {
 
 // Lesson returns the lesson duration that real duration d stands for.
 func (c Clock) Lesson(d time.Duration) time.Duration {
+	if c.speed == 1 {
+		return d // the default speed: exact, and skips float rounding on every event stamp
+	}
 	return time.Duration(math.Round(float64(d) * c.speed))
 }
 

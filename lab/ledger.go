@@ -23,7 +23,10 @@ type Ledger struct {
 
 // Observe updates the ledger with e. Events about unknown tasks (other than
 // Enqueued) and Summary events are ignored.
-func (l *Ledger) Observe(e Event) {
+func (l *Ledger) Observe(e Event) { l.observe(&e) }
+
+// observe is Observe without copying the event, for the Stream's hot path.
+func (l *Ledger) observe(e *Event) {
 	if e.Task == "" || e.Kind == Summary {
 		return
 	}

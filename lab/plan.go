@@ -50,5 +50,18 @@ func (p Plan) Fails(task string, attempt int) error {
 func (p Plan) roll(task string, attempt int) float64 {
 	h := fnv.New64a()
 	fmt.Fprintf(h, "%d/%s/%d", p.Seed, task, attempt)
-	return float64(h.Sum64()>>11) / (1 << 53)
+	return float64(mix(h.Sum64())>>11) / (1 << 53)
+}
+
+// mix is splitmix64's finalizer. FNV-1a alone barely changes its high bits
+// when only the last bytes differ ("7/A/1" vs "7/B/2"), so without it one
+// seed failed nearly all attempts or none; mixing spreads every input bit
+// over the bits roll keeps.
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
 }

@@ -50,7 +50,7 @@ func (s *Stream) emitLocked(e Event) {
 	e.TMs = s.clock.Elapsed().Milliseconds()
 	e.Lesson = s.lesson
 	e.Backend = s.backend
-	s.ledger.Observe(e)
+	s.ledger.observe(&e)
 	for _, sink := range s.sinks {
 		sink.Emit(e)
 	}

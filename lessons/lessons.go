@@ -65,6 +65,10 @@ func (l Lesson) Runner(b lab.Backend) RunFunc {
 // All is the curriculum in order.
 var All = []Lesson{
 	q01,
+	q06,
+	q07,
+	q08,
+	q09,
 	q10,
 	q12,
 }

@@ -24,7 +24,7 @@ var q10 = Lesson{
 	Title: "The whole flow on RabbitMQ: TTL + dead-letter wait queues",
 	Notice: "No worker sleeps or moves a message: a failing worker rejects it, the broker dead-letters it into a wait queue nobody consumes, " +
 		"and that queue's TTL (1 s, then 2 s) sends it on to the next worker, then to the DLQ and its alert. Same story as Q09, but the broker holds every delay.",
-	// InMem is the Q09 flow; it is wired up where runQ09 lives.
+	InMem:  runQ09, // the Q09 flow on channels, so both backends can be compared
 	Rabbit: runQ10Rabbit,
 }
 

@@ -71,7 +71,7 @@ func Message(e lab.Event) (text, tone string) {
 		}
 		return "▶ Starting task: " + t, ""
 	case lab.Succeeded:
-		return "✅ Done: " + t, green
+		return "✅ Done: " + t + withNote(e.Note), green
 	case lab.Failed:
 		return fmt.Sprintf("❌ Error processing task %s: %s", t, e.Note), red
 	case lab.Moved:

@@ -1,0 +1,77 @@
+package lab
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestLedgerFateRules(t *testing.T) {
+	ev := func(k Kind) Event { return Event{Kind: k, Task: "X"} }
+	cases := []struct {
+		name     string
+		kinds    []Kind
+		fate     Fate
+		attempts int
+	}{
+		{"enqueued only is pending", []Kind{Enqueued}, FatePending, 0},
+		{"success is done", []Kind{Enqueued, Started, Succeeded}, FateDone, 1},
+		{"failure alone leaves it pending", []Kind{Enqueued, Started, Failed}, FatePending, 1},
+		{"dead-lettered is dead", []Kind{Enqueued, Started, Failed, DeadLettered}, FateDead, 1},
+		{"dropped is dropped", []Kind{Enqueued, Started, Failed, Dropped}, FateDropped, 1},
+		{"lost is lost", []Kind{Enqueued, Lost}, FateLost, 0},
+		{"a duplicate counts as done", []Kind{Enqueued, Started, Duplicate}, FateDone, 1},
+		{"moved after success is pending again", []Kind{Enqueued, Started, Succeeded, Moved}, FatePending, 1},
+		{"scheduled re-enters", []Kind{Enqueued, Started, Failed, DeadLettered, Scheduled}, FatePending, 1},
+		{"redelivered re-enters, the next delivery decides", []Kind{Enqueued, Started, Succeeded, Redelivered, Started, Duplicate}, FateDone, 2},
+		{"latest deciding event wins", []Kind{Enqueued, Started, Succeeded, Lost}, FateLost, 1},
+		{"alerts do not change the fate", []Kind{Enqueued, Started, Failed, DeadLettered, Alerted}, FateDead, 1},
+		{"rejected does not settle", []Kind{Enqueued, Rejected}, FatePending, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var l Ledger
+			for i, k := range c.kinds {
+				e := ev(k)
+				e.TMs = int64(i * 10)
+				l.Observe(e)
+			}
+			r, ok := l.Task("X")
+			assert.True(t, ok)
+			assert.Equal(t, c.fate, r.Fate)
+			assert.Equal(t, c.attempts, r.Attempts)
+			if c.fate == FatePending {
+				assert.Equal(t, int64(-1), r.Settled)
+			} else {
+				assert.GreaterOrEqual(t, r.Settled, int64(0))
+			}
+		})
+	}
+}
+
+func TestLedgerIgnoresUnknownTasksAndSummaries(t *testing.T) {
+	var l Ledger
+	l.Observe(Event{Kind: Started, Task: "ghost"})
+	l.Observe(Event{Kind: Enqueued}) // no task
+	l.Observe(Event{Kind: Enqueued, Task: "A"})
+	l.Observe(Event{Kind: Summary, Task: "A", Fate: FateDone})
+	_, ghost := l.Task("ghost")
+	assert.False(t, ghost, "a task exists from its first enqueued event")
+	a, _ := l.Task("A")
+	assert.Equal(t, FatePending, a.Fate, "a summary is output, not input")
+	assert.Len(t, l.Tasks(), 1)
+}
+
+func TestLedgerFirstFailAndOrder(t *testing.T) {
+	var l Ledger
+	for _, e := range []Event{
+		{Kind: Enqueued, Task: "B"}, {Kind: Enqueued, Task: "A"},
+		{Kind: Failed, Task: "A", TMs: 300}, {Kind: Failed, Task: "A", TMs: 900},
+	} {
+		l.Observe(e)
+	}
+	tasks := l.Tasks()
+	assert.Equal(t, "B", tasks[0].ID, "creation order, not alphabetical")
+	assert.Equal(t, int64(-1), tasks[0].FirstFail)
+	assert.Equal(t, int64(300), tasks[1].FirstFail)
+}

@@ -1,0 +1,70 @@
+package lab
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestPlanPoisonAlwaysFails(t *testing.T) {
+	p := DefaultPlan()
+	for attempt := 1; attempt <= 10; attempt++ {
+		assert.ErrorIs(t, p.Fails("C", attempt), ErrPoison)
+		assert.NoError(t, p.Fails("A", attempt), "no fail rate: healthy tasks succeed")
+	}
+}
+
+func TestPlanFailsIsDeterministic(t *testing.T) {
+	a := Plan{FailRate: 0.5, Seed: 42}
+	b := Plan{FailRate: 0.5, Seed: 42}
+	other := Plan{FailRate: 0.5, Seed: 43}
+	differs := false
+	for _, id := range []string{"A", "B", "C", "D"} {
+		for attempt := 1; attempt <= 20; attempt++ {
+			assert.Equal(t, a.Fails(id, attempt) == nil, b.Fails(id, attempt) == nil, "same seed, same verdict")
+			if a.Fails(id, attempt) == nil != (other.Fails(id, attempt) == nil) {
+				differs = true
+			}
+		}
+	}
+	assert.True(t, differs, "another seed fails other attempts")
+}
+
+func TestPlanTransientErrorNamesTheAttempt(t *testing.T) {
+	p := Plan{FailRate: 1}
+	err := p.Fails("A", 3)
+	assert.True(t, errors.Is(err, ErrTransient))
+	assert.Contains(t, err.Error(), "attempt 3")
+	assert.NoError(t, Plan{FailRate: 0}.Fails("A", 1))
+}
+
+// Over many seeds the observed failure rate is close to FailRate, and the
+// verdicts within one seed are independent: with rate 0.5 and 12 attempts,
+// a seed that fails all or none of them should be rare (expected 0.05 %
+// each). A hash that ignores task and attempt fails this.
+func TestPlanFailRateIsHonest(t *testing.T) {
+	for _, rate := range []float64{0.1, 0.3, 0.5, 0.9} {
+		fails, n, extreme := 0, 0, 0
+		for seed := int64(1); seed <= 2000; seed++ {
+			p := Plan{FailRate: rate, Seed: seed}
+			perSeed := 0
+			for _, id := range []string{"A", "B", "C", "D"} {
+				for attempt := 1; attempt <= 3; attempt++ {
+					n++
+					if p.Fails(id, attempt) != nil {
+						fails++
+						perSeed++
+					}
+				}
+			}
+			if perSeed == 0 || perSeed == 12 {
+				extreme++
+			}
+		}
+		assert.InDelta(t, rate, float64(fails)/float64(n), 0.02, "rate %g", rate)
+		if rate == 0.5 {
+			assert.Less(t, extreme, 20, "all-or-nothing seeds: verdicts are correlated within a seed")
+		}
+	}
+}

@@ -1,0 +1,29 @@
+package lessons
+
+// Q07 — exponential backoff.
+//
+// Notice: a failed task no longer goes straight to the next queue. It waits
+// (time.AfterFunc) 1 s before the retry queue and 2 s before the second
+// retry queue; the stamps show the gaps, and the scheduled lines say how
+// long. A struggling downstream service gets time to recover between tries.
+
+import (
+	"context"
+
+	"github.com/queuelab/qlab/inmem"
+)
+
+var q07 = Lesson{
+	ID:    "Q07",
+	Title: "Exponential backoff: wait 1 s, then 2 s",
+	Notice: "A failed task waits before its next try: 1 s before the retry queue, 2 s before the second retry queue (time.AfterFunc). " +
+		"Compare the stamps of C's failures and retries: the gaps double. After the last retry C is still dropped; Q08 fixes that.",
+	InMem: runQ07,
+}
+
+func runQ07(ctx context.Context, env *Env) error {
+	chain := newBackoffChain(ctx, env)
+	return chain.run(ctx, env, func(actor string, from *inmem.Queue, t *inmem.Task) {
+		chain.sys.Drop(actor, t, from.Name(), "all retries failed")
+	})
+}

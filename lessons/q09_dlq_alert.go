@@ -1,0 +1,42 @@
+package lessons
+
+// Q09 — alert from the dead-letter queue.
+//
+// Notice: a separate DLQ-Worker takes C from the dead-letter queue and has
+// the (mock) mail service send an alert. Mailing is slow (500 ms here), and
+// because it happens in its own worker, the Second-Retry-Worker keeps
+// retrying and dead-lettering other tasks meanwhile.
+
+import (
+	"context"
+	"time"
+
+	"github.com/queuelab/qlab/inmem"
+)
+
+// q09MailLatency is how long the mock mail service takes per alert, in
+// lesson time: long enough to block whoever calls it.
+const q09MailLatency = 500 * time.Millisecond
+
+var q09 = Lesson{
+	ID:    "Q09",
+	Title: "DLQ alert: a DLQ-Worker mails the admin",
+	Notice: "A separate DLQ-Worker takes C from the dead-letter queue and the mock mail service sends the alert to admin@example.com. " +
+		"Sending takes 500 ms; because it has its own worker, the retry workers never wait for it: with --fail-rate 0.5 --seed 3, D is retried and dead-lettered while C's alert is still being sent.",
+	InMem: runQ09,
+}
+
+// runQ09 is the whole in-memory flow of the seed: main → retry (1 s) →
+// second retry (2 s) → DLQ → alert mail. Lesson Q10 runs it as the
+// in-memory side of its comparison with RabbitMQ.
+func runQ09(ctx context.Context, env *Env) error {
+	chain := newBackoffChain(ctx, env)
+	dlq := chain.sys.Queue("deadLetterQueue", chain.room)
+	mailer := inmem.Mailer{Stream: env.Stream, Latency: q09MailLatency}
+	chain.sys.Worker("DLQ-Worker", dlq, func(t *inmem.Task) {
+		mailer.Send(t.ID, inmem.DLQAlert(t.ID))
+	})
+	return chain.run(ctx, env, func(actor string, from *inmem.Queue, t *inmem.Task) {
+		from.DeadLetter(actor, t, dlq, "failed all retries")
+	})
+}
