@@ -2,6 +2,7 @@ package inmem
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,10 +37,15 @@ type System struct {
 	work    tracker
 	workers sync.WaitGroup
 
-	mu     sync.Mutex
-	queues []*Queue
-	timers map[*time.Timer]timed
+	mu      sync.Mutex
+	queues  []*Queue
+	timers  map[*time.Timer]timed
+	crashed bool
 }
+
+// ErrCrashed is what Wait returns after Crash: the run did not finish, the
+// process died and took its in-memory tasks with it.
+var ErrCrashed = errors.New("the process crashed: in-memory tasks were lost")
 
 type timed struct {
 	task *Task
@@ -189,6 +195,11 @@ func (s *System) Wait(ctx context.Context) error {
 		err = s.ctx.Err()
 	}
 	s.Stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.crashed {
+		return ErrCrashed
+	}
 	return err
 }
 
@@ -208,6 +219,9 @@ func (s *System) Stop() {
 // still sitting in a queue or waiting on a timer is reported lost, because
 // memory is all that held it.
 func (s *System) Crash(actor string) {
+	s.mu.Lock()
+	s.crashed = true
+	s.mu.Unlock()
 	s.Stop()
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -121,6 +121,7 @@ func TestCrashReportsQueuedAndScheduledTasksLost(t *testing.T) {
 		time.Sleep(2 * time.Second)
 		assert.Equal(t, 0, retry.Len(), "a stopped timer never delivers")
 		assert.Len(t, eventsOf(&rec, lab.Lost), 3, "nothing is reported twice")
+		assert.ErrorIs(t, sys.Wait(context.Background()), ErrCrashed, "Wait says the run crashed")
 	})
 }
 

@@ -2,6 +2,7 @@ package lessons
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/queuelab/qlab/inmem"
@@ -53,16 +54,38 @@ func (c *backoffChain) run(ctx context.Context, env *Env, exhausted exhaustedFun
 	for _, id := range env.Plan.Tasks {
 		c.main.Enqueue("Producer", id)
 	}
-	c.stage("Sequential-Worker", c.main, func(actor string, t *inmem.Task) {
-		c.sys.Schedule(actor, t, c.main.Name(), c.retry, firstBackoff)
-	})
+	for i := range env.Consumers {
+		c.stage(workerName("Sequential-Worker", i, env.Consumers), c.main, func(actor string, t *inmem.Task) {
+			c.sys.Schedule(actor, t, c.main.Name(), c.retry, firstBackoff)
+		})
+	}
 	c.stage("Retry-Worker", c.retry, func(actor string, t *inmem.Task) {
 		c.sys.Schedule(actor, t, c.retry.Name(), c.secondRetry, secondBackoff)
 	})
 	c.stage("Second-Retry-Worker", c.secondRetry, func(actor string, t *inmem.Task) {
 		exhausted(actor, c.secondRetry, t)
 	})
+	watchInMem(env, c.main, c.retry, c.secondRetry)
+	defer env.interruptAfter(func() { c.sys.Crash("process") })()
 	return c.sys.Wait(ctx)
+}
+
+// workerName names consumer i of n on one queue: the base name alone when
+// it has one consumer, base-1, base-2 … when several compete (one actor
+// name per goroutine keeps transcripts canonical).
+func workerName(base string, i, n int) string {
+	if n <= 1 {
+		return base
+	}
+	return fmt.Sprintf("%s-%d", base, i+1)
+}
+
+// watchInMem lets the run sample the depth of in-memory queues. Tasks
+// waiting on a time.AfterFunc timer are in no queue: nothing can show them.
+func watchInMem(env *Env, queues ...*inmem.Queue) {
+	for _, q := range queues {
+		env.Watch(q.Name(), func(context.Context) (int, error) { return q.Len(), nil })
+	}
 }
 
 // stage starts worker actor on q: one attempt per task, and onFail for a

@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/render"
@@ -102,8 +104,54 @@ type Env struct {
 	// SeedNames asks RabbitMQ lessons for the seed's exact queue names
 	// (rabbit.SeedNames) instead of a per-run prefix (rabbit.RunNames).
 	SeedNames bool
-	tables    []render.Table
+	// Interrupt, when > 0, asks the lesson to let its process "die" at
+	// this lesson time (compare's persistence row): in memory that loses
+	// what memory held; on a broker the workers' connections drop and come
+	// back. Lessons that support it call Interrupted when it happened.
+	Interrupt time.Duration
+	// Consumers is how many workers consume the main queue (at least 1).
+	Consumers int
+
+	tables      []render.Table
+	mu          sync.Mutex
+	probes      []probe
+	interrupted bool
+}
+
+// probe reads one queue's depth for the sampler.
+type probe struct {
+	queue string
+	depth func(context.Context) (int, error)
 }
 
 // Report adds a measured table to the run's result.
 func (e *Env) Report(t render.Table) { e.tables = append(e.tables, t) }
+
+// Watch registers a queue whose depth the run samples when Options.Sample
+// asks for it (compare's observability row). depth must be safe to call
+// from another goroutine and return promptly.
+func (e *Env) Watch(queue string, depth func(context.Context) (int, error)) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.probes = append(e.probes, probe{queue, depth})
+}
+
+// Interrupted records that the lesson carried out Env.Interrupt.
+func (e *Env) Interrupted() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.interrupted = true
+}
+
+// interruptAfter calls die once the lesson clock reaches Env.Interrupt,
+// unless stop is called first. It does nothing when Interrupt is 0.
+func (e *Env) interruptAfter(die func()) (stop func()) {
+	if e.Interrupt <= 0 {
+		return func() {}
+	}
+	t := e.Stream.Clock().AfterFunc(e.Interrupt, func() {
+		die()
+		e.Interrupted()
+	})
+	return func() { t.Stop() }
+}

@@ -32,6 +32,7 @@ var q09 = Lesson{
 func runQ09(ctx context.Context, env *Env) error {
 	chain := newBackoffChain(ctx, env)
 	dlq := chain.sys.Queue("deadLetterQueue", chain.room)
+	watchInMem(env, dlq)
 	mailer := inmem.Mailer{Stream: env.Stream, Latency: q09MailLatency}
 	chain.sys.Worker("DLQ-Worker", dlq, func(t *inmem.Task) {
 		mailer.Send(t.ID, inmem.DLQAlert(t.ID))

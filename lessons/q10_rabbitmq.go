@@ -57,6 +57,10 @@ func runQ10Rabbit(ctx context.Context, env *Env) error {
 	if err := q10Workers(ctx, env, s, topo, &alerts); err != nil {
 		return err
 	}
+	for _, q := range topo.Queues {
+		env.Watch(q.Name, func(ctx context.Context) (int, error) { return s.Depth(ctx, q.Name) })
+	}
+	defer env.interruptAfter(s.InterruptConsumers)()
 	if err := q10Produce(ctx, env, s); err != nil {
 		return err
 	}
@@ -117,15 +121,20 @@ func q10Workers(ctx context.Context, env *Env, s *rabbit.Session, topo rabbit.To
 			alerts.Add(1)
 		}
 	}
-	workers := []struct {
+	type worker struct {
 		queue, actor string
 		handle       rabbit.Handler
-	}{
-		{rabbit.SequentialQueue, q10Sequential, retryVia(q10Sequential, rabbit.SequentialRetryWait)},
+	}
+	var workers []worker
+	for i := range env.Consumers {
+		actor := workerName(q10Sequential, i, env.Consumers)
+		workers = append(workers, worker{rabbit.SequentialQueue, actor, retryVia(actor, rabbit.SequentialRetryWait)})
+	}
+	workers = append(workers, []worker{
 		{rabbit.SequentialRetryProcessing, q10Retry, retryVia(q10Retry, rabbit.SequentialSecondRetryWait)},
 		{rabbit.SequentialSecondProcessing, q10SecondRetry, lastTry},
 		{rabbit.SequentialDLQ, q10DLQ, alert},
-	}
+	}...)
 	for _, w := range workers {
 		opts := rabbit.ConsumerOptions{Queue: w.queue, Actor: w.actor, Prefetch: 1, Stream: env.Stream}
 		if _, err := s.Consume(ctx, opts, w.handle); err != nil {

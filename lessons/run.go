@@ -3,6 +3,7 @@ package lessons
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/render"
@@ -17,12 +18,32 @@ type Options struct {
 	// SeedNames makes RabbitMQ lessons declare the seed's exact queue
 	// names instead of a private per-run prefix (qlab run --names seed).
 	SeedNames bool
+	// Interrupt, when > 0, makes the process "die" at this lesson time in
+	// lessons that support it (see Env.Interrupt).
+	Interrupt time.Duration
+	// Consumers on the main queue, for lessons that support more than one
+	// (default 1).
+	Consumers int
+	// Sample, when > 0, samples every watched queue's depth at this
+	// lesson-time interval into Result.Depths.
+	Sample time.Duration
 }
 
 // Result is what a finished run leaves besides its events.
 type Result struct {
 	Tasks  []lab.TaskRecord // every task the run created, with its fate
 	Tables []render.Table   // measured tables the lesson reported
+	// Depths holds each watched queue's sampled depths, in the order the
+	// lesson registered them (only with Options.Sample).
+	Depths []Series
+	// Interrupted is true when the lesson carried out Options.Interrupt.
+	Interrupted bool
+}
+
+// Series is one queue's depth, sampled at a fixed interval.
+type Series struct {
+	Queue   string
+	Samples []int
 }
 
 // ErrNoBackend is returned by Run for a backend the lesson does not have.
@@ -59,6 +80,53 @@ func Run(ctx context.Context, l Lesson, opts Options, sinks ...lab.Sink) (Result
 		Broker: opts.Broker,
 	}
 	env.SeedNames = opts.SeedNames
+	env.Interrupt = opts.Interrupt
+	env.Consumers = max(opts.Consumers, 1)
+	stopSampling := env.sample(ctx, opts.Sample)
 	err := run(ctx, env)
-	return Result{Tasks: env.Stream.Finish(), Tables: env.tables}, err
+	depths := stopSampling()
+	env.mu.Lock()
+	defer env.mu.Unlock()
+	return Result{Tasks: env.Stream.Finish(), Tables: env.tables, Depths: depths, Interrupted: env.interrupted}, err
+}
+
+// sample reads every watched queue's depth each interval of lesson time
+// until the returned stop is called; stop returns the series. A probe that
+// errors (the queue is gone) records 0. interval 0 samples nothing.
+func (e *Env) sample(ctx context.Context, interval time.Duration) (stop func() []Series) {
+	if interval <= 0 {
+		return func() []Series { return nil }
+	}
+	done := make(chan struct{})
+	result := make(chan []Series)
+	go func() {
+		var series []Series
+		tick := time.NewTicker(e.Stream.Clock().Real(interval))
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+				e.mu.Lock()
+				probes := append([]probe(nil), e.probes...)
+				e.mu.Unlock()
+				for i, p := range probes {
+					if i == len(series) {
+						series = append(series, Series{Queue: p.queue})
+					}
+					n, err := p.depth(ctx)
+					if err != nil {
+						n = 0
+					}
+					series[i].Samples = append(series[i].Samples, n)
+				}
+			case <-done:
+				result <- series
+				return
+			}
+		}
+	}()
+	return func() []Series {
+		close(done)
+		return <-result
+	}
 }

@@ -162,6 +162,19 @@ func (s *Session) Depth(ctx context.Context, name string) (int, error) {
 	return n, err
 }
 
+// InterruptConsumers cuts every consumer's connection at once, as a killed
+// worker process would (see Consumer.Interrupt): what they held unacked
+// goes back to its queue, messages waiting in the broker stay, and each
+// consumer reconnects.
+func (s *Session) InterruptConsumers() {
+	s.mu.Lock()
+	consumers := append([]*Consumer(nil), s.consumers...)
+	s.mu.Unlock()
+	for _, c := range consumers {
+		c.Interrupt()
+	}
+}
+
 // Close stops the session's consumers, deletes every queue the session
 // declared, and closes the connection, each step bounded by ctx. It
 // returns the first error.

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/queuelab/qlab/lab"
@@ -27,4 +28,10 @@ func TestCanonicalKeepsEachActorsOrder(t *testing.T) {
 	e3 := lab.Event{TMs: 0, Actor: "A-Worker", Kind: lab.Started, Task: "B"}
 	got := Canonical([]lab.Event{e1, e2, e3})
 	assert.Equal(t, []lab.Event{e1, e3, e2}, got, "B's start waits for B's enqueue; Producer keeps B before A")
+}
+
+func TestTableMarkdown(t *testing.T) {
+	var b strings.Builder
+	Table{Title: "T", Header: []string{"a", "b"}, Rows: [][]string{{"x|y", "1"}}, Notes: []string{"n"}}.Markdown(&b)
+	assert.Equal(t, "**T**\n\n| a | b |\n| --- | --- |\n| x\\|y | 1 |\n\nn\n\n", b.String())
 }

@@ -12,10 +12,33 @@ import (
 // Table is a measured result a lesson reports next to its events: a title,
 // column headers and rows of already-formatted cells.
 type Table struct {
-	Title  string
-	Header []string
-	Rows   [][]string
-	Notes  []string // lines printed under the table
+	Title  string     `json:"title"`
+	Header []string   `json:"header"`
+	Rows   [][]string `json:"rows"`
+	Notes  []string   `json:"notes,omitempty"` // lines printed under the table
+}
+
+// Markdown writes t as a Markdown table under a bold title, for slides and
+// docs. Pipes inside cells are escaped.
+func (t Table) Markdown(w io.Writer) {
+	esc := strings.NewReplacer("|", "\\|", "\n", " ")
+	row := func(cells []string) {
+		out := make([]string, len(cells))
+		for i, c := range cells {
+			out[i] = esc.Replace(c)
+		}
+		fmt.Fprintf(w, "| %s |\n", strings.Join(out, " | "))
+	}
+	fmt.Fprintf(w, "**%s**\n\n", t.Title)
+	row(t.Header)
+	fmt.Fprintf(w, "|%s\n", strings.Repeat(" --- |", len(t.Header)))
+	for _, r := range t.Rows {
+		row(r)
+	}
+	for _, n := range t.Notes {
+		fmt.Fprintf(w, "\n%s\n", n)
+	}
+	fmt.Fprintln(w)
 }
 
 // Write prints t as an aligned plain-text table.
