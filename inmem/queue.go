@@ -4,9 +4,10 @@ import "github.com/queuelab/qlab/lab"
 
 // Queue is a named FIFO on a buffered channel. Create it with System.Queue.
 type Queue struct {
-	name string
-	sys  *System
-	ch   chan *Task
+	name   string
+	sys    *System
+	ch     chan *Task
+	parked bool // tasks here are at rest, not in flight (see ParkingQueue)
 }
 
 // Name returns the queue's name as it appears in events.
@@ -45,7 +46,10 @@ func (q *Queue) DeadLetter(actor string, t *Task, dlq *Queue, reason string) {
 
 // put counts the task as in flight, then hands it to the channel. The count
 // comes first so the System can never look idle while a task is on its way.
+// A task put on a parking queue is at rest and not counted.
 func (q *Queue) put(t *Task) {
-	q.sys.work.add()
+	if !q.parked {
+		q.sys.work.add()
+	}
 	q.ch <- t
 }
