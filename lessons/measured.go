@@ -99,15 +99,6 @@ func (r *measuredRun) feed(ctx context.Context, w workload) error {
 // Call it after feed.
 func (r *measuredRun) events() []lab.Event { return r.rec.Events }
 
-// measureSpeed is the clock speed of measured runs: at least floor, so a
-// live `qlab run` at --speed 1 does not keep the student waiting for
-// minutes, and faster if the lesson itself runs faster. Under
-// testing/synctest the speed changes nothing; live, a faster clock adds
-// timer noise to the figures.
-func measureSpeed(env *Env, floor float64) float64 {
-	return max(env.Stream.Clock().Speed(), floor)
-}
-
 // span is one processing attempt read back from a run's events.
 type span struct {
 	task, actor string
@@ -202,5 +193,5 @@ func fmtCount(n, total int) string { return fmt.Sprintf("%d/%d", n, total) }
 
 // speedNote says how fast a measured run's clock ran, for a table's notes.
 func speedNote(speed float64) string {
-	return fmt.Sprintf(", clock at %g× (exact under tests; a live run adds some timer noise).", speed)
+	return fmt.Sprintf(", their clock at %g× whatever --speed says (under go test the figures are exact; live, timer noise makes times read a little high).", speed)
 }
