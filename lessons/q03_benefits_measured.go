@@ -66,10 +66,10 @@ func q03Measure(ctx context.Context, env *Env) ([]*measuredRun, error) {
 
 // q03Row is what one design did to the workload, read from its events.
 type q03Row struct {
-	healthyDone        int
-	p50, maxMs         int64 // healthy completion time: succeeded − enqueued
-	mainPoison, retryP int64 // worker time on poison tasks, ms
-	poisonEnds         []string
+	healthyDone             int
+	p50, maxMs              int64 // healthy completion time: succeeded − enqueued
+	mainPoison, retryPoison int64 // worker time on poison tasks, ms
+	poisonEnds              []string
 }
 
 // q03Figures reads run r's events back into one table row.
@@ -89,7 +89,7 @@ func q03Figures(r *measuredRun, w workload) q03Row {
 	row.p50, row.maxMs = percentile(completion, 50), percentile(completion, 100)
 	spans := attemptSpans(r.events())
 	row.mainPoison = busyMs(spans, func(s span) bool { return w.isPoison(s.task) && s.actor == "Sequential-Worker" })
-	row.retryP = busyMs(spans, func(s span) bool { return w.isPoison(s.task) && s.actor == "Retry-Worker" })
+	row.retryPoison = busyMs(spans, func(s span) bool { return w.isPoison(s.task) && s.actor == "Retry-Worker" })
 	row.poisonEnds = fatesOf(r.events(), w.isPoison)
 	return row
 }
@@ -104,7 +104,7 @@ func q03Table(runs []*measuredRun, w workload, speed float64) render.Table {
 		row := q03Figures(r, w)
 		t.Rows = append(t.Rows, []string{
 			r.design, fmtCount(row.healthyDone, healthy), fmtMs(row.p50), fmtMs(row.maxMs),
-			fmtMs(row.mainPoison), fmtMs(row.retryP), strings.Join(row.poisonEnds, ", "),
+			fmtMs(row.mainPoison), fmtMs(row.retryPoison), strings.Join(row.poisonEnds, ", "),
 		})
 	}
 	t.Notes = []string{
