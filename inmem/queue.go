@@ -48,6 +48,7 @@ func (q *Queue) DeadLetter(actor string, t *Task, dlq *Queue, reason string) {
 
 // put counts the task as in flight, then hands it to the channel. The count
 // comes first so the System can never look idle while a task is on its way.
+// A task put on a parking queue is at rest and not counted.
 func (q *Queue) put(t *Task) {
 	if !q.hold {
 		q.sys.work.add()

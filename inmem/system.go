@@ -28,7 +28,7 @@ type System struct {
 	stream *lab.Stream
 	clock  lab.Clock
 	// Process is the work every Attempt does. New sets it to the plan's
-	// simulation: sleep Plan.Work, then fail as Plan.Fails says. Lessons
+	// simulation: sleep Plan.WorkTime, then fail as Plan.Fails says. Lessons
 	// may replace it before starting workers.
 	Process ProcessFunc
 
@@ -53,13 +53,14 @@ type timed struct {
 	to   *Queue
 }
 
-// New returns a System that reports to stream and simulates work by plan.
+// New returns a System that reports to stream and simulates work by plan:
+// each attempt sleeps plan.WorkTime, then fails as plan.Fails says.
 // Cancelling ctx stops its workers and timers.
 func New(ctx context.Context, stream *lab.Stream, plan lab.Plan) *System {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &System{stream: stream, clock: stream.Clock(), ctx: ctx, cancel: cancel, timers: map[*time.Timer]timed{}}
 	s.Process = func(ctx context.Context, t *Task) error {
-		if err := s.Sleep(ctx, plan.Work); err != nil {
+		if err := s.Sleep(ctx, plan.WorkTime(t.ID, t.Attempt)); err != nil {
 			return err
 		}
 		return plan.Fails(t.ID, t.Attempt)
@@ -300,4 +301,16 @@ func isOpen(c chan struct{}) bool {
 	default:
 		return true
 	}
+}
+
+// QueueNames lists the names of the queues created so far, in creation
+// order: what a lesson's design costs in queues.
+func (s *System) QueueNames() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	names := make([]string, len(s.queues))
+	for i, q := range s.queues {
+		names[i] = q.name
+	}
+	return names
 }

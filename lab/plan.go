@@ -22,7 +22,10 @@ type Plan struct {
 	Poison   []string      // tasks that fail every attempt
 	Work     time.Duration // lesson time one attempt takes
 	FailRate float64       // chance in [0,1] that any other attempt fails transiently
-	Seed     int64         // picks which attempts FailRate hits
+	Seed     int64         // picks which attempts FailRate hits (and Jitter's spread)
+	// Jitter spreads attempt durations over Work ± Jitter (see WorkTime).
+	// Zero, the default, makes every attempt take exactly Work.
+	Jitter time.Duration
 }
 
 // DefaultPlan is the seed's scenario: tasks A, B, C, D, 100 ms each, and C
@@ -40,16 +43,32 @@ func (p Plan) Fails(task string, attempt int) error {
 			return ErrPoison
 		}
 	}
-	if p.FailRate > 0 && p.roll(task, attempt) < p.FailRate {
+	if p.FailRate > 0 && p.roll(fmt.Sprintf("%d/%s/%d", p.Seed, task, attempt)) < p.FailRate {
 		return fmt.Errorf("attempt %d: %w", attempt, ErrTransient)
 	}
 	return nil
 }
 
-// roll maps (Seed, task, attempt) to a number in [0,1).
-func (p Plan) roll(task string, attempt int) float64 {
+// WorkTime is the lesson time attempt number attempt of task takes: Work,
+// spread evenly over [Work-Jitter, Work+Jitter) by a hash of (Seed, task,
+// attempt) when Jitter is set, and never negative. Durations that vary to
+// the nanosecond mean two goroutines of a long measured run practically
+// never act at the same instant, where their order would be up to the Go
+// scheduler, so such a run stays reproducible under testing/synctest.
+func (p Plan) WorkTime(task string, attempt int) time.Duration {
+	if p.Jitter <= 0 {
+		return p.Work
+	}
+	r := p.roll(fmt.Sprintf("%d/work/%s/%d", p.Seed, task, attempt))
+	spread := time.Duration((2*r - 1) * float64(p.Jitter))
+	return max(p.Work+spread, 0)
+}
+
+// roll maps key to a number in [0,1). Failures and work times hash
+// different keys so they are independent of each other.
+func (p Plan) roll(key string) float64 {
 	h := fnv.New64a()
-	fmt.Fprintf(h, "%d/%s/%d", p.Seed, task, attempt)
+	h.Write([]byte(key))
 	return float64(mix(h.Sum64())>>11) / (1 << 53)
 }
 

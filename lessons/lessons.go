@@ -67,6 +67,10 @@ func (l Lesson) Runner(b lab.Backend) RunFunc {
 // All is the curriculum in order.
 var All = []Lesson{
 	q01,
+	q02,
+	q03,
+	q04,
+	q05,
 	q06,
 	q07,
 	q08,

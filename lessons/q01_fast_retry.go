@@ -35,15 +35,8 @@ func runQ01(ctx context.Context, env *Env) error {
 		queue.Enqueue("Producer", id)
 	}
 	var gaveUp []string
-	sys.Worker("Sequential-Worker", queue, func(t *inmem.Task) {
-		if sys.Attempt("Sequential-Worker", queue, t) == nil {
-			return
-		}
-		if t.Attempt >= q01MaxAttempts {
-			gaveUp = append(gaveUp, t.ID) // only this worker touches gaveUp
-			return
-		}
-		queue.Requeue("Sequential-Worker", t)
+	startFastRetry(sys, queue, func(t *inmem.Task) {
+		gaveUp = append(gaveUp, t.ID) // only the one worker calls this
 	})
 	err := sys.Wait(ctx)
 	if len(gaveUp) > 0 {
@@ -55,4 +48,21 @@ func runQ01(ctx context.Context, env *Env) error {
 		})
 	}
 	return err
+}
+
+// startFastRetry starts the Q01 design on queue: one Sequential-Worker that
+// puts a failed task straight back at the tail of the same queue. After
+// q01MaxAttempts the lesson gives up on the task (giveUp is told) and
+// leaves it pending; the design itself would loop forever.
+func startFastRetry(sys *inmem.System, queue *inmem.Queue, giveUp func(*inmem.Task)) {
+	sys.Worker("Sequential-Worker", queue, func(t *inmem.Task) {
+		if sys.Attempt("Sequential-Worker", queue, t) == nil {
+			return
+		}
+		if t.Attempt >= q01MaxAttempts {
+			giveUp(t)
+			return
+		}
+		queue.Requeue("Sequential-Worker", t)
+	})
 }
