@@ -136,7 +136,7 @@ func (c *Consumer) run(ctx context.Context, deliveries <-chan amqp.Delivery, clo
 			return
 		}
 		c.s.Logger.Warn("rabbit: consumer connection lost; reconnecting",
-			"actor", c.opts.Actor, "queue", c.opts.Queue, "err", fmt.Sprint(drain(closed)))
+			"actor", c.opts.Actor, "queue", c.opts.Queue, "err", c.lossReason(closed))
 		var err error
 		deliveries, closed, err = c.reconnect(ctx)
 		if err != nil {
@@ -165,6 +165,21 @@ func (c *Consumer) serve(ctx context.Context, deliveries <-chan amqp.Delivery) {
 			c.handle(ctx, dl)
 		}
 	}
+}
+
+// lossReason says why the delivery channel closed. If the connection is
+// still open, the broker closed only the channel or cancelled the consumer
+// (e.g. its queue was deleted); that connection is closed before a new one
+// is made, so none leaks.
+func (c *Consumer) lossReason(closed chan *amqp.Error) string {
+	c.mu.Lock()
+	conn := c.conn
+	c.mu.Unlock()
+	if !conn.IsClosed() {
+		conn.Close()
+		return "the broker closed the channel or cancelled the consumer"
+	}
+	return drain(closed).Error()
 }
 
 // reconnect redials with a doubling pause until it succeeds or ctx ends.
