@@ -2,8 +2,8 @@ package lessons
 
 import "github.com/queuelab/qlab/rabbit"
 
-// newRunNames makes the per-run queue prefix of RabbitMQ lessons; tests
-// replace it to know a run's names in advance.
+// newRunNames makes the per-run queue prefix of RabbitMQ lessons; a test
+// (never a parallel one) replaces it to know a run's names in advance.
 var newRunNames = rabbit.RunNames
 
 // brokerNames picks a RabbitMQ lesson's queue names: the seed's exact names

@@ -2,7 +2,6 @@ package rabbit_test
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -52,14 +51,21 @@ func TestDiscoverReportsVersionAndHow(t *testing.T) {
 }
 
 func TestDiscoverTellsHowToGetABroker(t *testing.T) {
-	// Discover always tries the default URL too, so point the check at the
-	// error text Discover builds from an unreachable environment URL.
-	rabbittest.NeedBroker(t) // only meaningful when the default URL answers
+	rabbittest.NeedBroker(t) // the fall-through needs the default URL to answer
 	t.Setenv(rabbit.EnvURL, "amqp://u:hidden@127.0.0.1:1/")
 	b, err := rabbit.Discover(testCtx(t), rabbit.DiscoverOptions{})
 	require.NoError(t, err, "falls through to the default URL")
 	assert.Equal(t, "default URL", b.How)
-	assert.Contains(t, rabbit.HowToGetABroker, "rabbitmq-server -detached")
+
+	// With nothing reachable, the error names what was tried, redacted,
+	// and how to get a broker.
+	_, err = rabbit.Discover(testCtx(t), rabbit.DiscoverOptions{DefaultURL: "amqp://guest:guest2@127.0.0.1:1/"})
+	require.ErrorIs(t, err, rabbit.ErrNoBroker)
+	assert.Contains(t, err.Error(), "amqp://u:xxxxx@127.0.0.1:1/")
+	assert.Contains(t, err.Error(), "amqp://guest:xxxxx@127.0.0.1:1/")
+	assert.NotContains(t, err.Error(), "hidden")
+	assert.NotContains(t, err.Error(), "guest2")
+	assert.Contains(t, err.Error(), "rabbitmq-server -detached")
 }
 
 func TestTopologyDeclaresTTLAndDeadLetterRoutes(t *testing.T) {
@@ -266,5 +272,4 @@ func TestRunNamesNeverCollide(t *testing.T) {
 	assert.True(t, strings.HasPrefix(a.Of("x"), "qlab-"))
 	assert.Equal(t, "x", a.Seed(a.Of("x")))
 	assert.Equal(t, "sequential.queue", rabbit.SeedNames().Of("sequential.queue"))
-	assert.False(t, errors.Is(nil, rabbit.ErrNoBroker))
 }
