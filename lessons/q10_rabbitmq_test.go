@@ -85,6 +85,7 @@ func TestQ10ExplainsAStaleQueue(t *testing.T) {
 	_, err := Run(t.Context(), q10, Options{Backend: lab.Rabbit, Broker: s.URL, Speed: rabbitSpeed})
 	var pe *rabbit.PreconditionError
 	require.ErrorAs(t, err, &pe)
-	assert.Contains(t, err.Error(), "rabbitmqctl delete_queue "+s.Names.Of(rabbit.SequentialRetryWait))
+	assert.Contains(t, err.Error(), "for q in "+s.Names.Of(rabbit.SequentialRetryWait)+" "+s.Names.Of(rabbit.SequentialQueue))
+	assert.Contains(t, err.Error(), "; do rabbitmqctl delete_queue $q; done")
 	assert.Contains(t, err.Error(), "x-message-ttl")
 }

@@ -114,7 +114,8 @@ func TestDeclareExplainsPreconditionFailed(t *testing.T) {
 	var pe *rabbit.PreconditionError
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, names.Of(rabbit.EmailWait), pe.Queue)
-	assert.Equal(t, "rabbitmqctl delete_queue "+names.Of(rabbit.EmailWait), pe.ResetCommand())
+	assert.Equal(t, "for q in "+names.Of(rabbit.EmailWait)+" "+names.Of(rabbit.EmailQueue)+" "+names.Of(rabbit.EmailDLQ)+
+		"; do rabbitmqctl delete_queue $q; done", pe.ResetCommand(), "the stale queue and its siblings")
 
 	// The session is still usable after the broker closed that channel.
 	n, err := second.Depth(ctx, rabbit.EmailQueue)
