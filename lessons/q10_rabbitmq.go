@@ -47,7 +47,9 @@ func runQ10Rabbit(ctx context.Context, env *Env) error {
 	defer func() {
 		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), q10Settle)
 		defer cancel()
-		_ = s.Close(cleanup) // best effort: the run's own error matters more
+		if s.Close(cleanup) == nil { // on failure the broker may still hold them: they stay pending
+			rabbit.ReportDiscarded(env.Stream, "Cleanup")
+		}
 	}()
 	topo := rabbit.SequentialTopology()
 	if err := s.Declare(ctx, topo); err != nil {

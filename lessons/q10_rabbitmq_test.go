@@ -1,6 +1,7 @@
 package lessons
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -88,4 +89,21 @@ func TestQ10ExplainsAStaleQueue(t *testing.T) {
 	assert.Contains(t, err.Error(), "for q in "+s.Names.Of(rabbit.SequentialRetryWait)+" "+s.Names.Of(rabbit.SequentialQueue))
 	assert.Contains(t, err.Error(), "; do rabbitmqctl delete_queue $q; done")
 	assert.Contains(t, err.Error(), "x-message-ttl")
+}
+
+func TestQ10InterruptedRunReportsDiscardedTasks(t *testing.T) {
+	url := rabbittest.NeedBroker(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	var rec syncRecorder
+	stop := lab.SinkFunc(func(e lab.Event) {
+		if e.Kind == lab.Scheduled && e.Task == "C" {
+			cancel() // C now waits in sequential.retry.wait
+		}
+	})
+	_, err := Run(ctx, q10, Options{Backend: lab.Rabbit, Broker: url, Speed: 1}, &rec, stop)
+	require.ErrorIs(t, err, context.Canceled)
+	events := rec.events()
+	assertAccounted(t, events)
+	fate, _ := summaryOf(t, events, "C")
+	assert.Equal(t, lab.FateLost, fate, "deleting the run's queues discarded C, and an event says so")
 }

@@ -166,12 +166,13 @@ func TestXDeathCountsTheWaitLoop(t *testing.T) {
 
 	type seen struct {
 		deaths rabbit.Deaths
+		died   int64 // trips through the wait queue, by seed name
 		at     time.Time
 	}
 	var deliveries []seen
 	finished := make(chan struct{})
 	_, err = s.Consume(ctx, rabbit.ConsumerOptions{Queue: rabbit.EmailQueue, Actor: "Email-Worker"}, func(_ context.Context, d *rabbit.Delivery) {
-		deliveries = append(deliveries, seen{d.Deaths, time.Now()})
+		deliveries = append(deliveries, seen{d.Deaths, d.Died(rabbit.EmailWait), time.Now()})
 		if len(deliveries) < 4 {
 			require.NoError(t, d.Reject())
 			return
@@ -193,6 +194,7 @@ func TestXDeathCountsTheWaitLoop(t *testing.T) {
 	ttl := s.Clock.Real(time.Second)
 	for i := 1; i < len(deliveries); i++ {
 		assert.Equal(t, int64(i), deliveries[i].deaths.Count(s.Names.Of(rabbit.EmailWait)))
+		assert.Equal(t, int64(i), deliveries[i].died)
 		assert.GreaterOrEqual(t, deliveries[i].at.Sub(deliveries[i-1].at), ttl, "the TTL held the message back")
 	}
 }
