@@ -88,6 +88,14 @@ func (p *Publisher) Publish(ctx context.Context, queue, task string, body []byte
 // WaitConfirm waits for one deferred confirm, bounded by ctx and a few
 // seconds; a nack is ErrNacked.
 func WaitConfirm(ctx context.Context, dc *amqp.DeferredConfirmation) error {
+	select {
+	case <-dc.Done(): // already confirmed: the usual case with several in flight, and no timer needed
+		if !dc.Acked() {
+			return ErrNacked
+		}
+		return nil
+	default:
+	}
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	ok, err := dc.WaitContext(ctx)
