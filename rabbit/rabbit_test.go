@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -150,6 +151,41 @@ func TestPublishConsumeWithConfirmsAndManualAck(t *testing.T) {
 	assert.JSONEq(t, `{"task":"A"}`, string(d.Body))
 	assert.Equal(t, 1, d.Attempt())
 	assert.False(t, d.Redelivered)
+}
+
+func TestPublishMessageKeepsHeadersAndExpiration(t *testing.T) {
+	s := rabbittest.Session(t, 1)
+	ctx := testCtx(t)
+	require.NoError(t, s.Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{
+		{Name: "work", Role: rabbit.Work, DeadLetterTo: "dlq"}, {Name: "dlq", Role: rabbit.DLQ},
+	}}))
+	pub, err := s.Publisher(ctx)
+	require.NoError(t, err)
+	msg := rabbit.Publishing("B", nil)
+	msg.Headers = amqp.Table{"x-retries": int32(3)}
+	require.NoError(t, pub.PublishMessage(ctx, "dlq", msg))
+	expiring := rabbit.Publishing("E", nil)
+	expiring.Expiration = "1" // ms: it expires in "work" and dead-letters to "dlq"
+	require.NoError(t, pub.PublishMessage(ctx, "work", expiring))
+
+	got := make(chan *rabbit.Delivery, 2)
+	_, err = s.Consume(ctx, rabbit.ConsumerOptions{Queue: "dlq", Actor: "t"}, func(_ context.Context, d *rabbit.Delivery) {
+		require.NoError(t, d.Ack())
+		got <- d
+	})
+	require.NoError(t, err)
+	byTask := map[string]*rabbit.Delivery{}
+	for range 2 {
+		select {
+		case d := <-got:
+			byTask[d.Task] = d
+		case <-ctx.Done():
+			t.Fatalf("got only %v", byTask)
+		}
+	}
+	assert.Equal(t, int32(3), byTask["B"].Headers["x-retries"])
+	assert.Equal(t, int64(1), byTask["E"].Died("work"), "the per-message TTL expired it in work")
+	assert.Equal(t, int64(1), byTask["E"].Deaths.Reason("expired"))
 }
 
 // TestXDeathCountsTheWaitLoop runs seed 000's loop for real: every reject
