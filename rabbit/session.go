@@ -20,8 +20,10 @@ const opTimeout = 5 * time.Second
 
 // Session is one run's link to the broker: a connection for declaring,
 // publishing and cleaning up, the run's queue Names and the lesson Clock
-// that scales TTLs. Consumers get connections of their own. Create it with
-// Open; Close deletes every queue it declared.
+// that scales TTLs. Consumers get connections of their own and recover
+// from a drop; the session's connection does not (a loss is logged, and
+// later declares, publishes and the clean-up fail with an error). Create it
+// with Open; Close deletes every queue it declared.
 type Session struct {
 	URL    string
 	Names  Names
