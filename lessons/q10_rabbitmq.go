@@ -55,6 +55,7 @@ func runQ10Rabbit(ctx context.Context, env *Env) error {
 	if err := s.Declare(ctx, topo); err != nil {
 		return err
 	}
+	env.Report(topologyTable(topo, s))
 	var alerts atomic.Int64
 	if err := q10Workers(ctx, env, s, topo, &alerts); err != nil {
 		return err

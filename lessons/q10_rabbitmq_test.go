@@ -13,7 +13,14 @@ import (
 )
 
 func TestQ10RabbitMQ(t *testing.T) {
-	events, _ := runRabbit(t, q10, Options{})
+	events, res := runRabbit(t, q10, Options{})
+	require.Len(t, res.Tables, 1, "the lesson shows the topology it declared")
+	rows := res.Tables[0].Rows
+	require.Len(t, rows, 6)
+	assert.Regexp(t, `^qlab-[0-9a-f]{6}\.sequential\.retry\.wait$`, rows[1][0], "a private per-run prefix")
+	assert.Equal(t, "50 ms (lesson 1s)", rows[1][2], "the broker waits 1 s / speed 20")
+	assert.Equal(t, "100 ms (lesson 2s)", rows[3][2])
+	assert.Equal(t, rows[2][0], rows[1][3], "the wait queue dead-letters into the retry processing queue")
 
 	for _, id := range []string{"A", "B", "D"} {
 		fate, attempts := summaryOf(t, events, id)
