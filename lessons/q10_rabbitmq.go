@@ -47,12 +47,15 @@ func runQ10Rabbit(ctx context.Context, env *Env) error {
 	defer func() {
 		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), q10Settle)
 		defer cancel()
-		_ = s.Close(cleanup) // best effort: the run's own error matters more
+		if s.Close(cleanup) == nil { // on failure the broker may still hold them: they stay pending
+			rabbit.ReportDiscarded(env.Stream, "Cleanup")
+		}
 	}()
 	topo := rabbit.SequentialTopology()
 	if err := s.Declare(ctx, topo); err != nil {
 		return err
 	}
+	env.Report(topologyTable(topo, s))
 	var alerts atomic.Int64
 	if err := q10Workers(ctx, env, s, topo, &alerts); err != nil {
 		return err

@@ -1,6 +1,7 @@
 package lessons
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,7 +13,14 @@ import (
 )
 
 func TestQ10RabbitMQ(t *testing.T) {
-	events, _ := runRabbit(t, q10, Options{})
+	events, res := runRabbit(t, q10, Options{})
+	require.Len(t, res.Tables, 1, "the lesson shows the topology it declared")
+	rows := res.Tables[0].Rows
+	require.Len(t, rows, 6)
+	assert.Regexp(t, `^qlab-[0-9a-f]{6}\.sequential\.retry\.wait$`, rows[1][0], "a private per-run prefix")
+	assert.Equal(t, "50 ms (lesson 1s)", rows[1][2], "the broker waits 1 s / speed 20")
+	assert.Equal(t, "100 ms (lesson 2s)", rows[3][2])
+	assert.Equal(t, rows[2][0], rows[1][3], "the wait queue dead-letters into the retry processing queue")
 
 	for _, id := range []string{"A", "B", "D"} {
 		fate, attempts := summaryOf(t, events, id)
@@ -85,6 +93,24 @@ func TestQ10ExplainsAStaleQueue(t *testing.T) {
 	_, err := Run(t.Context(), q10, Options{Backend: lab.Rabbit, Broker: s.URL, Speed: rabbitSpeed})
 	var pe *rabbit.PreconditionError
 	require.ErrorAs(t, err, &pe)
-	assert.Contains(t, err.Error(), "rabbitmqctl delete_queue "+s.Names.Of(rabbit.SequentialRetryWait))
+	assert.Contains(t, err.Error(), "for q in "+s.Names.Of(rabbit.SequentialRetryWait)+" "+s.Names.Of(rabbit.SequentialQueue))
+	assert.Contains(t, err.Error(), "; do rabbitmqctl delete_queue $q; done")
 	assert.Contains(t, err.Error(), "x-message-ttl")
+}
+
+func TestQ10InterruptedRunReportsDiscardedTasks(t *testing.T) {
+	url := rabbittest.NeedBroker(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	var rec syncRecorder
+	stop := lab.SinkFunc(func(e lab.Event) {
+		if e.Kind == lab.Scheduled && e.Task == "C" {
+			cancel() // C now waits in sequential.retry.wait
+		}
+	})
+	_, err := Run(ctx, q10, Options{Backend: lab.Rabbit, Broker: url, Speed: 1}, &rec, stop)
+	require.ErrorIs(t, err, context.Canceled)
+	events := rec.events()
+	assertAccounted(t, events)
+	fate, _ := summaryOf(t, events, "C")
+	assert.Equal(t, lab.FateLost, fate, "deleting the run's queues discarded C, and an event says so")
 }

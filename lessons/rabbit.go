@@ -1,9 +1,14 @@
 package lessons
 
-import "github.com/queuelab/qlab/rabbit"
+import (
+	"fmt"
 
-// newRunNames makes the per-run queue prefix of RabbitMQ lessons; tests
-// replace it to know a run's names in advance.
+	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/render"
+)
+
+// newRunNames makes the per-run queue prefix of RabbitMQ lessons; a test
+// (never a parallel one) replaces it to know a run's names in advance.
 var newRunNames = rabbit.RunNames
 
 // brokerNames picks a RabbitMQ lesson's queue names: the seed's exact names
@@ -13,4 +18,28 @@ func brokerNames(env *Env) rabbit.Names {
 		return rabbit.SeedNames()
 	}
 	return newRunNames()
+}
+
+// topologyTable shows what a RabbitMQ lesson declared: each queue's broker
+// name, role, the TTL the broker really waits and where it dead-letters.
+func topologyTable(topo rabbit.Topology, s *rabbit.Session) render.Table {
+	t := render.Table{
+		Title:  "Queues declared on the broker",
+		Header: []string{"queue", "role", "x-message-ttl", "dead-letters to"},
+		Notes: []string{
+			"The run deleted them when it ended. Watch a run live: rabbitmqctl list_queues name messages arguments",
+			"(or the management UI on port 15672) while qlab run N --backend rabbit --names seed --speed 1 runs.",
+		},
+	}
+	for _, q := range topo.Queues {
+		ttl, dl := "-", "-"
+		if q.TTL > 0 {
+			ttl = fmt.Sprintf("%d ms (lesson %s)", q.Arguments(s.Names, s.Clock)["x-message-ttl"], q.TTL)
+		}
+		if q.DeadLetterTo != "" {
+			dl = s.Names.Of(q.DeadLetterTo)
+		}
+		t.Rows = append(t.Rows, []string{s.Names.Of(q.Name), string(q.Role), ttl, dl})
+	}
+	return t
 }

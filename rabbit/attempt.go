@@ -67,3 +67,16 @@ func settled(stream *lab.Stream) bool {
 	}
 	return len(tasks) > 0
 }
+
+// ReportDiscarded emits a lost event for every task the stream still has
+// pending. Call it after a run that stopped early has deleted its queues:
+// the deletion discarded whatever messages they held, and no message may
+// vanish without an event saying so.
+func ReportDiscarded(stream *lab.Stream, actor string) {
+	for _, t := range stream.Tasks() {
+		if t.Fate == lab.FatePending {
+			stream.Emit(lab.Event{Kind: lab.Lost, Task: t.ID, Actor: actor,
+				Note: "the run stopped early; deleting its queues discarded the message"})
+		}
+	}
+}

@@ -28,8 +28,14 @@ type Delivery struct {
 	amqp.Delivery
 	Task   string // the message id: the lab task
 	Queue  string // seed name of the queue it was consumed from
-	Deaths Deaths // its x-death history
+	Deaths Deaths // its x-death history (broker queue names)
+	names  Names
 }
+
+// Died is how many times the message died (expired or was rejected) in
+// seed queue queue, read from x-death: in seed 000's loop,
+// d.Died(EmailWait) counts the trips through the wait queue.
+func (d *Delivery) Died(queue string) int64 { return d.Deaths.Count(d.names.Of(queue)) }
 
 // Attempt is the processing attempt this delivery stands for: one more
 // than the times it was rejected before. A redelivery repeats the attempt
@@ -136,7 +142,7 @@ func (c *Consumer) run(ctx context.Context, deliveries <-chan amqp.Delivery, clo
 			return
 		}
 		c.s.Logger.Warn("rabbit: consumer connection lost; reconnecting",
-			"actor", c.opts.Actor, "queue", c.opts.Queue, "err", fmt.Sprint(drain(closed)))
+			"actor", c.opts.Actor, "queue", c.opts.Queue, "err", c.lossReason(closed))
 		var err error
 		deliveries, closed, err = c.reconnect(ctx)
 		if err != nil {
@@ -157,7 +163,7 @@ func (c *Consumer) serve(ctx context.Context, deliveries <-chan amqp.Delivery) {
 			if !ok {
 				return
 			}
-			dl := &Delivery{Delivery: d, Task: d.MessageId, Queue: c.opts.Queue, Deaths: ReadDeaths(d.Headers)}
+			dl := &Delivery{Delivery: d, Task: d.MessageId, Queue: c.opts.Queue, Deaths: ReadDeaths(d.Headers), names: c.s.Names}
 			if d.Redelivered && c.opts.Stream != nil {
 				c.opts.Stream.Emit(lab.Event{Kind: lab.Redelivered, Task: dl.Task, Queue: c.opts.Queue, Actor: c.opts.Actor,
 					Attempt: dl.Attempt(), Note: "the broker handed it out again: it was never acknowledged"})
@@ -165,6 +171,21 @@ func (c *Consumer) serve(ctx context.Context, deliveries <-chan amqp.Delivery) {
 			c.handle(ctx, dl)
 		}
 	}
+}
+
+// lossReason says why the delivery channel closed. If the connection is
+// still open, the broker closed only the channel or cancelled the consumer
+// (e.g. its queue was deleted); that connection is closed before a new one
+// is made, so none leaks.
+func (c *Consumer) lossReason(closed chan *amqp.Error) string {
+	c.mu.Lock()
+	conn := c.conn
+	c.mu.Unlock()
+	if !conn.IsClosed() {
+		conn.Close()
+		return "the broker closed the channel or cancelled the consumer"
+	}
+	return drain(closed).Error()
 }
 
 // reconnect redials with a doubling pause until it succeeds or ctx ends.

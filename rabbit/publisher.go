@@ -67,11 +67,27 @@ func Publishing(task string, body []byte) amqp.Publishing {
 // exchange) and returns the deferred confirm without waiting for it, so
 // callers can keep several publishes in flight.
 func (p *Publisher) PublishAsync(ctx context.Context, queue, task string, body []byte) (*amqp.DeferredConfirmation, error) {
-	// The channel's confirm sequence must match publish order; amqp091-go
-	// serialises publishes itself, the lock keeps Close out of the way.
+	return p.send(ctx, queue, Publishing(task, body))
+}
+
+// PublishMessage sends msg as given to seed queue and waits for its
+// confirm, like Publish. Use it for headers of your own (a retry counter
+// such as x-retries) or a per-message Expiration; start from
+// Publishing(task, body) to keep the lab's properties.
+func (p *Publisher) PublishMessage(ctx context.Context, queue string, msg amqp.Publishing) error {
+	dc, err := p.send(ctx, queue, msg)
+	if err != nil {
+		return fmt.Errorf("publishing %s to %s: %w", msg.MessageId, queue, err)
+	}
+	return WaitConfirm(ctx, dc)
+}
+
+func (p *Publisher) send(ctx context.Context, queue string, msg amqp.Publishing) (*amqp.DeferredConfirmation, error) {
+	// amqp091-go serialises publishes itself; the lock keeps Close out of
+	// the way of a publish in progress.
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.ch.PublishWithDeferredConfirmWithContext(ctx, "", p.names.Of(queue), false, false, Publishing(task, body))
+	return p.ch.PublishWithDeferredConfirmWithContext(ctx, "", p.names.Of(queue), false, false, msg)
 }
 
 // Publish sends task's message to seed queue and waits for the broker's
@@ -88,6 +104,14 @@ func (p *Publisher) Publish(ctx context.Context, queue, task string, body []byte
 // WaitConfirm waits for one deferred confirm, bounded by ctx and a few
 // seconds; a nack is ErrNacked.
 func WaitConfirm(ctx context.Context, dc *amqp.DeferredConfirmation) error {
+	select {
+	case <-dc.Done(): // already confirmed: the usual case with several in flight, and no timer needed
+		if !dc.Acked() {
+			return ErrNacked
+		}
+		return nil
+	default:
+	}
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	ok, err := dc.WaitContext(ctx)

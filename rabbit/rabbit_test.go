@@ -2,12 +2,12 @@ package rabbit_test
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -52,14 +52,21 @@ func TestDiscoverReportsVersionAndHow(t *testing.T) {
 }
 
 func TestDiscoverTellsHowToGetABroker(t *testing.T) {
-	// Discover always tries the default URL too, so point the check at the
-	// error text Discover builds from an unreachable environment URL.
-	rabbittest.NeedBroker(t) // only meaningful when the default URL answers
+	rabbittest.NeedBroker(t) // the fall-through needs the default URL to answer
 	t.Setenv(rabbit.EnvURL, "amqp://u:hidden@127.0.0.1:1/")
 	b, err := rabbit.Discover(testCtx(t), rabbit.DiscoverOptions{})
 	require.NoError(t, err, "falls through to the default URL")
 	assert.Equal(t, "default URL", b.How)
-	assert.Contains(t, rabbit.HowToGetABroker, "rabbitmq-server -detached")
+
+	// With nothing reachable, the error names what was tried, redacted,
+	// and how to get a broker.
+	_, err = rabbit.Discover(testCtx(t), rabbit.DiscoverOptions{DefaultURL: "amqp://guest:guest2@127.0.0.1:1/"})
+	require.ErrorIs(t, err, rabbit.ErrNoBroker)
+	assert.Contains(t, err.Error(), "amqp://u:xxxxx@127.0.0.1:1/")
+	assert.Contains(t, err.Error(), "amqp://guest:xxxxx@127.0.0.1:1/")
+	assert.NotContains(t, err.Error(), "hidden")
+	assert.NotContains(t, err.Error(), "guest2")
+	assert.Contains(t, err.Error(), "rabbitmq-server -detached")
 }
 
 func TestTopologyDeclaresTTLAndDeadLetterRoutes(t *testing.T) {
@@ -108,7 +115,8 @@ func TestDeclareExplainsPreconditionFailed(t *testing.T) {
 	var pe *rabbit.PreconditionError
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, names.Of(rabbit.EmailWait), pe.Queue)
-	assert.Equal(t, "rabbitmqctl delete_queue "+names.Of(rabbit.EmailWait), pe.ResetCommand())
+	assert.Equal(t, "for q in "+names.Of(rabbit.EmailWait)+" "+names.Of(rabbit.EmailQueue)+" "+names.Of(rabbit.EmailDLQ)+
+		"; do rabbitmqctl delete_queue $q; done", pe.ResetCommand(), "the stale queue and its siblings")
 
 	// The session is still usable after the broker closed that channel.
 	n, err := second.Depth(ctx, rabbit.EmailQueue)
@@ -145,6 +153,41 @@ func TestPublishConsumeWithConfirmsAndManualAck(t *testing.T) {
 	assert.False(t, d.Redelivered)
 }
 
+func TestPublishMessageKeepsHeadersAndExpiration(t *testing.T) {
+	s := rabbittest.Session(t, 1)
+	ctx := testCtx(t)
+	require.NoError(t, s.Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{
+		{Name: "work", Role: rabbit.Work, DeadLetterTo: "dlq"}, {Name: "dlq", Role: rabbit.DLQ},
+	}}))
+	pub, err := s.Publisher(ctx)
+	require.NoError(t, err)
+	msg := rabbit.Publishing("B", nil)
+	msg.Headers = amqp.Table{"x-retries": int32(3)}
+	require.NoError(t, pub.PublishMessage(ctx, "dlq", msg))
+	expiring := rabbit.Publishing("E", nil)
+	expiring.Expiration = "1" // ms: it expires in "work" and dead-letters to "dlq"
+	require.NoError(t, pub.PublishMessage(ctx, "work", expiring))
+
+	got := make(chan *rabbit.Delivery, 2)
+	_, err = s.Consume(ctx, rabbit.ConsumerOptions{Queue: "dlq", Actor: "t"}, func(_ context.Context, d *rabbit.Delivery) {
+		require.NoError(t, d.Ack())
+		got <- d
+	})
+	require.NoError(t, err)
+	byTask := map[string]*rabbit.Delivery{}
+	for range 2 {
+		select {
+		case d := <-got:
+			byTask[d.Task] = d
+		case <-ctx.Done():
+			t.Fatalf("got only %v", byTask)
+		}
+	}
+	assert.Equal(t, int32(3), byTask["B"].Headers["x-retries"])
+	assert.Equal(t, int64(1), byTask["E"].Died("work"), "the per-message TTL expired it in work")
+	assert.Equal(t, int64(1), byTask["E"].Deaths.Reason("expired"))
+}
+
 // TestXDeathCountsTheWaitLoop runs seed 000's loop for real: every reject
 // sends the message through the wait queue's TTL and back, and x-death
 // counts each queue it died in.
@@ -159,12 +202,13 @@ func TestXDeathCountsTheWaitLoop(t *testing.T) {
 
 	type seen struct {
 		deaths rabbit.Deaths
+		died   int64 // trips through the wait queue, by seed name
 		at     time.Time
 	}
 	var deliveries []seen
 	finished := make(chan struct{})
 	_, err = s.Consume(ctx, rabbit.ConsumerOptions{Queue: rabbit.EmailQueue, Actor: "Email-Worker"}, func(_ context.Context, d *rabbit.Delivery) {
-		deliveries = append(deliveries, seen{d.Deaths, time.Now()})
+		deliveries = append(deliveries, seen{d.Deaths, d.Died(rabbit.EmailWait), time.Now()})
 		if len(deliveries) < 4 {
 			require.NoError(t, d.Reject())
 			return
@@ -186,6 +230,7 @@ func TestXDeathCountsTheWaitLoop(t *testing.T) {
 	ttl := s.Clock.Real(time.Second)
 	for i := 1; i < len(deliveries); i++ {
 		assert.Equal(t, int64(i), deliveries[i].deaths.Count(s.Names.Of(rabbit.EmailWait)))
+		assert.Equal(t, int64(i), deliveries[i].died)
 		assert.GreaterOrEqual(t, deliveries[i].at.Sub(deliveries[i-1].at), ttl, "the TTL held the message back")
 	}
 }
@@ -266,5 +311,4 @@ func TestRunNamesNeverCollide(t *testing.T) {
 	assert.True(t, strings.HasPrefix(a.Of("x"), "qlab-"))
 	assert.Equal(t, "x", a.Seed(a.Of("x")))
 	assert.Equal(t, "sequential.queue", rabbit.SeedNames().Of("sequential.queue"))
-	assert.False(t, errors.Is(nil, rabbit.ErrNoBroker))
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,8 +20,10 @@ const opTimeout = 5 * time.Second
 
 // Session is one run's link to the broker: a connection for declaring,
 // publishing and cleaning up, the run's queue Names and the lesson Clock
-// that scales TTLs. Consumers get connections of their own. Create it with
-// Open; Close deletes every queue it declared.
+// that scales TTLs. Consumers get connections of their own and recover
+// from a drop; the session's connection does not (a loss is logged, and
+// later declares, publishes and the clean-up fail with an error). Create it
+// with Open; Close deletes every queue it declared.
 type Session struct {
 	URL    string
 	Names  Names
@@ -66,18 +69,26 @@ func (s *Session) Connection() *amqp.Connection { return s.conn }
 type PreconditionError struct {
 	Queue  string // broker name
 	Detail string // the broker's reply text
+	// Siblings are the broker names of the other queues declared with it
+	// (its Topology): a run that left one stale queue behind usually left
+	// them all, so the reset deletes them together.
+	Siblings []string
 }
 
-// ResetCommand is the command that deletes the stale queue.
+// ResetCommand is the shell command that deletes the stale queue and its
+// siblings, so the next run declares them afresh.
 func (e *PreconditionError) ResetCommand() string {
-	return "rabbitmqctl delete_queue " + e.Queue
+	if len(e.Siblings) == 0 {
+		return "rabbitmqctl delete_queue " + e.Queue
+	}
+	return "for q in " + strings.Join(append([]string{e.Queue}, e.Siblings...), " ") + "; do rabbitmqctl delete_queue $q; done"
 }
 
 // Error says what happened, why, and how to reset it, on one line.
 func (e *PreconditionError) Error() string {
 	return fmt.Sprintf("queue %s already exists on the broker with other arguments than this run declares (%s): "+
 		"an earlier run with other settings (e.g. another --speed with --names seed) left it behind; "+
-		"delete it and run again: %s", e.Queue, e.Detail, e.ResetCommand())
+		"reset and run again: %s", e.Queue, e.Detail, e.ResetCommand())
 }
 
 // Declare declares every queue of t as durable, with its TTL and
@@ -88,7 +99,16 @@ func (s *Session) Declare(ctx context.Context, t Topology) error {
 		return err
 	}
 	for _, q := range t.Queues {
-		if err := s.declare(ctx, q.Name, q.Arguments(s.Names, s.Clock)); err != nil {
+		err := s.declare(ctx, q.Name, q.Arguments(s.Names, s.Clock))
+		var pe *PreconditionError
+		if errors.As(err, &pe) {
+			for _, other := range t.Queues {
+				if other.Name != q.Name {
+					pe.Siblings = append(pe.Siblings, s.Names.Of(other.Name))
+				}
+			}
+		}
+		if err != nil {
 			return err
 		}
 	}

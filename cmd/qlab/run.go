@@ -122,8 +122,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fmt.Fprintf(stdout, "What to notice: %s\n\n", l.Notice)
 	var rec lab.Recorder
 	res, runErr := lessons.Run(ctx, l, opts, render.LogSink{W: stdout, Style: style}, &rec)
-	fmt.Fprintln(stdout)
-	render.WhatHappened(rec.Events).Write(stdout)
+	if len(res.Tasks) > 0 { // a run that could not start (no broker, a stale queue) created none
+		fmt.Fprintln(stdout)
+		render.WhatHappened(rec.Events).Write(stdout)
+	}
 	for _, t := range res.Tables {
 		fmt.Fprintln(stdout)
 		t.Write(stdout)
