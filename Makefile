@@ -19,6 +19,12 @@ lesson-%: $(QLAB)
 # its in-memory twin). FLAGS="--names seed" still works.
 lesson-10: override FLAGS += --backend rabbit
 
+# make compare-10 [COMPARE_SPEED=20]: lesson 10 on both backends, measured
+# side by side (needs a broker; see README "For instructors").
+COMPARE_SPEED ?= 20
+compare-%: $(QLAB)
+	@$(QLAB) compare $* --speed $(COMPARE_SPEED) $(FLAGS)
+
 # Every in-memory lesson, fast.
 lessons: $(QLAB)
 	@for n in $$($(QLAB) list --numbers --backend inmem); do \

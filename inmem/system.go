@@ -41,6 +41,9 @@ type System struct {
 	queues  []*Queue
 	timers  map[*time.Timer]timed
 	crashed bool
+	// crashDone is closed once Crash has reported every lost task, so Wait
+	// never lets the run end (and summarise) halfway through a crash.
+	crashDone chan struct{}
 }
 
 // ErrCrashed is what Wait returns after Crash: the run did not finish, the
@@ -58,7 +61,7 @@ type timed struct {
 // Cancelling ctx stops its workers and timers.
 func New(ctx context.Context, stream *lab.Stream, plan lab.Plan) *System {
 	ctx, cancel := context.WithCancel(ctx)
-	s := &System{stream: stream, clock: stream.Clock(), ctx: ctx, cancel: cancel, timers: map[*time.Timer]timed{}}
+	s := &System{stream: stream, clock: stream.Clock(), ctx: ctx, cancel: cancel, timers: map[*time.Timer]timed{}, crashDone: make(chan struct{})}
 	s.Process = func(ctx context.Context, t *Task) error {
 		if err := s.Sleep(ctx, plan.WorkTime(t.ID, t.Attempt)); err != nil {
 			return err
@@ -197,8 +200,10 @@ func (s *System) Wait(ctx context.Context) error {
 	}
 	s.Stop()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.crashed {
+	crashed := s.crashed
+	s.mu.Unlock()
+	if crashed {
+		<-s.crashDone
 		return ErrCrashed
 	}
 	return err
@@ -221,11 +226,16 @@ func (s *System) Stop() {
 // memory is all that held it.
 func (s *System) Crash(actor string) {
 	s.mu.Lock()
+	again := s.crashed
 	s.crashed = true
 	s.mu.Unlock()
+	if again {
+		return // a process dies once
+	}
 	s.Stop()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer close(s.crashDone)
 	for timer, w := range s.timers {
 		delete(s.timers, timer)
 		s.emit(lab.Event{Kind: lab.Lost, Task: w.task.ID, Queue: w.from, To: w.to.name, Actor: actor, Note: "process died while the retry timer was pending"})

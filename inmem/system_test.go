@@ -140,3 +140,22 @@ func TestAttemptFollowsThePlan(t *testing.T) {
 			[]lab.Kind{rec.Events[0].Kind, rec.Events[1].Kind, rec.Events[2].Kind, rec.Events[3].Kind})
 	})
 }
+
+// A crash from another goroutine (the lesson's interrupt timer) ends Wait
+// only after every lost task is reported, so the run's summaries see them.
+func TestWaitReturnsAfterTheCrashIsReported(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var rec lab.Recorder
+		sys := newTestSystem(&rec, lab.Plan{Work: time.Second})
+		q := sys.Queue("queue", 3)
+		retry := sys.Queue("retryQueue", 3)
+		sys.Worker("W", q, func(task *Task) { sys.Schedule("W", task, "queue", retry, time.Minute) })
+		q.Enqueue("P", "A")
+		q.Enqueue("P", "B")
+		time.AfterFunc(time.Second, func() { sys.Crash("process") })
+		require.ErrorIs(t, sys.Wait(context.Background()), ErrCrashed)
+		assert.Len(t, eventsOf(&rec, lab.Lost), 2, "both waiting tasks reported lost before Wait returned")
+		sys.Crash("process") // a process dies once: a second crash changes nothing
+		assert.Len(t, eventsOf(&rec, lab.Lost), 2)
+	})
+}

@@ -154,8 +154,8 @@ func (e *Env) interruptAfter(die func()) (stop func()) {
 		return func() {}
 	}
 	t := e.Stream.Clock().AfterFunc(e.Interrupt, func() {
+		e.Interrupted() // first: die ends the run, and the run reads the mark
 		die()
-		e.Interrupted()
 	})
 	return func() { t.Stop() }
 }

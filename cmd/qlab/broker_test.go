@@ -92,3 +92,37 @@ func TestRunQ10OnRabbit(t *testing.T) {
 	}
 	assert.Equal(t, map[string]lab.Fate{"A": lab.FateDone, "B": lab.FateDone, "C": lab.FateDead, "D": lab.FateDone}, fates)
 }
+
+func TestCompareWithoutBrokerSaysSoInOneLine(t *testing.T) {
+	noBrokerHere(t)
+	code, out, errOut := qlab("compare", "10")
+	assert.Equal(t, exitError, code)
+	assert.Empty(t, out)
+	assert.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, "one line: %q", errOut)
+	assert.Contains(t, errOut, "compare needs a RabbitMQ broker")
+	assert.NotContains(t, errOut, "sekrit", "passwords are never printed")
+}
+
+func TestCompareBadInput(t *testing.T) {
+	for args, want := range map[string]string{
+		"compare":                      "one lesson number",
+		"compare 1":                    "lesson 1 has no rabbit variant",
+		"compare 10 --speed 0":         "--speed must be a positive number",
+		"compare 10 --json --markdown": "pick one",
+		"compare 99":                   "unknown lesson 99",
+	} {
+		code, _, errOut := qlab(strings.Fields(args)...)
+		assert.Equal(t, exitUsage, code, args)
+		assert.Contains(t, errOut, want, args)
+	}
+}
+
+func TestCompareQ10Markdown(t *testing.T) {
+	rabbittest.NeedBroker(t)
+	code, out, errOut := qlab("compare", "10", "--markdown", "--speed", "40")
+	require.Equal(t, exitOK, code, errOut)
+	for _, title := range []string{"**Per task**", "**Retry delay", "**Persistence", "**Scalability", "**Observability", "**Setup"} {
+		assert.Contains(t, out, title)
+	}
+	assert.Contains(t, out, "| C | dead | 3 |")
+}

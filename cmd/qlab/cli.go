@@ -32,6 +32,7 @@ Usage:
   qlab run N [flags]        run lesson N (qlab run --help for flags)
   qlab broker status|up|down|latency
                             find the RabbitMQ broker, start one with Docker, measure TTL delays
+  qlab compare N [flags]    run lesson N on both backends and measure the difference
   qlab help                 this text
 
 Start with: qlab run 1`
@@ -40,9 +41,10 @@ Start with: qlab run 1`
 type command func(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 var commands = map[string]command{
-	"list":   cmdList,
-	"run":    cmdRun,
-	"broker": cmdBroker,
+	"list":    cmdList,
+	"run":     cmdRun,
+	"broker":  cmdBroker,
+	"compare": cmdCompare,
 }
 
 // Main runs qlab with args (without the program name) and returns the exit
