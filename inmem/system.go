@@ -36,6 +36,7 @@ type System struct {
 	cancel  context.CancelFunc
 	work    tracker
 	workers sync.WaitGroup
+	live    atomic.Int64 // worker goroutines running
 
 	mu      sync.Mutex
 	queues  []*Queue
@@ -110,8 +111,10 @@ func (s *System) Queue(name string, capacity int) *Queue {
 func (s *System) Worker(actor string, q *Queue, handle func(t *Task)) {
 	q.mustConsume()
 	s.workers.Add(1)
+	s.live.Add(1)
 	go func() {
 		defer s.workers.Done()
+		defer s.live.Add(-1)
 		for {
 			t, ok := s.next(q)
 			if !ok {
@@ -122,6 +125,11 @@ func (s *System) Worker(actor string, q *Queue, handle func(t *Task)) {
 		}
 	}()
 }
+
+// Workers is how many worker goroutines the system is running: what a
+// design costs in goroutines, counted exactly (runtime.NumGoroutine counts
+// the whole process, whose other goroutines come and go).
+func (s *System) Workers() int { return int(s.live.Load()) }
 
 // next takes the next task from q, blocking until there is one; ok is false
 // once the system stops. A task already waiting is taken without a select

@@ -2,6 +2,8 @@ package inmem
 
 import (
 	"context"
+	"fmt"
+	"runtime"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -157,5 +159,22 @@ func TestWaitReturnsAfterTheCrashIsReported(t *testing.T) {
 		assert.Len(t, eventsOf(&rec, lab.Lost), 2, "both waiting tasks reported lost before Wait returned")
 		sys.Crash("process") // a process dies once: a second crash changes nothing
 		assert.Len(t, eventsOf(&rec, lab.Lost), 2)
+	})
+}
+
+// Workers counts exactly the goroutines Worker starts, which is what
+// runtime.NumGoroutine sees appear when nothing else in the process moves.
+func TestWorkersMatchesNumGoroutine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sys := newTestSystem(&lab.Recorder{}, lab.Plan{})
+		before := runtime.NumGoroutine()
+		for i := range 5 {
+			sys.Worker(fmt.Sprintf("W%d", i), sys.Queue(fmt.Sprintf("q%d", i), 1), func(*Task) {})
+		}
+		synctest.Wait() // every worker is parked on its queue
+		assert.Equal(t, 5, sys.Workers())
+		assert.Equal(t, 5, runtime.NumGoroutine()-before)
+		sys.Stop()
+		assert.Equal(t, 0, sys.Workers(), "stopped workers are gone")
 	})
 }

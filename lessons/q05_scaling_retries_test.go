@@ -83,7 +83,7 @@ func TestQ05ScalingMeasured(t *testing.T) {
 		chained, delayed := i, len(q05Sizes)+i
 		assert.Equal(t, fmt.Sprint(n), rows[chained][1])
 		assert.Equal(t, n+1, cell(chained, 2), "chained: the main queue and one queue per retry")
-		assert.Equal(t, n+1, cell(chained, 3), "chained: one goroutine per queue, counted by runtime.NumGoroutine")
+		assert.Equal(t, n+1, cell(chained, 3), "chained: one worker goroutine per queue")
 		assert.Equal(t, 3, cell(delayed, 2), "delayed: queue, retryQueue, deadLetterQueue for any N")
 		assert.Equal(t, 2, cell(delayed, 3), "delayed: two workers for any N; waiting retries are timers")
 		assert.Greater(t, idle(chained), idle(delayed), "N=%d", n)
