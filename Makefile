@@ -19,6 +19,9 @@ lesson-%: $(QLAB)
 # its in-memory twin). FLAGS="--names seed" still works.
 lesson-10: override FLAGS += --backend rabbit
 
+# Lesson 11 (scheduled emails) runs only on the broker.
+lesson-11: override FLAGS += --backend rabbit
+
 # Every in-memory lesson, fast.
 lessons: $(QLAB)
 	@for n in $$($(QLAB) list --numbers --backend inmem); do \

@@ -66,6 +66,7 @@ func (l Lesson) Runner(b lab.Backend) RunFunc {
 var All = []Lesson{
 	q01,
 	q10,
+	q11,
 	q12,
 }
 

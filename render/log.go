@@ -80,6 +80,9 @@ func Message(e lab.Event) (text, tone string) {
 		}
 		return fmt.Sprintf("🔄 Moving task to %s: %s", e.To, t) + withNote(e.Note), amber
 	case lab.Scheduled:
+		if e.Queue == "" && e.Attempt == 0 { // from no queue, before any attempt: a new scheduled job, not a retry
+			return fmt.Sprintf("🕒 Scheduling in %s -> %s: %s", delay(e.DelayMs), e.To, t) + withNote(e.Note), amber
+		}
 		return fmt.Sprintf("🕒 Scheduling retry in %s -> %s: %s", delay(e.DelayMs), e.To, t) + withNote(e.Note), amber
 	case lab.DeadLettered:
 		return fmt.Sprintf("💀 Moving to Dead Letter Queue (%s): %s", e.To, t), red
