@@ -152,4 +152,3 @@ func compareRow(title string, rows []mailRow) []string {
 func formatLateness(d time.Duration) string {
 	return fmt.Sprintf("%+.3fs", d.Seconds())
 }
-
