@@ -115,7 +115,7 @@ func (l *q11Lesson) strategyTable(id, title, note string, rows []mailRow) render
 	}
 	switch id {
 	case "a":
-		t.Notes = []string{fmt.Sprintf(note, render.Stamp(l.strategyStart(rows)+q11TimerStop.Milliseconds()))}
+		t.Notes = []string{fmt.Sprintf(note, render.Stamp(l.timerStop.Milliseconds()))}
 	case "c":
 		t.Notes = []string{fmt.Sprintf(note, q11DueHeader), fmt.Sprintf(
 			"The scheduler's connection was closed at %s and a new scheduler (new connection, new router) was up at %s; no mail was held by either.",
@@ -124,14 +124,6 @@ func (l *q11Lesson) strategyTable(id, title, note string, rows []mailRow) render
 		t.Notes = []string{note}
 	}
 	return t
-}
-
-// strategyStart is when the strategy's first request came in (ms).
-func (l *q11Lesson) strategyStart(rows []mailRow) int64 {
-	if len(rows) == 0 {
-		return 0
-	}
-	return rows[0].requested.Milliseconds()
 }
 
 func compareRow(title string, rows []mailRow) []string {

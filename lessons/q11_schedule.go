@@ -60,9 +60,6 @@ func (c calendar) At(t time.Duration) time.Time { return c.start.Add(t) }
 // Offset is the lesson time at which calendar time at falls.
 func (c calendar) Offset(at time.Time) time.Duration { return at.Sub(c.start) }
 
-// ISO formats the calendar time at lesson time t.
-func (c calendar) ISO(t time.Duration) string { return c.At(t).Format(isoMillis) }
-
 // delayLevels are strategy (c)'s fixed delays, longest first, each a wait
 // queue of its own with a queue-level x-message-ttl. Powers of two from
 // 125 ms compose any delay to within half the shortest level; a delay

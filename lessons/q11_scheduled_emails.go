@@ -2,13 +2,10 @@ package lessons
 
 // Q11 — scheduled emails.
 //
-// Notice: three ways to send a mail at its scheduledTime. (a) The seed's
-// in-process timer is on time until the scheduler stops: then the mails it
-// held are lost. (b) One delay queue with a per-message TTL holds them on
-// the broker, but the 1 s mail waits behind the 5 s one: RabbitMQ only
-// expires the head of a queue. (c) Wait queues with one fixed TTL each,
-// hopped through by a stateless router, are on time and shrug off a
-// restart of the scheduler.
+// Notice: (a) an in-process timer loses the mails it holds when the
+// scheduler stops; (b) a per-message TTL makes the 1 s mail wait behind the
+// 5 s one; (c) fixed-TTL wait queues and a stateless router are on time,
+// even across a scheduler restart.
 
 import (
 	"context"
@@ -88,9 +85,10 @@ type q11Lesson struct {
 	s    *rabbit.Session
 	cal  calendar
 	book *mailBook
-	// restartStop and restartStart are when (c)'s first scheduler closed
-	// its connection and when the second one was up, in lesson time.
-	restartStop, restartStart time.Duration
+	// timerStop is when (a)'s scheduler stopped; restartStop and
+	// restartStart are when (c)'s first scheduler closed its connection and
+	// when the second one was up; all in lesson time.
+	timerStop, restartStop, restartStart time.Duration
 }
 
 func runQ11Rabbit(ctx context.Context, env *Env) error {
@@ -243,6 +241,7 @@ func (l *q11Lesson) runTimer(ctx context.Context) error {
 		return err
 	}
 	ts.stop(ctx)
+	l.timerStop = l.env.Stream.Clock().Elapsed()
 	return nil
 }
 
@@ -294,8 +293,7 @@ func (ts *timerScheduler) stop(ctx context.Context) {
 	}
 	ts.pending = nil
 	ts.mu.Unlock()
-	_ = ts.pub.Close()
-	_ = ts.s.Close(ctx)
+	_ = ts.s.Close(ctx) // closing the connection closes the publisher's channel too
 }
 
 // ---- (b) one delay queue, per-message TTL ---------------------------------
@@ -479,8 +477,7 @@ func (ls *levelScheduler) publish(ctx context.Context, queue, task string, body 
 // mail goes back to mail.router) and nothing it knew is lost, because it
 // knew nothing the broker does not hold.
 func (ls *levelScheduler) stop(ctx context.Context) {
-	_ = ls.pub.Close()
-	_ = ls.s.Close(ctx)
+	_ = ls.s.Close(ctx) // the router first, then the connection and the publisher's channel
 }
 
 // sleepUntil waits until lesson time t, or until ctx ends.
