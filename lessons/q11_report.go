@@ -15,7 +15,6 @@ type mailRow struct {
 	strategy      string // "a", "b", "c"
 	task          string
 	scheduledTime string        // as requested (ISO-8601)
-	requested     time.Duration // when the request came in
 	due           time.Duration // when it should go out: its scheduledTime, or the request if that was past
 	sentAt        time.Duration // when the mail worker sent it (first time)
 	sent          bool

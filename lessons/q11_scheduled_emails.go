@@ -189,7 +189,7 @@ func (l *q11Lesson) accept(strategy, actor string, req q11Request, waitsIn strin
 	}
 	now := l.env.Stream.Clock().Elapsed()
 	l.book.add(mailRow{strategy: strategy, task: req.Task, scheduledTime: req.ScheduledTime,
-		requested: now, due: max(now, l.cal.Offset(due)), path: []string{waitsIn}})
+		due: max(now, l.cal.Offset(due)), path: []string{waitsIn}})
 	note := "scheduledTime " + req.ScheduledTime
 	if delay == 0 {
 		note += ", already due: sent at once"
