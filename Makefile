@@ -19,6 +19,9 @@ lesson-%: $(QLAB)
 # its in-memory twin). FLAGS="--names seed" still works.
 lesson-10: override FLAGS += --backend rabbit
 
+# Lesson 11 (scheduled emails) runs only on the broker.
+lesson-11: override FLAGS += --backend rabbit
+
 # make compare-10 [COMPARE_SPEED=20]: lesson 10 on both backends, measured
 # side by side (needs a broker; see README "For instructors").
 COMPARE_SPEED ?= 20

@@ -76,6 +76,7 @@ var All = []Lesson{
 	q08,
 	q09,
 	q10,
+	q11,
 	q12,
 }
 

@@ -12,14 +12,18 @@ import (
 	"github.com/queuelab/qlab/rabbit/rabbittest"
 )
 
+// q10TestSpeed is slow enough that the 1 s and 2 s waits (250 and 500 ms
+// real) stand well clear of realSlackMs.
+const q10TestSpeed = 4
+
 func TestQ10RabbitMQ(t *testing.T) {
-	events, res := runRabbit(t, q10, Options{})
+	events, res := runRabbit(t, q10, Options{Speed: q10TestSpeed})
 	require.Len(t, res.Tables, 1, "the lesson shows the topology it declared")
 	rows := res.Tables[0].Rows
 	require.Len(t, rows, 6)
 	assert.Regexp(t, `^qlab-[0-9a-f]{6}\.sequential\.retry\.wait$`, rows[1][0], "a private per-run prefix")
-	assert.Equal(t, "50 ms (lesson 1s)", rows[1][2], "the broker waits 1 s / speed 20")
-	assert.Equal(t, "100 ms (lesson 2s)", rows[3][2])
+	assert.Equal(t, "250 ms (lesson 1s)", rows[1][2], "the broker waits 1 s / speed 4")
+	assert.Equal(t, "500 ms (lesson 2s)", rows[3][2])
 	assert.Equal(t, rows[2][0], rows[1][3], "the wait queue dead-letters into the retry processing queue")
 
 	for _, id := range []string{"A", "B", "D"} {
@@ -61,9 +65,8 @@ func TestQ10RabbitMQ(t *testing.T) {
 	}
 
 	// The broker held C for the TTLs: 1 s, then 2 s of lesson time. The
-	// lower bound is exact; the upper one allows scheduling jitter at
-	// speed 20 (1 s of lesson time is 50 ms).
-	const tolerance = 1000
+	// lower bound is exact; the upper one allows realSlackMs of real delay.
+	const tolerance = realSlackMs * q10TestSpeed
 	var failures []int64
 	for _, e := range events {
 		if e.Task == "C" && e.Kind == lab.Failed {
@@ -73,7 +76,7 @@ func TestQ10RabbitMQ(t *testing.T) {
 	require.Len(t, failures, 3)
 	for i, ttl := range []int64{1000, 2000} {
 		wait := starts[i+1].TMs - failures[i]
-		assert.GreaterOrEqual(t, wait, ttl-int64(rabbitSpeed), "wait %d", i+1) // stamps round to 1 real ms = 20 ms lesson
+		assert.GreaterOrEqual(t, wait, ttl-int64(q10TestSpeed), "wait %d", i+1) // stamps round to 1 real ms
 		assert.Less(t, wait, ttl+tolerance, "wait %d", i+1)
 	}
 }

@@ -6,11 +6,13 @@
 //     dockertest container where a Docker engine answers) and Redact keeps
 //     passwords out of everything printed.
 //   - Topology describes queues declaratively (durable work queues, wait
-//     queues with x-message-ttl and a dead-letter route, DLQs); Session
+//     queues with x-message-ttl and a dead-letter route, delay queues whose
+//     messages carry their own TTL, DLQs); Session
 //     declares it under a per-run prefix (or the seed's exact names),
 //     explains a 406 PRECONDITION_FAILED, and deletes what it declared.
 //   - Publisher publishes persistent JSON with publisher confirms and waits
-//     for each confirm within a context.
+//     for each confirm within a context; PublishMessage sends a message
+//     with extra properties (an Expiration, headers).
 //   - Consumer is a manual-ack consumer with a prefetch, which survives a
 //     dropped connection by reconnecting (the broker redelivers what was
 //     unacknowledged) and reports redeliveries as lab events.

@@ -17,6 +17,12 @@ const (
 	Work Role = "work" // consumed by a worker
 	Wait Role = "wait" // never consumed: messages sit out their TTL, then dead-letter onward
 	DLQ  Role = "dlq"  // the dead-letter queue, where messages that gave up are parked
+	// Delay is never consumed either, but has no queue TTL: each message
+	// carries its own (the expiration property, see Expiration) and
+	// dead-letters onward when it expires. RabbitMQ only expires messages
+	// at the head of a queue, so a long TTL holds back every shorter one
+	// queued behind it (the head-of-line trap of seed 002).
+	Delay Role = "delay"
 )
 
 // Queue is one durable queue of a Topology, named as in the seed (the
@@ -68,6 +74,9 @@ func (t Topology) Check() error {
 		}
 		if q.Role == Wait && (q.TTL <= 0 || q.DeadLetterTo == "") {
 			return fmt.Errorf("topology: wait queue %s needs a TTL and a dead-letter queue", q.Name)
+		}
+		if q.Role == Delay && q.DeadLetterTo == "" {
+			return fmt.Errorf("topology: delay queue %s needs a dead-letter queue", q.Name)
 		}
 	}
 	return nil

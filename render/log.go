@@ -64,7 +64,7 @@ func Message(e lab.Event) (text, tone string) {
 	t := e.Task
 	switch e.Kind {
 	case lab.Enqueued:
-		return fmt.Sprintf("📥 Enqueued task %s -> %s", t, e.Queue), ""
+		return fmt.Sprintf("📥 Enqueued task %s -> %s", t, e.Queue) + withNote(e.Note), ""
 	case lab.Started:
 		if e.Attempt > 1 {
 			return fmt.Sprintf("♻️ Retrying task: %s (attempt %d)", t, e.Attempt), amber
@@ -76,11 +76,14 @@ func Message(e lab.Event) (text, tone string) {
 		return fmt.Sprintf("❌ Error processing task %s: %s", t, e.Note), red
 	case lab.Moved:
 		if e.Queue == e.To {
-			return fmt.Sprintf("🔄 Re-enqueuing at the tail of %s: %s", e.To, t), amber
+			return fmt.Sprintf("🔄 Re-enqueuing at the tail of %s: %s", e.To, t) + withNote(e.Note), amber
 		}
-		return fmt.Sprintf("🔄 Moving task to %s: %s", e.To, t), amber
+		return fmt.Sprintf("🔄 Moving task to %s: %s", e.To, t) + withNote(e.Note), amber
 	case lab.Scheduled:
-		return fmt.Sprintf("🕒 Scheduling retry in %s -> %s: %s", delay(e.DelayMs), e.To, t), amber
+		if e.Queue == "" && e.Attempt == 0 { // from no queue, before any attempt: a new scheduled job, not a retry
+			return fmt.Sprintf("🕒 Scheduling in %s -> %s: %s", delay(e.DelayMs), e.To, t) + withNote(e.Note), amber
+		}
+		return fmt.Sprintf("🕒 Scheduling retry in %s -> %s: %s", delay(e.DelayMs), e.To, t) + withNote(e.Note), amber
 	case lab.DeadLettered:
 		return fmt.Sprintf("💀 Moving to Dead Letter Queue (%s): %s", e.To, t), red
 	case lab.Dropped:
