@@ -100,7 +100,7 @@ func q10Workers(ctx context.Context, env *Env, s *rabbit.Session, topo rabbit.To
 			}
 			env.Stream.Emit(lab.Event{Kind: lab.Scheduled, Task: d.Task, Queue: d.Queue, To: wait.DeadLetterTo, Actor: actor,
 				Attempt: d.Attempt(), DelayMs: wait.TTL.Milliseconds(),
-				Note: fmt.Sprintf("rejected into %s (x-message-ttl %s)", waitQueue, wait.TTL)})
+				Note: fmt.Sprintf("via %s, x-message-ttl %s", waitQueue, wait.TTL)})
 			_ = d.Reject()
 		}
 	}

@@ -97,7 +97,7 @@ func Message(e lab.Event) (text, tone string) {
 	case lab.Duplicate:
 		return "⏭️ Duplicate delivery skipped: " + t + withNote(e.Note), ""
 	case lab.Redelivered:
-		return "📬 Redelivered by the broker: " + t + withNote(e.Note), amber
+		return "📬 Delivered again: " + t + withNote(e.Note), amber
 	case lab.Lost:
 		return "🕳️ Lost: " + t + withNote(e.Note), red
 	}
