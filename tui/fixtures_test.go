@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -111,4 +112,11 @@ func frames(m Model, n int) Model {
 		m = step1(m, eventsMsg{gen: m.gen, frame: true, at: at})
 	}
 	return m
+}
+
+type lessonsLesson = lessons.Lesson
+
+// noBroker is a discovery that finds nothing, as on a machine without one.
+func noBroker(context.Context) (string, error) {
+	return "", errors.New("connection refused")
 }

@@ -118,6 +118,9 @@ func New(cfg Config) (Model, error) {
 	if !(cfg.Speed > 0) {
 		return Model{}, fmt.Errorf("speed must be a positive number, got %v", cfg.Speed)
 	}
+	if cfg.Backend == lab.Rabbit && cfg.Broker == nil {
+		return Model{}, errors.New("the RabbitMQ backend is not available in this build")
+	}
 	items := make([]list.Item, len(cfg.Lessons))
 	for i, l := range cfg.Lessons {
 		items[i] = lessonItem{l}
@@ -156,10 +159,13 @@ func (m Model) lesson() lessons.Lesson { return m.lessons[m.cur] }
 
 // Init starts the lesson given in Config.Start, if any.
 func (m Model) Init() tea.Cmd {
-	if m.screen == lessonScreen {
-		return func() tea.Msg { return startMsg{} }
+	if m.screen != lessonScreen {
+		return nil
 	}
-	return nil
+	if m.cfg.Backend == lab.Rabbit {
+		return brokerCmd(m.cfg.Broker, m.cur)
+	}
+	return func() tea.Msg { return startMsg{} }
 }
 
 // startMsg asks Update to (re)start the open lesson.
@@ -288,6 +294,11 @@ func (m Model) start() (tea.Model, tea.Cmd) {
 	m.stop()
 	l := m.lesson()
 	m.backend = m.pickBackend()
+	m.sc = newScene(nil)
+	m.run = nil
+	if wait, cmd := m.needBroker(); wait {
+		return m, cmd
+	}
 	var explicit []Node
 	if m.cfg.Topology != nil {
 		explicit = m.cfg.Topology(l)
@@ -398,7 +409,6 @@ func (m *Model) applyEvents(evs []lab.Event) {
 		return
 	}
 	style := render.Style{Color: m.cfg.Color}
-	hadBreaker := m.sc.breaker.seen
 	for _, e := range evs {
 		m.sc.apply(e, m.frame)
 		m.clockMs = max(m.clockMs, e.TMs)
@@ -410,12 +420,10 @@ func (m *Model) applyEvents(evs []lab.Event) {
 		m.logLines = append(m.logLines[:0:0], m.logLines[over:]...)
 	}
 	follow := m.log.AtBottom()
+	m.fitLog()
 	m.log.SetContent(strings.Join(m.logLines, "\n"))
 	if follow {
 		m.log.GotoBottom()
-	}
-	if hadBreaker != m.sc.breaker.seen {
-		m.fitLog()
 	}
 }
 
@@ -431,12 +439,10 @@ func (m Model) switchBackend() (tea.Model, tea.Cmd) {
 		m.backend = lab.InMem
 		return m.start()
 	}
-	if m.cfg.Broker == nil {
-		m.flash = "RabbitMQ is not available in this build: staying on inmem"
-		return m, nil
-	}
-	m.flash = "looking for a RabbitMQ broker…"
-	return m, brokerCmd(m.cfg.Broker, m.cur)
+	m.backend = lab.Rabbit
+	_, cmd := m.needBroker()
+	m.backend = lab.InMem
+	return m, cmd
 }
 
 func (m Model) onBroker(msg brokerMsg) (tea.Model, tea.Cmd) {
@@ -444,11 +450,36 @@ func (m Model) onBroker(msg brokerMsg) (tea.Model, tea.Cmd) {
 		return m, nil
 	}
 	if msg.err != nil {
-		m.flash = "no RabbitMQ broker: " + firstLine(msg.err.Error()) + " — staying on inmem"
-		return m, nil
+		note := "no RabbitMQ broker: " + firstLine(msg.err.Error())
+		var cmd tea.Cmd
+		if m.lesson().InMem != nil && (m.run == nil || m.backend != lab.InMem) {
+			m.backend = lab.InMem
+			var next tea.Model
+			next, cmd = m.start()
+			m = next.(Model)
+		}
+		if m.lesson().InMem != nil {
+			note += " — showing inmem"
+		}
+		m.flash = note
+		return m, cmd
 	}
 	m.backend, m.broker = lab.Rabbit, msg.url
 	return m.start()
+}
+
+// needBroker reports the run can't start yet: RabbitMQ without a URL.
+// It says why in the status line, or returns the discovery command.
+func (m *Model) needBroker() (bool, tea.Cmd) {
+	if m.backend != lab.Rabbit || m.broker != "" {
+		return false, nil
+	}
+	if m.cfg.Broker == nil {
+		m.flash = m.lesson().ID + " needs RabbitMQ, which is not available in this build"
+		return true, nil
+	}
+	m.flash = "looking for a RabbitMQ broker…"
+	return true, brokerCmd(m.cfg.Broker, m.cur)
 }
 
 func firstLine(s string) string {

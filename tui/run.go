@@ -13,7 +13,7 @@ import (
 const (
 	frameEvery = time.Second / 30       // animation frame rate while anything moves
 	countEvery = 100 * time.Millisecond // slower frames when only countdowns tick
-	eventBuf   = 256                    // the sink blocks (back-pressures the lesson) beyond this
+	eventBuf   = 4096                   // the sink blocks (back-pressures the lesson) beyond this
 	maxBatch   = 4096                   // events applied per frame at most
 	quitWait   = 3 * time.Second        // how long Run waits for a cancelled lesson
 )

@@ -75,6 +75,8 @@ type breakerLight struct {
 	calls    int    // attempts finished since the last state change
 	fails    int    // of which failed
 	rejected int    // calls the open breaker fast-failed, in the whole run
+	// The counts when the state last changed: what tripped it.
+	prevCalls, prevFails int
 	recent   []string
 }
 
@@ -145,6 +147,7 @@ func (s *scene) apply(e lab.Event, frame int) {
 	case lab.Breaker:
 		s.breaker.seen = true
 		s.breaker.state = e.Note
+		s.breaker.prevCalls, s.breaker.prevFails = s.breaker.calls, s.breaker.fails
 		s.breaker.calls, s.breaker.fails = 0, 0
 		return
 	case lab.Summary:

@@ -336,8 +336,14 @@ func (m Model) breakerLine() string {
 	case "":
 		glyph, tn, name = "●", good, "CLOSED"
 	}
-	line := m.st.paint(tn, "breaker "+glyph+" "+name) +
-		fmt.Sprintf("  failed %d of %d calls since it turned %s · rejected %d", b.fails, b.calls, strings.ToLower(name), b.rejected)
+	counts := fmt.Sprintf("  %d of %d calls failed", b.fails, b.calls)
+	switch b.state {
+	case "open":
+		counts = fmt.Sprintf("  tripped by %d failed of %d calls", b.prevFails, b.prevCalls)
+	case "half_open":
+		counts = fmt.Sprintf("  trial calls: %d failed of %d", b.fails, b.calls)
+	}
+	line := m.st.paint(tn, "breaker "+glyph+" "+name) + counts + fmt.Sprintf(" · rejected %d", b.rejected)
 	if len(b.recent) > 0 {
 		line += m.st.paint(warn, " ("+strings.Join(b.recent, " ")+")")
 	}
