@@ -4,7 +4,7 @@ QLAB    := bin/qlab
 SPEED   ?= 1
 FLAGS   ?=
 
-.PHONY: build test vet golden lessons clean FORCE
+.PHONY: build test vet golden lessons tui clean FORCE
 
 build: $(QLAB)
 
@@ -14,6 +14,10 @@ $(QLAB): FORCE
 # make lesson-7 [SPEED=10] [FLAGS="--backend rabbit"]
 lesson-%: $(QLAB)
 	@$(QLAB) run $* --speed $(SPEED) $(FLAGS)
+
+# make tui [N=7] [FLAGS="--speed 1"]: the terminal UI, on lesson N or the menu.
+tui: $(QLAB)
+	@$(QLAB) tui $(N) $(FLAGS)
 
 # Every in-memory lesson, fast.
 lessons: $(QLAB)

@@ -30,6 +30,7 @@ const mainHelp = `qlab — QueueLab, a hands-on lab for how message queues fail 
 Usage:
   qlab list                 the lessons: number, title, backends
   qlab run N [flags]        run lesson N (qlab run --help for flags)
+  qlab tui [N] [flags]      watch lessons animate in the terminal (qlab tui --help)
   qlab help                 this text
 
 Start with: qlab run 1`
@@ -40,6 +41,7 @@ type command func(ctx context.Context, args []string, stdout, stderr io.Writer) 
 var commands = map[string]command{
 	"list": cmdList,
 	"run":  cmdRun,
+	"tui":  cmdTui,
 }
 
 // Main runs qlab with args (without the program name) and returns the exit
