@@ -335,19 +335,25 @@ func (m Model) awaitStop(d time.Duration) {
 	}
 }
 
-// togglePause freezes or thaws the view. Paused, the model stops reading
-// the events channel and holds whatever a command already brought; the
-// sink then blocks once the channel is full, which stalls the lesson.
+// togglePause freezes or thaws the run. Paused, the run's gate shuts so
+// the lesson stops at its next event, and the model holds whatever a
+// command had already brought instead of drawing it; resuming applies the
+// held events and opens the gate. The lesson's clock is not stopped: time
+// stamps after a pause include it.
 func (m Model) togglePause() (tea.Model, tea.Cmd) {
 	m.paused = !m.paused
+	var gated tea.Cmd
+	if m.run != nil {
+		gated = gateCmd(m.run, !m.paused)
+	}
 	if m.paused {
-		return m, nil
+		return m, gated
 	}
 	held := m.held
 	m.held = nil
 	m.lastAt = time.Time{}
 	m.applyEvents(held)
-	return m, m.pump(len(held) > 0)
+	return m, tea.Batch(gated, m.pump(len(held) > 0))
 }
 
 // onEvents applies a batch, advances the frame, and decides what reads
@@ -546,7 +552,7 @@ func (m Model) statusLine(w int) string {
 	case m.runErr != nil:
 		return m.st.paint(bad, clip("the run failed: "+firstLine(m.runErr.Error()), w))
 	case m.paused:
-		return m.st.paint(faint, "paused: the lesson waits for you (space resumes)")
+		return m.st.paint(faint, "paused: the lesson stops at its next event (space resumes)")
 	case m.runDone && m.closed:
 		return m.st.paint(faint, "finished: r replays, n/p other lessons, esc the menu")
 	}

@@ -172,3 +172,30 @@ func BenchmarkView10k(b *testing.B) {
 		})
 	}
 }
+
+func TestGateHoldsTheSinkWhileShut(t *testing.T) {
+	g := newGate()
+	ch := make(chan lab.Event, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	sink := chanSink{ctx: ctx, ch: ch, gate: g}
+	sink.Emit(lab.Event{Task: "A"})
+	assert.Equal(t, "A", (<-ch).Task, "an open gate lets events through")
+
+	g.set(false)
+	g.set(false) // repeating a state is a no-op
+	sent := make(chan struct{})
+	go func() { sink.Emit(lab.Event{Task: "B"}); close(sent) }()
+	select {
+	case <-ch:
+		t.Fatal("a shut gate let an event through")
+	default:
+	}
+	g.set(true)
+	<-sent
+	assert.Equal(t, "B", (<-ch).Task)
+
+	g.set(false)
+	cancel()
+	sink.Emit(lab.Event{Task: "C"}) // must not block: the run is over
+	assert.Empty(t, ch)
+}

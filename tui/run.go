@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -25,18 +26,71 @@ type runHandle struct {
 	events   chan lab.Event
 	cancel   context.CancelFunc
 	finished chan struct{}
+	gate     *gate
 }
 
-// chanSink forwards events into the program. It blocks while the channel
-// is full (that is how a paused view, which stops reading, eventually
-// pauses the lesson too) and gives up once the run is cancelled.
+// gate holds the sink while the user has paused: the lesson then stops at
+// its next event (its clock keeps running, so stamps after a pause include
+// it). Safe for concurrent use.
+type gate struct {
+	mu   sync.Mutex
+	open chan struct{} // closed while the gate is open
+}
+
+func newGate() *gate {
+	g := &gate{open: make(chan struct{})}
+	close(g.open)
+	return g
+}
+
+// wait returns a channel that is closed while the gate is open.
+func (g *gate) wait() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.open
+}
+
+// set opens (true) or shuts (false) the gate; repeating a state is a no-op.
+func (g *gate) set(open bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-g.open:
+		if !open {
+			g.open = make(chan struct{})
+		}
+	default:
+		if open {
+			close(g.open)
+		}
+	}
+}
+
+// gateCmd opens or shuts the run's gate, from a command as all effects are.
+func gateCmd(h *runHandle, open bool) tea.Cmd {
+	return func() tea.Msg {
+		h.gate.set(open)
+		return nil
+	}
+}
+
+// chanSink forwards events into the program. It blocks while the user has
+// paused and while the channel is full (back-pressure on a lesson faster
+// than the view), and gives up once the run is cancelled.
 type chanSink struct {
-	ctx context.Context
-	ch  chan<- lab.Event
+	ctx  context.Context
+	ch   chan<- lab.Event
+	gate *gate
 }
 
-// Emit hands e to the program, or drops it when the run was cancelled.
+// Emit hands e to the program, or drops it when the run was cancelled. It
+// waits while the gate is shut (paused).
 func (s chanSink) Emit(e lab.Event) {
+	select {
+	case <-s.gate.wait():
+	case <-s.ctx.Done():
+		return
+	}
 	select {
 	case s.ch <- e:
 	case <-s.ctx.Done():
@@ -72,10 +126,10 @@ type (
 // lesson to its end and closes the events channel behind it.
 func startRun(gen int, l lessons.Lesson, opts lessons.Options) (*runHandle, tea.Cmd) {
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &runHandle{gen: gen, events: make(chan lab.Event, eventBuf), cancel: cancel, finished: make(chan struct{})}
+	h := &runHandle{gen: gen, events: make(chan lab.Event, eventBuf), cancel: cancel, finished: make(chan struct{}), gate: newGate()}
 	run := func() tea.Msg {
 		defer close(h.finished)
-		_, err := lessons.Run(ctx, l, opts, chanSink{ctx: ctx, ch: h.events})
+		_, err := lessons.Run(ctx, l, opts, chanSink{ctx: ctx, ch: h.events, gate: h.gate})
 		close(h.events) // Run has finished its stream: nothing emits after this
 		return runDoneMsg{gen: gen, err: err}
 	}

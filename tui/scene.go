@@ -77,7 +77,7 @@ type breakerLight struct {
 	rejected int    // calls the open breaker fast-failed, in the whole run
 	// The counts when the state last changed: what tripped it.
 	prevCalls, prevFails int
-	recent   []string
+	recent               []string
 }
 
 // scene is the lesson view's state, a pure function of the events applied
