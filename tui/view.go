@@ -116,7 +116,7 @@ func (m Model) drawBox(cv []canvas, s slot, arriving int) {
 	}
 	present := len(m.sc.members[s.name]) - arriving
 	m.drawTokens(cv[1], s.x+2, cw, s.name, present)
-	cv[2].put(s.x+2, clip(m.boxInfo(s.name, present), cw), faint)
+	cv[2].put(s.x+2, clip(m.boxInfo(s.name, present, arriving), cw), faint)
 }
 
 // drawTokens writes the tokens sitting in queue q (not those still on
@@ -181,15 +181,18 @@ func (m Model) tokenText(t *token) (string, tone) {
 	return id, plain
 }
 
-// boxInfo is a box's second line: how many tokens it holds and, for a
-// wait queue, its wait time.
-func (m Model) boxInfo(q string, present int) string {
+// boxInfo is a box's second line: how many tokens it holds, how many are
+// on their way in and, for a wait queue, its wait time.
+func (m Model) boxInfo(q string, present, arriving int) string {
 	var parts []string
 	switch {
 	case present > 0 && m.allDead(q):
 		parts = append(parts, fmt.Sprintf("%d dead", present))
 	case present > 0:
 		parts = append(parts, fmt.Sprintf("%d in", present))
+	}
+	if arriving > 0 {
+		parts = append(parts, fmt.Sprintf("%d coming", arriving))
 	}
 	if d := m.sc.nodes[m.sc.index[q]].Delays; len(d) > 0 {
 		waits := make([]string, len(d))
