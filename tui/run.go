@@ -6,6 +6,8 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lessons"
 )
@@ -190,6 +192,9 @@ func Run(ctx context.Context, cfg Config) error {
 	m, err := New(cfg)
 	if err != nil {
 		return err
+	}
+	if !cfg.Color {
+		lipgloss.SetColorProfile(termenv.Ascii) // the menu and help use the default renderer
 	}
 	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(ctx))
 	final, err := p.Run()
