@@ -87,6 +87,7 @@ type Model struct {
 	runDone bool
 	runErr  error
 	paused  bool
+	seeking bool        // broker discovery is running
 	held    []lab.Event // events that arrived while paused
 
 	logLines []string
@@ -142,6 +143,7 @@ func New(cfg Config) (Model, error) {
 		}
 		m.cur, m.screen = i, lessonScreen
 		m.backend = m.pickBackend()
+		m.seeking = cfg.Backend == lab.Rabbit // Init starts discovery
 	}
 	return m, nil
 }
@@ -455,6 +457,7 @@ func (m Model) onBroker(msg brokerMsg) (tea.Model, tea.Cmd) {
 	if msg.lesson != m.cur || m.screen != lessonScreen {
 		return m, nil
 	}
+	m.seeking = false
 	if msg.err != nil {
 		note := "no RabbitMQ broker: " + firstLine(msg.err.Error())
 		var cmd tea.Cmd
@@ -485,6 +488,7 @@ func (m *Model) needBroker() (bool, tea.Cmd) {
 		return true, nil
 	}
 	m.flash = "looking for a RabbitMQ broker…"
+	m.seeking = true
 	return true, brokerCmd(m.cfg.Broker, m.cur)
 }
 

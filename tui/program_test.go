@@ -199,3 +199,31 @@ func TestGateHoldsTheSinkWhileShut(t *testing.T) {
 	sink.Emit(lab.Event{Task: "C"}) // must not block: the run is over
 	assert.Empty(t, ch)
 }
+
+// TestIdleRunWaitsInsteadOfTicking: once nothing moves, the model reads
+// the channel with a blocking wait (no frames while idle), and once the
+// run is over it issues no command at all.
+func TestIdleRunWaitsInsteadOfTicking(t *testing.T) {
+	m := testModel(fakeDLQ, 80, 24)
+	h := &runHandle{gen: m.gen, events: make(chan lab.Event, 4), gate: newGate(), cancel: func() {}}
+	m.run = h
+	m = feed(m, chainStart()...)
+	m.pumping = false
+	m = frames(m, moveFrames+1)
+	m = step1(m, eventsMsg{gen: m.gen, frame: true, at: epoch.Add(time.Hour)}) // the countdown is over
+	next, cmd := m.Update(eventsMsg{gen: m.gen, frame: true, at: epoch.Add(2 * time.Hour)})
+	m = next.(Model)
+	require.NotNil(t, cmd)
+	got := make(chan tea.Msg, 1)
+	go func() { got <- cmd() }()
+	h.events <- ev(5000, lab.Started, "C", "retry", "")
+	msg := (<-got).(eventsMsg)
+	assert.False(t, msg.frame, "idle: a blocking wait, not a frame tick")
+	assert.Len(t, msg.events, 1)
+
+	close(h.events)
+	m.closed = true
+	m.sc = newScene(nil)
+	_, cmd = m.Update(eventsMsg{gen: m.gen, closed: true})
+	assert.Nil(t, cmd, "finished and still: nothing more to read, no ticks")
+}

@@ -159,7 +159,7 @@ func (s *scene) apply(e lab.Event, frame int) {
 	}
 	if t == nil {
 		if e.Task == "" || e.Kind == lab.Alerted {
-			s.applyTaskless(e, frame)
+			s.applyTaskless(e)
 			return
 		}
 		t = s.create(e.Task) // a lesson that never enqueued it: show it anyway
@@ -168,7 +168,9 @@ func (s *scene) apply(e lab.Event, frame int) {
 	s.applyToToken(t, e, frame)
 }
 
-func (s *scene) applyTaskless(e lab.Event, frame int) {
+// applyTaskless handles events about no known task: an alert about a task
+// the view never saw still counts as an alert.
+func (s *scene) applyTaskless(e lab.Event) {
 	if e.Kind == lab.Alerted && e.Task != "" {
 		s.alerts = append(s.alerts, e.Task)
 	}
@@ -180,6 +182,11 @@ func (s *scene) applyToToken(t *token, e lab.Event, frame int) {
 		s.attempts++
 		t.attempts = max(t.attempts, e.Attempt)
 		t.rejected = false
+		if t.queue != "" && e.Queue != "" && t.queue != e.Queue {
+			// It got here without an event of its own (a broker's TTL
+			// expiry dead-lettering it back): show the trip anyway.
+			s.travel(t, t.queue, e.Queue, frame, warn)
+		}
 		s.place(t, e.Queue)
 		t.status = working
 	case lab.Succeeded:
@@ -190,12 +197,15 @@ func (s *scene) applyToToken(t *token, e lab.Event, frame int) {
 	case lab.Failed:
 		s.countCall(true)
 		t.status = failing
-	case lab.Moved, lab.Redelivered:
+	case lab.Moved:
 		to := e.To
-		if e.Kind == lab.Redelivered || to == "" {
+		if to == "" {
 			to = e.Queue
 		}
 		s.travel(t, e.Queue, to, frame, warn)
+		t.status = waiting
+	case lab.Redelivered:
+		s.travel(t, t.queue, e.Queue, frame, warn)
 		t.status = waiting
 	case lab.Scheduled:
 		s.travel(t, e.Queue, e.To, frame, warn)
@@ -291,10 +301,9 @@ func (s *scene) finish(t *token) {
 }
 
 // settle applies a summary's fate where the events before it did not
-// already say so (a task the run left behind when it was cancelled).
+// already say so: a task the run lost without a lost event of its own.
 func (s *scene) settle(t *token, f lab.Fate) {
-	switch {
-	case f == lab.FateLost && t.status != gone:
+	if f == lab.FateLost && t.status != gone {
 		s.finish(t)
 		t.status = gone
 		s.lost++

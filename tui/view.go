@@ -266,6 +266,8 @@ func (m Model) header(width int) string {
 	l := m.lesson()
 	state := "▶ running"
 	switch {
+	case m.seeking:
+		state = "… finding a broker"
 	case m.paused:
 		state = "❚❚ paused"
 	case m.runDone:
