@@ -227,3 +227,21 @@ func TestIdleRunWaitsInsteadOfTicking(t *testing.T) {
 	_, cmd = m.Update(eventsMsg{gen: m.gen, closed: true})
 	assert.Nil(t, cmd, "finished and still: nothing more to read, no ticks")
 }
+
+// BenchmarkApplyBatch measures Update for one full frame's batch
+// (maxBatch events) on a view already holding 10,000 tasks.
+func BenchmarkApplyBatch(b *testing.B) {
+	base := bigModel(80, 24)
+	batch := make([]lab.Event, 0, maxBatch)
+	for i := range maxBatch / 2 {
+		id := fmt.Sprintf("T%05d", 8300+i%1700)
+		batch = append(batch, ev(50, lab.Started, id, "main", ""), ev(60, lab.Failed, id, "main", ""))
+	}
+	for b.Loop() {
+		b.StopTimer()
+		m := base
+		m.sc = bigModel(80, 24).sc
+		b.StartTimer()
+		m = feed(m, batch...)
+	}
+}
