@@ -218,7 +218,6 @@ func (m Model) menuKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	case msg.String() == "enter" && !filtering:
 		if i := m.menu.Index(); i >= 0 && i < len(m.lessons) {
 			m.cur, m.screen = i, lessonScreen
-			m.backend = ""
 			return m.start()
 		}
 	}
@@ -251,8 +250,7 @@ func (m Model) lessonKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 			d = -1
 		}
 		m.cur = (m.cur + d + len(m.lessons)) % len(m.lessons)
-		m.backend = ""
-		return m.start()
+		return m.start() // keeps the backend where the next lesson has it
 	case key.Matches(msg, k.Backend):
 		return m.switchBackend()
 	case key.Matches(msg, k.Menu):
