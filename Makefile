@@ -4,7 +4,7 @@ QLAB    := bin/qlab
 SPEED   ?= 1
 FLAGS   ?=
 
-.PHONY: build test vet golden lessons clean FORCE
+.PHONY: build test vet golden lessons tui clean FORCE
 
 build: $(QLAB)
 
@@ -27,6 +27,9 @@ lesson-11: override FLAGS += --backend rabbit
 COMPARE_SPEED ?= 20
 compare-%: $(QLAB)
 	@$(QLAB) compare $* --speed $(COMPARE_SPEED) $(FLAGS)
+# make tui [N=7] [FLAGS="--speed 1"]: the terminal UI, on lesson N or the menu.
+tui: $(QLAB)
+	@$(QLAB) tui $(N) $(FLAGS)
 
 # Every in-memory lesson, fast.
 lessons: $(QLAB)

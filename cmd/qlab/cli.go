@@ -33,6 +33,7 @@ Usage:
   qlab broker status|up|down|latency
                             find the RabbitMQ broker, start one with Docker, measure TTL delays
   qlab compare N [flags]    run lesson N on both backends and measure the difference
+  qlab tui [N] [flags]      watch lessons animate in the terminal (qlab tui --help)
   qlab help                 this text
 
 Start with: qlab run 1`
@@ -45,6 +46,7 @@ var commands = map[string]command{
 	"run":     cmdRun,
 	"broker":  cmdBroker,
 	"compare": cmdCompare,
+	"tui":     cmdTui,
 }
 
 // Main runs qlab with args (without the program name) and returns the exit

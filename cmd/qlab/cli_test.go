@@ -38,6 +38,10 @@ func TestBadInputIsAUsageError(t *testing.T) {
 		"bad fail rate":   {[]string{"run", "1", "--fail-rate", "2"}, "--fail-rate must be between 0 and 1"},
 		"unknown command": {[]string{"frobnicate"}, `unknown command "frobnicate"`},
 		"no rabbit yet":   {[]string{"run", "1", "--backend", "rabbit"}, "lesson 1 has no rabbit variant"},
+		"tui bad lesson":  {[]string{"tui", "99"}, "unknown lesson 99 (see qlab list)"},
+		"tui bad speed":   {[]string{"tui", "1", "--speed", "0"}, "--speed must be a positive number"},
+		"tui two lessons": {[]string{"tui", "1", "2"}, "tui takes at most one lesson number"},
+		"tui bad backend": {[]string{"tui", "--backend", "kafka"}, "--backend must be inmem or rabbit"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -49,8 +53,15 @@ func TestBadInputIsAUsageError(t *testing.T) {
 	}
 }
 
+func TestTuiWithoutATerminalSaysSo(t *testing.T) {
+	code, out, errOut := qlab("tui", "1")
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, errOut, "tui needs a terminal; for a transcript use qlab run N")
+	assert.Empty(t, out)
+}
+
 func TestHelpExitsZero(t *testing.T) {
-	for _, args := range [][]string{{"help"}, {"run", "--help"}, {"list", "-h"}} {
+	for _, args := range [][]string{{"help"}, {"run", "--help"}, {"list", "-h"}, {"tui", "--help"}} {
 		code, out, _ := qlab(args...)
 		assert.Equal(t, exitOK, code, args)
 		assert.Contains(t, out, "Usage", args)

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math"
+	"os"
+
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lessons"
+	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/tui"
+)
+
+const tuiHelp = `Usage: qlab tui [N] [flags]
+
+Opens the terminal UI: a lesson menu, or lesson N at once. Queues are boxes,
+tasks are tokens travelling between them; space pauses, +/- set the speed
+of the next run, r restarts, n/p change lesson, b switches backend, q quits.`
+
+// brokerDiscovery finds a RabbitMQ broker for the TUI's backend switch. It
+// only looks (RABBITMQ_URL, then the default URL) and never starts a
+// container from inside the UI; a miss is shown in the view.
+func brokerDiscovery(ctx context.Context) (string, error) {
+	opts := discoverOptions
+	opts.Docker = false
+	b, err := rabbit.Discover(ctx, opts)
+	return b.URL, err
+}
+
+func cmdTui(ctx context.Context, args []string, stdout, _ io.Writer) error {
+	fs := newFlagSet("tui", tuiHelp)
+	backend := fs.String("backend", "inmem", "backend to start on: inmem or rabbit")
+	speed := fs.Float64("speed", 0.25, "lesson time per real time; the default is slow enough to follow the tokens")
+	seed := fs.Int64("seed", 1, "seed for random transient failures (with --fail-rate)")
+	failRate := fs.Float64("fail-rate", 0, "chance 0..1 that a healthy task's attempt fails transiently")
+	noColor := fs.Bool("no-color", false, "plain text, no ANSI colour (NO_COLOR does the same)")
+	pos, err := parseInterspersed(fs, args, stdout)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 1 {
+		return usagef("tui takes at most one lesson number, e.g. qlab tui 7")
+	}
+	if !(*speed > 0) || math.IsInf(*speed, 0) {
+		return usagef("--speed must be a positive number, got %v", *speed)
+	}
+	if *failRate < 0 || *failRate > 1 || math.IsNaN(*failRate) {
+		return usagef("--fail-rate must be between 0 and 1, got %v", *failRate)
+	}
+	b := lab.Backend(*backend)
+	if b != lab.InMem && b != lab.Rabbit {
+		return usagef("--backend must be inmem or rabbit, got %q", *backend)
+	}
+	cfg := tui.Config{Backend: b, Speed: *speed, Broker: brokerDiscovery}
+	if len(pos) == 1 {
+		l, err := lessons.Parse(pos[0])
+		if err != nil {
+			return usageError{err}
+		}
+		if l.Runner(b) == nil {
+			return usageError{lessons.ErrNoBackend{Lesson: l, Backend: b}}
+		}
+		cfg.Start = l.Number()
+	}
+	if !isTerminal(stdout) || !isTerminal(os.Stdin) {
+		return errNotATerminal
+	}
+	plan := lab.DefaultPlan()
+	plan.Seed, plan.FailRate = *seed, *failRate
+	cfg.Plan = &plan
+	cfg.Color = !*noColor && colorWanted(stdout)
+	return tui.Run(ctx, cfg)
+}
+
+// errNotATerminal is what `qlab tui` says when its output is piped.
+var errNotATerminal = errors.New("tui needs a terminal; for a transcript use qlab run N (or --json)")
+
+// isTerminal reports whether f is an interactive terminal.
+func isTerminal(f any) bool {
+	file, ok := f.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := file.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,13 @@
+// Package tui is QueueLab's terminal UI: a lesson menu and a lesson view
+// that animates a run. It knows nothing of backends: it runs a lesson with
+// lessons.Run and draws only what the event stream says, so any lesson
+// (in-memory or RabbitMQ, with or without a breaker) shows without code of
+// its own here.
+//
+// Events reach the bubbletea program through a channel: a command blocks
+// on it while nothing moves (no ticks, no CPU), and while tokens travel a
+// frame tick (30 per second at most) drains whatever arrived, so bursts
+// are coalesced into one redraw per frame. The queue boxes are the queues
+// the events name, in order of first appearance, unless Config.Topology
+// gives them.
+package tui

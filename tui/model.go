@@ -1,0 +1,562 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/list"
+	"github.com/charmbracelet/bubbles/viewport"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lessons"
+	"github.com/queuelab/qlab/render"
+)
+
+// speeds are the steps + and - walk through.
+var speeds = []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 50}
+
+// logKeep is how many log lines the log pane keeps; older ones scroll away
+// so a 10,000-task run costs the same per frame as a small one.
+const logKeep = 500
+
+// Config sets up the TUI.
+type Config struct {
+	// Lessons is the menu, in order. Empty means lessons.All.
+	Lessons []lessons.Lesson
+	// Start is the number of the lesson to open at once; 0 shows the menu.
+	Start int
+	// Backend to start on; empty means lab.InMem (or the lesson's only one).
+	Backend lab.Backend
+	// Speed is lesson time per real time; 0 means 0.25, slow enough to
+	// follow the tokens.
+	Speed float64
+	// Plan is the workload; nil means lab.DefaultPlan().
+	Plan *lab.Plan
+	// Color turns ANSI colour on; callers leave it off for NO_COLOR.
+	Color bool
+	// Broker finds a RabbitMQ broker and returns its URL; nil means the
+	// RabbitMQ backend is unavailable. Called in a command, never in Update.
+	Broker func(ctx context.Context) (url string, err error)
+	// Topology optionally gives a lesson's boxes up front, in order. Nil
+	// (or an empty answer) means the boxes are found from the events: every
+	// queue and destination, in order of first appearance.
+	Topology func(l lessons.Lesson) []Node
+}
+
+type screen int
+
+const (
+	menuScreen screen = iota
+	lessonScreen
+)
+
+// Model is the bubbletea model of the whole TUI: the lesson menu and the
+// lesson view. View is a pure function of it; everything that touches the
+// world happens in commands.
+type Model struct {
+	cfg     Config
+	lessons []lessons.Lesson
+	screen  screen
+	menu    list.Model
+	log     viewport.Model
+	help    help.Model
+	keys    keyMap
+	st      styles
+	width   int
+	height  int
+
+	cur       int // index of the open lesson
+	backend   lab.Backend
+	broker    string
+	speed     float64 // of the current run
+	nextSpeed float64 // applied at the next (re)start
+
+	run     *runHandle
+	gen     int
+	sc      *scene
+	frame   int
+	clockMs int64     // lesson time the view shows
+	lastAt  time.Time // when the previous frame ticked; zero while idle
+	pumping bool      // a wait or frame command of this run is outstanding
+	closed  bool      // the run's channel is drained
+	runDone bool
+	runErr  error
+	paused  bool
+	seeking bool        // broker discovery is running
+	held    []lab.Event // events that arrived while paused
+
+	logLines []string
+	flash    string
+}
+
+// lessonItem adapts a lesson to the menu list.
+type lessonItem struct{ l lessons.Lesson }
+
+func (i lessonItem) Title() string { return fmt.Sprintf("%d · %s", i.l.Number(), i.l.Title) }
+func (i lessonItem) Description() string {
+	var b []string
+	for _, be := range i.l.Backends() {
+		b = append(b, string(be))
+	}
+	return strings.Join(b, ", ") + " — " + i.l.Notice
+}
+func (i lessonItem) FilterValue() string { return i.l.ID + " " + i.l.Title }
+
+// New builds the model. It fails, with a message for the user, when
+// cfg.Start names no lesson of the menu or the configuration is unusable.
+func New(cfg Config) (Model, error) {
+	if len(cfg.Lessons) == 0 {
+		cfg.Lessons = lessons.All
+	}
+	if cfg.Speed == 0 {
+		cfg.Speed = 0.25
+	}
+	if !(cfg.Speed > 0) {
+		return Model{}, fmt.Errorf("speed must be a positive number, got %v", cfg.Speed)
+	}
+	if cfg.Backend == lab.Rabbit && cfg.Broker == nil {
+		return Model{}, errors.New("the RabbitMQ backend is not available in this build")
+	}
+	items := make([]list.Item, len(cfg.Lessons))
+	for i, l := range cfg.Lessons {
+		items[i] = lessonItem{l}
+	}
+	menu := list.New(items, list.NewDefaultDelegate(), 80, 20)
+	menu.Title = "QueueLab — pick a lesson (enter runs it, q quits)"
+	m := Model{
+		cfg: cfg, lessons: cfg.Lessons, menu: menu, help: help.New(), keys: newKeyMap(),
+		st: newStyles(cfg.Color), width: 80, height: 24, log: viewport.New(80, 10),
+		speed: cfg.Speed, nextSpeed: cfg.Speed, backend: cfg.Backend, sc: newScene(nil),
+	}
+	if cfg.Start != 0 {
+		i := m.indexOf(cfg.Start)
+		if i < 0 {
+			return Model{}, fmt.Errorf("unknown lesson %d (see qlab list)", cfg.Start)
+		}
+		if cfg.Backend != "" && cfg.Lessons[i].Runner(cfg.Backend) == nil {
+			return Model{}, lessons.ErrNoBackend{Lesson: cfg.Lessons[i], Backend: cfg.Backend}
+		}
+		m.cur, m.screen = i, lessonScreen
+		m.backend = m.pickBackend()
+		m.seeking = cfg.Backend == lab.Rabbit // Init starts discovery
+	}
+	return m, nil
+}
+
+func (m Model) indexOf(n int) int {
+	for i, l := range m.lessons {
+		if l.Number() == n {
+			return i
+		}
+	}
+	return -1
+}
+
+func (m Model) lesson() lessons.Lesson { return m.lessons[m.cur] }
+
+// Init starts the lesson given in Config.Start, if any.
+func (m Model) Init() tea.Cmd {
+	if m.screen != lessonScreen {
+		return nil
+	}
+	if m.cfg.Backend == lab.Rabbit {
+		return brokerCmd(m.cfg.Broker, m.cur)
+	}
+	return func() tea.Msg { return startMsg{} }
+}
+
+// startMsg asks Update to (re)start the open lesson.
+type startMsg struct{}
+
+// Update handles keys, resizes, event batches and the run's end.
+func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+		m.menu.SetSize(msg.Width, msg.Height)
+		m.help.Width = msg.Width
+		m.fitLog()
+		return m, nil
+	case startMsg:
+		return m.start()
+	case eventsMsg:
+		return m.onEvents(msg)
+	case runDoneMsg:
+		if msg.gen == m.gen {
+			m.runDone = true
+			if !errors.Is(msg.err, context.Canceled) {
+				m.runErr = msg.err
+			}
+		}
+		return m, nil
+	case brokerMsg:
+		return m.onBroker(msg)
+	case tea.KeyMsg:
+		if m.screen == menuScreen {
+			return m.menuKey(msg)
+		}
+		return m.lessonKey(msg)
+	}
+	if m.screen == lessonScreen {
+		var cmd tea.Cmd
+		m.log, cmd = m.log.Update(msg)
+		return m, cmd
+	}
+	return m, nil
+}
+
+func (m Model) menuKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
+	filtering := m.menu.FilterState() == list.Filtering
+	switch {
+	case msg.String() == "ctrl+c", msg.String() == "q" && !filtering:
+		return m, tea.Quit
+	case msg.String() == "enter" && !filtering:
+		if i := m.menu.Index(); i >= 0 && i < len(m.lessons) {
+			m.cur, m.screen = i, lessonScreen
+			return m.start()
+		}
+	}
+	var cmd tea.Cmd
+	m.menu, cmd = m.menu.Update(msg)
+	return m, cmd
+}
+
+func (m Model) lessonKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
+	k := m.keys
+	switch {
+	case key.Matches(msg, k.Quit):
+		m.stop()
+		return m, tea.Quit
+	case key.Matches(msg, k.Pause):
+		return m.togglePause()
+	case key.Matches(msg, k.Faster):
+		m.nextSpeed = step(m.nextSpeed, +1)
+		m.flash = "speed " + speedText(m.nextSpeed) + " from the next run: press r to restart with it"
+		return m, nil
+	case key.Matches(msg, k.Slower):
+		m.nextSpeed = step(m.nextSpeed, -1)
+		m.flash = "speed " + speedText(m.nextSpeed) + " from the next run: press r to restart with it"
+		return m, nil
+	case key.Matches(msg, k.Restart):
+		return m.start()
+	case key.Matches(msg, k.Next), key.Matches(msg, k.Prev):
+		d := 1
+		if key.Matches(msg, k.Prev) {
+			d = -1
+		}
+		m.cur = (m.cur + d + len(m.lessons)) % len(m.lessons)
+		return m.start() // keeps the backend where the next lesson has it
+	case key.Matches(msg, k.Backend):
+		return m.switchBackend()
+	case key.Matches(msg, k.Menu):
+		m.stop()
+		m.screen = menuScreen
+		m.menu.Select(m.cur)
+		return m, nil
+	}
+	var cmd tea.Cmd
+	m.log, cmd = m.log.Update(msg)
+	return m, cmd
+}
+
+// step moves speed one step up (dir +1) or down the speeds list.
+func step(speed float64, dir int) float64 {
+	i := 0
+	for i < len(speeds)-1 && speeds[i] < speed {
+		i++
+	}
+	return speeds[min(max(i+dir, 0), len(speeds)-1)]
+}
+
+// pickBackend keeps the current backend when the open lesson has it, else
+// takes the lesson's first (in-memory where it exists). RabbitMQ is only
+// ever chosen through broker discovery (onBroker).
+func (m Model) pickBackend() lab.Backend {
+	l := m.lesson()
+	if m.backend != "" && l.Runner(m.backend) != nil && (m.backend != lab.Rabbit || m.broker != "") {
+		return m.backend
+	}
+	for _, b := range l.Backends() {
+		if b != lab.Rabbit || m.broker != "" {
+			return b
+		}
+	}
+	return l.Backends()[0]
+}
+
+// start cancels the current run, if any, and starts the open lesson afresh.
+func (m Model) start() (tea.Model, tea.Cmd) {
+	m.stop()
+	l := m.lesson()
+	m.backend = m.pickBackend()
+	m.sc = newScene(nil)
+	m.run = nil
+	if wait, cmd := m.needBroker(); wait {
+		return m, cmd
+	}
+	var explicit []Node
+	if m.cfg.Topology != nil {
+		explicit = m.cfg.Topology(l)
+	}
+	m.gen++
+	m.speed = m.nextSpeed
+	m.sc, m.frame, m.clockMs, m.lastAt = newScene(explicit), 0, 0, time.Time{}
+	m.paused, m.held, m.runDone, m.runErr, m.closed = false, nil, false, nil, false
+	m.logLines, m.flash = nil, ""
+	m.log.SetContent("")
+	opts := lessons.Options{Backend: m.backend, Speed: m.speed, Plan: m.cfg.Plan, Broker: m.broker}
+	h, runCmd := startRun(m.gen, l, opts)
+	m.run, m.pumping = h, true
+	m.fitLog()
+	return m, tea.Batch(runCmd, waitCmd(h))
+}
+
+// stop cancels the current run. The run ends on its own; its late
+// messages carry an old gen and are ignored.
+func (m *Model) stop() {
+	if m.run != nil {
+		m.run.cancel()
+	}
+}
+
+// awaitStop waits up to d for a cancelled run to return.
+func (m Model) awaitStop(d time.Duration) {
+	if m.run == nil {
+		return
+	}
+	select {
+	case <-m.run.finished:
+	case <-time.After(d):
+	}
+}
+
+// togglePause freezes or thaws the run. Paused, the run's gate shuts so
+// the lesson stops at its next event, and the model holds whatever a
+// command had already brought instead of drawing it; resuming applies the
+// held events and opens the gate. The lesson's clock is not stopped: time
+// stamps after a pause include it.
+func (m Model) togglePause() (tea.Model, tea.Cmd) {
+	m.paused = !m.paused
+	var gated tea.Cmd
+	if m.run != nil {
+		gated = gateCmd(m.run, !m.paused)
+	}
+	if m.paused {
+		return m, gated
+	}
+	held := m.held
+	m.held = nil
+	m.lastAt = time.Time{}
+	m.applyEvents(held)
+	return m, tea.Batch(gated, m.pump(len(held) > 0))
+}
+
+// onEvents applies a batch, advances the frame, and decides what reads
+// the channel next: a frame tick while anything moves, a blocking wait
+// when all is still, nothing while paused or after the end.
+func (m Model) onEvents(msg eventsMsg) (tea.Model, tea.Cmd) {
+	if msg.gen != m.gen {
+		return m, nil
+	}
+	m.pumping = false
+	m.closed = m.closed || msg.closed
+	if m.paused {
+		m.held = append(m.held, msg.events...)
+		return m, nil
+	}
+	if msg.frame {
+		m.frame++
+		if !m.lastAt.IsZero() {
+			m.clockMs += m.run2lesson(msg.at.Sub(m.lastAt))
+		}
+		m.lastAt = msg.at
+	}
+	m.applyEvents(msg.events)
+	return m, m.pump(len(msg.events) > 0)
+}
+
+// run2lesson converts real time to the lesson time it stands for.
+func (m Model) run2lesson(d time.Duration) int64 {
+	return int64(float64(d.Milliseconds()) * m.speed)
+}
+
+// pump returns the command that next reads the channel, or nil. Exactly
+// one such command is outstanding per run (m.pumping), so frames never
+// double up.
+func (m *Model) pump(fresh bool) tea.Cmd {
+	if m.pumping || m.paused || m.run == nil {
+		return nil
+	}
+	moving := m.sc.prune(m.frame)
+	var cmd tea.Cmd
+	switch {
+	case moving || (fresh && !m.closed):
+		cmd = frameCmd(m.run, frameEvery) // coalesce what comes next on the frame clock
+	case m.sc.counting(m.clockMs):
+		cmd = frameCmd(m.run, countEvery)
+	case m.closed:
+		return nil
+	default:
+		m.lastAt = time.Time{} // idle: no ticks; the next event sets the clock
+		cmd = waitCmd(m.run)
+	}
+	m.pumping = true
+	return cmd
+}
+
+// applyEvents folds events into the scene and the log.
+func (m *Model) applyEvents(evs []lab.Event) {
+	if len(evs) == 0 {
+		return
+	}
+	style := render.Style{Color: m.cfg.Color}
+	for _, e := range evs {
+		m.sc.apply(e, m.frame)
+		m.clockMs = max(m.clockMs, e.TMs)
+		if line := style.Line(e); line != "" {
+			m.logLines = append(m.logLines, line)
+		}
+	}
+	if over := len(m.logLines) - logKeep; over > 0 {
+		m.logLines = append(m.logLines[:0:0], m.logLines[over:]...)
+	}
+	follow := m.log.AtBottom()
+	m.fitLog()
+	m.log.SetContent(strings.Join(m.logLines, "\n"))
+	if follow {
+		m.log.GotoBottom()
+	}
+}
+
+// switchBackend flips between in-memory and RabbitMQ where the lesson has
+// both. RabbitMQ needs a broker: discovery runs in a command.
+func (m Model) switchBackend() (tea.Model, tea.Cmd) {
+	l := m.lesson()
+	if len(l.Backends()) < 2 {
+		m.flash = fmt.Sprintf("%s runs on %s only", l.ID, l.Backends()[0])
+		return m, nil
+	}
+	if m.backend == lab.Rabbit {
+		m.backend = lab.InMem
+		return m.start()
+	}
+	m.backend = lab.Rabbit
+	_, cmd := m.needBroker()
+	m.backend = lab.InMem
+	return m, cmd
+}
+
+func (m Model) onBroker(msg brokerMsg) (tea.Model, tea.Cmd) {
+	if msg.lesson != m.cur || m.screen != lessonScreen {
+		return m, nil
+	}
+	m.seeking = false
+	if msg.err != nil {
+		note := "no RabbitMQ broker: " + firstLine(msg.err.Error())
+		var cmd tea.Cmd
+		if m.lesson().InMem != nil && (m.run == nil || m.backend != lab.InMem) {
+			m.backend = lab.InMem
+			var next tea.Model
+			next, cmd = m.start()
+			m = next.(Model)
+		}
+		if m.lesson().InMem != nil {
+			note += " — showing inmem"
+		}
+		m.flash = note
+		return m, cmd
+	}
+	m.backend, m.broker = lab.Rabbit, msg.url
+	return m.start()
+}
+
+// needBroker reports the run can't start yet: RabbitMQ without a URL.
+// It says why in the status line, or returns the discovery command.
+func (m *Model) needBroker() (bool, tea.Cmd) {
+	if m.backend != lab.Rabbit || m.broker != "" {
+		return false, nil
+	}
+	if m.cfg.Broker == nil {
+		m.flash = m.lesson().ID + " needs RabbitMQ, which is not available in this build"
+		return true, nil
+	}
+	m.flash = "looking for a RabbitMQ broker…"
+	m.seeking = true
+	return true, brokerCmd(m.cfg.Broker, m.cur)
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+// noticeRows is how many lines the notice may take at the current height.
+func (m Model) noticeRows() int {
+	if m.height >= 24 {
+		return 3
+	}
+	return 1
+}
+
+// fitLog sizes the log pane to what the rest of the lesson view leaves.
+func (m *Model) fitLog() {
+	m.log.Width = m.width
+	m.log.Height = max(m.height-m.chromeRows(), 1)
+}
+
+// chromeRows counts the lesson view's lines besides the log pane.
+func (m Model) chromeRows() int {
+	boxLines := 1
+	if s := m.sc.slots(m.width); len(s) > 0 {
+		boxLines = (s[len(s)-1].row + 1) * (boxRows + 1)
+	}
+	// header, notice, status line, boxes, fates, stats, log rule, help
+	n := 1 + len(noticeLines(m.lesson().Notice, m.width, m.noticeRows())) + 1 + boxLines + 1 + 1 + 1 + 1
+	if m.sc.breaker.seen {
+		n++
+	}
+	return n
+}
+
+// View draws the menu or the lesson view.
+func (m Model) View() string {
+	if m.screen == menuScreen {
+		return m.menu.View()
+	}
+	w := m.width
+	var out []string
+	out = append(out, m.header(w))
+	out = append(out, noticeLines(m.lesson().Notice, w, m.noticeRows())...)
+	out = append(out, m.statusLine(w))
+	out = append(out, m.stage(w)...)
+	out = append(out, m.fates(w))
+	if m.sc.breaker.seen {
+		out = append(out, m.breakerLine())
+	}
+	out = append(out, m.statsLine())
+	out = append(out, m.st.paint(faint, "── log "+strings.Repeat("─", max(w-7, 0))))
+	out = append(out, m.log.View())
+	out = append(out, m.help.ShortHelpView(m.keys.ShortHelp()))
+	return strings.Join(out, "\n")
+}
+
+// statusLine is the line under the notice: a message for the user, the
+// run's error, or what to do once it finished.
+func (m Model) statusLine(w int) string {
+	switch {
+	case m.flash != "":
+		return m.st.paint(warn, clip(m.flash, w))
+	case m.runErr != nil:
+		return m.st.paint(bad, clip("the run failed: "+firstLine(m.runErr.Error()), w))
+	case m.paused:
+		return m.st.paint(faint, "paused: the lesson stops at its next event (space resumes)")
+	case m.runDone && m.closed:
+		return m.st.paint(faint, "finished: r replays, n/p other lessons, esc the menu")
+	}
+	return ""
+}

@@ -1,0 +1,209 @@
+package tui
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lessons"
+)
+
+// Pumping events: how the model gets them without ever blocking Update.
+const (
+	frameEvery = time.Second / 30       // animation frame rate while anything moves
+	countEvery = 100 * time.Millisecond // slower frames when only countdowns tick
+	eventBuf   = 4096                   // the sink blocks (back-pressures the lesson) beyond this
+	maxBatch   = 4096                   // events applied per frame at most
+	quitWait   = 3 * time.Second        // how long Run waits for a cancelled lesson
+)
+
+// runHandle is one run of a lesson: the channel its events arrive on, the
+// cancel of its context, and a channel closed when lessons.Run returned.
+type runHandle struct {
+	gen      int
+	events   chan lab.Event
+	cancel   context.CancelFunc
+	finished chan struct{}
+	gate     *gate
+}
+
+// gate holds the sink while the user has paused: the lesson then stops at
+// its next event (its clock keeps running, so stamps after a pause include
+// it). Safe for concurrent use.
+type gate struct {
+	mu   sync.Mutex
+	open chan struct{} // closed while the gate is open
+}
+
+func newGate() *gate {
+	g := &gate{open: make(chan struct{})}
+	close(g.open)
+	return g
+}
+
+// wait returns a channel that is closed while the gate is open.
+func (g *gate) wait() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.open
+}
+
+// set opens (true) or shuts (false) the gate; repeating a state is a no-op.
+func (g *gate) set(open bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-g.open:
+		if !open {
+			g.open = make(chan struct{})
+		}
+	default:
+		if open {
+			close(g.open)
+		}
+	}
+}
+
+// gateCmd opens or shuts the run's gate, from a command as all effects are.
+func gateCmd(h *runHandle, open bool) tea.Cmd {
+	return func() tea.Msg {
+		h.gate.set(open)
+		return nil
+	}
+}
+
+// chanSink forwards events into the program. It blocks while the user has
+// paused and while the channel is full (back-pressure on a lesson faster
+// than the view), and gives up once the run is cancelled.
+type chanSink struct {
+	ctx  context.Context
+	ch   chan<- lab.Event
+	gate *gate
+}
+
+// Emit hands e to the program, or drops it when the run was cancelled. It
+// waits while the gate is shut (paused).
+func (s chanSink) Emit(e lab.Event) {
+	select {
+	case <-s.gate.wait():
+	case <-s.ctx.Done():
+		return
+	}
+	select {
+	case s.ch <- e:
+	case <-s.ctx.Done():
+	}
+}
+
+// Messages the commands send back to Update. gen ties each to its run, so
+// messages of a run that was restarted are ignored.
+type (
+	// eventsMsg carries a batch of events; closed means the run's channel
+	// is drained and closed.
+	eventsMsg struct {
+		gen    int
+		events []lab.Event
+		closed bool
+		frame  bool      // it came from a frame tick (else from the idle wait)
+		at     time.Time // when the tick fired
+	}
+	// runDoneMsg says lessons.Run returned.
+	runDoneMsg struct {
+		gen int
+		err error
+	}
+	// brokerMsg is the answer of broker discovery.
+	brokerMsg struct {
+		lesson int
+		url    string
+		err    error
+	}
+)
+
+// startRun launches lesson l on backend b; the returned command runs the
+// lesson to its end and closes the events channel behind it.
+func startRun(gen int, l lessons.Lesson, opts lessons.Options) (*runHandle, tea.Cmd) {
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &runHandle{gen: gen, events: make(chan lab.Event, eventBuf), cancel: cancel, finished: make(chan struct{}), gate: newGate()}
+	run := func() tea.Msg {
+		defer close(h.finished)
+		_, err := lessons.Run(ctx, l, opts, chanSink{ctx: ctx, ch: h.events, gate: h.gate})
+		close(h.events) // Run has finished its stream: nothing emits after this
+		return runDoneMsg{gen: gen, err: err}
+	}
+	return h, run
+}
+
+// waitCmd blocks until the run has an event (no ticking while idle), then
+// takes whatever else is already there.
+func waitCmd(h *runHandle) tea.Cmd {
+	return func() tea.Msg {
+		e, ok := <-h.events
+		if !ok {
+			return eventsMsg{gen: h.gen, closed: true}
+		}
+		msg := drain(h, []lab.Event{e})
+		return msg
+	}
+}
+
+// frameCmd waits one frame, then takes the events that arrived meanwhile.
+func frameCmd(h *runHandle, every time.Duration) tea.Cmd {
+	return tea.Tick(every, func(at time.Time) tea.Msg {
+		msg := drain(h, nil)
+		msg.frame, msg.at = true, at
+		return msg
+	})
+}
+
+// drain reads the events already queued, without blocking, up to maxBatch.
+func drain(h *runHandle, got []lab.Event) eventsMsg {
+	for len(got) < maxBatch {
+		select {
+		case e, ok := <-h.events:
+			if !ok {
+				return eventsMsg{gen: h.gen, events: got, closed: true}
+			}
+			got = append(got, e)
+		default:
+			return eventsMsg{gen: h.gen, events: got}
+		}
+	}
+	return eventsMsg{gen: h.gen, events: got}
+}
+
+// brokerCmd asks cfg.Broker for a broker, bounded in time.
+func brokerCmd(find func(context.Context) (string, error), lesson int) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		url, err := find(ctx)
+		return brokerMsg{lesson: lesson, url: url, err: err}
+	}
+}
+
+// Run shows the TUI on the terminal until the user quits or ctx ends, then
+// cancels the lesson that is running and waits (briefly) for it to stop.
+func Run(ctx context.Context, cfg Config) error {
+	m, err := New(cfg)
+	if err != nil {
+		return err
+	}
+	if !cfg.Color {
+		lipgloss.SetColorProfile(termenv.Ascii) // the menu and help use the default renderer
+	}
+	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(ctx))
+	final, err := p.Run()
+	if fm, ok := final.(Model); ok {
+		fm.stop()
+		fm.awaitStop(quitWait)
+	}
+	if err != nil && ctx.Err() != nil {
+		return nil // interrupted from outside: a clean exit
+	}
+	return err
+}

@@ -1,0 +1,215 @@
+package tui
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/queuelab/qlab/lab"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// updating reports -update, the flag charmbracelet/x/exp/golden (pulled in
+// by teatest) already defines: it rewrites the golden frames too.
+func updating() bool {
+	f := flag.Lookup("update")
+	return f != nil && f.Value.String() == "true"
+}
+
+// golden compares a frame with testdata/golden/tui_<name>.txt.
+func golden(t *testing.T, name, frame string) {
+	t.Helper()
+	path := filepath.Join("..", "testdata", "golden", "tui_"+name+".txt")
+	if updating() {
+		require.NoError(t, os.WriteFile(path, []byte(frame), 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "no golden frame: go test ./tui -run Golden -update")
+	assert.Equal(t, string(want), frame)
+}
+
+func TestGoldenMoveMidFlight(t *testing.T) {
+	m := testModel(fakeDLQ, 80, 24)
+	m = feed(m, chainStart()...)
+	m = frames(m, 4)
+	frame := m.View()
+	golden(t, "move_midflight", frame)
+	assert.Contains(t, frame, "┈C→", "C travels main → retry")
+	assert.NotContains(t, frame, "C 1", "no countdown while C is still on its way")
+}
+
+func TestMoveAnimatesOverFramesThenLands(t *testing.T) {
+	m := testModel(fakeDLQ, 80, 24)
+	m = feed(m, chainStart()...)
+	var xs []int
+	for range moveFrames - 1 {
+		m = frames(m, 1)
+		xs = append(xs, strings.Index(laneOf(t, m.View()), "C→"))
+	}
+	assert.True(t, slices.IsSorted(xs), "the token only moves forward: %v", xs)
+	assert.Greater(t, xs[len(xs)-1], xs[0]+4, "and covers the way between the boxes: %v", xs)
+	assert.Greater(t, len(slices.Compact(slices.Clone(xs))), 4, "in several steps, not a jump: %v", xs)
+	m = frames(m, 1)
+	assert.NotContains(t, m.View(), "C→", "the move is over")
+	assert.Contains(t, m.View(), "│ C 0.9s", "C waits in retry with a countdown")
+}
+
+// laneOf returns the line under the boxes.
+func laneOf(t *testing.T, frame string) string {
+	t.Helper()
+	lines := strings.Split(frame, "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, "╰") {
+			return lines[i+1]
+		}
+	}
+	t.Fatalf("no boxes in frame:\n%s", frame)
+	return ""
+}
+
+func TestGoldenChainDLQ(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {160, 48}} {
+		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
+			m := testModel(fakeDLQ, size[0], size[1])
+			m = feed(m, chainStart()...)
+			m = frames(m, moveFrames+1)
+			m = feed(m, chainEnd()...)
+			m = frames(m, moveFrames+1)
+			frame := m.View()
+			golden(t, fmt.Sprintf("chain_dlq_%dx%d", size[0], size[1]), frame)
+			assert.Contains(t, frame, "1 dead")
+			assert.Contains(t, frame, "done 2 · dead 1 · dropped 0 · pending 0 · attempts 4")
+			assert.Equal(t, size[1], strings.Count(frame, "\n")+1, "the frame fills the screen exactly")
+		})
+	}
+}
+
+// breakerEvents trips a breaker: two failures open it, a call is rejected,
+// then it goes half-open and closes again.
+func breakerEvents() [][]lab.Event {
+	br := func(ms int64, state string) lab.Event {
+		return lab.Event{TMs: ms, Kind: lab.Breaker, Actor: "breaker", Note: state}
+	}
+	return [][]lab.Event{
+		{br(0, "closed"), ev(0, lab.Enqueued, "A", "calls", ""), ev(0, lab.Enqueued, "B", "calls", ""),
+			ev(0, lab.Enqueued, "C", "calls", ""), ev(0, lab.Started, "A", "calls", ""), ev(100, lab.Failed, "A", "calls", "")},
+		{ev(100, lab.Started, "B", "calls", ""), ev(200, lab.Failed, "B", "calls", ""), br(200, "open"),
+			ev(200, lab.Rejected, "C", "calls", "")},
+		{br(10200, "half_open")},
+		{ev(10200, lab.Started, "C", "calls", ""), ev(10300, lab.Succeeded, "C", "calls", ""), br(10300, "closed")},
+	}
+}
+
+func TestGoldenBreakerLight(t *testing.T) {
+	m := testModel(fakeDLQ, 80, 24)
+	want := []struct{ name, light string }{
+		{"closed", "breaker ● CLOSED  1 of 1 calls failed · rejected 0"},
+		{"open", "breaker ○ OPEN  tripped by 2 failed of 2 calls · rejected 1 (C)"},
+		{"half_open", "breaker ◐ HALF-OPEN  trial calls: 0 failed of 0 · rejected 1"},
+		{"closed_again", "breaker ● CLOSED  0 of 0 calls failed · rejected 1"},
+	}
+	for i, batch := range breakerEvents() {
+		m = feed(m, batch...)
+		m = frames(m, moveFrames+1)
+		frame := m.View()
+		golden(t, "breaker_"+want[i].name, frame)
+		assert.Contains(t, frame, want[i].light)
+	}
+}
+
+func TestNoColorFramesHaveNoEscapes(t *testing.T) {
+	m := testModel(fakeDLQ, 80, 24)
+	m = feed(m, chainStart()...)
+	assert.NotContains(t, m.View(), "\x1b[")
+
+	c, err := New(Config{Lessons: m.lessons, Start: 98, Color: true})
+	require.NoError(t, err)
+	c = step1(c, tea.WindowSizeMsg{Width: 80, Height: 24})
+	c = feed(c, chainStart()...)
+	assert.Contains(t, c.View(), "\x1b[", "with colour on, the view is painted")
+}
+
+func TestResizeRedrawsToTheNewSize(t *testing.T) {
+	m := testModel(fakeDLQ, 80, 24)
+	m = feed(m, chainStart()...)
+	for _, size := range [][2]int{{160, 48}, {100, 30}, {80, 24}} {
+		m = step1(m, tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		frame := m.View()
+		lines := strings.Split(frame, "\n")
+		assert.Len(t, lines, size[1])
+		for _, l := range lines {
+			assert.LessOrEqual(t, len([]rune(l)), size[0]+2, "line too wide at %v: %q", size, l)
+		}
+	}
+}
+
+func TestPauseHoldsEventsUntilResume(t *testing.T) {
+	m := testModel(fakeDLQ, 80, 24)
+	m = feed(m, chainStart()[:3]...)
+	m = step1(m, tea.KeyMsg{Type: tea.KeySpace, Runes: []rune{' '}})
+	require.True(t, m.paused)
+	m = feed(m, chainStart()[3:]...)
+	assert.Contains(t, m.View(), "paused")
+	assert.Equal(t, 0, m.sc.attempts, "paused: nothing applied")
+	m = step1(m, tea.KeyMsg{Type: tea.KeySpace, Runes: []rune{' '}})
+	assert.Equal(t, 3, m.sc.attempts, "resumed: the held events are applied")
+}
+
+func TestSpeedKeysStepAndApplyOnRestart(t *testing.T) {
+	m := testModel(fakeDLQ, 80, 24)
+	m = step1(m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'+'}})
+	assert.Equal(t, 0.25, m.speed)
+	assert.Equal(t, 0.5, m.nextSpeed)
+	assert.Contains(t, m.View(), "speed 0.25× (next run 0.5×)")
+	m = step1(m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'-'}})
+	m = step1(m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'-'}})
+	assert.Equal(t, 0.1, m.nextSpeed)
+}
+
+func TestBackendSwitchWithoutBrokerSaysSo(t *testing.T) {
+	both := fakeDLQ
+	both.Rabbit = runFakeDLQ // stands in for a RabbitMQ variant: only its presence matters here
+	m, err := New(Config{Lessons: []lessonsLesson{both}, Start: 98})
+	require.NoError(t, err)
+	m = step1(m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'b'}})
+	assert.Contains(t, m.View(), "needs RabbitMQ, which is not available in this build")
+	assert.Equal(t, lab.InMem, m.backend)
+
+	m, err = New(Config{Lessons: []lessonsLesson{both}, Start: 98, Broker: noBroker})
+	require.NoError(t, err)
+	next, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'b'}})
+	require.NotNil(t, cmd, "discovery runs in a command")
+	m = step1(next.(Model), cmd())
+	t.Cleanup(func() { m.stop() }) // its run command is never executed here
+	assert.Contains(t, m.View(), "no RabbitMQ broker: connection refused — showing inmem")
+	assert.Equal(t, lab.InMem, m.backend)
+
+	only := fakeDLQ
+	m, _ = New(Config{Lessons: []lessonsLesson{only}, Start: 98})
+	m = step1(m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'b'}})
+	assert.Contains(t, m.View(), "Q98 runs on inmem only")
+}
+
+func TestNextAndPreviousLessonWrapAround(t *testing.T) {
+	second := fakeDLQ
+	second.ID, second.Title = "Q99", "Second fake"
+	m, err := New(Config{Lessons: []lessonsLesson{fakeDLQ, second}, Start: 98})
+	require.NoError(t, err)
+	t.Cleanup(func() { m.stop() }) // its run command is never executed here
+	for _, want := range []string{"Q99 · Second fake", "Q98 · Test chain"} {
+		m.stop()
+		m = step1(m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'n'}})
+		assert.Contains(t, m.View(), want)
+	}
+	m.stop()
+	m = step1(m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'p'}})
+	assert.Contains(t, m.View(), "Q99 · Second fake")
+	m = step1(m, tea.KeyMsg{Type: tea.KeyEsc})
+	assert.Contains(t, m.View(), "pick a lesson")
+}
