@@ -67,6 +67,7 @@ var All = []Lesson{
 	q01,
 	q10,
 	q12,
+	q13,
 }
 
 // Find returns the lesson numbered n.
