@@ -2,13 +2,10 @@ package lessons
 
 // Q13 — one wait-queue loop, counted by x-death, then by a header of your own.
 //
-// Notice: run 1 (A–D) is seed 000's loop. A failing worker only rejects;
-// the broker parks the mail 5 s in email_queue_wait and sends it back, and
-// x-death tells the worker which attempt this is. At attempt 15 the worker
-// publishes the mail to email_queue_dlq itself and acks. Run 2 (rA–rD)
-// republishes failed mails with x-retries / x-retry-reason instead, because
-// once a worker republishes, the x-death count is no longer the broker's
-// promise: it depends on the broker version (see the counter table).
+// Notice: run 1 (A–D) only rejects; the broker loops the mail through
+// email_queue_wait and x-death counts the attempts, up to the DLQ at 15.
+// Run 2 (rA–rD) republishes with its own x-retries, because a republished
+// x-death is counted (or not) as the broker version pleases.
 
 import (
 	"context"
