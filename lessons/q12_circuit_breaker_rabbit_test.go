@@ -28,12 +28,12 @@ func q12TableCount(t *testing.T, tb render.Table, name string) (without, with in
 	return 0, 0
 }
 
-// TestQ12RabbitMQ runs both scenarios on the broker at speed 50 (the 30 s
-// outage takes 0.6 s): every mail gets through in both, and the breaker
+// TestQ12RabbitMQ runs both scenarios on the broker at speed 100 (the
+// 30 s outage takes 0.3 s): every mail gets through in both, and the breaker
 // spares the dead service most calls. Real time jitters, so it checks
 // counts and the order of breaker states, not a transcript.
 func TestQ12RabbitMQ(t *testing.T) {
-	events, res := runRabbit(t, q12, Options{Speed: 50})
+	events, res := runRabbit(t, q12, Options{})
 	assertAccounted(t, events)
 	require.Len(t, res.Tasks, 2*q12Mails)
 	for _, rec := range res.Tasks {

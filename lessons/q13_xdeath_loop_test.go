@@ -95,8 +95,7 @@ func TestQ13NoticeShowsTheMaximum(t *testing.T) {
 // TestQ13RabbitMQ runs the lesson on the broker under a session of the
 // test's own, so the DLQ can be read back with basic.get after the run.
 func TestQ13RabbitMQ(t *testing.T) {
-	const speed = 50 // the 5 s wait takes 100 ms
-	s := rabbittest.Session(t, speed)
+	s := rabbittest.Session(t, rabbitSpeeds["Q13"]) // the 5 s wait takes 25 ms
 	var rec syncRecorder
 	env := &Env{Stream: lab.NewStream("q13", lab.Rabbit, s.Clock, &rec), Plan: lab.DefaultPlan(), Broker: s.URL}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -173,7 +172,7 @@ func TestQ13SameOnBothBackends(t *testing.T) {
 	for name, plan := range map[string]*lab.Plan{"default": nil, "seeded": seededPlan(3)} {
 		t.Run(name, func(t *testing.T) {
 			inmem, _ := runInMem(t, q13, Options{Plan: plan})
-			broker, _ := runRabbit(t, q13, Options{Plan: plan, Speed: 50})
+			broker, _ := runRabbit(t, q13, Options{Plan: plan})
 			assert.Equal(t, q13Fates(inmem), q13Fates(broker))
 		})
 	}
