@@ -15,12 +15,6 @@ import (
 // rabbitSpeed keeps broker lessons quick: 1 s of lesson time is 50 ms.
 const rabbitSpeed = 20
 
-// rabbitSpeeds raises the test speed of lessons that are long in lesson
-// time (Q12's outage, Q13's 14 rounds of 5 s), so that the package stays
-// quick enough for go test -count=20; their tests assert counts, not
-// timings, which a higher speed's jitter cannot change.
-var rabbitSpeeds = map[string]float64{"Q12": 100, "Q13": 200}
-
 // runRabbit runs lesson l against the test broker (skipping without one,
 // failing under QLAB_REQUIRE_BROKER=1) and returns its events.
 func runRabbit(t *testing.T, l Lesson, opts Options) ([]lab.Event, Result) {

@@ -31,11 +31,6 @@ type Delivery struct {
 	Deaths Deaths // its x-death history
 }
 
-// newDelivery wraps d, consumed from seed queue queue.
-func newDelivery(d amqp.Delivery, queue string) *Delivery {
-	return &Delivery{Delivery: d, Task: d.MessageId, Queue: queue, Deaths: ReadDeaths(d.Headers)}
-}
-
 // Attempt is the processing attempt this delivery stands for: one more
 // than the times it was rejected before. A redelivery repeats the attempt
 // it interrupted.
@@ -162,7 +157,7 @@ func (c *Consumer) serve(ctx context.Context, deliveries <-chan amqp.Delivery) {
 			if !ok {
 				return
 			}
-			dl := newDelivery(d, c.opts.Queue)
+			dl := &Delivery{Delivery: d, Task: d.MessageId, Queue: c.opts.Queue, Deaths: ReadDeaths(d.Headers)}
 			if d.Redelivered && c.opts.Stream != nil {
 				c.opts.Stream.Emit(lab.Event{Kind: lab.Redelivered, Task: dl.Task, Queue: c.opts.Queue, Actor: c.opts.Actor,
 					Attempt: dl.Attempt(), Note: "the broker handed it out again: it was never acknowledged"})

@@ -23,7 +23,7 @@ func (s *Session) Peek(ctx context.Context, queue string, max int) ([]Delivery, 
 			if err != nil || !ok {
 				return err
 			}
-			out = append(out, *newDelivery(d, queue))
+			out = append(out, Delivery{Delivery: d, Task: d.MessageId, Queue: queue, Deaths: ReadDeaths(d.Headers)})
 		}
 		return nil
 	})
