@@ -23,11 +23,7 @@ func runQ12Rabbit(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	defer func() {
-		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), q10Settle)
-		defer cancel()
-		_ = s.Close(cleanup) // best effort: the run's own error matters more
-	}()
+	defer closeSession(ctx, env, s)
 	if err := s.Declare(ctx, rabbit.EmailLoopTopology(q12Wait)); err != nil {
 		return err
 	}

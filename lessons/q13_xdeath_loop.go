@@ -140,11 +140,7 @@ func runQ13Rabbit(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	defer func() {
-		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), q10Settle)
-		defer cancel()
-		_ = s.Close(cleanup) // best effort: the run's own error matters more
-	}()
+	defer closeSession(ctx, env, s)
 	return q13RabbitOn(ctx, env, s)
 }
 

@@ -188,3 +188,24 @@ func q13Fates(events []lab.Event) map[string]string {
 	}
 	return out
 }
+
+// TestQ13StoppedEarlyReportsLost: a run cut short deletes its queues with
+// the mails still in them, and says so with a lost event per mail.
+func TestQ13StoppedEarlyReportsLost(t *testing.T) {
+	url := rabbittest.NeedBroker(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var rec syncRecorder
+	stop := lab.SinkFunc(func(e lab.Event) {
+		if e.Kind == lab.Scheduled && e.Task == "C" && e.Attempt == 3 {
+			cancel() // mid-loop: C sits in email_queue_wait
+		}
+	})
+	_, err := Run(ctx, q13, Options{Backend: lab.Rabbit, Broker: url, Speed: 20}, &rec, stop)
+	require.ErrorIs(t, err, context.Canceled)
+	events := rec.events()
+	assertAccounted(t, events)
+	fate, attempts := summaryOf(t, events, "C")
+	assert.Equal(t, lab.FateLost, fate)
+	assert.Equal(t, 3, attempts)
+	assert.Equal(t, lab.Lost, kinds(events, "C")[len(kinds(events, "C"))-1])
+}
