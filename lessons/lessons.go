@@ -78,6 +78,7 @@ var All = []Lesson{
 	q10,
 	q11,
 	q12,
+	q13,
 }
 
 // Find returns the lesson numbered n.

@@ -25,7 +25,8 @@ var q12 = Lesson{
 	Title: "Circuit breaker: fail fast while the mail service is down",
 	Notice: "The mail service is down from 5 s to 35 s. Without a breaker (mails n01…) every retry hits the dead service: a retry storm. " +
 		"With one (mails b01…) it opens after two failures, calls fail fast back to the wait queue, one trial call goes through every 10 s, and it closes once the service is back. No mail is lost.",
-	InMem: runQ12,
+	InMem:  runQ12,
+	Rabbit: runQ12Rabbit,
 }
 
 // The seed's (000) settings and the lesson's workload, in lesson time.
@@ -84,16 +85,23 @@ type q12Result struct {
 }
 
 func runQ12(ctx context.Context, env *Env) error {
+	return q12BothRuns(ctx, env, runQ12Scenario)
+}
+
+// q12BothRuns runs the lesson's two scenarios, without and with the
+// breaker, one after the other with run (a backend's mail loop), and
+// reports them side by side.
+func q12BothRuns(ctx context.Context, env *Env, run func(context.Context, *Env, q12Scenario) (q12Result, error)) error {
 	base := q12Scenario{mails: q12Mails, every: q12Every, outage: q12Outage, maxTries: q12MaxTries}
 	plain, guarded := base, base
 	plain.prefix = "n"
 	guarded.prefix, guarded.breaker = "b", true
 
-	without, err := runQ12Scenario(ctx, env, plain)
+	without, err := run(ctx, env, plain)
 	if err != nil {
 		return err
 	}
-	with, err := runQ12Scenario(ctx, env, guarded)
+	with, err := run(ctx, env, guarded)
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,9 @@ func runRabbit(t *testing.T, l Lesson, opts Options) ([]lab.Event, Result) {
 	opts.Broker = rabbittest.NeedBroker(t)
 	if opts.Speed == 0 {
 		opts.Speed = rabbitSpeed
+		if speed, ok := rabbitSpeeds[l.ID]; ok {
+			opts.Speed = speed
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -29,7 +29,13 @@ func Simulate(plan lab.Plan, clock lab.Clock) ProcessFunc {
 // runs process and emits succeeded or failed, and returns process's error.
 // Settling the delivery (Ack, Reject) is the caller's decision.
 func Attempt(ctx context.Context, stream *lab.Stream, actor string, d *Delivery, process ProcessFunc) error {
-	n := d.Attempt()
+	return AttemptAs(ctx, stream, actor, d, d.Attempt(), process)
+}
+
+// AttemptAs is Attempt for a worker that counts attempts itself (from a
+// retry header of its own rather than x-death): n is the attempt number
+// the events carry and process gets.
+func AttemptAs(ctx context.Context, stream *lab.Stream, actor string, d *Delivery, n int, process ProcessFunc) error {
 	stream.Emit(lab.Event{Kind: lab.Started, Task: d.Task, Queue: d.Queue, Actor: actor, Attempt: n})
 	if err := process(ctx, d.Task, n); err != nil {
 		stream.Emit(lab.Event{Kind: lab.Failed, Task: d.Task, Queue: d.Queue, Actor: actor, Attempt: n, Note: err.Error()})

@@ -17,6 +17,12 @@
 //     dropped connection by reconnecting (the broker redelivers what was
 //     unacknowledged) and reports redeliveries as lab events.
 //   - Deaths reads the x-death header the broker adds on dead-lettering.
+//   - Retries, RetryReason and WithRetry read and write seed 004's own
+//     retry headers (x-retries, x-retry-reason) for a worker that
+//     republishes failed messages itself (Publisher.Republish) instead of
+//     rejecting them; WithoutBrokerHeaders drops the broker's x-death.
+//   - Session.Peek reads the head of a queue with basic.get and leaves it
+//     there, to inspect a DLQ.
 //
 // Like every backend it never prints: work is reported as lab.Events and
 // connection trouble is logged through log/slog.

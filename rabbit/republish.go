@@ -1,0 +1,34 @@
+package rabbit
+
+import (
+	"context"
+	"fmt"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// Republish sends a copy of delivery d (body and properties: message id,
+// content type, persistence) to seed queue with headers instead of d's
+// own, and waits for the broker's confirm. It is how a worker moves a
+// message itself (to a DLQ, or to a wait queue with a retry header) before
+// acking the original. d itself is not settled.
+func (p *Publisher) Republish(ctx context.Context, queue string, d *Delivery, headers amqp.Table) error {
+	msg := amqp.Publishing{
+		Headers:       headers,
+		ContentType:   d.ContentType,
+		DeliveryMode:  d.DeliveryMode,
+		MessageId:     d.MessageId,
+		CorrelationId: d.CorrelationId,
+		Timestamp:     d.Timestamp,
+		Type:          d.Type,
+		Body:          d.Body,
+	}
+	// The lock keeps Close out of the way of a publish in progress.
+	p.mu.Lock()
+	dc, err := p.ch.PublishWithDeferredConfirmWithContext(ctx, "", p.names.Of(queue), false, false, msg)
+	p.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("republishing %s to %s: %w", d.Task, queue, err)
+	}
+	return WaitConfirm(ctx, dc)
+}
