@@ -4,7 +4,7 @@ package lessons
 //
 // Notice: the mail service is down from 5 s to 35 s. Without a breaker
 // (mails n01…) every retry from the wait queue hits the dead service: a
-// retry storm. With one (mails b01…) two failures open it, calls fail fast
+// retry storm. With one (mails b01…) 2 failed calls of 5 (over 20 %) open it, calls fail fast
 // and go back to the wait queue, one trial call goes through every 10 s,
 // and the first trial after the service is back closes it. No mail is lost.
 
@@ -24,7 +24,7 @@ var q12 = Lesson{
 	ID:    "Q12",
 	Title: "Circuit breaker: fail fast while the mail service is down",
 	Notice: "The mail service is down from 5 s to 35 s. Without a breaker (mails n01…) every retry hits the dead service: a retry storm. " +
-		"With one (mails b01…) it opens after two failures, calls fail fast back to the wait queue, one trial call goes through every 10 s, and it closes once the service is back. No mail is lost.",
+		"With one (mails b01…) it opens once 2 of its 5 calls have failed (over 20 %), calls fail fast back to the wait queue, one trial call goes through every 10 s, and it closes once the service is back. No mail is lost.",
 	InMem:  runQ12,
 	Rabbit: runQ12Rabbit,
 }
@@ -65,6 +65,18 @@ func q12BreakerSettings(clock lab.Clock, onChange func(ctx context.Context, from
 // A RabbitMQ variant reuses the backend-neutral parts: q12BreakerSettings,
 // q12Outage with inmem.MailService (it only needs a lab.Clock), the
 // constants, q12Result and q12Table; only runQ12Scenario's queues change.
+
+// q12Breaker puts a breaker (seed 000's settings) in front of the mail
+// service. It first announces the breaker's starting state, closed, so
+// every rendering shows the breaker from its first call and counts only the
+// calls it guards; each transition then becomes a breaker event naming the
+// mail *current, whose call caused it.
+func q12Breaker(env *Env, queue string, current *string) *breaker.Breaker {
+	env.Stream.Emit(lab.Event{Kind: lab.Breaker, Actor: "breaker", Queue: queue, Note: breaker.StateClosed.String()})
+	return breaker.New(q12BreakerSettings(env.Stream.Clock(), func(_ context.Context, _, to breaker.State) {
+		env.Stream.Emit(lab.Event{Kind: lab.Breaker, Actor: "breaker", Task: *current, Queue: queue, Note: to.String()})
+	}))
+}
 
 // q12Scenario is one run of the mail loop.
 type q12Scenario struct {
@@ -127,9 +139,7 @@ func runQ12Scenario(ctx context.Context, env *Env, sc q12Scenario) (q12Result, e
 	var cb *breaker.Breaker
 	var current string // the task the worker is delivering; only the worker touches it
 	if sc.breaker {
-		cb = breaker.New(q12BreakerSettings(clock, func(_ context.Context, _, to breaker.State) {
-			env.Stream.Emit(lab.Event{Kind: lab.Breaker, Actor: "breaker", Task: current, Queue: mainQ.Name(), Note: to.String()})
-		}))
+		cb = q12Breaker(env, mainQ.Name(), &current)
 	}
 
 	tries := map[*inmem.Task]int{} // deliveries per mail, like RabbitMQ's x-death count

@@ -54,9 +54,7 @@ func q12RabbitScenario(ctx context.Context, env *Env, s *rabbit.Session, pub *ra
 	calls := map[string]int{} // calls that reached the service, per mail (the attempt numbers)
 	var cb *breaker.Breaker
 	if sc.breaker {
-		cb = breaker.New(q12BreakerSettings(clock, func(_ context.Context, _, to breaker.State) {
-			env.Stream.Emit(lab.Event{Kind: lab.Breaker, Actor: "breaker", Task: current, Queue: rabbit.EmailQueue, Note: to.String()})
-		}))
+		cb = q12Breaker(env, rabbit.EmailQueue, &current)
 	}
 	handle := func(ctx context.Context, d *rabbit.Delivery) {
 		current = d.Task

@@ -209,3 +209,25 @@ func TestQ12MaxTriesToDLQ(t *testing.T) {
 
 // q12OutageForever: the service is down from the start and never returns.
 var q12OutageForever = inmem.Outage{From: 0, Until: time.Hour}
+
+// TestQ12AnnouncesTheBreakerBeforeItsFirstCall: the breaker run opens with
+// a task-less breaker event saying closed, before any mail of that run, so
+// a renderer counts only the calls the breaker guards; the run without a
+// breaker announces none.
+func TestQ12AnnouncesTheBreakerBeforeItsFirstCall(t *testing.T) {
+	events, _ := runInMem(t, q12, Options{})
+	var announced []lab.Event
+	firstB := -1
+	for i, e := range events {
+		if e.Kind == lab.Breaker && e.Task == "" {
+			announced = append(announced, e)
+			assert.Equal(t, -1, firstB, "announced before any mail of the breaker run")
+		}
+		if firstB < 0 && strings.HasPrefix(e.Task, "b") {
+			firstB = i
+		}
+	}
+	require.Len(t, announced, 1, "one breaker, announced once")
+	assert.Equal(t, "closed", announced[0].Note)
+	assert.Equal(t, "breaker", announced[0].Actor)
+}
