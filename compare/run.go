@@ -176,11 +176,35 @@ func scalability(ctx context.Context, l lessons.Lesson, cfg Config) (render.Tabl
 			if err != nil {
 				return t, fmt.Errorf("%s run with %d consumers: %w", b, n, err)
 			}
+			if got := MainConsumers(side); got < n {
+				t.Rows = append(t.Rows, []string{string(b), "-", "-",
+					fmt.Sprintf("not measured: lesson %s does not run %d consumers on its main queue", l.ID, n)})
+				break
+			}
 			rate[i] = Throughput(side)
 		}
-		t.Rows = append(t.Rows, []string{string(b), fmt.Sprintf("%.1f/s", rate[0]), fmt.Sprintf("%.1f/s", rate[1]), fmt.Sprintf("%.1f×", rate[1]/rate[0])})
+		if rate[1] > 0 {
+			t.Rows = append(t.Rows, []string{string(b), fmt.Sprintf("%.1f/s", rate[0]), fmt.Sprintf("%.1f/s", rate[1]), fmt.Sprintf("%.1f×", rate[1]/rate[0])})
+		}
 	}
 	return t, nil
+}
+
+// MainConsumers counts the workers that started attempts on the main queue
+// (the queue of the first enqueued task): how many consumers the run
+// really had there, whatever it was asked for.
+func MainConsumers(s Side) int {
+	main := ""
+	actors := map[string]bool{}
+	for _, e := range s.Events {
+		if main == "" && e.Kind == lab.Enqueued {
+			main = e.Queue
+		}
+		if e.Kind == lab.Started && e.Queue == main && main != "" {
+			actors[e.Actor] = true
+		}
+	}
+	return len(actors)
 }
 
 // Throughput is succeeded tasks per second of lesson time, from the first

@@ -50,3 +50,14 @@ func TestSparkline(t *testing.T) {
 	assert.Equal(t, "▁▄█▁", Sparkline([]int{0, 1, 2, 0}))
 	assert.Equal(t, "▁▁", Sparkline([]int{0, 0}))
 }
+
+func TestMainConsumersCountsDistinctWorkersOnTheFirstQueue(t *testing.T) {
+	s := Side{Events: []lab.Event{
+		{Kind: lab.Enqueued, Task: "A", Queue: "main"},
+		{Kind: lab.Started, Task: "A", Queue: "main", Actor: "W-1"},
+		{Kind: lab.Started, Task: "B", Queue: "main", Actor: "W-2"},
+		{Kind: lab.Started, Task: "C", Queue: "main", Actor: "W-1"},
+		{Kind: lab.Started, Task: "A", Queue: "retry", Actor: "Retry"},
+	}}
+	assert.Equal(t, 2, MainConsumers(s))
+}

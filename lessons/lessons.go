@@ -149,13 +149,17 @@ func (e *Env) Interrupted() {
 	e.interrupted = true
 }
 
-// interruptAfter calls die once the lesson clock reaches Env.Interrupt,
-// unless stop is called first. It does nothing when Interrupt is 0.
+// interruptAfter calls die once the lesson clock reaches Env.Interrupt
+// (lesson time since the lesson started), unless stop is called first. A
+// lesson made of several runs arms it in each; only the run in progress at
+// that moment dies, and a run that starts later is left alone. It does
+// nothing when Interrupt is 0.
 func (e *Env) interruptAfter(die func()) (stop func()) {
-	if e.Interrupt <= 0 {
+	wait := e.Interrupt - e.Stream.Clock().Elapsed()
+	if e.Interrupt <= 0 || wait < 0 {
 		return func() {}
 	}
-	t := e.Stream.Clock().AfterFunc(e.Interrupt, func() {
+	t := e.Stream.Clock().AfterFunc(wait, func() {
 		e.Interrupted() // first: die ends the run, and the run reads the mark
 		die()
 	})

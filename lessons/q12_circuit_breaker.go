@@ -164,8 +164,10 @@ func runQ12Scenario(ctx context.Context, env *Env, sc q12Scenario) (q12Result, e
 	// The DLQ is for a person to inspect; this worker only holds what lands there.
 	sys.Worker("DLQ-Worker", dlq, func(*inmem.Task) {})
 
+	stopInterrupt := env.interruptAfter(func() { sys.Crash("process") })
 	q12Produce(sys, mainQ, sc) // this goroutine is the producer; Wait counts only what it sent
 	err := sys.Wait(ctx)
+	stopInterrupt()
 	res.service = service.Stats()
 	res.drain = clock.Elapsed() - start
 	return res, err

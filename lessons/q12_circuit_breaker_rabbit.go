@@ -24,6 +24,7 @@ func runQ12Rabbit(ctx context.Context, env *Env) error {
 		return err
 	}
 	defer closeSession(ctx, env, s)
+	defer env.interruptAfter(s.InterruptConsumers)()
 	if err := s.Declare(ctx, rabbit.EmailLoopTopology(q12Wait)); err != nil {
 		return err
 	}

@@ -113,6 +113,7 @@ func q13InMem(ctx context.Context, env *Env, loop q13Loop) ([]q13Parked, error) 
 	for _, id := range env.Plan.Tasks {
 		mainQ.Enqueue("Producer", loop.prefix+id)
 	}
+	defer env.interruptAfter(func() { sys.Crash("process") })()
 	return parked, sys.Wait(ctx)
 }
 
@@ -141,6 +142,7 @@ func runQ13Rabbit(ctx context.Context, env *Env) error {
 		return err
 	}
 	defer closeSession(ctx, env, s)
+	defer env.interruptAfter(s.InterruptConsumers)()
 	return q13RabbitOn(ctx, env, s)
 }
 
