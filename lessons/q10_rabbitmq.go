@@ -12,7 +12,6 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
-	"time"
 
 	"github.com/queuelab/qlab/inmem"
 	"github.com/queuelab/qlab/lab"
@@ -36,21 +35,12 @@ const (
 	q10DLQ         = "DLQ-Rabbit-Worker"
 )
 
-// q10Settle bounds the clean-up after the run, whatever happened to ctx.
-const q10Settle = 10 * time.Second
-
 func runQ10Rabbit(ctx context.Context, env *Env) error {
 	s, err := rabbit.Open(ctx, env.Broker, brokerNames(env), env.Stream.Clock(), nil)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), q10Settle)
-		defer cancel()
-		if s.Close(cleanup) == nil { // on failure the broker may still hold them: they stay pending
-			rabbit.ReportDiscarded(env.Stream, "Cleanup")
-		}
-	}()
+	defer closeSession(ctx, env, s)
 	topo := rabbit.SequentialTopology()
 	if err := s.Declare(ctx, topo); err != nil {
 		return err

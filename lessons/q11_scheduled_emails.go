@@ -67,7 +67,6 @@ const (
 	q11TimerStop    = 3 * time.Second        // (a): the scheduler process stops
 	q11RestartAt    = 2 * time.Second        // (c): the scheduler's connection is closed…
 	q11RestartPause = 500 * time.Millisecond // …and a new scheduler starts this much later
-	q11Settle       = 10 * time.Second       // clean-up bound after the run
 )
 
 // q11Request is one schedule-email request as the seed's API takes it.
@@ -97,11 +96,7 @@ func runQ11Rabbit(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	defer func() {
-		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), q11Settle)
-		defer cancel()
-		_ = s.Close(cleanup) // best effort: the run's own error matters more
-	}()
+	defer closeSession(ctx, env, s)
 	if err := s.Declare(ctx, q11Topology()); err != nil {
 		return err
 	}
