@@ -80,17 +80,7 @@ func (s *System) Context() context.Context { return s.ctx }
 
 // Sleep waits lesson duration d, or until ctx is done.
 func (s *System) Sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(s.clock.Real(d))
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return s.clock.Wait(ctx, d)
 }
 
 // Queue creates a named queue with room for capacity tasks. Put never

@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"context"
 	"math"
 	"time"
 )
@@ -45,6 +46,22 @@ func (c Clock) Elapsed() time.Duration { return c.Lesson(time.Since(c.start)) }
 
 // Sleep blocks for lesson duration d.
 func (c Clock) Sleep(d time.Duration) { time.Sleep(c.Real(d)) }
+
+// Wait blocks for lesson duration d or until ctx is done, and returns
+// ctx's error in the second case. A d of zero or less returns at once.
+func (c Clock) Wait(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(c.Real(d))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
 
 // AfterFunc runs f after lesson duration d, like time.AfterFunc.
 func (c Clock) AfterFunc(d time.Duration, f func()) *time.Timer {

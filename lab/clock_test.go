@@ -1,11 +1,13 @@
 package lab
 
 import (
+	"context"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestClockScaling(t *testing.T) {
@@ -48,5 +50,19 @@ func TestClockSleepAndAfterFuncAreScaled(t *testing.T) {
 		fired := make(chan time.Duration, 1)
 		clk.AfterFunc(2*time.Second, func() { fired <- clk.Elapsed() })
 		assert.Equal(t, 3*time.Second, <-fired)
+	})
+}
+
+func TestClockWaitIsLessonTimeAndHonoursCancel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := NewClock(10)
+		start := time.Now()
+		require.NoError(t, c.Wait(context.Background(), 2*time.Second))
+		assert.Equal(t, 200*time.Millisecond, time.Since(start), "2 s of lesson time at speed 10")
+
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(50*time.Millisecond, cancel)
+		assert.ErrorIs(t, c.Wait(ctx, time.Hour), context.Canceled)
+		assert.NoError(t, c.Wait(context.Background(), 0))
 	})
 }

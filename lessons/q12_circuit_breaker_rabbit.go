@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/queuelab/qlab/breaker"
 	"github.com/queuelab/qlab/inmem"
@@ -134,7 +133,7 @@ func q12RabbitProduce(ctx context.Context, env *Env, pub *rabbit.Publisher, sc q
 	clock := env.Stream.Clock()
 	for i := 1; i <= sc.mails; i++ {
 		if i > 1 {
-			if err := q12Pause(ctx, clock.Real(sc.every)); err != nil {
+			if err := clock.Wait(ctx, sc.every); err != nil {
 				return err
 			}
 		}
@@ -145,16 +144,4 @@ func q12RabbitProduce(ctx context.Context, env *Env, pub *rabbit.Publisher, sc q
 		}
 	}
 	return nil
-}
-
-// q12Pause waits real duration d or until ctx ends.
-func q12Pause(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

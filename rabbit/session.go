@@ -115,24 +115,15 @@ func (s *Session) Declare(ctx context.Context, t Topology) error {
 	return nil
 }
 
-// declare declares one durable queue on a channel of its own: a 406 closes
-// the channel it happens on, and the session must stay usable.
+// declare declares one durable queue of the session's topology and
+// records it for deletion at Close.
 func (s *Session) declare(ctx context.Context, seedName string, args amqp.Table) error {
 	name := s.Names.Of(seedName)
-	err := within(ctx, func() error {
-		ch, err := s.conn.Channel()
-		if err != nil {
+	if err := s.queueDeclare(ctx, name, args); err != nil {
+		var pre *PreconditionError
+		if errors.As(err, &pre) {
 			return err
 		}
-		defer ch.Close()
-		_, err = ch.QueueDeclare(name, true, false, false, false, args)
-		return err
-	})
-	var amqpErr *amqp.Error
-	if errors.As(err, &amqpErr) && amqpErr.Code == amqp.PreconditionFailed {
-		return &PreconditionError{Queue: name, Detail: amqpErr.Reason}
-	}
-	if err != nil {
 		return fmt.Errorf("declaring queue %s: %w", name, err)
 	}
 	s.mu.Lock()
@@ -148,7 +139,13 @@ func (s *Session) Redeclare(ctx context.Context, q Queue, args amqp.Table) error
 	if args == nil {
 		args = q.Arguments(s.Names, s.Clock)
 	}
-	name := s.Names.Of(q.Name)
+	return s.queueDeclare(ctx, s.Names.Of(q.Name), args)
+}
+
+// queueDeclare declares durable queue name on a channel of its own (a 406
+// closes the channel it happens on, and the session must stay usable) and
+// turns a 406 PRECONDITION_FAILED into a *PreconditionError.
+func (s *Session) queueDeclare(ctx context.Context, name string, args amqp.Table) error {
 	err := within(ctx, func() error {
 		ch, err := s.conn.Channel()
 		if err != nil {
