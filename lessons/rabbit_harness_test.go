@@ -60,20 +60,3 @@ func (r *syncRecorder) events() []lab.Event {
 	defer r.mu.Unlock()
 	return append([]lab.Event(nil), r.rec.Events...)
 }
-
-// TestEveryRabbitTaskAccountedFor is TestEveryTaskAccountedFor for every
-// lesson with a RabbitMQ variant, on the real broker.
-func TestEveryRabbitTaskAccountedFor(t *testing.T) {
-	plans := map[string]*lab.Plan{"default": nil, "seeded": seededPlan(7)}
-	for _, l := range All {
-		if l.Rabbit == nil {
-			continue
-		}
-		for name, plan := range plans {
-			t.Run(l.ID+"/"+name, func(t *testing.T) {
-				events, _ := runRabbit(t, l, Options{Plan: plan})
-				assertAccounted(t, events)
-			})
-		}
-	}
-}
