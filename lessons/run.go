@@ -52,6 +52,7 @@ type ErrNoBackend struct {
 	Backend lab.Backend
 }
 
+// Error names the lesson, the missing backend and the ones it has.
 func (e ErrNoBackend) Error() string {
 	return fmt.Sprintf("lesson %d has no %s variant (it runs on: %v)", e.Lesson.Number(), e.Backend, e.Lesson.Backends())
 }
