@@ -131,7 +131,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		t.Write(stdout)
 	}
 	if errors.Is(runErr, context.Canceled) {
-		return errors.New("interrupted: tasks still in flight are listed as pending above")
+		return errors.New("interrupted: the table above says what became of each task in flight")
 	}
 	return runErr
 }
