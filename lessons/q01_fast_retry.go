@@ -29,11 +29,7 @@ var q01 = Lesson{
 }
 
 func runQ01(ctx context.Context, env *Env) error {
-	sys := inmem.New(ctx, env.Stream, env.Plan)
-	queue := sys.Queue("queue", len(env.Plan.Tasks)+1)
-	for _, id := range env.Plan.Tasks {
-		queue.Enqueue("Producer", id)
-	}
+	sys, queue, _ := planQueue(ctx, env)
 	var gaveUp []string
 	startFastRetry(sys, queue, func(t *inmem.Task) {
 		gaveUp = append(gaveUp, t.ID) // only the one worker calls this

@@ -22,12 +22,7 @@ var q02 = Lesson{
 }
 
 func runQ02(ctx context.Context, env *Env) error {
-	sys := inmem.New(ctx, env.Stream, env.Plan)
-	room := len(env.Plan.Tasks) + 1
-	queue := sys.Queue("queue", room)
-	for _, id := range env.Plan.Tasks {
-		queue.Enqueue("Producer", id)
-	}
+	sys, queue, room := planQueue(ctx, env)
 	startRetryQueue(sys, queue, room)
 	return sys.Wait(ctx)
 }

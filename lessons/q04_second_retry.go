@@ -23,12 +23,7 @@ var q04 = Lesson{
 }
 
 func runQ04(ctx context.Context, env *Env) error {
-	sys := inmem.New(ctx, env.Stream, env.Plan)
-	room := len(env.Plan.Tasks) + 1
-	queue := sys.Queue("queue", room)
-	for _, id := range env.Plan.Tasks {
-		queue.Enqueue("Producer", id)
-	}
+	sys, queue, room := planQueue(ctx, env)
 	startRetryChain(sys, queue, 2, room)
 	return sys.Wait(ctx)
 }

@@ -144,12 +144,7 @@ func q05StartDesigns(ctx context.Context, env *Env, w workload) []q05Design {
 
 // q05Demo runs the delayed-retry design on the lesson's own plan.
 func q05Demo(ctx context.Context, env *Env) error {
-	sys := inmem.New(ctx, env.Stream, env.Plan)
-	room := len(env.Plan.Tasks) + 1
-	queue := sys.Queue("queue", room)
-	for _, id := range env.Plan.Tasks {
-		queue.Enqueue("Producer", id)
-	}
+	sys, queue, room := planQueue(ctx, env)
 	startDelayedRetry(sys, queue, q05Retries, room)
 	return sys.Wait(ctx)
 }
