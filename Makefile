@@ -4,7 +4,7 @@ QLAB    := bin/qlab
 SPEED   ?= 1
 FLAGS   ?=
 
-.PHONY: build test vet golden lessons tui clean FORCE
+.PHONY: build test vet golden lessons bench tui clean FORCE
 
 build: $(QLAB)
 
@@ -43,6 +43,10 @@ vet:
 
 test: vet
 	$(GO) test -race ./...
+
+# Every benchmark (in memory, broker, breaker, TUI); the broker ones need RabbitMQ.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 # Rewrite the golden transcripts after an intended change; review the diff.
 golden:
