@@ -126,3 +126,29 @@ func TestRunMermaidPrintsADiagram(t *testing.T) {
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, errOut, "pick one")
 }
+
+func TestPickBackendFallsBackOnlyWhenNotAsked(t *testing.T) {
+	q11, err := lessons.Parse("11")
+	require.NoError(t, err)
+	q1, err := lessons.Parse("1")
+	require.NoError(t, err)
+
+	fs := newFlagSet("run", "")
+	backend := fs.String("backend", "inmem", "")
+	require.NoError(t, fs.Parse(nil))
+	b, err := pickBackend(fs, q11, *backend)
+	require.NoError(t, err)
+	assert.Equal(t, lab.Rabbit, b, "qlab run 11 runs on the only backend lesson 11 has")
+
+	fs = newFlagSet("run", "")
+	backend = fs.String("backend", "inmem", "")
+	require.NoError(t, fs.Parse([]string{"--backend", "inmem"}))
+	_, err = pickBackend(fs, q11, *backend)
+	assert.ErrorContains(t, err, "lesson 11 has no inmem variant", "an explicit backend is never overridden")
+
+	fs = newFlagSet("run", "")
+	backend = fs.String("backend", "rabbit", "")
+	require.NoError(t, fs.Parse([]string{"--backend", "rabbit"}))
+	_, err = pickBackend(fs, q1, *backend)
+	assert.ErrorContains(t, err, "lesson 1 has no rabbit variant")
+}

@@ -91,9 +91,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return usageError{err}
 	}
-	backend := lab.Backend(f.backend)
-	if l.Runner(backend) == nil {
-		return usageError{lessons.ErrNoBackend{Lesson: l, Backend: backend}}
+	backend, err := pickBackend(fs, l, f.backend)
+	if err != nil {
+		return err
 	}
 	opts := lessons.Options{Backend: backend, Speed: f.speed, Plan: f.plan(), SeedNames: f.names == "seed"}
 	if backend == lab.Rabbit {

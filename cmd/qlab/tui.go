@@ -59,8 +59,8 @@ func cmdTui(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		if err != nil {
 			return usageError{err}
 		}
-		if l.Runner(b) == nil {
-			return usageError{lessons.ErrNoBackend{Lesson: l, Backend: b}}
+		if cfg.Backend, err = pickBackend(fs, l, *backend); err != nil {
+			return err
 		}
 		cfg.Start = l.Number()
 	}
