@@ -54,10 +54,18 @@ func (d *Delivery) Reject() error { return d.Nack(false, false) }
 type Handler func(ctx context.Context, d *Delivery)
 
 // Consumer is a manual-ack consumer on a connection of its own. When that
-// connection drops it logs the loss and reconnects (a small loop rather
-// than amqp091-go's opt-in recovery, so the lesson can see and explain
-// each step); the broker then redelivers every unacknowledged message,
-// which the Consumer reports as a redelivered event.
+// connection drops it logs the loss and reconnects; the broker then
+// redelivers every unacknowledged message, which the Consumer reports as a
+// redelivered event.
+//
+// Why a small loop and not amqp091-go's opt-in recovery (Config.Recovery,
+// v1.12+): that recovery keeps the old delivery channel and re-consumes on
+// a new AMQP channel whose delivery tags start again at 1, and it does not
+// offset them. A handler that acks a delivery it received before the drop
+// (the lessons' interrupted workers do exactly that) would then ack
+// whichever new message carries the same tag: a silent loss. Here an ack
+// from before the drop fails on the dead channel and the broker redelivers,
+// and each step is visible to the lesson.
 type Consumer struct {
 	s      *Session
 	opts   ConsumerOptions
