@@ -126,3 +126,12 @@ func TestCompareQ10Markdown(t *testing.T) {
 	}
 	assert.Contains(t, out, "| C | dead | 3 |")
 }
+
+func TestTUIBrokerDiscoverySaysHowToStartOne(t *testing.T) {
+	noBrokerHere(t)
+	_, err := brokerDiscovery(t.Context())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "rabbitmq-server -detached")
+	assert.NotContains(t, err.Error(), "sekrit")
+	assert.NotContains(t, err.Error(), "\n", "one line for the view")
+}

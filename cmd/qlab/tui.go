@@ -26,6 +26,10 @@ func brokerDiscovery(ctx context.Context) (string, error) {
 	opts := discoverOptions
 	opts.Docker = false
 	b, err := rabbit.Discover(ctx, opts)
+	if errors.Is(err, rabbit.ErrNoBroker) {
+		// The view has one line for it: what to do beats where we looked.
+		return "", errors.New("none answers; start one with `rabbitmq-server -detached` (or qlab broker up with Docker)")
+	}
 	return b.URL, err
 }
 
