@@ -88,9 +88,11 @@ func q10Workers(ctx context.Context, env *Env, s *rabbit.Session, topo rabbit.To
 				_ = d.Ack() // a lost ack means a redelivery, which the consumer reports
 				return
 			}
-			env.Stream.Emit(lab.Event{Kind: lab.Scheduled, Task: d.Task, Queue: d.Queue, To: wait.DeadLetterTo, Actor: actor,
+			// The rejected message waits out the TTL in the wait queue, then the
+			// broker dead-letters it on: the event happens at the wait queue.
+			env.Stream.Emit(lab.Event{Kind: lab.Scheduled, Task: d.Task, Queue: waitQueue, To: wait.DeadLetterTo, Actor: actor,
 				Attempt: d.Attempt(), DelayMs: wait.TTL.Milliseconds(),
-				Note: fmt.Sprintf("via %s, x-message-ttl %s", waitQueue, wait.TTL)})
+				Note: fmt.Sprintf("rejected from %s; x-message-ttl %s", d.Queue, wait.TTL)})
 			_ = d.Reject()
 		}
 	}

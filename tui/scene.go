@@ -120,17 +120,13 @@ func (s *scene) node(name string) int {
 	return len(s.nodes) - 1
 }
 
-// observe grows the topology from e: its queue, then its destination, and
-// the delay of a scheduled hop.
+// observe grows the topology from e: its queue, then its destination.
 func (s *scene) observe(e lab.Event) {
 	if e.Queue != "" {
 		s.node(e.Queue)
 	}
 	if e.To != "" {
-		i := s.node(e.To)
-		if e.Kind == lab.Scheduled && e.DelayMs > 0 && !slices.Contains(s.nodes[i].Delays, e.DelayMs) {
-			s.nodes[i].Delays = append(s.nodes[i].Delays, e.DelayMs)
-		}
+		s.node(e.To)
 	}
 }
 
@@ -208,7 +204,9 @@ func (s *scene) applyToToken(t *token, e lab.Event, frame int) {
 		s.travel(t, t.queue, e.Queue, frame, warn)
 		t.status = waiting
 	case lab.Scheduled:
-		s.travel(t, e.Queue, e.To, frame, warn)
+		box := waitBox(e, t)
+		s.travel(t, t.queue, box, frame, warn)
+		s.noteDelay(box, e.DelayMs)
 		t.status = delayed
 		t.due = e.TMs + e.DelayMs
 	case lab.DeadLettered:
@@ -286,6 +284,26 @@ func (s *scene) travel(t *token, from, to string, frame int, tn tone) {
 	s.members[to] = append(s.members[to], t)
 	t.from, t.moveAt, t.moving = from, frame, true
 	s.movers = append(s.movers, &mover{tok: t, label: t.id, from: from, to: to, start: frame, tone: tn})
+}
+
+// waitBox is where a scheduled task counts down. On a broker the worker
+// rejects it into a wait queue that the event names as its queue while the
+// task sits elsewhere: it waits there, in plain sight, and its next attempt
+// shows the broker's hop onward. In memory the event's queue is the one the
+// task failed in and the wait is a timer: it counts down on its way to To.
+func waitBox(e lab.Event, t *token) string {
+	if e.Queue != "" && t.queue != "" && e.Queue != t.queue {
+		return e.Queue
+	}
+	return e.To
+}
+
+// noteDelay labels box with a delay its tasks wait there (a TTL), once.
+func (s *scene) noteDelay(box string, ms int64) {
+	i := s.node(box)
+	if ms > 0 && !slices.Contains(s.nodes[i].Delays, ms) {
+		s.nodes[i].Delays = append(s.nodes[i].Delays, ms)
+	}
 }
 
 // finish takes t out of the box it is in.

@@ -68,3 +68,38 @@ func TestSilentHopIsAnimated(t *testing.T) {
 	assert.True(t, tok.inTransit(3+moveFrames-1), "it travels wait → main")
 	assert.False(t, tok.inTransit(3+moveFrames))
 }
+
+// On a broker the worker rejects a task into a wait queue the event names
+// as its queue: the token counts down in that box (labelled with its TTL),
+// and its next attempt shows the broker's hop onward. In memory the event's
+// queue is where the task failed, and it counts down on its way to To.
+func TestScheduledTaskWaitsInTheBrokersWaitQueue(t *testing.T) {
+	sc := newScene(nil)
+	wait := ev(100, lab.Scheduled, "C", "retry.wait", "retry.processing")
+	wait.DelayMs = 1000
+	for i, e := range []lab.Event{
+		ev(0, lab.Enqueued, "C", "main", ""), ev(0, lab.Started, "C", "main", ""),
+		ev(100, lab.Failed, "C", "main", ""), wait,
+	} {
+		sc.apply(e, i)
+	}
+	c := sc.tokens["C"]
+	assert.Equal(t, "retry.wait", c.queue, "the rejected task sits in the wait queue")
+	assert.Equal(t, delayed, c.status)
+	assert.Equal(t, int64(1100), c.due)
+	assert.Equal(t, []int64{1000}, sc.nodes[sc.index["retry.wait"]].Delays, "the wait queue carries the TTL")
+	assert.Empty(t, sc.nodes[sc.index["retry.processing"]].Delays)
+
+	sc.apply(ev(1100, lab.Started, "C", "retry.processing", ""), 10)
+	assert.Equal(t, "retry.processing", c.queue, "the TTL expired: the broker moved it on")
+	assert.True(t, c.moving, "and the hop is animated")
+
+	mem := newScene(nil)
+	timer := ev(100, lab.Scheduled, "C", "queue", "retryQueue")
+	timer.DelayMs = 1000
+	for i, e := range []lab.Event{ev(0, lab.Enqueued, "C", "queue", ""), ev(0, lab.Started, "C", "queue", ""), timer} {
+		mem.apply(e, i)
+	}
+	assert.Equal(t, "retryQueue", mem.tokens["C"].queue, "in memory it waits on its way to retryQueue")
+	assert.Equal(t, []int64{1000}, mem.nodes[mem.index["retryQueue"]].Delays)
+}
