@@ -30,8 +30,13 @@ type slot struct {
 // wrapping to further rows when the boxes do not fit the width.
 func (sc *scene) slots(width int) []slot {
 	var out []slot
+	names := make([]string, len(sc.nodes))
+	for i, n := range sc.nodes {
+		names[i] = n.Name
+	}
+	shared := sharedPrefix(names)
 	for _, n := range sc.nodes {
-		out = append(out, slot{name: n.Name, title: n.Name})
+		out = append(out, slot{name: n.Name, title: strings.TrimPrefix(n.Name, shared)})
 	}
 	if len(sc.alerts) > 0 {
 		out = append(out, slot{name: alertNode, title: "alert"})
@@ -368,6 +373,22 @@ func label(id string) string {
 		return string(r[:5]) + "…"
 	}
 	return id
+}
+
+// sharedPrefix is the dotted prefix every name starts with ("sequential."
+// for Q10's queues), which box titles leave out so the part that differs
+// fits; "" when there are fewer than two names or none is shared.
+func sharedPrefix(names []string) string {
+	if len(names) < 2 {
+		return ""
+	}
+	p := names[0][:strings.LastIndex(names[0], ".")+1]
+	for _, n := range names[1:] {
+		for !strings.HasPrefix(n, p) {
+			p = p[:strings.LastIndex(p[:len(p)-1], ".")+1]
+		}
+	}
+	return p
 }
 
 // clip cuts s to n columns, marking the cut with an ellipsis.

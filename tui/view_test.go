@@ -213,3 +213,11 @@ func TestNextAndPreviousLessonWrapAround(t *testing.T) {
 	m = step1(m, tea.KeyMsg{Type: tea.KeyEsc})
 	assert.Contains(t, m.View(), "pick a lesson")
 }
+
+func TestSharedPrefixLeavesTheDifferingPart(t *testing.T) {
+	assert.Equal(t, "sequential.", sharedPrefix([]string{"sequential.queue", "sequential.retry.wait", "sequential.dlq"}))
+	assert.Equal(t, "a.b.", sharedPrefix([]string{"a.b.c", "a.b.d.e"}))
+	assert.Equal(t, "", sharedPrefix([]string{"email_queue", "email_queue_wait"}), "only dotted prefixes")
+	assert.Equal(t, "", sharedPrefix([]string{"mail.queue", "deadLetterQueue"}), "not shared by all")
+	assert.Equal(t, "", sharedPrefix([]string{"sequential.queue"}), "one box keeps its name")
+}
