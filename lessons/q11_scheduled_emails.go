@@ -443,7 +443,12 @@ func (ls *levelScheduler) route(ctx context.Context, d *rabbit.Delivery) {
 		l.book.hop(d.Task, next)
 	}
 	st.Emit(lab.Event{Kind: lab.Moved, Task: d.Task, Queue: from, To: next, Actor: ls.router(), Note: note})
-	if err := ls.publish(ctx, next, d.Task, d.Body, scheduled); err != nil {
+	// Publish, confirm, then ack: one step that a scheduler being stopped
+	// lets finish, bounded in real time. Cancelled halfway, the mail could
+	// be forwarded and requeued both, and delivered twice.
+	hop, cancel := context.WithTimeout(context.WithoutCancel(ctx), q11HopTimeout)
+	defer cancel()
+	if err := ls.publish(hop, next, d.Task, d.Body, scheduled); err != nil {
 		// Not acked: the broker hands the mail out again (to this router
 		// or the next scheduler's) and the consumer reports the redelivery.
 		l.s.Logger.Warn("q11: router could not re-publish; the mail stays in mail.router", "task", d.Task, "err", err.Error())
@@ -452,6 +457,9 @@ func (ls *levelScheduler) route(ctx context.Context, d *rabbit.Delivery) {
 	}
 	_ = d.Ack() // a lost ack means a redelivery: the mail hops twice, but no mail is lost
 }
+
+// q11HopTimeout bounds one router hop (publish and confirm) in real time.
+const q11HopTimeout = 5 * time.Second
 
 // dueNote says how close to its due time a mail goes to the mail queue.
 func dueNote(remaining time.Duration) string {
