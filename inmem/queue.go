@@ -50,6 +50,13 @@ func (q *Queue) DeadLetter(actor string, t *Task, dlq *Queue, reason string) {
 // comes first so the System can never look idle while a task is on its way.
 // A task put on a parking queue is at rest and not counted.
 func (q *Queue) put(t *Task) {
+	if q.sys.dead.Load() {
+		// The process has died: what it tries to put in memory now is gone
+		// at once. (A put racing the crash itself ends pending, which the
+		// summary still reports.)
+		q.sys.emit(lab.Event{Kind: lab.Lost, Task: t.ID, Queue: q.name, Note: "the process had died"})
+		return
+	}
 	if !q.hold {
 		q.sys.work.add()
 	}

@@ -37,6 +37,7 @@ type System struct {
 	work    tracker
 	workers sync.WaitGroup
 	live    atomic.Int64 // worker goroutines running
+	dead    atomic.Bool  // set by Crash: memory can hold nothing any more
 
 	mu      sync.Mutex
 	queues  []*Queue
@@ -226,6 +227,7 @@ func (s *System) Crash(actor string) {
 	s.mu.Lock()
 	again := s.crashed
 	s.crashed = true
+	s.dead.Store(true)
 	s.mu.Unlock()
 	if again {
 		return // a process dies once

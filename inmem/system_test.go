@@ -178,3 +178,20 @@ func TestWorkersMatchesNumGoroutine(t *testing.T) {
 		assert.Equal(t, 0, sys.Workers(), "stopped workers are gone")
 	})
 }
+
+// After a crash, a task a straggling producer puts in a queue is reported
+// lost at once instead of waiting in memory nobody reads.
+func TestPutAfterCrashIsLost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var rec lab.Recorder
+		sys := newTestSystem(&rec, lab.Plan{})
+		q := sys.Queue("queue", 2)
+		sys.Crash("process")
+		q.Enqueue("Producer", "late")
+		lost := eventsOf(&rec, lab.Lost)
+		require.Len(t, lost, 1)
+		assert.Equal(t, "late", lost[0].Task)
+		assert.Equal(t, 0, q.Len())
+		assert.ErrorIs(t, sys.Wait(context.Background()), ErrCrashed, "nothing is left in flight")
+	})
+}

@@ -110,10 +110,11 @@ type Env struct {
 	// SeedNames asks RabbitMQ lessons for the seed's exact queue names
 	// (rabbit.SeedNames) instead of a per-run prefix (rabbit.RunNames).
 	SeedNames bool
-	// Interrupt, when > 0, asks the lesson to let its process "die" at
-	// this lesson time (compare's persistence row): in memory that loses
-	// what memory held; on a broker the workers' connections drop and come
-	// back. Lessons that support it call Interrupted when it happened.
+	// Interrupt, when > 0, asks the lesson to let its process "die" this
+	// long (lesson time) after its workers start (compare's persistence
+	// row): in memory that loses what memory held; on a broker the workers'
+	// connections drop and come back. Lessons that support it call
+	// Interrupted when it happened.
 	Interrupt time.Duration
 	// Consumers is how many workers consume the main queue (at least 1).
 	Consumers int
@@ -149,17 +150,20 @@ func (e *Env) Interrupted() {
 	e.interrupted = true
 }
 
-// interruptAfter calls die once the lesson clock reaches Env.Interrupt
-// (lesson time since the lesson started), unless stop is called first. A
-// lesson made of several runs arms it in each; only the run in progress at
-// that moment dies, and a run that starts later is left alone. It does
-// nothing when Interrupt is 0.
+// interruptAfter calls die once Env.Interrupt of lesson time has passed
+// from now (a lesson arms it once its workers run, so set-up time never
+// counts), unless stop is called first. It fires at most once per lesson:
+// a lesson made of several runs arms it in each, and a run that starts
+// after an earlier one was interrupted is left alone. It does nothing when
+// Interrupt is 0.
 func (e *Env) interruptAfter(die func()) (stop func()) {
-	wait := e.Interrupt - e.Stream.Clock().Elapsed()
-	if e.Interrupt <= 0 || wait < 0 {
+	e.mu.Lock()
+	already := e.interrupted
+	e.mu.Unlock()
+	if e.Interrupt <= 0 || already {
 		return func() {}
 	}
-	t := e.Stream.Clock().AfterFunc(wait, func() {
+	t := e.Stream.Clock().AfterFunc(e.Interrupt, func() {
 		e.Interrupted() // first: die ends the run, and the run reads the mark
 		die()
 	})

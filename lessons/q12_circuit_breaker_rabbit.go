@@ -23,7 +23,6 @@ func runQ12Rabbit(ctx context.Context, env *Env) error {
 		return err
 	}
 	defer closeSession(ctx, env, s)
-	defer env.interruptAfter(s.InterruptConsumers)()
 	if err := s.Declare(ctx, rabbit.EmailLoopTopology(q12Wait)); err != nil {
 		return err
 	}
@@ -81,6 +80,7 @@ func q12RabbitScenario(ctx context.Context, env *Env, s *rabbit.Session, pub *ra
 	if err != nil {
 		return res, err
 	}
+	defer env.interruptAfter(s.InterruptConsumers)()
 	err = q12RabbitProduce(ctx, env, pub, sc)
 	if err == nil {
 		err = rabbit.WaitSettled(ctx, env.Stream, nil)

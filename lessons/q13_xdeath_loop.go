@@ -142,7 +142,6 @@ func runQ13Rabbit(ctx context.Context, env *Env) error {
 		return err
 	}
 	defer closeSession(ctx, env, s)
-	defer env.interruptAfter(s.InterruptConsumers)()
 	return q13RabbitOn(ctx, env, s)
 }
 
@@ -243,6 +242,7 @@ func q13RabbitLoop(ctx context.Context, env *Env, s *rabbit.Session, pub *rabbit
 		return err
 	}
 	defer c.Stop() // the next loop brings its own worker
+	defer env.interruptAfter(s.InterruptConsumers)()
 	for _, id := range env.Plan.Tasks {
 		env.Stream.Emit(lab.Event{Kind: lab.Enqueued, Task: loop.prefix + id, Queue: rabbit.EmailQueue, Actor: "Producer"})
 		if err := pub.Publish(ctx, rabbit.EmailQueue, loop.prefix+id, nil); err != nil {

@@ -18,8 +18,9 @@ type Options struct {
 	// SeedNames makes RabbitMQ lessons declare the seed's exact queue
 	// names instead of a private per-run prefix (qlab run --names seed).
 	SeedNames bool
-	// Interrupt, when > 0, makes the process "die" at this lesson time in
-	// lessons that support it (see Env.Interrupt).
+	// Interrupt, when > 0, makes the process "die" this long (lesson time)
+	// after the lesson's workers start, in lessons that support it (see
+	// Env.Interrupt).
 	Interrupt time.Duration
 	// Consumers on the main queue, for lessons that support more than one
 	// (default 1).
