@@ -1,6 +1,7 @@
 package lessons
 
 import (
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -17,23 +18,26 @@ func TestInterruptCountsFromArmingAndFiresOnce(t *testing.T) {
 		env := &Env{Stream: lab.NewStream("q00", lab.InMem, lab.NewClock(40)), Interrupt: 2 * time.Second}
 		time.Sleep(100 * time.Millisecond) // set-up: 4 s of lesson time at 40x, past the interrupt
 
-		died := 0
-		stop := env.interruptAfter(func() { died++ })
+		var died atomic.Int32 // the timer's goroutine writes, this one reads
+		die := func() { died.Add(1) }
+		stop := env.interruptAfter(die)
 		time.Sleep(49 * time.Millisecond)
-		assert.Zero(t, died, "2 s of lesson time is 50 ms at 40x: not yet")
+		assert.Zero(t, died.Load(), "2 s of lesson time is 50 ms at 40x: not yet")
 		time.Sleep(2 * time.Millisecond)
-		assert.Equal(t, 1, died)
-		assert.True(t, env.interrupted)
+		assert.Equal(t, int32(1), died.Load())
+		env.mu.Lock()
+		assert.True(t, env.interrupted, "the lesson knows it was interrupted")
+		env.mu.Unlock()
 		stop()
 
-		second := env.interruptAfter(func() { died++ })
+		second := env.interruptAfter(die)
 		time.Sleep(time.Second)
-		assert.Equal(t, 1, died, "a lesson dies once")
+		assert.Equal(t, int32(1), died.Load(), "a lesson dies once")
 		second()
 
 		quiet := &Env{Stream: lab.NewStream("q00", lab.InMem, lab.NewClock(1))}
-		quiet.interruptAfter(func() { died++ })()
+		quiet.interruptAfter(die)()
 		time.Sleep(time.Minute)
-		assert.Equal(t, 1, died, "no Interrupt, no death")
+		assert.Equal(t, int32(1), died.Load(), "no Interrupt, no death")
 	})
 }
