@@ -67,12 +67,8 @@ func (m *MailService) Send(ctx context.Context, task string, attempt int) error 
 			s.CallsDown++
 		}
 	})
-	t := time.NewTimer(m.clock.Real(m.plan.Work))
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := m.clock.Wait(ctx, m.plan.Work); err != nil {
+		return err
 	}
 	if down {
 		return ErrMailServiceDown

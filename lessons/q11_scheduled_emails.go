@@ -485,12 +485,5 @@ func (ls *levelScheduler) stop(ctx context.Context) {
 
 // sleepUntil waits until lesson time t, or until ctx ends.
 func sleepUntil(ctx context.Context, clock lab.Clock, t time.Duration) error {
-	timer := time.NewTimer(clock.Real(t - clock.Elapsed()))
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return clock.Wait(ctx, t-clock.Elapsed())
 }

@@ -14,12 +14,8 @@ type ProcessFunc func(ctx context.Context, task string, attempt int) error
 // time, then fail as plan.Fails says.
 func Simulate(plan lab.Plan, clock lab.Clock) ProcessFunc {
 	return func(ctx context.Context, task string, attempt int) error {
-		t := time.NewTimer(clock.Real(plan.Work))
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return ctx.Err()
+		if err := clock.Wait(ctx, plan.Work); err != nil {
+			return err
 		}
 		return plan.Fails(task, attempt)
 	}
