@@ -148,14 +148,8 @@ func (s *System) next(q *Queue) (t *Task, ok bool) {
 // returns Process's error.
 func (s *System) Attempt(actor string, q *Queue, t *Task) error {
 	t.Attempt++
-	s.emit(lab.Event{Kind: lab.Started, Task: t.ID, Queue: q.name, Actor: actor, Attempt: t.Attempt})
-	err := s.Process(s.ctx, t)
-	if err != nil {
-		s.emit(lab.Event{Kind: lab.Failed, Task: t.ID, Queue: q.name, Actor: actor, Attempt: t.Attempt, Note: err.Error()})
-		return err
-	}
-	s.emit(lab.Event{Kind: lab.Succeeded, Task: t.ID, Queue: q.name, Actor: actor, Attempt: t.Attempt})
-	return nil
+	at := lab.Event{Task: t.ID, Queue: q.name, Actor: actor, Attempt: t.Attempt}
+	return s.stream.Attempt(at, func() error { return s.Process(s.ctx, t) })
 }
 
 // Schedule moves t from the queue named from to queue to after lesson

@@ -56,6 +56,23 @@ func (s *Stream) emitLocked(e Event) {
 	}
 }
 
+// Attempt reports one processing attempt: it emits e as started, runs do,
+// then emits e as succeeded, or as failed with do's error as its note. e
+// names the task, queue, actor and attempt number; Attempt sets the kind.
+// It returns do's error.
+func (s *Stream) Attempt(e Event, do func() error) error {
+	e.Kind = Started
+	s.Emit(e)
+	if err := do(); err != nil {
+		e.Kind, e.Note = Failed, err.Error()
+		s.Emit(e)
+		return err
+	}
+	e.Kind = Succeeded
+	s.Emit(e)
+	return nil
+}
+
 // Finish ends the run: it emits one Summary per task, in creation order,
 // with the fate and attempt count the Ledger derived, and returns the
 // records. Calling Finish again returns the same records and emits nothing.

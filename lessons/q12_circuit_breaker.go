@@ -146,7 +146,7 @@ func runQ12Scenario(ctx context.Context, env *Env, sc q12Scenario) (q12Result, e
 	sys.Worker(worker, mainQ, func(t *inmem.Task) {
 		current = t.ID
 		tries[t]++
-		err := q12Deliver(sys, cb, service, worker, mainQ, t)
+		err := q12Call(sys.Context(), env.Stream, cb, service, worker, mainQ.Name(), t.ID, func() int { t.Attempt++; return t.Attempt })
 		switch {
 		case err == nil:
 			return
@@ -183,25 +183,20 @@ func q12Produce(sys *inmem.System, q *inmem.Queue, sc q12Scenario) {
 	}
 }
 
-// q12Deliver makes one delivery attempt of t: through the breaker when
-// there is one, which may refuse without calling the service (no started
-// event then). It emits started and succeeded/failed for real calls.
-func q12Deliver(sys *inmem.System, cb *breaker.Breaker, service *inmem.MailService, worker string, q *inmem.Queue, t *inmem.Task) error {
+// q12Call makes one delivery attempt of mail task, on either backend:
+// through the breaker when there is one, which may refuse without calling
+// the service (no started event then). A call that reaches the service is
+// numbered by next and reported as started, then succeeded or failed.
+func q12Call(ctx context.Context, st *lab.Stream, cb *breaker.Breaker, service *inmem.MailService, worker, queue, task string, next func() int) error {
 	call := func(ctx context.Context) error {
-		t.Attempt++
-		st := sys.Stream()
-		st.Emit(lab.Event{Kind: lab.Started, Task: t.ID, Queue: q.Name(), Actor: worker, Attempt: t.Attempt})
-		if err := service.Send(ctx, t.ID, t.Attempt); err != nil {
-			st.Emit(lab.Event{Kind: lab.Failed, Task: t.ID, Queue: q.Name(), Actor: worker, Attempt: t.Attempt, Note: err.Error()})
-			return err
-		}
-		st.Emit(lab.Event{Kind: lab.Succeeded, Task: t.ID, Queue: q.Name(), Actor: worker, Attempt: t.Attempt})
-		return nil
+		n := next()
+		at := lab.Event{Task: task, Queue: queue, Actor: worker, Attempt: n}
+		return st.Attempt(at, func() error { return service.Send(ctx, task, n) })
 	}
 	if cb == nil {
-		return call(sys.Context())
+		return call(ctx)
 	}
-	return cb.Execute(sys.Context(), call)
+	return cb.Execute(ctx, call)
 }
 
 // q12Table puts the two runs side by side.

@@ -57,7 +57,7 @@ func q12RabbitScenario(ctx context.Context, env *Env, s *rabbit.Session, pub *ra
 	}
 	handle := func(ctx context.Context, d *rabbit.Delivery) {
 		current = d.Task
-		err := q12RabbitDeliver(ctx, env.Stream, cb, service, worker, d.Task, calls)
+		err := q12Call(ctx, env.Stream, cb, service, worker, rabbit.EmailQueue, d.Task, func() int { calls[d.Task]++; return calls[d.Task] })
 		switch {
 		case err == nil:
 			_ = d.Ack() // a lost ack means a redelivery, which the consumer reports
@@ -89,27 +89,6 @@ func q12RabbitScenario(ctx context.Context, env *Env, s *rabbit.Session, pub *ra
 	res.service = service.Stats()
 	res.drain = clock.Elapsed() - start
 	return res, err
-}
-
-// q12RabbitDeliver makes one delivery attempt of task: through the breaker
-// when there is one. Calls that reach the service emit started and
-// succeeded/failed, numbered by calls.
-func q12RabbitDeliver(ctx context.Context, st *lab.Stream, cb *breaker.Breaker, service *inmem.MailService, worker, task string, calls map[string]int) error {
-	call := func(ctx context.Context) error {
-		calls[task]++
-		n := calls[task]
-		st.Emit(lab.Event{Kind: lab.Started, Task: task, Queue: rabbit.EmailQueue, Actor: worker, Attempt: n})
-		if err := service.Send(ctx, task, n); err != nil {
-			st.Emit(lab.Event{Kind: lab.Failed, Task: task, Queue: rabbit.EmailQueue, Actor: worker, Attempt: n, Note: err.Error()})
-			return err
-		}
-		st.Emit(lab.Event{Kind: lab.Succeeded, Task: task, Queue: rabbit.EmailQueue, Actor: worker, Attempt: n})
-		return nil
-	}
-	if cb == nil {
-		return call(ctx)
-	}
-	return cb.Execute(ctx, call)
 }
 
 // q12RabbitPark publishes d to the DLQ with its headers and acks it; the

@@ -32,13 +32,8 @@ func Attempt(ctx context.Context, stream *lab.Stream, actor string, d *Delivery,
 // retry header of its own rather than x-death): n is the attempt number
 // the events carry and process gets.
 func AttemptAs(ctx context.Context, stream *lab.Stream, actor string, d *Delivery, n int, process ProcessFunc) error {
-	stream.Emit(lab.Event{Kind: lab.Started, Task: d.Task, Queue: d.Queue, Actor: actor, Attempt: n})
-	if err := process(ctx, d.Task, n); err != nil {
-		stream.Emit(lab.Event{Kind: lab.Failed, Task: d.Task, Queue: d.Queue, Actor: actor, Attempt: n, Note: err.Error()})
-		return err
-	}
-	stream.Emit(lab.Event{Kind: lab.Succeeded, Task: d.Task, Queue: d.Queue, Actor: actor, Attempt: n})
-	return nil
+	at := lab.Event{Task: d.Task, Queue: d.Queue, Actor: actor, Attempt: n}
+	return stream.Attempt(at, func() error { return process(ctx, d.Task, n) })
 }
 
 // WaitSettled blocks until every task the stream has seen has a final fate
