@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 
@@ -179,6 +180,49 @@ func parseInterspersed(fs *flag.FlagSet, args []string, help io.Writer) ([]strin
 		pos = append(pos, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
+}
+
+// planFlags are the flags every command that runs lessons shares: the
+// speed, and the seeded failure plan.
+type planFlags struct {
+	speed    float64
+	seed     int64
+	failRate float64
+}
+
+// register adds --speed (with the command's own default and help),
+// --seed and --fail-rate to fs.
+func (p *planFlags) register(fs *flag.FlagSet, speed float64, speedHelp string) {
+	fs.Float64Var(&p.speed, "speed", speed, speedHelp)
+	fs.Int64Var(&p.seed, "seed", 1, "seed for random transient failures (with --fail-rate)")
+	fs.Float64Var(&p.failRate, "fail-rate", 0, "chance 0..1 that a healthy task's attempt fails transiently")
+}
+
+// check validates the values: a positive finite speed, a rate in [0,1].
+func (p *planFlags) check() error {
+	if !(p.speed > 0) || math.IsInf(p.speed, 0) {
+		return usagef("--speed must be a positive number, got %v", p.speed)
+	}
+	if p.failRate < 0 || p.failRate > 1 || math.IsNaN(p.failRate) {
+		return usagef("--fail-rate must be between 0 and 1, got %v", p.failRate)
+	}
+	return nil
+}
+
+// plan is the default scenario with the flags' seeded failures.
+func (p *planFlags) plan() *lab.Plan {
+	plan := lab.DefaultPlan()
+	plan.Seed, plan.FailRate = p.seed, p.failRate
+	return &plan
+}
+
+// checkBackend validates a --backend value.
+func checkBackend(name string) error {
+	switch lab.Backend(name) {
+	case lab.InMem, lab.Rabbit:
+		return nil
+	}
+	return usagef("--backend must be inmem or rabbit, got %q", name)
 }
 
 // pickBackend returns the backend to run lesson l on: the one named by

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 
 	"github.com/queuelab/qlab/compare"
 	"github.com/queuelab/qlab/lab"
@@ -23,22 +22,20 @@ queue depths over time, and what had to exist first. Needs a broker.`
 
 func cmdCompare(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	fs := newFlagSet("compare", compareHelp)
-	speed := fs.Float64("speed", 20, "lesson time per real time for every run")
-	seed := fs.Int64("seed", 1, "seed for random transient failures (with --fail-rate)")
-	failRate := fs.Float64("fail-rate", 0, "chance 0..1 that a healthy task's attempt fails transiently")
+	var pf planFlags
+	pf.register(fs, 20, "lesson time per real time for every run")
 	asJSON := fs.Bool("json", false, "print one JSON document instead of text tables")
 	markdown := fs.Bool("markdown", false, "print Markdown tables to paste into slides")
 	pos, err := parseInterspersed(fs, args, stdout)
 	if err != nil {
 		return err
 	}
+	if err := pf.check(); err != nil {
+		return err
+	}
 	switch {
 	case len(pos) != 1:
 		return usagef("compare takes one lesson number, e.g. qlab compare 10")
-	case !(*speed > 0) || math.IsInf(*speed, 0):
-		return usagef("--speed must be a positive number, got %v", *speed)
-	case *failRate < 0 || *failRate > 1 || math.IsNaN(*failRate):
-		return usagef("--fail-rate must be between 0 and 1, got %v", *failRate)
 	case *asJSON && *markdown:
 		return usagef("--json and --markdown are two different outputs: pick one")
 	}
@@ -55,9 +52,7 @@ func cmdCompare(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("compare needs a RabbitMQ broker: %w", err)
 	}
-	plan := lab.DefaultPlan()
-	plan.Seed, plan.FailRate = *seed, *failRate
-	rep, err := compare.Run(ctx, l, compare.Config{Speed: *speed, Plan: &plan, Broker: broker.URL, BrokerInfo: broker.String()})
+	rep, err := compare.Run(ctx, l, compare.Config{Speed: pf.speed, Plan: pf.plan(), Broker: broker.URL, BrokerInfo: broker.String()})
 	if err != nil {
 		return err
 	}
@@ -67,12 +62,12 @@ func cmdCompare(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	case *markdown:
-		fmt.Fprintf(stdout, "## %s · %s: in memory vs RabbitMQ (speed %g×)\n\n", l.ID, l.Title, *speed)
+		fmt.Fprintf(stdout, "## %s · %s: in memory vs RabbitMQ (speed %g×)\n\n", l.ID, l.Title, pf.speed)
 		for _, t := range rep.Tables {
 			t.Markdown(stdout)
 		}
 	default:
-		fmt.Fprintf(stdout, "%s · %s: in memory vs RabbitMQ (speed %g×)\n", l.ID, l.Title, *speed)
+		fmt.Fprintf(stdout, "%s · %s: in memory vs RabbitMQ (speed %g×)\n", l.ID, l.Title, pf.speed)
 		for _, t := range rep.Tables {
 			fmt.Fprintln(stdout)
 			t.Write(stdout)

@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
-	"math"
 
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lessons"
@@ -22,55 +22,32 @@ Mermaid sequence diagram of the run to paste into docs.`
 
 // runFlags are the flags of `qlab run`.
 type runFlags struct {
-	backend  string
-	speed    float64
-	json     bool
-	mermaid  bool
-	seed     int64
-	failRate float64
-	noColor  bool
-	names    string
+	planFlags
+	backend string
+	json    bool
+	mermaid bool
+	noColor bool
+	names   string
 }
 
-func (f *runFlags) register(fs interface {
-	StringVar(*string, string, string, string)
-	Float64Var(*float64, string, float64, string)
-	BoolVar(*bool, string, bool, string)
-	Int64Var(*int64, string, int64, string)
-}) {
+func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.backend, "backend", "inmem", "where the lesson runs: inmem or rabbit")
-	fs.Float64Var(&f.speed, "speed", 1, "lesson time per real time: 10 runs ten times faster; stamps stay in lesson time")
+	f.planFlags.register(fs, 1, "lesson time per real time: 10 runs ten times faster; stamps stay in lesson time")
 	fs.BoolVar(&f.json, "json", false, "print the event stream as JSON lines instead of the log")
 	fs.BoolVar(&f.mermaid, "mermaid", false, "print a Mermaid sequence diagram of the run instead of the log")
-	fs.Int64Var(&f.seed, "seed", 1, "seed for random transient failures (with --fail-rate)")
-	fs.Float64Var(&f.failRate, "fail-rate", 0, "chance 0..1 that a healthy task's attempt fails transiently")
 	fs.BoolVar(&f.noColor, "no-color", false, "plain text, no ANSI colour (NO_COLOR does the same)")
 	fs.StringVar(&f.names, "names", "run", "rabbit queue names: run (a private per-run prefix) or seed (the seed's exact names, for the management UI)")
 }
 
 // check validates the flags' values.
 func (f *runFlags) check() error {
-	if !(f.speed > 0) || math.IsInf(f.speed, 0) {
-		return usagef("--speed must be a positive number, got %v", f.speed)
-	}
-	if f.failRate < 0 || f.failRate > 1 || math.IsNaN(f.failRate) {
-		return usagef("--fail-rate must be between 0 and 1, got %v", f.failRate)
+	if err := f.planFlags.check(); err != nil {
+		return err
 	}
 	if f.names != "run" && f.names != "seed" {
 		return usagef("--names must be run or seed, got %q", f.names)
 	}
-	switch lab.Backend(f.backend) {
-	case lab.InMem, lab.Rabbit:
-	default:
-		return usagef("--backend must be inmem or rabbit, got %q", f.backend)
-	}
-	return nil
-}
-
-func (f *runFlags) plan() *lab.Plan {
-	p := lab.DefaultPlan()
-	p.Seed, p.FailRate = f.seed, f.failRate
-	return &p
+	return checkBackend(f.backend)
 }
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {

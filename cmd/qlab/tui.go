@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"math"
 	"os"
 
 	"github.com/queuelab/qlab/lab"
@@ -36,9 +35,8 @@ func brokerDiscovery(ctx context.Context) (string, error) {
 func cmdTui(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	fs := newFlagSet("tui", tuiHelp)
 	backend := fs.String("backend", "inmem", "backend to start on: inmem or rabbit")
-	speed := fs.Float64("speed", 0.25, "lesson time per real time; the default is slow enough to follow the tokens")
-	seed := fs.Int64("seed", 1, "seed for random transient failures (with --fail-rate)")
-	failRate := fs.Float64("fail-rate", 0, "chance 0..1 that a healthy task's attempt fails transiently")
+	var pf planFlags
+	pf.register(fs, 0.25, "lesson time per real time; the default is slow enough to follow the tokens")
 	noColor := fs.Bool("no-color", false, "plain text, no ANSI colour (NO_COLOR does the same)")
 	pos, err := parseInterspersed(fs, args, stdout)
 	if err != nil {
@@ -47,17 +45,13 @@ func cmdTui(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if len(pos) > 1 {
 		return usagef("tui takes at most one lesson number, e.g. qlab tui 7")
 	}
-	if !(*speed > 0) || math.IsInf(*speed, 0) {
-		return usagef("--speed must be a positive number, got %v", *speed)
+	if err := pf.check(); err != nil {
+		return err
 	}
-	if *failRate < 0 || *failRate > 1 || math.IsNaN(*failRate) {
-		return usagef("--fail-rate must be between 0 and 1, got %v", *failRate)
+	if err := checkBackend(*backend); err != nil {
+		return err
 	}
-	b := lab.Backend(*backend)
-	if b != lab.InMem && b != lab.Rabbit {
-		return usagef("--backend must be inmem or rabbit, got %q", *backend)
-	}
-	cfg := tui.Config{Backend: b, Speed: *speed, Broker: brokerDiscovery}
+	cfg := tui.Config{Backend: lab.Backend(*backend), Speed: pf.speed, Broker: brokerDiscovery}
 	if len(pos) == 1 {
 		l, err := lessons.Parse(pos[0])
 		if err != nil {
@@ -71,9 +65,7 @@ func cmdTui(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if !isTerminal(stdout) || !isTerminal(os.Stdin) {
 		return errNotATerminal
 	}
-	plan := lab.DefaultPlan()
-	plan.Seed, plan.FailRate = *seed, *failRate
-	cfg.Plan = &plan
+	cfg.Plan = pf.plan()
 	cfg.Color = !*noColor && colorWanted(stdout)
 	return tui.Run(ctx, cfg)
 }
