@@ -18,15 +18,15 @@ type Mailer struct {
 	Stream *lab.Stream
 	Actor  string // defaults to "MockEmailService"
 	// Latency is the lesson time one Send takes, as a real mail API would
-	// (zero: instant). Send blocks its caller that long, then reports the
-	// mail as sent; this is why slow mailing belongs in its own worker.
+	// (zero: instant). Send reports the mail, then blocks its caller that
+	// long; this is why slow mailing belongs in its own worker.
 	Latency time.Duration
 }
 
-// Send "sends" mail about task: it waits Latency of lesson time, then
-// reports the mail as an alerted event.
+// Send "sends" mail about task: it reports the mail as an alerted event
+// as the sending starts, then takes Latency of lesson time.
 func (m Mailer) Send(task string, mail Mail) {
-	m.Stream.Clock().Sleep(m.Latency)
+	defer m.Stream.Clock().Sleep(m.Latency)
 	actor := m.Actor
 	if actor == "" {
 		actor = "MockEmailService"

@@ -156,7 +156,12 @@ func (s *System) Attempt(actor string, q *Queue, t *Task) error {
 // duration d, with time.AfterFunc: the task waits in this process's memory,
 // so it is lost if the process dies first (see Crash).
 func (s *System) Schedule(actor string, t *Task, from string, to *Queue, d time.Duration) {
-	s.emit(lab.Event{Kind: lab.Scheduled, Task: t.ID, Queue: from, To: to.name, Actor: actor, Attempt: t.Attempt, DelayMs: d.Milliseconds()})
+	s.schedule(lab.Event{Kind: lab.Scheduled, Task: t.ID, Queue: from, To: to.name, Actor: actor, Attempt: t.Attempt, DelayMs: d.Milliseconds()}, t, to, d)
+}
+
+// schedule emits e (a scheduled event) and puts t on to after d.
+func (s *System) schedule(e lab.Event, t *Task, to *Queue, d time.Duration) {
+	s.emit(e)
 	s.work.add()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -171,7 +176,7 @@ func (s *System) Schedule(actor string, t *Task, from string, to *Queue, d time.
 			s.work.done()
 		}
 	})
-	s.timers[timer] = timed{task: t, from: from, to: to}
+	s.timers[timer] = timed{task: t, from: e.Queue, to: to}
 }
 
 // Drop discards t after its final failure at the queue named from. The

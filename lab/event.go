@@ -21,7 +21,15 @@ const (
 	Redelivered  Kind = "redelivered"   // the broker handed an unacknowledged task out again
 	Lost         Kind = "lost"          // gone without a trace (e.g. the process died)
 	Summary      Kind = "summary"       // one per task at the end of a run (Fate, Attempt)
+	Phase        Kind = "phase"         // the lesson starts a new part of its run (Note = the part's title)
+	Received     Kind = "received"      // a worker took a parked task off a dead-letter queue to act on it (no attempt)
 )
+
+// Kinds lists every kind of the contract, in the order above. A renderer,
+// the ledger and the TUI each have a rule for every one; a test in each
+// says so, so a new kind cannot vanish from what a person sees.
+var Kinds = []Kind{Enqueued, Started, Succeeded, Failed, Moved, Scheduled, DeadLettered, Dropped,
+	Alerted, Breaker, Rejected, Duplicate, Redelivered, Lost, Summary, Phase, Received}
 
 // Fate is a task's final state, carried only by Summary events.
 type Fate string
@@ -47,7 +55,9 @@ const (
 // Event is one thing that happened during a lesson. Its JSON form is the
 // public contract of `qlab run N --json`: one object per line, fields as
 // tagged here, empty optional fields omitted. Seq, TMs, Lesson and Backend
-// are stamped by the Stream; emitters fill in the rest.
+// are stamped by the Stream; emitters fill in the rest. Via, on a
+// scheduled event, names the wait queue the task sits out its delay in
+// (on the broker a TTL queue; in memory the one a timer stands for).
 type Event struct {
 	Seq     int     `json:"seq"`
 	TMs     int64   `json:"t_ms"`
@@ -57,6 +67,7 @@ type Event struct {
 	Task    string  `json:"task,omitempty"`
 	Queue   string  `json:"queue,omitempty"`
 	To      string  `json:"to,omitempty"`
+	Via     string  `json:"via,omitempty"`
 	Actor   string  `json:"actor,omitempty"`
 	Attempt int     `json:"attempt,omitempty"`
 	DelayMs int64   `json:"delay_ms,omitempty"`

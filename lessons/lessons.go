@@ -30,7 +30,42 @@ type Lesson struct {
 	Notice string  // two or three sentences: what the student should notice
 	InMem  RunFunc // nil when the lesson has no in-memory variant
 	Rabbit RunFunc // nil when the lesson has no RabbitMQ variant
+	// Default is the backend `qlab run N` uses without --backend; empty
+	// means the first of Backends. A lesson about the broker defaults to it.
+	Default lab.Backend
+	// TestSpeed is the speed the broker tests run the lesson at: slow
+	// enough for its waits to mean what they say on a loaded machine, fast
+	// enough for the suite. 0 means the harness's default.
+	TestSpeed float64
+	// Parity says what the parity suite may compare between the backends
+	// of a lesson that has both (fates and attempts always).
+	Parity Parity
 }
+
+// Parity is what a dual-backend lesson declares about its two runs.
+type Parity struct {
+	// ExactTimes: every event's lesson time matches across backends
+	// (only for a lesson whose broker run has no real-time race).
+	ExactTimes bool
+	// Plans are extra failure plans the suite runs besides the default
+	// (e.g. a seeded fail rate); nil means the suite's own set.
+	Plans []lab.Plan
+}
+
+// DefaultBackend is the backend the lesson runs on when none is named.
+func (l Lesson) DefaultBackend() lab.Backend {
+	if l.Default != "" && l.Runner(l.Default) != nil {
+		return l.Default
+	}
+	if b := l.Backends(); len(b) > 0 {
+		return b[0]
+	}
+	return lab.InMem
+}
+
+// Dual reports whether the lesson runs on both backends (and so joins the
+// parity suite and qlab compare).
+func (l Lesson) Dual() bool { return l.InMem != nil && l.Rabbit != nil }
 
 // Number is the lesson's number without padding (7 for Q07).
 func (l Lesson) Number() int {
@@ -119,10 +154,11 @@ type Env struct {
 	// Consumers is how many workers consume the main queue (at least 1).
 	Consumers int
 
-	tables      []render.Table
-	mu          sync.Mutex
-	probes      []probe
-	interrupted bool
+	tables        []render.Table
+	topologyShown bool
+	mu            sync.Mutex
+	probes        []probe
+	interrupted   bool
 }
 
 // probe reads one queue's depth for the sampler.

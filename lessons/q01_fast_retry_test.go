@@ -4,17 +4,18 @@ import (
 	"testing"
 
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/stretchr/testify/assert"
 )
 
 func TestQ01FastRetry(t *testing.T) {
 	events, res := runInMem(t, q01, Options{})
 
-	fate, attempts := summaryOf(t, events, "C")
+	fate, attempts := labtest.Summary(t, events, "C")
 	assert.Equal(t, lab.FatePending, fate, "the poison task is still looping when the lesson stops it")
 	assert.Equal(t, q01MaxAttempts, attempts)
 	for _, id := range []string{"A", "B", "D"} {
-		fate, attempts := summaryOf(t, events, id)
+		fate, attempts := labtest.Summary(t, events, id)
 		assert.Equal(t, lab.FateDone, fate, id)
 		assert.Equal(t, 1, attempts, id)
 	}
@@ -26,7 +27,7 @@ func TestQ01FastRetry(t *testing.T) {
 			secondC = e.TMs
 		}
 	}
-	assert.Less(t, firstAt(t, events, lab.Succeeded, "D"), secondC+1)
-	assert.Equal(t, int64(400), firstAt(t, events, lab.Succeeded, "D"), "four 100 ms attempts before D is done")
+	assert.Less(t, labtest.FirstAt(t, events, lab.Succeeded, "D"), secondC+1)
+	assert.Equal(t, int64(400), labtest.FirstAt(t, events, lab.Succeeded, "D"), "four 100 ms attempts before D is done")
 	assert.Len(t, res.Tables, 1, "the lesson reports the poison loop")
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/queuelab/qlab/render"
 	"github.com/stretchr/testify/assert"
 )
@@ -11,15 +12,15 @@ import (
 func TestQ02RetryQueue(t *testing.T) {
 	events, _ := runInMem(t, q02, Options{})
 
-	fate, attempts := summaryOf(t, events, "C")
+	fate, attempts := labtest.Summary(t, events, "C")
 	assert.Equal(t, lab.FateDropped, fate, "the retry worker's failure is final")
 	assert.Equal(t, 2, attempts, "one attempt on the main queue, one on the retry queue")
 	for _, id := range []string{"A", "B", "D"} {
-		fate, attempts := summaryOf(t, events, id)
+		fate, attempts := labtest.Summary(t, events, id)
 		assert.Equal(t, lab.FateDone, fate, id)
 		assert.Equal(t, 1, attempts, id)
 	}
-	assert.Equal(t, []lab.Kind{lab.Enqueued, lab.Started, lab.Failed, lab.Moved, lab.Started, lab.Failed, lab.Dropped}, kinds(events, "C"))
+	assert.Equal(t, []lab.Kind{lab.Enqueued, lab.Started, lab.Failed, lab.Moved, lab.Started, lab.Failed, lab.Dropped}, labtest.Kinds(events, "C"))
 
 	failed := find(t, events, lab.Failed, "C", 1)
 	moved := find(t, events, lab.Moved, "C", 0)

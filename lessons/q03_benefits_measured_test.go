@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -14,21 +15,21 @@ func TestQ03BenefitsMeasured(t *testing.T) {
 	w := streamWorkload()
 
 	// The lesson's own stream is the short Q02 demo, fully accounted for.
-	assertAccounted(t, events)
-	fate, _ := summaryOf(t, events, "C")
+	labtest.AssertAccounted(t, events)
+	fate, _ := labtest.Summary(t, events, "C")
 	assert.Equal(t, lab.FateDropped, fate)
 
 	require.Len(t, runs, 2)
 	fast, retry := runs[0].events(), runs[1].events()
 	for _, r := range runs {
 		t.Run(r.design, func(t *testing.T) {
-			assertAccounted(t, r.events())
+			labtest.AssertAccounted(t, r.events())
 			assert.Len(t, r.stream.Tasks(), len(w.plan.Tasks), "every task of the workload was created")
 			// The tasks arrive as a stream, one every 125 ms.
 			assert.Equal(t, int64(125), find(t, r.events(), lab.Enqueued, "T002", 0).TMs-find(t, r.events(), lab.Enqueued, "T001", 0).TMs)
 			for _, id := range w.plan.Tasks {
 				if !w.isPoison(id) {
-					fate, _ := summaryOf(t, r.events(), id)
+					fate, _ := labtest.Summary(t, r.events(), id)
 					assert.Equal(t, lab.FateDone, fate, id)
 				}
 			}
@@ -38,10 +39,10 @@ func TestQ03BenefitsMeasured(t *testing.T) {
 	// Poison: the fast-retry worker tries each one 5 times itself; with a
 	// retry queue the main worker meets it once and the Retry-Worker once.
 	for _, id := range w.plan.Poison {
-		fate, attempts := summaryOf(t, fast, id)
+		fate, attempts := labtest.Summary(t, fast, id)
 		assert.Equal(t, lab.FatePending, fate, id)
 		assert.Equal(t, q01MaxAttempts, attempts, id)
-		fate, attempts = summaryOf(t, retry, id)
+		fate, attempts = labtest.Summary(t, retry, id)
 		assert.Equal(t, lab.FateDropped, fate, id)
 		assert.Equal(t, 2, attempts, id)
 	}

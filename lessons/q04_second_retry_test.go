@@ -4,17 +4,18 @@ import (
 	"testing"
 
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/stretchr/testify/assert"
 )
 
 func TestQ04SecondRetryQueue(t *testing.T) {
 	events, _ := runInMem(t, q04, Options{})
 
-	fate, attempts := summaryOf(t, events, "C")
+	fate, attempts := labtest.Summary(t, events, "C")
 	assert.Equal(t, lab.FateDropped, fate)
 	assert.Equal(t, 3, attempts, "main queue, retry queue, second retry queue")
 	for _, id := range []string{"A", "B", "D"} {
-		fate, attempts := summaryOf(t, events, id)
+		fate, attempts := labtest.Summary(t, events, id)
 		assert.Equal(t, lab.FateDone, fate, id)
 		assert.Equal(t, 1, attempts, id)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -14,11 +15,11 @@ import (
 func TestQ05DelayedRetryQueue(t *testing.T) {
 	events, _ := runInMem(t, q05, Options{})
 
-	fate, attempts := summaryOf(t, events, "C")
+	fate, attempts := labtest.Summary(t, events, "C")
 	assert.Equal(t, lab.FateDead, fate, "parked in the DLQ, not lost")
 	assert.Equal(t, 1+q05Retries, attempts)
 	for _, id := range []string{"A", "B", "D"} {
-		fate, attempts := summaryOf(t, events, id)
+		fate, attempts := labtest.Summary(t, events, id)
 		assert.Equal(t, lab.FateDone, fate, id)
 		assert.Equal(t, 1, attempts, id)
 	}
@@ -61,7 +62,7 @@ func TestQ05ScalingMeasured(t *testing.T) {
 	require.Len(t, runs, 2*len(q05Sizes))
 	for _, r := range runs {
 		t.Run(r.design, func(t *testing.T) {
-			assertAccounted(t, r.events())
+			labtest.AssertAccounted(t, r.events())
 			assert.Len(t, r.stream.Tasks(), len(w.plan.Tasks))
 		})
 	}
@@ -90,10 +91,10 @@ func TestQ05ScalingMeasured(t *testing.T) {
 		assert.Less(t, idle(delayed), 2.0)
 
 		for _, id := range w.plan.Poison {
-			fate, attempts := summaryOf(t, runs[chained].events(), id)
+			fate, attempts := labtest.Summary(t, runs[chained].events(), id)
 			assert.Equal(t, lab.FateDropped, fate, id)
 			assert.Equal(t, n+1, attempts, id)
-			fate, attempts = summaryOf(t, runs[delayed].events(), id)
+			fate, attempts = labtest.Summary(t, runs[delayed].events(), id)
 			assert.Equal(t, lab.FateDead, fate, id)
 			assert.Equal(t, n+1, attempts, id)
 		}

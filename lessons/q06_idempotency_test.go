@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -13,15 +14,15 @@ func TestQ06Idempotency(t *testing.T) {
 
 	// Every task is delivered twice and ends done.
 	for _, id := range []string{"A", "B", "C", "D"} {
-		fate, attempts := summaryOf(t, events, id)
+		fate, attempts := labtest.Summary(t, events, id)
 		assert.Equal(t, lab.FateDone, fate, id)
 		assert.Equal(t, 2, attempts, id)
 	}
 	// A has no guard: both deliveries succeed and send mail.
-	assert.Equal(t, []lab.Kind{lab.Enqueued, lab.Started, lab.Succeeded, lab.Redelivered, lab.Started, lab.Succeeded}, kinds(events, "A"))
+	assert.Equal(t, []lab.Kind{lab.Enqueued, lab.Started, lab.Succeeded, lab.Redelivered, lab.Started, lab.Succeeded}, labtest.Kinds(events, "A"))
 	// B, C, D: the second delivery is skipped as a duplicate.
 	for _, id := range []string{"B", "C", "D"} {
-		assert.Equal(t, []lab.Kind{lab.Enqueued, lab.Started, lab.Succeeded, lab.Redelivered, lab.Started, lab.Duplicate}, kinds(events, id), id)
+		assert.Equal(t, []lab.Kind{lab.Enqueued, lab.Started, lab.Succeeded, lab.Redelivered, lab.Started, lab.Duplicate}, labtest.Kinds(events, id), id)
 	}
 
 	require.Len(t, res.Tables, 1)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -49,9 +50,9 @@ func TestQ07Backoff(t *testing.T) {
 	assert.Equal(t, waits[1].TMs+2000, startedAt(t, events, "C", 3))
 
 	// The main worker does not wait for C: D is done before C's retry.
-	assert.Equal(t, int64(400), firstAt(t, events, lab.Succeeded, "D"))
+	assert.Equal(t, int64(400), labtest.FirstAt(t, events, lab.Succeeded, "D"))
 
-	fate, attempts := summaryOf(t, events, "C")
+	fate, attempts := labtest.Summary(t, events, "C")
 	assert.Equal(t, lab.FateDropped, fate, "Q07 still drops C after its last retry")
 	assert.Equal(t, 3, attempts)
 }
@@ -69,7 +70,7 @@ func TestQ07TransientFailureWaitsThenSucceeds(t *testing.T) {
 	require.Len(t, waits, 1)
 	assert.Equal(t, int64(100), waits[0].TMs)
 	assert.Equal(t, int64(1100), startedAt(t, events, "T", 2))
-	fate, attempts := summaryOf(t, events, "T")
+	fate, attempts := labtest.Summary(t, events, "T")
 	assert.Equal(t, lab.FateDone, fate)
 	assert.Equal(t, 2, attempts)
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -11,10 +12,10 @@ import (
 func TestQ08DeadLetter(t *testing.T) {
 	events, res := runInMem(t, q08, Options{})
 
-	fate, attempts := summaryOf(t, events, "C")
+	fate, attempts := labtest.Summary(t, events, "C")
 	assert.Equal(t, lab.FateDead, fate, "C is parked, not dropped")
 	assert.Equal(t, 3, attempts)
-	assert.NotContains(t, kinds(events, "C"), lab.Dropped)
+	assert.NotContains(t, labtest.Kinds(events, "C"), lab.Dropped)
 
 	// C is dead-lettered by the last retry worker, right after its third
 	// failure, and the backoff waits are Q07's.

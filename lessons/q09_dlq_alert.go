@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/queuelab/qlab/inmem"
+	"github.com/queuelab/qlab/lab"
 )
 
 // q09MailLatency is how long the mock mail service takes per alert, in
@@ -27,14 +28,14 @@ var q09 = Lesson{
 }
 
 // runQ09 is the whole in-memory flow of the seed: main → retry (1 s) →
-// second retry (2 s) → DLQ → alert mail. Lesson Q10 runs it as the
-// in-memory side of its comparison with RabbitMQ.
+// second retry (2 s) → DLQ → alert mail.
 func runQ09(ctx context.Context, env *Env) error {
 	chain := newBackoffChain(ctx, env)
 	dlq := chain.sys.Queue("deadLetterQueue", chain.room)
 	watchInMem(env, dlq)
 	mailer := inmem.Mailer{Stream: env.Stream, Latency: q09MailLatency}
 	chain.sys.Worker("DLQ-Worker", dlq, func(t *inmem.Task) {
+		env.Stream.Emit(lab.Event{Kind: lab.Received, Task: t.ID, Queue: dlq.Name(), Actor: "DLQ-Worker"})
 		mailer.Send(t.ID, inmem.DLQAlert(t.ID))
 	})
 	return chain.run(ctx, env, func(actor string, from *inmem.Queue, t *inmem.Task) {

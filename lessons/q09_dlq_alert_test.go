@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -31,10 +32,11 @@ func TestQ09DLQAlert(t *testing.T) {
 	assert.Contains(t, a.Note, "To: admin@example.com")
 	assert.Contains(t, a.Note, "Subject: DLQ Alert: Task Failed")
 	assert.Contains(t, a.Note, "Body: The following task failed all retries: C")
-	// The mail takes its sending time after C reaches the DLQ.
-	assert.Equal(t, firstAt(t, events, lab.DeadLettered, "C")+q09MailLatency.Milliseconds(), a.TMs)
+	// The DLQ-Worker receives C as it reaches the DLQ and starts sending at once.
+	assert.Equal(t, labtest.FirstAt(t, events, lab.DeadLettered, "C"), labtest.FirstAt(t, events, lab.Received, "C"))
+	assert.Equal(t, labtest.FirstAt(t, events, lab.DeadLettered, "C"), a.TMs)
 
-	fate, attempts := summaryOf(t, events, "C")
+	fate, attempts := labtest.Summary(t, events, "C")
 	assert.Equal(t, lab.FateDead, fate)
 	assert.Equal(t, 3, attempts, "alerting is not another processing attempt")
 }
@@ -46,22 +48,22 @@ func TestQ09MailingNeverBlocksTheRetryWorker(t *testing.T) {
 	plan := lab.Plan{Tasks: []string{"A", "B", "C", "D", "E"}, Poison: []string{"C", "E"}, Work: 100 * time.Millisecond}
 	events, _ := runInMem(t, q09, Options{Plan: &plan})
 
-	deadC := firstAt(t, events, lab.DeadLettered, "C")
-	alertC := firstAt(t, events, lab.Alerted, "C")
+	deadC := labtest.FirstAt(t, events, lab.DeadLettered, "C")
+	alertC := labtest.FirstAt(t, events, lab.Alerted, "C")
 	retryE := startedAt(t, events, "E", 3)
-	deadE := firstAt(t, events, lab.DeadLettered, "E")
+	deadE := labtest.FirstAt(t, events, lab.DeadLettered, "E")
 
 	assert.Equal(t, int64(3500), deadC)
-	assert.Equal(t, int64(4000), alertC, "C's mail takes 500 ms")
+	assert.Equal(t, int64(3500), alertC, "C's mail starts as C arrives, and takes 500 ms")
 	// E's last retry runs inside C's mailing window, on schedule: it was
 	// scheduled at 1600 with a 2 s wait.
 	assert.Equal(t, int64(3600), retryE)
 	assert.Equal(t, int64(3700), deadE)
-	assert.Less(t, deadE, alertC, "E was dead-lettered while C's alert was still being sent")
+	assert.Less(t, deadE, alertC+q09MailLatency.Milliseconds(), "E was dead-lettered while C's alert was still being sent")
 	// The DLQ-Worker mails one task after the other.
-	assert.Equal(t, alertC+q09MailLatency.Milliseconds(), firstAt(t, events, lab.Alerted, "E"))
+	assert.Equal(t, alertC+q09MailLatency.Milliseconds(), labtest.FirstAt(t, events, lab.Alerted, "E"))
 	for _, id := range []string{"C", "E"} {
-		fate, _ := summaryOf(t, events, id)
+		fate, _ := labtest.Summary(t, events, id)
 		assert.Equal(t, lab.FateDead, fate, id)
 	}
 }
@@ -72,8 +74,8 @@ func TestQ09NoticeScenario(t *testing.T) {
 	plan.FailRate, plan.Seed = 0.5, 3
 	events, _ := runInMem(t, q09, Options{Plan: &plan})
 
-	alertC := firstAt(t, events, lab.Alerted, "C")
-	assert.LessOrEqual(t, firstAt(t, events, lab.DeadLettered, "C"), startedAt(t, events, "D", 3))
-	assert.Less(t, firstAt(t, events, lab.DeadLettered, "D"), alertC,
+	alertC := labtest.FirstAt(t, events, lab.Alerted, "C")
+	assert.LessOrEqual(t, labtest.FirstAt(t, events, lab.DeadLettered, "C"), startedAt(t, events, "D", 3))
+	assert.Less(t, labtest.FirstAt(t, events, lab.DeadLettered, "D"), alertC+q09MailLatency.Milliseconds(),
 		"D is retried and dead-lettered while C's alert is being sent")
 }

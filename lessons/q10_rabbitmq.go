@@ -1,151 +1,121 @@
 package lessons
 
-// Q10 — the whole flow on RabbitMQ.
+// Q10 — the whole flow, with the waiting done by queues.
 //
-// Notice: the workers never wait and never move a message themselves. A
-// failing worker rejects the message; the broker dead-letters it into a
-// wait queue nobody consumes, and the wait queue's TTL (1 s, then 2 s)
-// dead-letters it on to the next worker. The transcript reads like Q09's,
-// but the delays and moves now survive a restart of this process.
+// Notice: no worker sleeps or moves a message. A failing worker hands the
+// message back with a decision (retry via a wait queue, or park), and the
+// backend does the rest. On RabbitMQ the worker rejects it, the queue's
+// dead-letter route drops it into a wait queue nobody consumes, and that
+// queue's TTL (1 s, then 2 s) dead-letters it on to the next worker: the
+// delays survive a crash of this process. In memory the same decision
+// becomes a time.AfterFunc timer, and a crash loses it (qlab compare 10).
 
 import (
 	"context"
-	"fmt"
-	"sync/atomic"
+	"time"
 
+	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/inmem"
 	"github.com/queuelab/qlab/lab"
-	"github.com/queuelab/qlab/rabbit"
 )
 
 var q10 = Lesson{
 	ID:    "Q10",
 	Title: "The whole flow on RabbitMQ: TTL + dead-letter wait queues",
 	Notice: "No worker sleeps or moves a message: a failing worker rejects it, the broker dead-letters it into a wait queue nobody consumes, " +
-		"and that queue's TTL (1 s, then 2 s) sends it on to the next worker, then to the DLQ and its alert. Same story as Q09, but the broker holds every delay.",
-	InMem:  runQ09, // the Q09 flow on channels, so both backends can be compared
-	Rabbit: runQ10Rabbit,
+		"and that queue's TTL (1 s, then 2 s) sends it on to the next worker, then to the DLQ and its alert. Same story as Q09, but the broker holds every delay. " +
+		"With --backend inmem the same decisions run on time.AfterFunc timers instead; qlab compare 10 sets the two side by side.",
+	InMem:     runQ10,
+	Rabbit:    runQ10,
+	Default:   lab.Rabbit,
+	TestSpeed: 4, // the 1 s and 2 s waits take 250 and 500 ms
 }
 
-// The workers of Q10, one consumer (and goroutine) each.
+// Seed 001's queues for the RabbitMQ half, as the seed spells them.
 const (
-	q10Sequential  = "Sequential-Rabbit-Worker"
-	q10Retry       = "Retry-Rabbit-Worker"
-	q10SecondRetry = "Second-Retry-Rabbit-Worker"
-	q10DLQ         = "DLQ-Rabbit-Worker"
+	q10Main        = "sequential.queue"
+	q10RetryWait   = "sequential.retry.wait"
+	q10Retry       = "sequential.retry.processing"
+	q10SecondWait  = "sequential.second.retry.wait"
+	q10SecondRetry = "sequential.second.retry.processing"
+	q10DLQ         = "sequential.dlq"
 )
 
-func runQ10Rabbit(ctx context.Context, env *Env) error {
-	s, err := rabbit.Open(ctx, env.Broker, brokerNames(env), env.Stream.Clock(), nil)
-	if err != nil {
-		return err
-	}
-	defer closeSession(ctx, env, s)
-	topo := rabbit.SequentialTopology()
-	if err := s.Declare(ctx, topo); err != nil {
-		return err
-	}
-	env.Report(topologyTable(topo, s))
-	var alerts atomic.Int64
-	if err := q10Workers(ctx, env, s, topo, &alerts); err != nil {
-		return err
-	}
-	for _, q := range topo.Queues {
-		env.Watch(q.Name, func(ctx context.Context) (int, error) { return s.Depth(ctx, q.Name) })
-	}
-	defer env.interruptAfter(s.InterruptConsumers)()
-	if err := q10Produce(ctx, env, s); err != nil {
-		return err
-	}
-	return rabbit.WaitSettled(ctx, env.Stream, func() bool { return alerts.Load() == deadCount(env.Stream) })
-}
+// q10Topology: each processing queue dead-letters (on a reject) into a
+// wait queue, whose TTL dead-letters into the next processing queue; the
+// last one dead-letters into the DLQ.
+//
+//	sequential.queue ─reject→ retry.wait (1s) ─TTL→ retry.processing ─reject→ second.retry.wait (2s) ─TTL→ second.retry.processing ─reject→ dlq
+var q10Topology = flow.Topology{Queues: []flow.Queue{
+	{Name: q10Main, Role: flow.Work, DeadLetterTo: q10RetryWait},
+	{Name: q10RetryWait, Role: flow.Wait, TTL: time.Second, DeadLetterTo: q10Retry},
+	{Name: q10Retry, Role: flow.Work, DeadLetterTo: q10SecondWait},
+	{Name: q10SecondWait, Role: flow.Wait, TTL: 2 * time.Second, DeadLetterTo: q10SecondRetry},
+	{Name: q10SecondRetry, Role: flow.Work, DeadLetterTo: q10DLQ},
+	{Name: q10DLQ, Role: flow.DLQ},
+}}
 
-// q10Produce enqueues every task on sequential.queue, each publish
-// confirmed by the broker before the next.
-func q10Produce(ctx context.Context, env *Env, s *rabbit.Session) error {
-	pub, err := s.Publisher(ctx)
+// q10MailLatency is how long the mock mail service takes per alert, on
+// both backends (as in Q09).
+const q10MailLatency = q09MailLatency
+
+func runQ10(ctx context.Context, env *Env) error {
+	b, err := env.Open(ctx)
 	if err != nil {
 		return err
 	}
-	defer pub.Close()
+	defer env.Close(ctx, b)
+	if err := env.Declare(ctx, b, q10Topology); err != nil {
+		return err
+	}
+	for _, c := range q10Consumers(env) {
+		if err := b.Consume(ctx, c); err != nil {
+			return err
+		}
+	}
+	defer env.interruptAfter(b.Interrupt)()
 	for _, id := range env.Plan.Tasks {
-		env.Stream.Emit(lab.Event{Kind: lab.Enqueued, Task: id, Queue: rabbit.SequentialQueue, Actor: "Producer"})
-		if err := pub.Publish(ctx, rabbit.SequentialQueue, id, nil); err != nil {
+		if err := b.Publish(ctx, "Producer", q10Main, id); err != nil {
 			return err
 		}
 	}
-	return nil
+	return b.Wait(ctx)
 }
 
-// q10Workers starts the four consumers. A processing worker that fails
-// reports where the broker will take the message, then rejects it.
-func q10Workers(ctx context.Context, env *Env, s *rabbit.Session, topo rabbit.Topology, alerts *atomic.Int64) error {
-	process := rabbit.Simulate(env.Plan, env.Stream.Clock())
-	retryVia := func(actor string, waitQueue string) rabbit.Handler {
-		wait, _ := topo.Queue(waitQueue)
-		return func(ctx context.Context, d *rabbit.Delivery) {
-			if rabbit.Attempt(ctx, env.Stream, actor, d, process) == nil {
-				_ = d.Ack() // a lost ack means a redelivery, which the consumer reports
-				return
+// q10Consumers are the lesson's workers. Each processing worker makes one
+// attempt and, on failure, decides where the message goes next; the
+// DLQ-Worker mails an alert about what arrives there.
+func q10Consumers(env *Env) []flow.Consumer {
+	attempt := func(actor string, onFail func(error) flow.Decision) flow.Handler {
+		return func(ctx context.Context, d *flow.Delivery) flow.Decision {
+			err := env.Stream.Attempt(d.Event(actor), func() error { return env.Work(ctx, d.Task, d.Attempt) })
+			if err != nil {
+				return onFail(err)
 			}
-			// The rejected message waits out the TTL in the wait queue, then the
-			// broker dead-letters it on: the event happens at the wait queue.
-			env.Stream.Emit(lab.Event{Kind: lab.Scheduled, Task: d.Task, Queue: waitQueue, To: wait.DeadLetterTo, Actor: actor,
-				Attempt: d.Attempt(), DelayMs: wait.TTL.Milliseconds(),
-				Note: fmt.Sprintf("rejected from %s; x-message-ttl %s", d.Queue, wait.TTL)})
-			_ = d.Reject()
+			return flow.Ack()
 		}
 	}
-	lastTry := func(ctx context.Context, d *rabbit.Delivery) {
-		if rabbit.Attempt(ctx, env.Stream, q10SecondRetry, d, process) == nil {
-			_ = d.Ack()
-			return
-		}
-		env.Stream.Emit(lab.Event{Kind: lab.DeadLettered, Task: d.Task, Queue: d.Queue, To: rabbit.SequentialDLQ,
-			Actor: q10SecondRetry, Attempt: d.Attempt(), Note: "failed all retries"})
-		_ = d.Reject()
+	retryVia := func(wait string) func(error) flow.Decision {
+		return func(err error) flow.Decision { return flow.Retry(wait, err) }
 	}
-	mailer := inmem.Mailer{Stream: env.Stream}
-	alert := func(_ context.Context, d *rabbit.Delivery) {
-		if d.Redelivered { // the consumer just reported it pending again; it is still parked
-			env.Stream.Emit(lab.Event{Kind: lab.DeadLettered, Task: d.Task, Queue: d.Queue, To: d.Queue, Actor: q10DLQ,
-				Attempt: d.Attempt() - 1, Note: "still parked in the DLQ after a redelivery"})
-		}
+	mailer := inmem.Mailer{Stream: env.Stream, Latency: q10MailLatency}
+	dlqWorker := env.Worker("DLQ")
+	alert := func(_ context.Context, d *flow.Delivery) flow.Decision {
+		env.Stream.Emit(lab.Event{Kind: lab.Received, Task: d.Task, Queue: d.Queue, Actor: dlqWorker})
 		mailer.Send(d.Task, inmem.DLQAlert(d.Task))
-		if d.Ack() == nil {
-			alerts.Add(1)
-		}
+		return flow.Ack()
 	}
-	type worker struct {
-		queue, actor string
-		handle       rabbit.Handler
-	}
-	var workers []worker
+	var cs []flow.Consumer
 	for i := range env.Consumers {
-		actor := workerName(q10Sequential, i, env.Consumers)
-		workers = append(workers, worker{rabbit.SequentialQueue, actor, retryVia(actor, rabbit.SequentialRetryWait)})
+		actor := workerName(env.Worker("Sequential"), i, env.Consumers)
+		cs = append(cs, flow.Consumer{Queue: q10Main, Actor: actor, Handle: attempt(actor, retryVia(q10RetryWait))})
 	}
-	workers = append(workers, []worker{
-		{rabbit.SequentialRetryProcessing, q10Retry, retryVia(q10Retry, rabbit.SequentialSecondRetryWait)},
-		{rabbit.SequentialSecondProcessing, q10SecondRetry, lastTry},
-		{rabbit.SequentialDLQ, q10DLQ, alert},
-	}...)
-	for _, w := range workers {
-		opts := rabbit.ConsumerOptions{Queue: w.queue, Actor: w.actor, Prefetch: 1, Stream: env.Stream}
-		if _, err := s.Consume(ctx, opts, w.handle); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// deadCount is how many tasks the stream has seen dead-lettered for good.
-func deadCount(stream *lab.Stream) int64 {
-	var n int64
-	for _, t := range stream.Tasks() {
-		if t.Fate == lab.FateDead {
-			n++
-		}
-	}
-	return n
+	retry, second := env.Worker("Retry"), env.Worker("Second-Retry")
+	return append(cs,
+		flow.Consumer{Queue: q10Retry, Actor: retry, Handle: attempt(retry, retryVia(q10SecondWait))},
+		flow.Consumer{Queue: q10SecondRetry, Actor: second, Handle: attempt(second, func(error) flow.Decision {
+			return flow.Park(q10DLQ, "failed all retries")
+		})},
+		flow.Consumer{Queue: q10DLQ, Actor: dlqWorker, Handle: alert},
+	)
 }

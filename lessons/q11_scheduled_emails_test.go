@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lab/labtest"
 )
 
 func TestQ11ParseScheduledTime(t *testing.T) {
@@ -119,41 +120,41 @@ func q11Due(t *testing.T, events []lab.Event, id string) int64 {
 			return e.TMs + e.DelayMs
 		}
 	}
-	return firstAt(t, events, lab.Enqueued, id)
+	return labtest.FirstAt(t, events, lab.Enqueued, id)
 }
 
 // q11Late is how late the mail id went out (succeeded minus due).
 func q11Late(t *testing.T, events []lab.Event, id string) int64 {
 	t.Helper()
-	return firstAt(t, events, lab.Succeeded, id) - q11Due(t, events, id)
+	return labtest.FirstAt(t, events, lab.Succeeded, id) - q11Due(t, events, id)
 }
 
 func TestQ11ScheduledEmailsRabbitMQ(t *testing.T) {
 	events, res := runRabbit(t, q11, Options{Speed: q11TestSpeed})
-	assertAccounted(t, events)
+	labtest.AssertAccounted(t, events)
 
 	// Every mail of every strategy has its summary.
 	for _, s := range []string{"a", "b", "c"} {
 		for _, m := range q11Schedule {
 			id := s + "-" + m.suffix
-			fate, attempts := summaryOf(t, events, id)
+			fate, attempts := labtest.Summary(t, events, id)
 			if id == "a-5s" {
 				continue // checked below
 			}
 			assert.Equal(t, lab.FateDone, fate, id)
 			assert.Equal(t, 1, attempts, id)
-			assert.Contains(t, kinds(events, id), lab.Alerted, "%s: the mock mailer sent it", id)
+			assert.Contains(t, labtest.Kinds(events, id), lab.Alerted, "%s: the mock mailer sent it", id)
 		}
 	}
 
 	// (a) The timer held a-5s when the scheduler stopped: lost, never sent.
-	fate, attempts := summaryOf(t, events, "a-5s")
+	fate, attempts := labtest.Summary(t, events, "a-5s")
 	assert.Equal(t, lab.FateLost, fate)
 	assert.Equal(t, 0, attempts)
-	assert.Equal(t, []lab.Kind{lab.Enqueued, lab.Scheduled, lab.Lost}, kinds(events, "a-5s"))
-	lostAt := firstAt(t, events, lab.Lost, "a-5s")
+	assert.Equal(t, []lab.Kind{lab.Enqueued, lab.Scheduled, lab.Lost}, labtest.Kinds(events, "a-5s"))
+	lostAt := labtest.FirstAt(t, events, lab.Lost, "a-5s")
 	assert.Less(t, lostAt, q11Due(t, events, "a-5s"), "lost before it was due")
-	assert.InDelta(t, firstAt(t, events, lab.Enqueued, "a-5s")+q11TimerStop.Milliseconds(), lostAt, q11Tolerance, "at the stop")
+	assert.InDelta(t, labtest.FirstAt(t, events, lab.Enqueued, "a-5s")+q11TimerStop.Milliseconds(), lostAt, q11Tolerance, "at the stop")
 	for _, id := range []string{"a-1s", "a-past"} {
 		assert.InDelta(t, 0, q11Late(t, events, id), q11Tolerance, "%s goes out on time while the scheduler runs", id)
 	}
@@ -163,7 +164,7 @@ func TestQ11ScheduledEmailsRabbitMQ(t *testing.T) {
 	assert.InDelta(t, 4000, q11Late(t, events, "b-1s"), q11Tolerance, "b-1s waits behind b-5s")
 	assert.InDelta(t, 0, q11Late(t, events, "b-5s"), q11Tolerance)
 	assert.InDelta(t, 0, q11Late(t, events, "b-past"), q11Tolerance)
-	assert.GreaterOrEqual(t, firstAt(t, events, lab.Started, "b-1s"), firstAt(t, events, lab.Started, "b-5s"), "expiry in queue order")
+	assert.GreaterOrEqual(t, labtest.FirstAt(t, events, lab.Started, "b-1s"), labtest.FirstAt(t, events, lab.Started, "b-5s"), "expiry in queue order")
 
 	// (c) Every mail on time, the 5 s one across the scheduler restart:
 	// the first scheduler sent it on its first hop, the second one's

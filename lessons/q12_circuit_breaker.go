@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/queuelab/qlab/breaker"
+	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/inmem"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/render"
@@ -25,8 +26,30 @@ var q12 = Lesson{
 	Title: "Circuit breaker: fail fast while the mail service is down",
 	Notice: "The mail service is down from 5 s to 35 s. Without a breaker (mails n01…) every retry hits the dead service: a retry storm. " +
 		"With one (mails b01…) it opens once 2 of its 5 calls have failed (over 20 %), calls fail fast back to the wait queue, one trial call goes through every 10 s, and it closes once the service is back. No mail is lost.",
-	InMem:  runQ12,
-	Rabbit: runQ12Rabbit,
+	InMem:     runQ12,
+	Rabbit:    runQ12,
+	TestSpeed: 100, // the 30 s outage takes 0.3 s
+}
+
+// Seed 000's queues: one work queue, one wait queue that sends failures
+// back after its TTL, and the DLQ the worker publishes to at the end.
+const (
+	emailQueue = "email_queue"
+	emailWait  = "email_queue_wait"
+	emailDLQ   = "email_queue_dlq"
+)
+
+// emailLoop is seed 000's single wait-queue loop: email_queue dead-letters
+// rejected messages into email_queue_wait, whose TTL dead-letters them
+// back; the worker itself publishes a message that gave up to the DLQ.
+//
+//	email_queue ─reject→ email_queue_wait (TTL) ─→ email_queue … worker ─publish→ email_queue_dlq
+func emailLoop(wait time.Duration) flow.Topology {
+	return flow.Topology{Queues: []flow.Queue{
+		{Name: emailQueue, Role: flow.Work, DeadLetterTo: emailWait},
+		{Name: emailWait, Role: flow.Wait, TTL: wait, DeadLetterTo: emailQueue},
+		{Name: emailDLQ, Role: flow.DLQ},
+	}}
 }
 
 // The seed's (000) settings and the lesson's workload, in lesson time.
@@ -62,10 +85,6 @@ func q12BreakerSettings(clock lab.Clock, onChange func(ctx context.Context, from
 	}
 }
 
-// A RabbitMQ variant reuses the backend-neutral parts: q12BreakerSettings,
-// q12Outage with inmem.MailService (it only needs a lab.Clock), the
-// constants, q12Result and q12Table; only runQ12Scenario's queues change.
-
 // q12Breaker puts a breaker (seed 000's settings) in front of the mail
 // service. It first announces the breaker's starting state, closed, so
 // every rendering shows the breaker from its first call and counts only the
@@ -96,24 +115,19 @@ type q12Result struct {
 	drain    time.Duration // from the run's start until nothing was left to do
 }
 
+// runQ12 runs the lesson's two scenarios, without and with the breaker,
+// one after the other, and reports them side by side.
 func runQ12(ctx context.Context, env *Env) error {
-	return q12BothRuns(ctx, env, runQ12Scenario)
-}
-
-// q12BothRuns runs the lesson's two scenarios, without and with the
-// breaker, one after the other with run (a backend's mail loop), and
-// reports them side by side.
-func q12BothRuns(ctx context.Context, env *Env, run func(context.Context, *Env, q12Scenario) (q12Result, error)) error {
 	base := q12Scenario{mails: q12Mails, every: q12Every, outage: q12Outage, maxTries: q12MaxTries}
 	plain, guarded := base, base
 	plain.prefix = "n"
 	guarded.prefix, guarded.breaker = "b", true
 
-	without, err := run(ctx, env, plain)
+	without, err := runQ12Scenario(ctx, env, plain)
 	if err != nil {
 		return err
 	}
-	with, err := run(ctx, env, guarded)
+	with, err := runQ12Scenario(ctx, env, guarded)
 	if err != nil {
 		return err
 	}
@@ -121,66 +135,84 @@ func q12BothRuns(ctx context.Context, env *Env, run func(context.Context, *Env, 
 	return nil
 }
 
-// runQ12Scenario runs the seed's loop: a producer sends a mail every
+// runQ12Scenario runs the seed's loop once: a producer sends a mail every
 // sc.every to email_queue; the Mail-Worker calls the mail service (through
-// the breaker, if any); a failed or fast-failed delivery waits q12Wait in
-// email_queue_wait and comes back, until sc.maxTries deliveries send it to
-// email_queue_dlq.
+// the breaker, if any); a failed or fast-failed delivery retries through
+// email_queue_wait (q12Wait) until sc.maxTries deliveries park it in the
+// DLQ.
 func runQ12Scenario(ctx context.Context, env *Env, sc q12Scenario) (q12Result, error) {
 	const worker = "Mail-Worker"
+	var res q12Result
+	env.Phase(sc.title())
+	b, err := env.Open(ctx)
+	if err != nil {
+		return res, err
+	}
+	defer env.Close(ctx, b)
+	if err := env.Declare(ctx, b, emailLoop(q12Wait)); err != nil {
+		return res, err
+	}
 	clock := env.Stream.Clock()
 	start := clock.Elapsed()
-	sys := inmem.New(ctx, env.Stream, env.Plan)
-	mainQ := sys.Queue("email_queue", sc.mails+1)
-	dlq := sys.Queue("email_queue_dlq", sc.mails+1)
 	service := inmem.NewMailService(clock, sc.outage, env.Plan)
-
-	var res q12Result
 	var cb *breaker.Breaker
-	var current string // the task the worker is delivering; only the worker touches it
+	var current string        // the mail being delivered, for breaker events; only the worker touches it
+	calls := map[string]int{} // calls that reached the service, per mail: the attempt numbers
 	if sc.breaker {
-		cb = q12Breaker(env, mainQ.Name(), &current)
+		cb = q12Breaker(env, emailQueue, &current)
 	}
-
-	tries := map[*inmem.Task]int{} // deliveries per mail, like RabbitMQ's x-death count
-	sys.Worker(worker, mainQ, func(t *inmem.Task) {
-		current = t.ID
-		tries[t]++
-		err := q12Call(sys.Context(), env.Stream, cb, service, worker, mainQ.Name(), t.ID, func() int { t.Attempt++; return t.Attempt })
+	handle := func(ctx context.Context, d *flow.Delivery) flow.Decision {
+		current = d.Task
+		err := q12Call(ctx, env.Stream, cb, service, worker, d.Queue, d.Task, func() int { calls[d.Task]++; return calls[d.Task] })
 		switch {
 		case err == nil:
-			return
+			return flow.Ack()
 		case errors.Is(err, breaker.ErrOpen) || errors.Is(err, breaker.ErrTooManyRequests):
 			res.rejected++
-			env.Stream.Emit(lab.Event{Kind: lab.Rejected, Task: t.ID, Queue: mainQ.Name(), Actor: "breaker", Note: err.Error()})
+			env.Stream.Emit(lab.Event{Kind: lab.Rejected, Task: d.Task, Queue: d.Queue, Actor: "breaker", Note: err.Error()})
 		}
-		if tries[t] >= sc.maxTries {
+		if d.Attempt >= sc.maxTries { // deliveries so far: calls and fast fails alike
 			res.dead++
-			mainQ.DeadLetter(worker, t, dlq, fmt.Sprintf("gave up after %d deliveries", tries[t]))
-			return
+			return flow.Park(emailDLQ, fmt.Sprintf("gave up after %d deliveries", d.Attempt))
 		}
-		sys.Schedule(worker, t, "email_queue_wait", mainQ, q12Wait)
-	})
-	// The DLQ is for a person to inspect; this worker only holds what lands there.
-	sys.Worker("DLQ-Worker", dlq, func(*inmem.Task) {})
-
-	stopInterrupt := env.interruptAfter(func() { sys.Crash("process") })
-	q12Produce(sys, mainQ, sc) // this goroutine is the producer; Wait counts only what it sent
-	err := sys.Wait(ctx)
+		return flow.Retry(emailWait, err)
+	}
+	if err := b.Consume(ctx, flow.Consumer{Queue: emailQueue, Actor: worker, Handle: handle}); err != nil {
+		return res, err
+	}
+	stopInterrupt := env.interruptAfter(b.Interrupt)
+	err = q12Produce(ctx, env, b, sc)
+	if err == nil {
+		err = b.Wait(ctx)
+	}
 	stopInterrupt()
 	res.service = service.Stats()
 	res.drain = clock.Elapsed() - start
 	return res, err
 }
 
-// q12Produce enqueues sc.mails mails, one every sc.every.
-func q12Produce(sys *inmem.System, q *inmem.Queue, sc q12Scenario) {
-	for i := 1; i <= sc.mails; i++ {
-		if i > 1 && sys.Sleep(sys.Context(), sc.every) != nil {
-			return
-		}
-		q.Enqueue("Producer", fmt.Sprintf("%s%02d", sc.prefix, i))
+// title names the scenario for the phase marker.
+func (sc q12Scenario) title() string {
+	if sc.breaker {
+		return fmt.Sprintf("Run 2 (%s01…): the same outage, with a circuit breaker", sc.prefix)
 	}
+	return fmt.Sprintf("Run 1 (%s01…): no circuit breaker", sc.prefix)
+}
+
+// q12Produce publishes sc.mails mails to email_queue, one every sc.every
+// of lesson time.
+func q12Produce(ctx context.Context, env *Env, b flow.Backend, sc q12Scenario) error {
+	for i := 1; i <= sc.mails; i++ {
+		if i > 1 {
+			if err := env.Stream.Clock().Wait(ctx, sc.every); err != nil {
+				return err
+			}
+		}
+		if err := b.Publish(ctx, "Producer", emailQueue, fmt.Sprintf("%s%02d", sc.prefix, i)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // q12Call makes one delivery attempt of mail task, on either backend:

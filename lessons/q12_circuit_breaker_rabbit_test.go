@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/queuelab/qlab/lab"
-	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/queuelab/qlab/render"
 )
 
@@ -34,13 +34,12 @@ func q12TableCount(t *testing.T, tb render.Table, name string) (without, with in
 // counts and the order of breaker states, not a transcript.
 func TestQ12RabbitMQ(t *testing.T) {
 	events, res := runRabbit(t, q12, Options{})
-	assertAccounted(t, events)
+	labtest.AssertAccounted(t, events)
 	require.Len(t, res.Tasks, 2*q12Mails)
 	for _, rec := range res.Tasks {
 		assert.Equal(t, lab.FateDone, rec.Fate, "mail %s must be delivered", rec.ID)
 	}
-	require.Len(t, res.Tables, 1)
-	tb := res.Tables[0]
+	tb := tableTitled(t, res.Tables, "Without and with a circuit breaker")
 	delivered, deliveredB := q12TableCount(t, tb, "mails delivered")
 	assert.Equal(t, []int{q12Mails, q12Mails}, []int{delivered, deliveredB})
 	downPlain, downGuarded := q12TableCount(t, tb, "calls while it was down")
@@ -61,8 +60,8 @@ func TestQ12RabbitMQ(t *testing.T) {
 		case lab.Breaker:
 			states = append(states, e.Note)
 		case lab.Scheduled:
-			assert.Equal(t, rabbit.EmailWait, e.Queue)
-			assert.Equal(t, rabbit.EmailQueue, e.To)
+			assert.Equal(t, emailWait, e.Via)
+			assert.Equal(t, emailQueue, e.To)
 		}
 	}
 	require.NotEmpty(t, states)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/queuelab/qlab/inmem"
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/queuelab/qlab/render"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -131,7 +132,7 @@ func TestQ12RejectedMailsWaitAndReturn(t *testing.T) {
 		}
 		require.NotNil(t, next, "rejected %s has no next event", e.Task)
 		assert.Equal(t, lab.Scheduled, next.Kind)
-		assert.Equal(t, "email_queue_wait", next.Queue)
+		assert.Equal(t, "email_queue_wait", next.Via)
 		assert.Equal(t, "email_queue", next.To)
 		assert.Equal(t, q12Wait.Milliseconds(), next.DelayMs)
 	}
@@ -187,7 +188,7 @@ func TestQ12MaxTriesToDLQ(t *testing.T) {
 			return err
 		}}
 		events, res := runInMem(t, l, Options{})
-		assertAccounted(t, events)
+		labtest.AssertAccounted(t, events)
 		for _, rec := range res.Tasks {
 			assert.Equal(t, lab.FateDead, rec.Fate, "mail %s (breaker %v)", rec.ID, withBreaker)
 		}

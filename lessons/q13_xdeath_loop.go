@@ -14,8 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/queuelab/qlab/inmem"
-	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/render"
 )
@@ -33,8 +32,9 @@ var q13 = Lesson{
 		"and x-death tells the worker the attempt; at attempt %d it publishes C to email_queue_dlq itself and acks. "+
 		"Run 2 (rA–rD) republishes failures with its own x-retries / x-retry-reason headers: once a worker republishes, what x-death counts depends on the broker version. "+
 		"In memory, the task's attempt field plays both parts.", q13Wait, q13MaxAttempts),
-	InMem:  runQ13,
-	Rabbit: runQ13Rabbit,
+	InMem:     runQ13,
+	Rabbit:    runQ13,
+	TestSpeed: 200, // the 5 s wait takes 25 ms
 }
 
 // q13Loop is one run of the loop: how it counts, who works, which ids.
@@ -42,13 +42,15 @@ type q13Loop struct {
 	prefix  string // task ids are prefix + the plan's ids
 	actor   string
 	counter string // what the attempt number is read from, for notes and tables
-	header  bool   // count with x-retries (and republish) instead of x-death (and reject)
+	header  string // the retry header the worker counts in; "" lets the broker count (x-death)
+	title   string
 }
 
 // The lesson's two runs, in order.
 var q13Loops = []q13Loop{
-	{prefix: "", actor: "XDeath-Worker", counter: "x-death"},
-	{prefix: "r", actor: "Retries-Worker", counter: "x-retries", header: true},
+	{prefix: "", actor: "XDeath-Worker", counter: "x-death", title: "Run 1 (A–D): the worker rejects, x-death counts"},
+	{prefix: "r", actor: "Retries-Worker", counter: "x-retries", header: rabbit.RetriesHeader,
+		title: "Run 2 (rA–rD): the worker republishes with its own x-retries header"},
 }
 
 // planID is the plan's id of task id: the plan decides which attempts of
@@ -62,59 +64,75 @@ type q13Parked struct {
 	reason string // its last error
 }
 
-// runQ13 is the in-memory variant: the same loop, with the attempt number
-// in the task's own field (inmem.Task.Attempt) for both runs. There is no
-// broker to count for the worker, so "by x-death" and "by header" are the
-// same mechanics here; the runs exist so both backends create the same
-// tasks with the same fates and attempts.
+// runQ13 runs both loops, each on a fresh backend, then shows what each
+// left in the DLQ and, on the broker, what the counters read.
 func runQ13(ctx context.Context, env *Env) error {
 	var parked []q13Parked
+	var readings q13Readings
+	version := ""
 	for _, loop := range q13Loops {
-		p, err := q13InMem(ctx, env, loop)
-		parked = append(parked, p...)
+		env.Phase(loop.title)
+		p, v, err := q13Run(ctx, env, loop, &readings)
+		parked, version = append(parked, p...), v
 		if err != nil {
 			return err
 		}
 	}
-	env.Report(q13ParkedTable(parked, "attempt field", "the DLQ-Worker holds what arrives"))
+	if version == "" {
+		env.Report(q13ParkedTable(parked, "attempt field", "In memory the task's own attempt field plays both counters."))
+		return nil
+	}
+	env.Report(q13ParkedTable(parked, "x-death rejects / expiries, x-retries",
+		"Read back with basic.get and left in place: the headers travelled with the message."))
+	if len(env.Plan.Poison) > 0 {
+		env.Report(q13CounterTable(version, env.Plan.Poison[0], &readings))
+	}
 	return nil
 }
 
-// q13InMem runs one loop in memory: a failed attempt waits q13Wait (a
-// timer standing in for email_queue_wait) and comes back; attempt
-// q13MaxAttempts goes to the DLQ.
-func q13InMem(ctx context.Context, env *Env, loop q13Loop) ([]q13Parked, error) {
-	sys := inmem.New(ctx, env.Stream, env.Plan)
-	sys.Process = func(ctx context.Context, t *inmem.Task) error {
-		if err := sys.Sleep(ctx, env.Plan.Work); err != nil {
-			return err
-		}
-		return env.Plan.Fails(loop.planID(t.ID), t.Attempt)
+// q13Run runs one loop: a worker on email_queue, the plan's tasks
+// published to it, until every task is done or parked. A failed attempt
+// retries through email_queue_wait (q13Wait); attempt q13MaxAttempts
+// parks the mail. It returns what the DLQ holds and the broker's version
+// ("" in memory).
+func q13Run(ctx context.Context, env *Env, loop q13Loop, readings *q13Readings) ([]q13Parked, string, error) {
+	b, err := env.Open(ctx)
+	if err != nil {
+		return nil, "", err
 	}
-	n := len(env.Plan.Tasks) + 1
-	mainQ := sys.Queue(rabbit.EmailQueue, n)
-	dlq := sys.Queue(rabbit.EmailDLQ, n)
-	lastErr := map[*inmem.Task]string{} // only the loop's worker touches it
-	sys.Worker(loop.actor, mainQ, func(t *inmem.Task) {
-		err := sys.Attempt(loop.actor, mainQ, t)
-		switch {
-		case err == nil:
-		case t.Attempt >= q13MaxAttempts:
-			lastErr[t] = err.Error()
-			mainQ.DeadLetter(loop.actor, t, dlq, q13GaveUp(t.Attempt))
-		default:
-			sys.Schedule(loop.actor, t, rabbit.EmailWait, mainQ, q13Wait)
+	defer env.Close(ctx, b)
+	if err := env.Declare(ctx, b, emailLoop(q13Wait)); err != nil {
+		return nil, "", err
+	}
+	lastErr := map[string]string{} // only the worker writes it, until Wait returns
+	handle := func(ctx context.Context, d *flow.Delivery) flow.Decision {
+		if d.Headers != nil {
+			readings.add(d.Task, readCounters(d.Headers))
 		}
-	})
-	var parked []q13Parked // only the DLQ-Worker touches it until Wait returns
-	sys.Worker("DLQ-Worker", dlq, func(t *inmem.Task) {
-		parked = append(parked, q13Parked{task: t.ID, counts: fmt.Sprintf("attempt %d", t.Attempt), reason: lastErr[t]})
-	})
+		err := env.Stream.Attempt(d.Event(loop.actor), func() error { return env.Work(ctx, loop.planID(d.Task), d.Attempt) })
+		if err == nil {
+			return flow.Ack()
+		}
+		lastErr[d.Task] = err.Error()
+		if d.Attempt >= q13MaxAttempts {
+			return flow.Park(emailDLQ, fmt.Sprintf("%s (counted by %s)", q13GaveUp(d.Attempt), loop.counter))
+		}
+		return flow.Retry(emailWait, err)
+	}
+	if err := b.Consume(ctx, flow.Consumer{Queue: emailQueue, Actor: loop.actor, RetryHeader: loop.header, Handle: handle}); err != nil {
+		return nil, "", err
+	}
+	defer env.interruptAfter(b.Interrupt)()
 	for _, id := range env.Plan.Tasks {
-		mainQ.Enqueue("Producer", loop.prefix+id)
+		if err := b.Publish(ctx, "Producer", emailQueue, loop.prefix+id); err != nil {
+			return nil, "", err
+		}
 	}
-	defer env.interruptAfter(func() { sys.Crash("process") })()
-	return parked, sys.Wait(ctx)
+	if err := b.Wait(ctx); err != nil {
+		return nil, "", err
+	}
+	dlq, err := b.Peek(ctx, emailDLQ, 2*len(env.Plan.Tasks))
+	return q13ParkedIn(dlq, lastErr), brokerVersion(b), err
 }
 
 // q13GaveUp is the note of a mail parked after its last attempt.
@@ -135,22 +153,42 @@ func q13ParkedTable(parked []q13Parked, counters, note string) render.Table {
 	return t
 }
 
-// runQ13Rabbit runs both loops on the broker under the run's queue names.
-func runQ13Rabbit(ctx context.Context, env *Env) error {
-	s, err := rabbit.Open(ctx, env.Broker, brokerNames(env), env.Stream.Clock(), nil)
-	if err != nil {
-		return err
+// q13ParkedIn describes the messages read back from the DLQ: in memory
+// by their attempt field and the worker's note of the last error; on the
+// broker by what their headers kept.
+func q13ParkedIn(dlq []flow.Delivery, lastErr map[string]string) []q13Parked {
+	var out []q13Parked
+	for _, d := range dlq {
+		if d.Headers == nil {
+			out = append(out, q13Parked{task: d.Task, counts: fmt.Sprintf("attempt %d", d.Attempt), reason: lastErr[d.Task]})
+			continue
+		}
+		c := readCounters(d.Headers)
+		reason := rabbit.RetryReason(d.Headers)
+		if reason == "" {
+			reason = "(not kept: x-death records no error)"
+		}
+		out = append(out, q13Parked{task: d.Task, counts: fmt.Sprintf("%d / %d, %d", c.rejects, c.expired, c.retries), reason: reason})
 	}
-	defer closeSession(ctx, env, s)
-	return q13RabbitOn(ctx, env, s)
+	return out
 }
 
 // q13Reading is what one delivery's counters said.
 type q13Reading struct {
 	first   int64 // x-death[0].count, 1 without x-death: seed 000's reading
 	rejects int64 // x-death: times rejected (in email_queue)
-	expired int64 // x-death: times expired in email_queue_wait
+	expired int64 // x-death: times expired (in email_queue_wait)
 	retries int   // x-retries
+}
+
+// readCounters reads every counter a delivery's headers carry.
+func readCounters(headers map[string]any) q13Reading {
+	deaths := rabbit.ReadDeaths(headers)
+	r := q13Reading{first: 1, rejects: deaths.Reason("rejected"), expired: deaths.Reason("expired"), retries: rabbit.Retries(headers)}
+	if len(deaths) > 0 {
+		r.first = deaths[0].Count // the broker keeps the latest death first
+	}
+	return r
 }
 
 // q13Readings records, per task, what every delivery's counters said.
@@ -173,141 +211,6 @@ func (r *q13Readings) of(task string) []q13Reading {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]q13Reading(nil), r.by[task]...)
-}
-
-// q13RabbitOn declares seed 000's loop on s, runs both loops one after
-// the other, then reads the DLQ back with basic.get (leaving it in place)
-// and reports it with what the counters said. Tests call it with a
-// session of their own, to inspect the queues after the run.
-func q13RabbitOn(ctx context.Context, env *Env, s *rabbit.Session) error {
-	topo := rabbit.EmailLoopTopology(q13Wait)
-	if err := s.Declare(ctx, topo); err != nil {
-		return err
-	}
-	pub, err := s.Publisher(ctx)
-	if err != nil {
-		return err
-	}
-	defer pub.Close()
-	var readings q13Readings
-	for _, loop := range q13Loops {
-		if err := q13RabbitLoop(ctx, env, s, pub, loop, &readings); err != nil {
-			return err
-		}
-	}
-	dlq, err := s.Peek(ctx, rabbit.EmailDLQ, 2*len(env.Plan.Tasks))
-	if err != nil {
-		return err
-	}
-	version, _ := s.Connection().Properties["version"].(string)
-	env.Report(q13ParkedTable(q13ParkedOnBroker(s, dlq), "x-death rejects / expiries, x-retries",
-		"Read back with basic.get and left in place: the headers travelled with the message."))
-	if len(env.Plan.Poison) > 0 {
-		env.Report(q13CounterTable(version, env.Plan.Poison[0], &readings))
-	}
-	return nil
-}
-
-// q13RabbitLoop runs one loop: a consumer on email_queue, the plan's
-// tasks published to it, until every task is done or dead.
-func q13RabbitLoop(ctx context.Context, env *Env, s *rabbit.Session, pub *rabbit.Publisher, loop q13Loop, readings *q13Readings) error {
-	simulate := rabbit.Simulate(env.Plan, env.Stream.Clock())
-	process := func(ctx context.Context, task string, attempt int) error {
-		return simulate(ctx, loop.planID(task), attempt)
-	}
-	wait := s.Names.Of(rabbit.EmailWait)
-	handle := func(ctx context.Context, d *rabbit.Delivery) {
-		r := q13Reading{first: 1, rejects: d.Deaths.Reason("rejected"), expired: d.Deaths.Count(wait), retries: rabbit.Retries(d.Headers)}
-		if len(d.Deaths) > 0 {
-			r.first = d.Deaths[0].Count // the broker keeps the latest death first
-		}
-		readings.add(d.Task, r)
-		attempt := d.Attempt() // 1 + the rejects x-death counted
-		if loop.header {
-			attempt = 1 + r.retries
-		}
-		err := rabbit.AttemptAs(ctx, env.Stream, loop.actor, d, attempt, process)
-		if err == nil {
-			_ = d.Ack() // a lost ack means a redelivery, which the consumer reports
-			return
-		}
-		if attempt >= q13MaxAttempts {
-			q13Park(ctx, env, s, pub, loop, d, attempt, err)
-			return
-		}
-		q13Retry(ctx, env, s, pub, loop, d, attempt, err)
-	}
-	c, err := s.Consume(ctx, rabbit.ConsumerOptions{Queue: rabbit.EmailQueue, Actor: loop.actor, Prefetch: 1, Stream: env.Stream}, handle)
-	if err != nil {
-		return err
-	}
-	defer c.Stop() // the next loop brings its own worker
-	defer env.interruptAfter(s.InterruptConsumers)()
-	for _, id := range env.Plan.Tasks {
-		env.Stream.Emit(lab.Event{Kind: lab.Enqueued, Task: loop.prefix + id, Queue: rabbit.EmailQueue, Actor: "Producer"})
-		if err := pub.Publish(ctx, rabbit.EmailQueue, loop.prefix+id, nil); err != nil {
-			return err
-		}
-	}
-	return rabbit.WaitSettled(ctx, env.Stream, nil)
-}
-
-// q13Retry sends d round the wait queue once more. Counting by x-death,
-// the worker rejects and the broker dead-letters it (and counts). Counting
-// by header, the worker republishes a copy to the wait queue itself, with
-// x-retries and x-retry-reason on top of the headers it received (x-death
-// included, to show what the broker then does with it), and acks.
-func q13Retry(ctx context.Context, env *Env, s *rabbit.Session, pub *rabbit.Publisher, loop q13Loop, d *rabbit.Delivery, attempt int, cause error) {
-	note := "rejected: the broker dead-letters it into " + rabbit.EmailWait
-	if loop.header {
-		note = fmt.Sprintf("republished to %s with %s=%d, %s=%q; original acked", rabbit.EmailWait, rabbit.RetriesHeader, attempt, rabbit.RetryReasonHeader, cause.Error())
-	}
-	env.Stream.Emit(lab.Event{Kind: lab.Scheduled, Task: d.Task, Queue: rabbit.EmailWait, To: rabbit.EmailQueue, Actor: loop.actor,
-		Attempt: attempt, DelayMs: q13Wait.Milliseconds(), Note: note})
-	if !loop.header {
-		_ = d.Reject()
-		return
-	}
-	if err := pub.Republish(ctx, rabbit.EmailWait, d, rabbit.WithRetry(d.Headers, attempt, cause.Error())); err != nil {
-		// Unacked, the original goes back to email_queue when this
-		// consumer stops: not lost, but this retry did not happen.
-		s.Logger.Warn("q13: republishing to the wait queue failed", "task", d.Task, "err", err.Error())
-		return
-	}
-	_ = d.Ack()
-}
-
-// q13Park publishes d to the DLQ with its headers (the seed copies them;
-// the header loop also records the last error) and acks the original. The
-// dead_lettered event comes last, once the broker holds the copy.
-func q13Park(ctx context.Context, env *Env, s *rabbit.Session, pub *rabbit.Publisher, loop q13Loop, d *rabbit.Delivery, attempt int, cause error) {
-	headers := d.Headers
-	if loop.header {
-		headers = rabbit.WithRetry(d.Headers, rabbit.Retries(d.Headers), cause.Error())
-	}
-	if err := pub.Republish(ctx, rabbit.EmailDLQ, d, headers); err != nil {
-		s.Logger.Warn("q13: publishing to the DLQ failed", "task", d.Task, "err", err.Error())
-		return
-	}
-	if err := d.Ack(); err != nil {
-		s.Logger.Warn("q13: ack after parking failed; the broker will redeliver", "task", d.Task, "err", err.Error())
-	}
-	env.Stream.Emit(lab.Event{Kind: lab.DeadLettered, Task: d.Task, Queue: rabbit.EmailQueue, To: rabbit.EmailDLQ, Actor: loop.actor,
-		Attempt: attempt, Note: fmt.Sprintf("%s (counted by %s)", q13GaveUp(attempt), loop.counter)})
-}
-
-// q13ParkedOnBroker describes the messages read back from the DLQ.
-func q13ParkedOnBroker(s *rabbit.Session, dlq []rabbit.Delivery) []q13Parked {
-	var out []q13Parked
-	for _, d := range dlq {
-		counts := fmt.Sprintf("%d / %d, %d", d.Deaths.Reason("rejected"), d.Deaths.Count(s.Names.Of(rabbit.EmailWait)), rabbit.Retries(d.Headers))
-		reason := rabbit.RetryReason(d.Headers)
-		if reason == "" {
-			reason = "(not kept: x-death records no error)"
-		}
-		out = append(out, q13Parked{task: d.Task, counts: counts, reason: reason})
-	}
-	return out
 }
 
 // q13CounterTable shows, for the poison task of each loop, what every

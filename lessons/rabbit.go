@@ -34,7 +34,7 @@ func topologyTable(topo rabbit.Topology, s *rabbit.Session) render.Table {
 	for _, q := range topo.Queues {
 		ttl, dl := "-", "-"
 		if q.TTL > 0 {
-			ttl = fmt.Sprintf("%d ms (lesson %s)", q.Arguments(s.Names, s.Clock)["x-message-ttl"], q.TTL)
+			ttl = fmt.Sprintf("%d ms (lesson %s)", rabbit.Arguments(q, s.Names, s.Clock)["x-message-ttl"], q.TTL)
 		}
 		if q.DeadLetterTo != "" {
 			dl = s.Names.Of(q.DeadLetterTo)

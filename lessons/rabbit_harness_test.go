@@ -2,13 +2,13 @@ package lessons
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
 )
 
@@ -29,34 +29,14 @@ func runRabbit(t *testing.T, l Lesson, opts Options) ([]lab.Event, Result) {
 	opts.Broker = rabbittest.NeedBroker(t)
 	if opts.Speed == 0 {
 		opts.Speed = rabbitSpeed
-		if speed, ok := rabbitSpeeds[l.ID]; ok {
-			opts.Speed = speed
+		if l.TestSpeed > 0 {
+			opts.Speed = l.TestSpeed
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	var rec syncRecorder
+	var rec labtest.Recorder
 	res, err := Run(ctx, l, opts, &rec)
 	require.NoError(t, err)
-	return rec.events(), res
-}
-
-// syncRecorder records events; broker lessons emit from several
-// goroutines (the Stream serialises, the lock keeps the race detector
-// informed about the read afterwards).
-type syncRecorder struct {
-	mu  sync.Mutex
-	rec lab.Recorder
-}
-
-func (r *syncRecorder) Emit(e lab.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.rec.Emit(e)
-}
-
-func (r *syncRecorder) events() []lab.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]lab.Event(nil), r.rec.Events...)
+	return rec.Events(), res
 }

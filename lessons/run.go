@@ -11,7 +11,7 @@ import (
 
 // Options choose how a lesson runs.
 type Options struct {
-	Backend lab.Backend // default lab.InMem
+	Backend lab.Backend // default: the lesson's (Lesson.DefaultBackend)
 	Speed   float64     // lesson time per real time; default 1
 	Plan    *lab.Plan   // default lab.DefaultPlan()
 	Broker  string      // AMQP URL, for the RabbitMQ backend
@@ -63,7 +63,7 @@ func (e ErrNoBackend) Error() string {
 // cancelled. The error is the lesson's (or ErrNoBackend).
 func Run(ctx context.Context, l Lesson, opts Options, sinks ...lab.Sink) (Result, error) {
 	if opts.Backend == "" {
-		opts.Backend = lab.InMem
+		opts.Backend = l.DefaultBackend()
 	}
 	if opts.Speed == 0 {
 		opts.Speed = 1

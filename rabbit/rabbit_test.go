@@ -77,7 +77,7 @@ func TestTopologyDeclaresTTLAndDeadLetterRoutes(t *testing.T) {
 	require.NoError(t, s.Declare(ctx, topo))
 
 	wait, _ := topo.Queue(rabbit.SequentialRetryWait)
-	args := wait.Arguments(s.Names, s.Clock)
+	args := rabbit.Arguments(wait, s.Names, s.Clock)
 	assert.Equal(t, int64(50), args["x-message-ttl"], "1 s of lesson time at speed 20")
 	assert.Equal(t, "", args["x-dead-letter-exchange"])
 	assert.Equal(t, s.Names.Of(rabbit.SequentialRetryProcessing), args["x-dead-letter-routing-key"])
@@ -87,7 +87,7 @@ func TestTopologyDeclaresTTLAndDeadLetterRoutes(t *testing.T) {
 	for _, q := range topo.Queues {
 		assert.NoError(t, s.Redeclare(ctx, q, nil), q.Name)
 	}
-	other := wait.Arguments(s.Names, s.Clock)
+	other := rabbit.Arguments(wait, s.Names, s.Clock)
 	other["x-message-ttl"] = int64(51)
 	err := s.Redeclare(ctx, wait, other)
 	var pe *rabbit.PreconditionError

@@ -99,7 +99,7 @@ func (s *Session) Declare(ctx context.Context, t Topology) error {
 		return err
 	}
 	for _, q := range t.Queues {
-		err := s.declare(ctx, q.Name, q.Arguments(s.Names, s.Clock))
+		err := s.declare(ctx, q.Name, Arguments(q, s.Names, s.Clock))
 		var pe *PreconditionError
 		if errors.As(err, &pe) {
 			for _, other := range t.Queues {
@@ -137,7 +137,7 @@ func (s *Session) declare(ctx context.Context, seedName string, args amqp.Table)
 // equivalent, so this reads the declared arguments back by behaviour.
 func (s *Session) Redeclare(ctx context.Context, q Queue, args amqp.Table) error {
 	if args == nil {
-		args = q.Arguments(s.Names, s.Clock)
+		args = Arguments(q, s.Names, s.Clock)
 	}
 	return s.queueDeclare(ctx, s.Names.Of(q.Name), args)
 }

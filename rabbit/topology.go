@@ -1,97 +1,52 @@
 package rabbit
 
 import (
-	"fmt"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lab"
 )
 
-// Role says what a queue is for.
-type Role string
-
-// The roles a queue can play.
-const (
-	Work Role = "work" // consumed by a worker
-	Wait Role = "wait" // never consumed: messages sit out their TTL, then dead-letter onward
-	DLQ  Role = "dlq"  // the dead-letter queue, where messages that gave up are parked
-	// Delay is never consumed either, but has no queue TTL: each message
-	// carries its own (the expiration property, see Expiration) and
-	// dead-letters onward when it expires. RabbitMQ only expires messages
-	// at the head of a queue, so a long TTL holds back every shorter one
-	// queued behind it (the head-of-line trap of seed 002).
-	Delay Role = "delay"
+// The topology types are the flow seam's: lessons state them once, and
+// both backends read them.
+type (
+	Role     = flow.Role
+	Queue    = flow.Queue
+	Topology = flow.Topology
 )
 
-// Queue is one durable queue of a Topology, named as in the seed (the
-// Session adds the run's prefix).
-type Queue struct {
-	Name string
-	Role Role
-	// TTL is the lesson-time x-message-ttl; 0 means none. The Session
-	// declares Clock.Real(TTL), so at --speed S the broker waits TTL/S.
-	TTL time.Duration
-	// DeadLetterTo names the queue (of the same Topology) that messages go
-	// to when they expire here or are rejected without requeue; "" means
-	// none. It becomes x-dead-letter-exchange "" (the default exchange) and
-	// x-dead-letter-routing-key = that queue's name.
-	DeadLetterTo string
-}
-
-// Topology is a declarative set of queues that lessons describe and that
-// renderers (TUI, compare) can read: names, TTLs and where each queue
-// dead-letters.
-type Topology struct {
-	Queues []Queue
-}
-
-// Queue returns the queue called name and whether it exists.
-func (t Topology) Queue(name string) (Queue, bool) {
-	for _, q := range t.Queues {
-		if q.Name == name {
-			return q, true
-		}
-	}
-	return Queue{}, false
-}
-
-// Check reports a topology whose dead-letter routes name unknown queues or
-// whose wait queues could never empty, so mistakes fail before the broker
-// is touched.
-func (t Topology) Check() error {
-	seen := map[string]bool{}
-	for _, q := range t.Queues {
-		if q.Name == "" || seen[q.Name] {
-			return fmt.Errorf("topology: queue name %q is empty or repeated", q.Name)
-		}
-		seen[q.Name] = true
-	}
-	for _, q := range t.Queues {
-		if q.DeadLetterTo != "" && !seen[q.DeadLetterTo] {
-			return fmt.Errorf("topology: %s dead-letters to unknown queue %s", q.Name, q.DeadLetterTo)
-		}
-		if q.Role == Wait && (q.TTL <= 0 || q.DeadLetterTo == "") {
-			return fmt.Errorf("topology: wait queue %s needs a TTL and a dead-letter queue", q.Name)
-		}
-		if q.Role == Delay && q.DeadLetterTo == "" {
-			return fmt.Errorf("topology: delay queue %s needs a dead-letter queue", q.Name)
-		}
-	}
-	return nil
-}
+// The roles a queue can play (see flow.Role).
+const (
+	Work  = flow.Work
+	Wait  = flow.Wait
+	DLQ   = flow.DLQ
+	Delay = flow.Delay
+)
 
 // Arguments are the x-arguments queue q is declared with under names and
 // clock. The TTL is the real time the broker waits, at least 1 ms.
-func (q Queue) Arguments(names Names, clock lab.Clock) amqp.Table {
+func Arguments(q Queue, names Names, clock lab.Clock) amqp.Table {
 	args := amqp.Table{}
 	if q.TTL > 0 {
 		args["x-message-ttl"] = max(int64(1), clock.Real(q.TTL).Milliseconds())
 	}
-	if q.DeadLetterTo != "" {
+	switch {
+	case q.DeadLetterTo != "":
 		args["x-dead-letter-exchange"] = ""
 		args["x-dead-letter-routing-key"] = names.Of(q.DeadLetterTo)
+	case q.DeadLetterExchange != "":
+		args["x-dead-letter-exchange"] = names.Of(q.DeadLetterExchange)
+		if q.DeadLetterKey != "" {
+			args["x-dead-letter-routing-key"] = q.DeadLetterKey
+		}
+	}
+	if q.MaxLength > 0 {
+		args["x-max-length"] = int64(q.MaxLength)
+	}
+	if q.Overflow != flow.DropHead {
+		args["x-overflow"] = string(q.Overflow)
 	}
 	return args
 }

@@ -50,7 +50,8 @@ func mergeInstant(group []lab.Event) []lab.Event {
 }
 
 // ready reports whether every earlier event sharing an actor or a task
-// with group[i] is already placed. The earliest pending event is always
+// with group[i] is already placed. A phase marker is a barrier: it waits
+// for every earlier event, and no later one passes it. The earliest pending event is always
 // ready, so mergeInstant always progresses.
 func ready(group []lab.Event, done []bool, i int) bool {
 	e := group[i]
@@ -59,7 +60,7 @@ func ready(group []lab.Event, done []bool, i int) bool {
 			continue
 		}
 		p := group[j]
-		if p.Actor == e.Actor || (e.Task != "" && p.Task == e.Task) {
+		if p.Actor == e.Actor || (e.Task != "" && p.Task == e.Task) || p.Kind == lab.Phase || e.Kind == lab.Phase {
 			return false
 		}
 	}

@@ -83,7 +83,7 @@ func Message(e lab.Event) (text, tone string) {
 		if e.Queue == "" && e.Attempt == 0 { // from no queue, before any attempt: a new scheduled job, not a retry
 			return fmt.Sprintf("🕒 Scheduling in %s -> %s: %s", delay(e.DelayMs), e.To, t) + withNote(e.Note), amber
 		}
-		return fmt.Sprintf("🕒 Scheduling retry in %s -> %s: %s", delay(e.DelayMs), e.To, t) + withNote(e.Note), amber
+		return fmt.Sprintf("🕒 Scheduling retry in %s%s -> %s: %s", delay(e.DelayMs), via(e.Via), e.To, t) + withNote(e.Note), amber
 	case lab.DeadLettered:
 		return fmt.Sprintf("💀 Moving to Dead Letter Queue (%s): %s", e.To, t), red
 	case lab.Dropped:
@@ -100,8 +100,21 @@ func Message(e lab.Event) (text, tone string) {
 		return "📬 Delivered again: " + t + withNote(e.Note), amber
 	case lab.Lost:
 		return "🕳️ Lost: " + t + withNote(e.Note), red
+	case lab.Received:
+		return "📩 Received dead letter: " + t + withNote(e.Note), ""
+	case lab.Phase:
+		return "━━ " + e.Note + " ━━", bold
+	case lab.Summary:
+		return "", "" // summaries belong to the closing table
 	}
-	return "", ""
+	return fmt.Sprintf("❓ unknown event kind %q: %s", e.Kind, t) + withNote(e.Note), red
+}
+
+func via(queue string) string {
+	if queue == "" {
+		return ""
+	}
+	return " via " + queue
 }
 
 func withNote(n string) string {

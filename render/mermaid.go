@@ -70,6 +70,11 @@ func (d *diagram) add(e lab.Event) {
 	case lab.Moved:
 		d.arrow(actor, e.To, "->>", "move "+t)
 	case lab.Scheduled:
+		if e.Via != "" {
+			d.arrow(actor, e.Via, "-->>", fmt.Sprintf("%s waits %s", t, delay(e.DelayMs)))
+			d.arrow(e.Via, e.To, "-->>", t+" after the wait")
+			return
+		}
 		d.arrow(actor, e.To, "-->>", fmt.Sprintf("%s after %s", t, delay(e.DelayMs)))
 	case lab.DeadLettered:
 		d.arrow(actor, e.To, "->>", "dead-letter "+t)
@@ -89,6 +94,14 @@ func (d *diagram) add(e lab.Event) {
 			over = actor
 		}
 		d.note(over, t+" lost")
+	case lab.Received:
+		d.arrow(e.Queue, actor, "->>", "dead letter "+t)
+	case lab.Phase:
+		d.note(actor, mermaidSafe(e.Note))
+	case lab.Summary:
+		// the closing table's, not the diagram's
+	default:
+		d.note(actor, mermaidSafe(fmt.Sprintf("unknown event kind %s %s", e.Kind, t)))
 	}
 }
 

@@ -226,20 +226,20 @@ func checkBackend(name string) error {
 }
 
 // pickBackend returns the backend to run lesson l on: the one named by
-// --backend, or, when the flag was left at its default and l does not run
-// there, the backend l has (lesson 11 runs only on RabbitMQ, so `qlab run 11`
-// needs no flag). A backend named explicitly that l lacks is a usage error.
+// --backend, or, when the flag is not given, the lesson's default (lessons
+// 10 and 11 are about the broker, so `qlab run 10` runs there). A backend
+// named explicitly that l lacks is a usage error.
 func pickBackend(fs *flag.FlagSet, l lessons.Lesson, named string) (lab.Backend, error) {
-	b := lab.Backend(named)
-	if l.Runner(b) != nil {
-		return b, nil
-	}
 	explicit := false
 	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "backend" })
-	if has := l.Backends(); !explicit && len(has) > 0 {
-		return has[0], nil
+	if !explicit {
+		return l.DefaultBackend(), nil
 	}
-	return "", usageError{lessons.ErrNoBackend{Lesson: l, Backend: b}}
+	b := lab.Backend(named)
+	if l.Runner(b) == nil {
+		return "", usageError{lessons.ErrNoBackend{Lesson: l, Backend: b}}
+	}
+	return b, nil
 }
 
 // colorWanted reports whether w is a terminal and NO_COLOR is unset.

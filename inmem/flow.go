@@ -1,0 +1,221 @@
+package inmem
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/queuelab/qlab/flow"
+	"github.com/queuelab/qlab/lab"
+)
+
+// Flow is the in-memory mechanism of the flow seam: every queue of the
+// topology is a channel, every consumer a goroutine, and a retry through a
+// wait queue is a time.AfterFunc timer that holds the task in this
+// process's memory for the wait queue's TTL. Nothing survives Interrupt.
+type Flow struct {
+	sys  *System
+	room int
+
+	mu       sync.Mutex
+	topo     flow.Topology
+	queues   map[string]*Queue
+	consumed map[string]bool
+	err      error // the first decision the topology could not carry out
+}
+
+// NewFlow returns an in-memory flow reporting to stream. Each queue has
+// room for room tasks; a put never blocks below that, so make it larger
+// than the most tasks any one queue can hold at once.
+func NewFlow(ctx context.Context, stream *lab.Stream, room int) *Flow {
+	return &Flow{sys: New(ctx, stream, lab.Plan{}), room: room, queues: map[string]*Queue{}, consumed: map[string]bool{}}
+}
+
+// Kind is lab.InMem.
+func (f *Flow) Kind() lab.Backend { return lab.InMem }
+
+// Features: exact lesson time under a fake clock; a crash loses what
+// memory held; a waiting task sits on a timer, in no queue.
+func (f *Flow) Features() flow.Features { return flow.Features{ExactTime: true} }
+
+// System returns the system the flow runs on.
+func (f *Flow) System() *System { return f.sys }
+
+// Declare records t. Queues are made on first use: a consumed queue as a
+// work queue, any other as a holding queue (a DLQ nobody consumes).
+func (f *Flow) Declare(_ context.Context, t flow.Topology) error {
+	if err := t.Check(); err != nil {
+		return err
+	}
+	for _, q := range t.Queues {
+		if q.Role == flow.Delay {
+			return fmt.Errorf("inmem: delay queue %s (a per-message TTL) has no in-memory mechanism yet", q.Name)
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.topo = t
+	return nil
+}
+
+// Consume starts a worker goroutine named c.Actor on c.Queue. Each
+// delivery counts one more attempt on the task, then c.Handle decides.
+func (f *Flow) Consume(_ context.Context, c flow.Consumer) error {
+	if _, ok := f.topology().Queue(c.Queue); !ok {
+		return fmt.Errorf("inmem: consuming %s: %w", c.Queue, flow.ErrNoRoute)
+	}
+	f.mu.Lock()
+	f.consumed[c.Queue] = true
+	f.mu.Unlock()
+	q := f.queue(c.Queue)
+	f.sys.Worker(c.Actor, q, func(t *Task) {
+		t.Attempt++
+		d := &flow.Delivery{Task: t.ID, Queue: q.name, Attempt: t.Attempt, Body: t.Body}
+		f.apply(c.Actor, q, t, c.Handle(f.sys.Context(), d))
+	})
+	return nil
+}
+
+// apply carries out decision dec on t, taken from q by actor.
+func (f *Flow) apply(actor string, q *Queue, t *Task, dec flow.Decision) {
+	topo := f.topology()
+	switch dec.Action {
+	case flow.ActAck:
+	case flow.ActRetry:
+		via, ok := topo.Queue(dec.To)
+		switch {
+		case !ok:
+			f.fail(actor, q, t, fmt.Errorf("retry via unknown queue %s: %w", dec.To, flow.ErrNoRoute))
+		case via.Role == flow.Wait:
+			// The lesson's wait queue is a timer here: the task waits in memory.
+			to := f.queue(topo.Settle(via.Name))
+			f.sys.schedule(lab.Event{Kind: lab.Scheduled, Task: t.ID, Queue: q.name, Via: via.Name, To: to.name, Actor: actor,
+				Attempt: t.Attempt, DelayMs: via.TTL.Milliseconds(),
+				Note: "in memory: a time.AfterFunc timer stands in for it"}, t, to, via.TTL)
+		default:
+			q.MoveTo(actor, t, f.queue(via.Name))
+		}
+	case flow.ActPark:
+		if _, ok := topo.Queue(dec.To); !ok {
+			f.fail(actor, q, t, fmt.Errorf("park in unknown queue %s: %w", dec.To, flow.ErrNoRoute))
+			return
+		}
+		q.DeadLetter(actor, t, f.queue(dec.To), dec.Reason)
+	case flow.ActRequeue:
+		q.Requeue(actor, t)
+	case flow.ActDrop:
+		f.sys.Drop(actor, t, q.name, dec.Reason)
+	}
+}
+
+// fail reports a decision the topology cannot carry out: the task is lost
+// (the stream says why) and Wait returns the error.
+func (f *Flow) fail(actor string, q *Queue, t *Task, err error) {
+	f.mu.Lock()
+	if f.err == nil {
+		f.err = err
+	}
+	f.mu.Unlock()
+	f.sys.emit(lab.Event{Kind: lab.Lost, Task: t.ID, Queue: q.name, Actor: actor, Attempt: t.Attempt, Note: err.Error()})
+}
+
+// Publish creates task on queue, at once: memory needs no confirm.
+func (f *Flow) Publish(_ context.Context, actor, queue, task string) error {
+	if _, ok := f.topology().Queue(queue); !ok {
+		return fmt.Errorf("inmem: publishing to %s: %w", queue, flow.ErrNoRoute)
+	}
+	f.queue(queue).Enqueue(actor, task)
+	return nil
+}
+
+// Wait blocks until no task is queued, on a timer or being handled in a
+// consumed queue (System.Wait), then stops the workers.
+func (f *Flow) Wait(ctx context.Context) error {
+	err := f.sys.Wait(ctx)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err == nil {
+		err = f.err
+	}
+	return err
+}
+
+// Depth is how many tasks wait in queue; a wait queue is always 0, since
+// a waiting task is on a timer.
+func (f *Flow) Depth(_ context.Context, queue string) (int, error) {
+	f.mu.Lock()
+	q := f.queues[queue]
+	f.mu.Unlock()
+	if q == nil {
+		return 0, nil
+	}
+	return q.Len(), nil
+}
+
+// Peek reads up to n tasks at the head of holding queue queue and puts
+// them back in the same order.
+func (f *Flow) Peek(_ context.Context, queue string, n int) ([]flow.Delivery, error) {
+	f.mu.Lock()
+	q, consumed := f.queues[queue], f.consumed[queue]
+	f.mu.Unlock()
+	if consumed {
+		return nil, fmt.Errorf("inmem: peeking at %s: it has a consumer", queue)
+	}
+	if q == nil {
+		return nil, nil
+	}
+	return q.peek(n), nil
+}
+
+// peek drains holding queue q and refills it, reporting its first n
+// tasks. Only a queue without a worker can be read this way.
+func (q *Queue) peek(n int) []flow.Delivery {
+	all := make([]*Task, 0, len(q.ch))
+	for len(q.ch) > 0 {
+		all = append(all, <-q.ch)
+	}
+	var out []flow.Delivery
+	for _, t := range all {
+		if len(out) < n {
+			out = append(out, flow.Delivery{Task: t.ID, Queue: q.name, Attempt: t.Attempt, Body: t.Body})
+		}
+		q.ch <- t
+	}
+	return out
+}
+
+// Interrupt crashes the process: every task in memory is lost.
+func (f *Flow) Interrupt() { f.sys.Crash("process") }
+
+// Close stops the workers and timers. Memory holds the tasks still in it
+// until the process ends; the summary reports them as they stand.
+func (f *Flow) Close(context.Context) error {
+	f.sys.Stop()
+	return nil
+}
+
+func (f *Flow) topology() flow.Topology {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.topo
+}
+
+// queue returns the channel of seed queue name, making it on first use:
+// a work queue if a consumer asked for it, a holding queue otherwise.
+func (f *Flow) queue(name string) *Queue {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if q, ok := f.queues[name]; ok {
+		return q
+	}
+	var q *Queue
+	if f.consumed[name] {
+		q = f.sys.Queue(name, f.room)
+	} else {
+		q = f.sys.HoldingQueue(name, f.room)
+	}
+	f.queues[name] = q
+	return q
+}
+
+var _ flow.Backend = (*Flow)(nil)

@@ -1,0 +1,99 @@
+package lessons
+
+import (
+	"context"
+
+	"github.com/queuelab/qlab/flow"
+	"github.com/queuelab/qlab/inmem"
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/rabbit"
+)
+
+// A lesson that runs on both backends is written once on the flow seam:
+// it opens the run's backend with env.Open, declares its topology, starts
+// its consumers (each a flow.Handler returning a flow.Decision), publishes
+// and waits. The backend supplies the mechanism.
+
+// flowRoom is the room of every in-memory queue of a flow lesson: far more
+// than any lesson keeps in one queue, so a put never blocks a worker.
+const flowRoom = 1024
+
+// Open starts the run's flow backend: a fresh in-memory System, or a
+// RabbitMQ session under the run's queue names. Close it with env.Close.
+func (e *Env) Open(ctx context.Context) (flow.Backend, error) {
+	if e.Stream.Backend() == lab.InMem {
+		return inmem.NewFlow(ctx, e.Stream, max(flowRoom, 2*len(e.Plan.Tasks))), nil
+	}
+	s, err := rabbit.Open(ctx, e.Broker, brokerNames(e), e.Stream.Clock(), nil)
+	if err != nil {
+		return nil, err
+	}
+	b, err := rabbit.NewFlow(ctx, s, e.Stream)
+	if err != nil {
+		closeSession(ctx, e, s)
+		return nil, err
+	}
+	return b, nil
+}
+
+// Close ends backend b whatever happened to ctx, bounded by
+// sessionSettle: the consumers stop and a broker run deletes its queues
+// (reporting what they still held as lost).
+func (e *Env) Close(ctx context.Context, b flow.Backend) {
+	cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), sessionSettle)
+	defer cancel()
+	_ = b.Close(cleanup)
+}
+
+// Declare declares topo on b, lists it in the run's tables on the broker
+// (once per run: a lesson in phases declares it again for each), and lets
+// the run sample every queue's depth.
+func (e *Env) Declare(ctx context.Context, b flow.Backend, topo flow.Topology) error {
+	if err := b.Declare(ctx, topo); err != nil {
+		return err
+	}
+	if rb, ok := b.(*rabbit.Flow); ok && !e.topologyShown {
+		e.topologyShown = true
+		e.Report(topologyTable(topo, rb.Session()))
+	}
+	for _, q := range topo.Queues {
+		e.Watch(q.Name, func(ctx context.Context) (int, error) { return b.Depth(ctx, q.Name) })
+	}
+	return nil
+}
+
+// Worker is the seed's name for the worker called base on this run's
+// backend: "Retry-Worker" in memory, "Retry-Rabbit-Worker" on RabbitMQ
+// (seed 001 names them so).
+func (e *Env) Worker(base string) string {
+	if e.Stream.Backend() == lab.Rabbit {
+		return base + "-Rabbit-Worker"
+	}
+	return base + "-Worker"
+}
+
+// Work is the plan's simulated work for one attempt of task: it takes
+// Plan.WorkTime of lesson time, then fails as Plan.Fails says.
+func (e *Env) Work(ctx context.Context, task string, attempt int) error {
+	if err := e.Stream.Clock().Wait(ctx, e.Plan.WorkTime(task, attempt)); err != nil {
+		return err
+	}
+	return e.Plan.Fails(task, attempt)
+}
+
+// Phase marks the start of one part of a lesson that runs in several
+// (Q12: without, then with a breaker), for every renderer.
+func (e *Env) Phase(title string) {
+	e.Stream.Emit(lab.Event{Kind: lab.Phase, Actor: "lab", Note: title})
+}
+
+// brokerVersion is the RabbitMQ version b runs on, "" in memory: figures
+// that depend on it name it.
+func brokerVersion(b flow.Backend) string {
+	rb, ok := b.(*rabbit.Flow)
+	if !ok {
+		return ""
+	}
+	v, _ := rb.Session().Connection().Properties["version"].(string)
+	return v
+}

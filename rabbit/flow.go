@@ -1,0 +1,337 @@
+package rabbit
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuelab/qlab/flow"
+	"github.com/queuelab/qlab/lab"
+)
+
+// ReasonHeader is the header a message parked by a worker carries: why it
+// was parked (the broker's own dead-lettering writes x-death instead).
+const ReasonHeader = "qlab-reason"
+
+// Flow is the RabbitMQ mechanism of the flow seam. The broker holds every
+// message: a retry is a reject that the queue's dead-letter route takes
+// into a TTL wait queue (or, for a consumer that counts attempts in a
+// header, a confirmed republish to the wait queue, then an ack); a park is
+// a reject along the route, or a confirmed publish to the DLQ, then an
+// ack. Messages outlive an Interrupt, which only cuts the consumers'
+// connections.
+type Flow struct {
+	s      *Session
+	stream *lab.Stream
+	pub    *Publisher
+	work   inflight
+
+	mu       sync.Mutex
+	topo     flow.Topology
+	consumed map[string]bool
+	err      error
+}
+
+// NewFlow runs a flow on session s, reporting to stream. It opens the
+// confirm channel producers and republishing workers share.
+func NewFlow(ctx context.Context, s *Session, stream *lab.Stream) (*Flow, error) {
+	pub, err := s.Publisher(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &Flow{s: s, stream: stream, pub: pub, consumed: map[string]bool{}}, nil
+}
+
+// Kind is lab.Rabbit.
+func (f *Flow) Kind() lab.Backend { return lab.Rabbit }
+
+// Features: the broker keeps messages through a crash of the workers, and
+// a waiting message sits in a queue anyone can count; delays are real time.
+func (f *Flow) Features() flow.Features { return flow.Features{SurvivesCrash: true, WaitDepth: true} }
+
+// Session returns the session the flow runs on.
+func (f *Flow) Session() *Session { return f.s }
+
+// Declare declares t on the broker under the session's names.
+func (f *Flow) Declare(ctx context.Context, t flow.Topology) error {
+	if err := f.s.Declare(ctx, t); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.topo = t
+	return nil
+}
+
+// Consume starts a manual-ack consumer (prefetch 1) on c.Queue whose
+// deliveries c.Handle decides.
+func (f *Flow) Consume(ctx context.Context, c flow.Consumer) error {
+	f.mu.Lock()
+	f.consumed[c.Queue] = true
+	f.mu.Unlock()
+	opts := ConsumerOptions{Queue: c.Queue, Actor: c.Actor, Prefetch: 1, Stream: f.stream}
+	_, err := f.s.Consume(ctx, opts, func(ctx context.Context, d *Delivery) {
+		fd := &flow.Delivery{Task: d.Task, Queue: d.Queue, Attempt: attemptOf(d, c.RetryHeader),
+			Redelivered: d.Redelivered, Body: d.Body, Headers: headersOf(d)}
+		f.apply(ctx, c, d, fd, c.Handle(ctx, fd))
+	})
+	if err != nil {
+		f.mu.Lock()
+		delete(f.consumed, c.Queue)
+		f.mu.Unlock()
+	}
+	return err
+}
+
+// headersOf is d's headers, never nil: a broker message always has a
+// (maybe empty) header table, which tells a handler it runs on RabbitMQ.
+func headersOf(d *Delivery) amqp.Table {
+	if d.Headers == nil {
+		return amqp.Table{}
+	}
+	return d.Headers
+}
+
+// attemptOf is the attempt delivery d stands for: 1 + the rejects x-death
+// counted, or 1 + the consumer's own retry header.
+func attemptOf(d *Delivery, header string) int {
+	if header == "" {
+		return d.Attempt()
+	}
+	return 1 + int(max(toInt64(d.Headers[header]), 0))
+}
+
+// Publish publishes task to queue and waits for the broker's confirm.
+func (f *Flow) Publish(ctx context.Context, actor, queue, task string) error {
+	expected := f.expect(task, queue)
+	f.stream.Emit(lab.Event{Kind: lab.Enqueued, Task: task, Queue: queue, Actor: actor})
+	if err := f.pub.Publish(ctx, queue, task, nil); err != nil {
+		f.unexpect(task, expected)
+		return err
+	}
+	return nil
+}
+
+// apply carries out dec on delivery d from consumer c. The event comes
+// first; a settle that fails leaves the message with the broker, which
+// hands it out again (a redelivered event), so nothing is lost unseen.
+// The handling of d ends (work.done) only once the broker has it settled.
+func (f *Flow) apply(ctx context.Context, c flow.Consumer, d *Delivery, fd *flow.Delivery, dec flow.Decision) {
+	topo := f.topology()
+	e := lab.Event{Task: d.Task, Queue: d.Queue, Actor: c.Actor, Attempt: fd.Attempt}
+	switch dec.Action {
+	case flow.ActAck:
+		f.ack(d)
+	case flow.ActRetry:
+		via, ok := topo.Queue(dec.To)
+		brokerCounts := c.RetryHeader == ""
+		if !ok || (brokerCounts && topo.DeadLetterTarget(d.Queue) != via.Name) {
+			f.fail(d, e, fmt.Errorf("%s does not dead-letter to %s; count attempts in a header to republish there: %w", d.Queue, dec.To, flow.ErrNoRoute))
+			return
+		}
+		e.Kind, e.Via, e.To, e.DelayMs = lab.Scheduled, via.Name, topo.Settle(via.Name), via.TTL.Milliseconds()
+		if brokerCounts {
+			e.Note = fmt.Sprintf("rejected: the broker dead-letters it into %s, x-message-ttl %s", via.Name, via.TTL)
+			f.stream.Emit(e)
+			f.move(d, e.To, d.Reject)
+			return
+		}
+		e.Note = fmt.Sprintf("republished to %s with %s=%d, then acked", via.Name, c.RetryHeader, fd.Attempt)
+		f.stream.Emit(e)
+		f.republish(ctx, d, via.Name, e.To, withCount(d.Headers, c.RetryHeader, fd.Attempt, dec.Reason))
+	case flow.ActPark:
+		e.Kind, e.To, e.Note = lab.DeadLettered, dec.To, dec.Reason
+		f.stream.Emit(e)
+		if c.RetryHeader == "" && topo.DeadLetterTarget(d.Queue) == dec.To {
+			f.move(d, dec.To, d.Reject) // the queue's own dead-letter route; x-death records it
+			return
+		}
+		headers := CopyHeaders(d.Headers)
+		headers[ReasonHeader] = dec.Reason
+		f.republish(ctx, d, dec.To, dec.To, headers)
+	case flow.ActRequeue:
+		e.Kind, e.To = lab.Moved, d.Queue
+		f.stream.Emit(e)
+		f.move(d, d.Queue, func() error { return d.Nack(false, true) })
+	case flow.ActDrop:
+		e.Kind, e.Note = lab.Dropped, dec.Reason
+		f.stream.Emit(e)
+		f.ack(d)
+	}
+}
+
+// move settles the delivery with settle, expecting the message in queue
+// to (where the broker takes it) if a consumer of the run waits there.
+func (f *Flow) move(d *Delivery, to string, settle func() error) {
+	expected := f.expect(d.Task, to)
+	if err := settle(); err != nil {
+		f.unexpect(d.Task, expected)
+		return // the broker hands it out again
+	}
+	f.work.done(d.Task)
+}
+
+// republish publishes a copy of d to queue with headers, confirmed, then
+// acks d; the copy settles in settlesIn. A publish that fails puts d back
+// on its queue (a nack with requeue) rather than leaving it unacked.
+func (f *Flow) republish(ctx context.Context, d *Delivery, queue, settlesIn string, headers amqp.Table) {
+	expected := f.expect(d.Task, settlesIn)
+	if err := f.pub.Republish(ctx, queue, d, headers); err != nil {
+		f.unexpect(d.Task, expected)
+		f.s.Logger.Warn("rabbit: republish failed; the message goes back to its queue", "task", d.Task, "queue", queue, "err", err.Error())
+		_ = d.Nack(false, true) // back to its queue, or redelivered after a reconnect: in flight either way
+		return
+	}
+	f.ack(d)
+}
+
+// ack acknowledges d and ends its handling. An ack that fails leaves the
+// message with the broker, which hands it out again: still in flight.
+func (f *Flow) ack(d *Delivery) {
+	if d.Ack() == nil {
+		f.work.done(d.Task)
+	}
+}
+
+// fail reports a decision the topology cannot carry out (a lesson's
+// mistake): the message is acked away with a lost event saying why, and
+// Wait returns the error.
+func (f *Flow) fail(d *Delivery, e lab.Event, err error) {
+	f.mu.Lock()
+	if f.err == nil {
+		f.err = err
+	}
+	f.mu.Unlock()
+	e.Kind, e.Note = lab.Lost, err.Error()
+	f.stream.Emit(e)
+	f.ack(d)
+}
+
+// expect counts one more message on its way to queue when the run
+// consumes it, and reports whether it did.
+func (f *Flow) expect(task, queue string) bool {
+	f.mu.Lock()
+	consumed := f.consumed[f.topo.Settle(queue)]
+	f.mu.Unlock()
+	if consumed {
+		f.work.add(task)
+	}
+	return consumed
+}
+
+func (f *Flow) unexpect(task string, expected bool) {
+	if expected {
+		f.work.done(task)
+	}
+}
+
+// Wait blocks until every message the run published or moved into a
+// consumed queue has been handled, or ctx ends.
+func (f *Flow) Wait(ctx context.Context) error {
+	select {
+	case <-f.work.idle():
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
+}
+
+// Depth is how many messages are ready in queue.
+func (f *Flow) Depth(ctx context.Context, queue string) (int, error) { return f.s.Depth(ctx, queue) }
+
+// Peek reads up to n messages at the head of queue with basic.get and
+// leaves them there (Session.Peek).
+func (f *Flow) Peek(ctx context.Context, queue string, n int) ([]flow.Delivery, error) {
+	ds, err := f.s.Peek(ctx, queue, n)
+	out := make([]flow.Delivery, len(ds))
+	for i, d := range ds {
+		out[i] = flow.Delivery{Task: d.Task, Queue: queue, Attempt: d.Attempt(), Body: d.Body, Headers: headersOf(&d)}
+	}
+	return out, err
+}
+
+// Interrupt cuts every consumer's connection, as a crash of the worker
+// process would: unacked messages go back to their queues, consumers
+// reconnect.
+func (f *Flow) Interrupt() { f.s.InterruptConsumers() }
+
+// Close stops the consumers and deletes the run's queues. A task still
+// pending then was in a deleted queue: it is reported lost.
+func (f *Flow) Close(ctx context.Context) error {
+	_ = f.pub.Close()
+	if err := f.s.Close(ctx); err != nil {
+		return err
+	}
+	ReportDiscarded(f.stream, "Cleanup")
+	return nil
+}
+
+func (f *Flow) topology() flow.Topology {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.topo
+}
+
+// withCount returns a copy of headers with header set to count and the
+// last error under RetryReasonHeader.
+func withCount(headers amqp.Table, header string, count int, reason string) amqp.Table {
+	out := CopyHeaders(headers)
+	out[header] = int64(count)
+	out[RetryReasonHeader] = reason
+	return out
+}
+
+// inflight counts, per task, the messages the run expects to handle and
+// signals when none is left. Counting per task keeps a duplicate (an ack
+// lost with a dropped connection hands the message out twice) from
+// cancelling another task's count: a surplus handling is ignored.
+type inflight struct {
+	mu   sync.Mutex
+	n    map[string]int
+	sum  int
+	zero chan struct{}
+}
+
+func (w *inflight) add(task string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.sum == 0 {
+		w.zero = make(chan struct{})
+	}
+	if w.n == nil {
+		w.n = map[string]int{}
+	}
+	w.n[task]++
+	w.sum++
+}
+
+func (w *inflight) done(task string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.n[task] == 0 {
+		return // a duplicate, or a message the run never sent
+	}
+	w.n[task]--
+	w.sum--
+	if w.sum == 0 {
+		close(w.zero)
+	}
+}
+
+// idle returns a channel closed once nothing is in flight.
+func (w *inflight) idle() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.sum == 0 {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	return w.zero
+}
+
+var _ flow.Backend = (*Flow)(nil)
