@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/queuelab/qlab/lessons"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
 	"github.com/stretchr/testify/assert"
@@ -34,27 +35,7 @@ func TestCompareQ10OnBothBackends(t *testing.T) {
 	assert.Zero(t, rep.Persistence[1].Fates()[lab.FateLost], "the broker kept every waiting message")
 	assert.Zero(t, rep.Persistence[1].Fates()[lab.FatePending], "and the reconnected consumers finished them")
 	for _, s := range append(rep.Main[:], rep.Persistence[:]...) {
-		assertEveryTaskSummarised(t, s)
+		labtest.AssertAccounted(t, s.Events)
 	}
 	require.Len(t, rep.Tables, 6)
-}
-
-// assertEveryTaskSummarised checks one summary per created task, with the
-// fate the ledger derives from the events before it.
-func assertEveryTaskSummarised(t *testing.T, s Side) {
-	t.Helper()
-	summaries := map[string]lab.Event{}
-	for _, e := range s.Events {
-		if e.Kind == lab.Summary {
-			_, dup := summaries[e.Task]
-			assert.False(t, dup, "%s: two summaries for %s", s.Backend, e.Task)
-			summaries[e.Task] = e
-		}
-	}
-	tasks := s.Ledger().Tasks()
-	require.NotEmpty(t, tasks)
-	assert.Len(t, summaries, len(tasks), "%s: one summary per task", s.Backend)
-	for _, r := range tasks {
-		assert.Equal(t, r.Fate, summaries[r.ID].Fate, "%s: summary of %s", s.Backend, r.ID)
-	}
 }

@@ -42,13 +42,17 @@ type Lesson struct {
 	Parity Parity
 }
 
-// Parity is what a dual-backend lesson declares about its two runs.
+// Parity is what a dual-backend lesson declares to the parity suite,
+// which runs it on both backends and compares every task's fate, its
+// attempts and its configured waits.
 type Parity struct {
-	// ExactTimes: every event's lesson time matches across backends
-	// (only for a lesson whose broker run has no real-time race).
-	ExactTimes bool
-	// Plans are extra failure plans the suite runs besides the default
-	// (e.g. a seeded fail rate); nil means the suite's own set.
+	// TimingSensitive, when set, says why the lesson's outcome depends on
+	// real time on the broker (e.g. a breaker whose state depends on when
+	// calls land). The suite then runs only the default plan, compares
+	// fates, and the distinct configured waits rather than each task's.
+	TimingSensitive string
+	// Plans are failure plans the suite runs besides its own (the
+	// default and seeded fail rates).
 	Plans []lab.Plan
 }
 

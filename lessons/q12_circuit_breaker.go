@@ -29,6 +29,8 @@ var q12 = Lesson{
 	InMem:     runQ12,
 	Rabbit:    runQ12,
 	TestSpeed: 100, // the 30 s outage takes 0.3 s
+	Parity: Parity{TimingSensitive: "whether a retry lands inside the outage, what the breaker's window holds, and (with a fail rate) " +
+		"which mails spend their deliveries on fast fails depend on when calls happen: real time on the broker"},
 }
 
 // Seed 000's queues: one work queue, one wait queue that sends failures

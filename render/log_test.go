@@ -1,6 +1,7 @@
 package render
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -30,4 +31,31 @@ func TestLineShowsNotesAndTellsNewScheduledJobsFromRetries(t *testing.T) {
 	for _, c := range cases {
 		assert.Equal(t, c.want, plain.Line(c.e))
 	}
+}
+
+// TestEveryKindRenders: every kind of the contract has a log line and a
+// Mermaid line (a summary belongs to the closing table instead), and a
+// kind nobody taught the renderers shows up as unknown rather than
+// vanishing.
+func TestEveryKindRenders(t *testing.T) {
+	for _, k := range lab.Kinds {
+		e := lab.Event{Kind: k, Task: "C", Queue: "queue", To: "dlq", Actor: "Worker", Attempt: 2, DelayMs: 1000, Note: "why"}
+		msg, _ := Message(e)
+		var diagram strings.Builder
+		Mermaid(&diagram, []lab.Event{e})
+		if k == lab.Summary {
+			assert.Empty(t, msg, "a summary has no log line")
+			continue
+		}
+		assert.NotEmpty(t, msg, "kind %q has no log line", k)
+		assert.NotContains(t, msg, "unknown event kind", "kind %q has no log line", k)
+		assert.Regexp(t, `(?m)^    (P\d+-?->>P\d+|Note over P\d+): `, diagram.String(), "kind %q has no Mermaid line", k)
+		assert.NotContains(t, diagram.String(), "unknown event kind", "kind %q has no Mermaid line", k)
+	}
+	bogus := lab.Event{Kind: "teleported", Task: "C", Actor: "Worker"}
+	msg, _ := Message(bogus)
+	assert.Contains(t, msg, `unknown event kind "teleported"`)
+	var diagram strings.Builder
+	Mermaid(&diagram, []lab.Event{bogus})
+	assert.Contains(t, diagram.String(), "unknown event kind teleported")
 }
