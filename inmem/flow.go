@@ -21,14 +21,15 @@ type Flow struct {
 	topo     flow.Topology
 	queues   map[string]*Queue
 	consumed map[string]bool
-	err      error // the first decision the topology could not carry out
+	requeued map[*Task]bool // put straight back: the next delivery repeats the attempt
+	err      error          // the first decision the topology could not carry out
 }
 
 // NewFlow returns an in-memory flow reporting to stream. Each queue has
 // room for room tasks; a put never blocks below that, so make it larger
 // than the most tasks any one queue can hold at once.
 func NewFlow(ctx context.Context, stream *lab.Stream, room int) *Flow {
-	return &Flow{sys: New(ctx, stream, lab.Plan{}), room: room, queues: map[string]*Queue{}, consumed: map[string]bool{}}
+	return &Flow{sys: New(ctx, stream, lab.Plan{}), room: room, queues: map[string]*Queue{}, consumed: map[string]bool{}, requeued: map[*Task]bool{}}
 }
 
 // Kind is lab.InMem.
@@ -59,7 +60,8 @@ func (f *Flow) Declare(_ context.Context, t flow.Topology) error {
 }
 
 // Consume starts a worker goroutine named c.Actor on c.Queue. Each
-// delivery counts one more attempt on the task, then c.Handle decides.
+// delivery counts one more attempt on the task (a requeued one repeats
+// its attempt, as on the broker), then c.Handle decides.
 func (f *Flow) Consume(_ context.Context, c flow.Consumer) error {
 	if _, ok := f.topology().Queue(c.Queue); !ok {
 		return fmt.Errorf("inmem: consuming %s: %w", c.Queue, flow.ErrNoRoute)
@@ -69,23 +71,37 @@ func (f *Flow) Consume(_ context.Context, c flow.Consumer) error {
 	f.mu.Unlock()
 	q := f.queue(c.Queue)
 	f.sys.Worker(c.Actor, q, func(t *Task) {
-		t.Attempt++
+		if !f.takeRequeued(t) {
+			t.Attempt++
+		}
 		d := &flow.Delivery{Task: t.ID, Queue: q.name, Attempt: t.Attempt, Body: t.Body}
-		f.apply(c.Actor, q, t, c.Handle(f.sys.Context(), d))
+		f.apply(c, q, t, c.Handle(f.sys.Context(), d))
 	})
 	return nil
 }
 
-// apply carries out decision dec on t, taken from q by actor.
-func (f *Flow) apply(actor string, q *Queue, t *Task, dec flow.Decision) {
-	topo := f.topology()
+// takeRequeued reports whether t was requeued, and forgets it.
+func (f *Flow) takeRequeued(t *Task) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	was := f.requeued[t]
+	delete(f.requeued, t)
+	return was
+}
+
+// apply carries out decision dec on t, taken from q by consumer c. It
+// refuses what the broker could not do either (a broker-counted retry
+// into a wait queue q does not dead-letter to), so a lesson that runs here
+// runs on RabbitMQ too.
+func (f *Flow) apply(c flow.Consumer, q *Queue, t *Task, dec flow.Decision) {
+	topo, actor := f.topology(), c.Actor
 	switch dec.Action {
 	case flow.ActAck:
 	case flow.ActRetry:
 		via, ok := topo.Queue(dec.To)
 		switch {
-		case !ok:
-			f.fail(actor, q, t, fmt.Errorf("retry via unknown queue %s: %w", dec.To, flow.ErrNoRoute))
+		case !ok || (c.RetryHeader == "" && topo.DeadLetterTarget(q.name) != via.Name):
+			f.fail(actor, q, t, fmt.Errorf("%s does not dead-letter to %s; count attempts in a header to republish there: %w", q.name, dec.To, flow.ErrNoRoute))
 		case via.Role == flow.Wait:
 			// The lesson's wait queue is a timer here: the task waits in memory.
 			to := f.queue(topo.Settle(via.Name))
@@ -102,6 +118,9 @@ func (f *Flow) apply(actor string, q *Queue, t *Task, dec flow.Decision) {
 		}
 		q.DeadLetter(actor, t, f.queue(dec.To), dec.Reason)
 	case flow.ActRequeue:
+		f.mu.Lock()
+		f.requeued[t] = true
+		f.mu.Unlock()
 		q.Requeue(actor, t)
 	case flow.ActDrop:
 		f.sys.Drop(actor, t, q.name, dec.Reason)

@@ -28,10 +28,11 @@ type Flow struct {
 	pub    *Publisher
 	work   inflight
 
-	mu       sync.Mutex
-	topo     flow.Topology
-	consumed map[string]bool
-	err      error
+	mu        sync.Mutex
+	topo      flow.Topology
+	exchanges []string // broker names of the exchanges the flow declared
+	consumed  map[string]bool
+	err       error
 }
 
 // NewFlow runs a flow on session s, reporting to stream. It opens the
@@ -54,15 +55,17 @@ func (f *Flow) Features() flow.Features { return flow.Features{SurvivesCrash: tr
 // Session returns the session the flow runs on.
 func (f *Flow) Session() *Session { return f.s }
 
-// Declare declares t on the broker under the session's names.
+// Declare declares t on the broker under the session's names: its queues
+// (Session.Declare), then its exchanges and bindings. Close deletes them.
 func (f *Flow) Declare(ctx context.Context, t flow.Topology) error {
 	if err := f.s.Declare(ctx, t); err != nil {
 		return err
 	}
+	exchanges, err := f.s.declareRoutes(ctx, t)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.topo = t
-	return nil
+	f.topo, f.exchanges = t, append(f.exchanges, exchanges...)
+	return err
 }
 
 // Consume starts a manual-ack consumer (prefetch 1) on c.Queue whose
@@ -259,10 +262,17 @@ func (f *Flow) Peek(ctx context.Context, queue string, n int) ([]flow.Delivery, 
 // reconnect.
 func (f *Flow) Interrupt() { f.s.InterruptConsumers() }
 
-// Close stops the consumers and deletes the run's queues. A task still
-// pending then was in a deleted queue: it is reported lost.
+// Close deletes the flow's exchanges, stops the consumers and deletes the
+// run's queues. A task still pending then was in a deleted queue: it is
+// reported lost.
 func (f *Flow) Close(ctx context.Context) error {
 	_ = f.pub.Close()
+	f.mu.Lock()
+	exchanges := f.exchanges
+	f.mu.Unlock()
+	if err := f.s.deleteExchanges(ctx, exchanges); err != nil {
+		f.s.Logger.Warn("rabbit: clean-up left exchanges behind", "exchanges", exchanges, "err", err.Error())
+	}
 	if err := f.s.Close(ctx); err != nil {
 		return err
 	}

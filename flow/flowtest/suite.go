@@ -1,0 +1,251 @@
+// Package flowtest is the contract every flow.Backend must keep, as one
+// suite each backend runs (watermill's pubsub/tests, for the lab's seam):
+// inmem runs it under testing/synctest, rabbit against the real broker.
+// Both must report the same events for the same decisions; what a
+// backend cannot do is said by its flow.Features.
+package flowtest
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/queuelab/qlab/flow"
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lab/labtest"
+)
+
+// Config says how to run the suite against one backend.
+type Config struct {
+	// Open returns a fresh backend reporting to stream. The suite closes it.
+	Open func(t *testing.T, ctx context.Context, stream *lab.Stream) flow.Backend
+	// Speed is the lesson clock's speed (a broker needs real time).
+	Speed float64
+	// Run runs one case: directly, or inside a synctest bubble.
+	Run func(t *testing.T, name string, f func(t *testing.T))
+}
+
+// The suite's queues: work dead-letters into wait, whose TTL sends it
+// back; dlq is where parked tasks rest; direct dead-letters straight to dlq.
+const (
+	work   = "work"
+	wait   = "work.wait"
+	dlq    = "dlq"
+	direct = "direct"
+	ttl    = time.Second
+)
+
+var topology = flow.Topology{Queues: []flow.Queue{
+	{Name: work, Role: flow.Work, DeadLetterTo: wait},
+	{Name: wait, Role: flow.Wait, TTL: ttl, DeadLetterTo: work},
+	{Name: direct, Role: flow.Work, DeadLetterTo: dlq},
+	{Name: dlq, Role: flow.DLQ},
+}}
+
+// Run runs every contract case against cfg's backend.
+func Run(t *testing.T, cfg Config) {
+	cases := map[string]func(*testing.T, Config){
+		"RetryThroughTheWaitQueue": retryThroughTheWaitQueue(""),
+		"RetryCountedInAHeader":    retryThroughTheWaitQueue("retry-count"),
+		"ParkAlongTheQueuesRoute":  parkIn(direct),
+		"ParkByPublishing":         parkIn(work),
+		"DropSaysTheMessageIsGone": dropSaysTheMessageIsGone,
+		"RequeueRepeatsTheAttempt": requeueRepeatsTheAttempt,
+		"ImpossibleRouteIsAnError": impossibleRouteIsAnError,
+		"EveryTaskIsAccountedFor":  everyTaskIsAccountedFor,
+	}
+	names := make([]string, 0, len(cases))
+	for name := range cases {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		cfg.Run(t, name, func(t *testing.T) { cases[name](t, cfg) })
+	}
+}
+
+// harness is one case's backend, stream and recorder.
+type harness struct {
+	b      flow.Backend
+	stream *lab.Stream
+	rec    *labtest.Recorder
+	ctx    context.Context
+}
+
+func open(t *testing.T, cfg Config) *harness {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	rec := &labtest.Recorder{}
+	stream := lab.NewStream("flowtest", "", lab.NewClock(cfg.Speed), rec)
+	b := cfg.Open(t, ctx, stream)
+	t.Cleanup(func() {
+		closing, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = b.Close(closing)
+	})
+	require.NoError(t, b.Declare(ctx, topology))
+	return &harness{b: b, stream: stream, rec: rec, ctx: ctx}
+}
+
+// run publishes tasks to queue and waits until the backend is idle, then
+// ends the stream and returns its events.
+func (h *harness) run(t *testing.T, queue string, tasks ...string) []lab.Event {
+	for _, id := range tasks {
+		require.NoError(t, h.b.Publish(h.ctx, "Producer", queue, id))
+	}
+	require.NoError(t, h.b.Wait(h.ctx))
+	h.stream.Finish()
+	return h.rec.Events()
+}
+
+// attempt reports one processing attempt of d, as a lesson's handler
+// does, failing it when fail is set.
+func (h *harness) attempt(d *flow.Delivery, fail bool) error {
+	return h.stream.Attempt(d.Event("Worker"), func() error {
+		if fail {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+}
+
+// attempts records the attempt number of every delivery per task; only
+// handlers write it, one goroutine per consumer, read after Wait.
+type attempts map[string][]int
+
+func (a attempts) see(d *flow.Delivery) { a[d.Task] = append(a[d.Task], d.Attempt) }
+
+func retryThroughTheWaitQueue(header string) func(*testing.T, Config) {
+	return func(t *testing.T, cfg Config) {
+		h := open(t, cfg)
+		seen := attempts{}
+		require.NoError(t, h.b.Consume(h.ctx, flow.Consumer{Queue: work, Actor: "Worker", RetryHeader: header,
+			Handle: func(_ context.Context, d *flow.Delivery) flow.Decision {
+				seen.see(d)
+				if err := h.attempt(d, d.Task == "C" && d.Attempt < 3); err != nil {
+					return flow.Retry(wait, err)
+				}
+				return flow.Ack()
+			}}))
+		events := h.run(t, work, "A", "C")
+		assert.Equal(t, []int{1}, seen["A"])
+		assert.Equal(t, []int{1, 2, 3}, seen["C"], "each retry counts one more attempt")
+		waits := labtest.Of(events, "C", lab.Scheduled)
+		require.Len(t, waits, 2)
+		for i, e := range waits {
+			assert.Equal(t, work, e.Queue, "the queue it left")
+			assert.Equal(t, wait, e.Via, "the wait queue it sits in")
+			assert.Equal(t, work, e.To, "where the wait sends it")
+			assert.Equal(t, ttl.Milliseconds(), e.DelayMs, "the wait queue's TTL")
+			assert.Equal(t, i+1, e.Attempt)
+		}
+		fate, n := labtest.Summary(t, events, "C")
+		assert.Equal(t, []any{lab.FateDone, 3}, []any{fate, n})
+	}
+}
+
+func parkIn(from string) func(*testing.T, Config) {
+	return func(t *testing.T, cfg Config) {
+		h := open(t, cfg)
+		require.NoError(t, h.b.Consume(h.ctx, flow.Consumer{Queue: from, Actor: "Worker",
+			Handle: func(context.Context, *flow.Delivery) flow.Decision { return flow.Park(dlq, "poison") }}))
+		events := h.run(t, from, "C")
+		parked := labtest.Of(events, "C", lab.DeadLettered)
+		require.Len(t, parked, 1)
+		assert.Equal(t, from, parked[0].Queue)
+		assert.Equal(t, dlq, parked[0].To)
+		assert.Equal(t, "poison", parked[0].Note)
+		fate, _ := labtest.Summary(t, events, "C")
+		assert.Equal(t, lab.FateDead, fate)
+
+		held, err := h.b.Peek(h.ctx, dlq, 10)
+		require.NoError(t, err)
+		require.Len(t, held, 1, "the DLQ holds C")
+		assert.Equal(t, "C", held[0].Task)
+		again, err := h.b.Peek(h.ctx, dlq, 10)
+		require.NoError(t, err)
+		assert.Len(t, again, 1, "peeking left it there")
+		n, err := h.b.Depth(h.ctx, dlq)
+		require.NoError(t, err)
+		assert.Equal(t, 1, n)
+	}
+}
+
+func dropSaysTheMessageIsGone(t *testing.T, cfg Config) {
+	h := open(t, cfg)
+	require.NoError(t, h.b.Consume(h.ctx, flow.Consumer{Queue: work, Actor: "Worker",
+		Handle: func(context.Context, *flow.Delivery) flow.Decision { return flow.Drop("gave up") }}))
+	events := h.run(t, work, "C")
+	fate, _ := labtest.Summary(t, events, "C")
+	assert.Equal(t, lab.FateDropped, fate)
+	held, err := h.b.Peek(h.ctx, dlq, 10)
+	require.NoError(t, err)
+	assert.Empty(t, held)
+}
+
+func requeueRepeatsTheAttempt(t *testing.T, cfg Config) {
+	h := open(t, cfg)
+	seen := attempts{}
+	require.NoError(t, h.b.Consume(h.ctx, flow.Consumer{Queue: work, Actor: "Worker",
+		Handle: func(_ context.Context, d *flow.Delivery) flow.Decision {
+			seen.see(d)
+			if len(seen[d.Task]) == 1 {
+				return flow.Requeue()
+			}
+			return flow.Ack()
+		}}))
+	events := h.run(t, work, "C")
+	assert.Equal(t, []int{1, 1}, seen["C"], "a requeue is not a retry: the attempt repeats")
+	moved := labtest.Of(events, "C", lab.Moved)
+	require.Len(t, moved, 1)
+	assert.Equal(t, work, moved[0].To)
+}
+
+func impossibleRouteIsAnError(t *testing.T, cfg Config) {
+	h := open(t, cfg)
+	require.NoError(t, h.b.Consume(h.ctx, flow.Consumer{Queue: direct, Actor: "Worker",
+		Handle: func(context.Context, *flow.Delivery) flow.Decision { return flow.Retry(wait, errors.New("x")) }}))
+	require.NoError(t, h.b.Publish(h.ctx, "Producer", direct, "C"))
+	err := h.b.Wait(h.ctx)
+	require.ErrorIs(t, err, flow.ErrNoRoute, "direct does not dead-letter into work.wait")
+	h.stream.Finish()
+	fate, _ := labtest.Summary(t, h.rec.Events(), "C")
+	assert.Equal(t, lab.FateLost, fate, "the stream says what became of it")
+}
+
+// everyTaskIsAccountedFor mixes every decision over many tasks and checks
+// the stream's accounting.
+func everyTaskIsAccountedFor(t *testing.T, cfg Config) {
+	h := open(t, cfg)
+	decide := []func(*flow.Delivery) flow.Decision{
+		func(d *flow.Delivery) flow.Decision { _ = h.attempt(d, false); return flow.Ack() },
+		func(d *flow.Delivery) flow.Decision {
+			if err := h.attempt(d, d.Attempt < 2); err != nil {
+				return flow.Retry(wait, err)
+			}
+			return flow.Ack()
+		},
+		func(*flow.Delivery) flow.Decision { return flow.Park(dlq, "poison") },
+		func(*flow.Delivery) flow.Decision { return flow.Drop("gave up") },
+	}
+	var tasks []string
+	for i := range 20 {
+		tasks = append(tasks, string(rune('a'+i)))
+	}
+	require.NoError(t, h.b.Consume(h.ctx, flow.Consumer{Queue: work, Actor: "Worker",
+		Handle: func(_ context.Context, d *flow.Delivery) flow.Decision {
+			return decide[int(d.Task[0]-'a')%len(decide)](d)
+		}}))
+	events := h.run(t, work, tasks...)
+	labtest.AssertAccounted(t, events)
+	counts := map[lab.Fate]int{}
+	for _, r := range labtest.Fates(events) {
+		counts[r.Fate]++
+	}
+	assert.Equal(t, map[lab.Fate]int{lab.FateDone: 10, lab.FateDead: 5, lab.FateDropped: 5}, counts)
+}
