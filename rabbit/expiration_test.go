@@ -53,7 +53,7 @@ func TestPerMessageTTLExpiresOnlyAtTheHead(t *testing.T) {
 	var got []arrival
 	both := make(chan struct{})
 	_, err = s.Consume(ctx, rabbit.ConsumerOptions{Queue: "target", Actor: "t", Prefetch: 4}, func(_ context.Context, d *rabbit.Delivery) {
-		require.NoError(t, d.Ack())
+		assert.NoError(t, d.Ack())
 		mu.Lock()
 		defer mu.Unlock()
 		got = append(got, arrival{d.Task, time.Now(), d.Deaths, d.Headers["x-note"]})

@@ -135,7 +135,7 @@ func TestPublishConsumeWithConfirmsAndManualAck(t *testing.T) {
 
 	got := make(chan *rabbit.Delivery, 1)
 	_, err = s.Consume(ctx, rabbit.ConsumerOptions{Queue: "work", Actor: "t", Prefetch: 4}, func(_ context.Context, d *rabbit.Delivery) {
-		require.NoError(t, d.Ack())
+		assert.NoError(t, d.Ack())
 		got <- d
 	})
 	require.NoError(t, err)
@@ -170,7 +170,7 @@ func TestPublishMessageKeepsHeadersAndExpiration(t *testing.T) {
 
 	got := make(chan *rabbit.Delivery, 2)
 	_, err = s.Consume(ctx, rabbit.ConsumerOptions{Queue: "dlq", Actor: "t"}, func(_ context.Context, d *rabbit.Delivery) {
-		require.NoError(t, d.Ack())
+		assert.NoError(t, d.Ack())
 		got <- d
 	})
 	require.NoError(t, err)
@@ -210,10 +210,10 @@ func TestXDeathCountsTheWaitLoop(t *testing.T) {
 	_, err = s.Consume(ctx, rabbit.ConsumerOptions{Queue: rabbit.EmailQueue, Actor: "Email-Worker"}, func(_ context.Context, d *rabbit.Delivery) {
 		deliveries = append(deliveries, seen{d.Deaths, d.Died(rabbit.EmailWait), time.Now()})
 		if len(deliveries) < 4 {
-			require.NoError(t, d.Reject())
+			assert.NoError(t, d.Reject())
 			return
 		}
-		require.NoError(t, d.Ack())
+		assert.NoError(t, d.Ack())
 		close(finished)
 	})
 	require.NoError(t, err)
