@@ -2,7 +2,6 @@ package lessons
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/queuelab/qlab/inmem"
@@ -10,11 +9,11 @@ import (
 
 // The backoff waits of lessons Q07–Q09, in lesson time.
 const (
-	firstBackoff  = 1 * time.Second // main queue failure → retryQueue
-	secondBackoff = 2 * time.Second // retryQueue failure → secondRetryQueue
+	FirstBackoff  = 1 * time.Second // main queue failure → retryQueue
+	SecondBackoff = 2 * time.Second // retryQueue failure → secondRetryQueue
 )
 
-// backoffChain is the in-memory retry chain that lessons Q07, Q08 and Q09
+// Chain is the in-memory retry chain that lessons Q07, Q08 and Q09
 // share: three queues, one worker each, and a time.AfterFunc wait between
 // them that doubles (1 s, then 2 s).
 //
@@ -23,76 +22,58 @@ const (
 // What happens to a task whose last retry failed is exactly what the three
 // lessons differ in, so each passes it in as exhausted: Q07 drops the task,
 // Q08 parks it in a dead-letter queue, Q09 adds a DLQ-Worker that mails.
-type backoffChain struct {
-	sys                      *inmem.System
-	main, retry, secondRetry *inmem.Queue
-	room                     int // capacity of every queue: one per task, so a move never blocks
+type Chain struct {
+	Sys                      *inmem.System
+	Main, Retry, SecondRetry *inmem.Queue
+	Room                     int // capacity of every queue: one per task, so a move never blocks
 }
 
-// exhaustedFunc handles task t after its last retry failed at queue from.
+// Exhausted handles task t after its last retry failed at queue from.
 // It runs on actor's goroutine (the Second-Retry-Worker) and must put t
 // somewhere, or say it is gone, before it returns.
-type exhaustedFunc func(actor string, from *inmem.Queue, t *inmem.Task)
+type Exhausted func(actor string, from *inmem.Queue, t *inmem.Task)
 
-// newBackoffChain creates the system and the chain's three queues, with
+// NewChain creates the system and the chain's three queues, with
 // room for every task of the plan, so a move never blocks a worker.
-func newBackoffChain(ctx context.Context, env *Env) *backoffChain {
+func NewChain(ctx context.Context, env *Env) *Chain {
 	sys := inmem.New(ctx, env.Stream, env.Plan)
 	room := len(env.Plan.Tasks) + 1
-	return &backoffChain{
-		sys:         sys,
-		main:        sys.Queue("queue", room),
-		retry:       sys.Queue("retryQueue", room),
-		secondRetry: sys.Queue("secondRetryQueue", room),
-		room:        room,
+	return &Chain{
+		Sys:         sys,
+		Main:        sys.Queue("queue", room),
+		Retry:       sys.Queue("retryQueue", room),
+		SecondRetry: sys.Queue("secondRetryQueue", room),
+		Room:        room,
 	}
 }
 
-// run enqueues the plan's tasks, starts the three workers and waits until
+// Run enqueues the plan's tasks, starts the three workers and waits until
 // every task is done, exhausted or cancelled by ctx.
-func (c *backoffChain) run(ctx context.Context, env *Env, exhausted exhaustedFunc) error {
+func (c *Chain) Run(ctx context.Context, env *Env, exhausted Exhausted) error {
 	for _, id := range env.Plan.Tasks {
-		c.main.Enqueue("Producer", id)
+		c.Main.Enqueue("Producer", id)
 	}
 	for i := range env.Consumers {
-		c.stage(workerName("Sequential-Worker", i, env.Consumers), c.main, func(actor string, t *inmem.Task) {
-			c.sys.Schedule(actor, t, c.main.Name(), c.retry, firstBackoff)
+		c.stage(workerName("Sequential-Worker", i, env.Consumers), c.Main, func(actor string, t *inmem.Task) {
+			c.Sys.Schedule(actor, t, c.Main.Name(), c.Retry, FirstBackoff)
 		})
 	}
-	c.stage("Retry-Worker", c.retry, func(actor string, t *inmem.Task) {
-		c.sys.Schedule(actor, t, c.retry.Name(), c.secondRetry, secondBackoff)
+	c.stage("Retry-Worker", c.Retry, func(actor string, t *inmem.Task) {
+		c.Sys.Schedule(actor, t, c.Retry.Name(), c.SecondRetry, SecondBackoff)
 	})
-	c.stage("Second-Retry-Worker", c.secondRetry, func(actor string, t *inmem.Task) {
-		exhausted(actor, c.secondRetry, t)
+	c.stage("Second-Retry-Worker", c.SecondRetry, func(actor string, t *inmem.Task) {
+		exhausted(actor, c.SecondRetry, t)
 	})
-	watchInMem(env, c.main, c.retry, c.secondRetry)
-	defer env.interruptAfter(func() { c.sys.Crash("process") })()
-	return c.sys.Wait(ctx)
-}
-
-// workerName names consumer i of n on one queue: the base name alone when
-// it has one consumer, base-1, base-2 … when several compete (one actor
-// name per goroutine keeps transcripts canonical).
-func workerName(base string, i, n int) string {
-	if n <= 1 {
-		return base
-	}
-	return fmt.Sprintf("%s-%d", base, i+1)
-}
-
-// watchInMem lets the run sample the depth of in-memory queues. Tasks
-// waiting on a time.AfterFunc timer are in no queue: nothing can show them.
-func watchInMem(env *Env, queues ...*inmem.Queue) {
-	for _, q := range queues {
-		env.Watch(q.Name(), func(context.Context) (int, error) { return q.Len(), nil })
-	}
+	watchInMem(env, c.Main, c.Retry, c.SecondRetry)
+	defer env.InterruptAfter(func() { c.Sys.Crash("process") })()
+	return c.Sys.Wait(ctx)
 }
 
 // stage starts worker actor on q: one attempt per task, and onFail for a
 // task whose attempt failed.
-func (c *backoffChain) stage(actor string, q *inmem.Queue, onFail func(actor string, t *inmem.Task)) {
-	c.sys.Worker(actor, q, func(t *inmem.Task) {
-		if c.sys.Attempt(actor, q, t) != nil {
+func (c *Chain) stage(actor string, q *inmem.Queue, onFail func(actor string, t *inmem.Task)) {
+	c.Sys.Worker(actor, q, func(t *inmem.Task) {
+		if c.Sys.Attempt(actor, q, t) != nil {
 			onFail(actor, t)
 		}
 	})

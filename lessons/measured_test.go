@@ -13,16 +13,16 @@ import (
 
 // measureFunc is a measured lesson's body: it runs the lesson on env and
 // returns the runs it measured on streams of their own.
-type measureFunc func(ctx context.Context, env *Env) ([]*measuredRun, error)
+type measureFunc func(ctx context.Context, env *Env) ([]*MeasuredRun, error)
 
 // measureInMem runs a measured lesson's body inside a synctest bubble, the
 // way Run runs the lesson (runQ03 and runQ05 only drop the runs), and
 // returns the lesson stream's events, its tables and the measured runs.
-func measureInMem(t *testing.T, lesson Lesson, f measureFunc) ([]lab.Event, []render.Table, []*measuredRun) {
+func measureInMem(t *testing.T, lesson Lesson, f measureFunc) ([]lab.Event, []render.Table, []*MeasuredRun) {
 	t.Helper()
 	var rec lab.Recorder
 	var env *Env
-	var runs []*measuredRun
+	var runs []*MeasuredRun
 	synctest.Test(t, func(t *testing.T) {
 		env = &Env{Stream: lab.NewStream(lesson.Slug(), lab.InMem, lab.NewClock(1), &rec), Plan: lab.DefaultPlan()}
 		var err error
@@ -30,7 +30,7 @@ func measureInMem(t *testing.T, lesson Lesson, f measureFunc) ([]lab.Event, []re
 		require.NoError(t, err)
 		env.Stream.Finish()
 	})
-	return rec.Events, env.tables, runs
+	return rec.Events, env.Tables(), runs
 }
 
 // find returns the first event of kind k about task id at attempt n (any
@@ -58,26 +58,26 @@ func attemptsBy(events []lab.Event, keep func(id string) bool) map[string]int {
 }
 
 func TestStreamWorkloadIsReproducible(t *testing.T) {
-	w := streamWorkload()
-	require.Len(t, w.plan.Tasks, 200)
-	assert.Equal(t, "T001", w.plan.Tasks[0])
-	assert.Equal(t, "T200", w.plan.Tasks[199])
-	assert.Len(t, w.plan.Poison, 20, "10 % poison")
-	assert.Equal(t, w.plan.Poison, streamWorkload().plan.Poison, "the same poison tasks every time")
-	for _, id := range w.plan.Poison {
-		assert.Error(t, w.plan.Fails(id, 1))
-		assert.True(t, w.isPoison(id))
+	w := StreamWorkload()
+	require.Len(t, w.Plan.Tasks, 200)
+	assert.Equal(t, "T001", w.Plan.Tasks[0])
+	assert.Equal(t, "T200", w.Plan.Tasks[199])
+	assert.Len(t, w.Plan.Poison, 20, "10 % poison")
+	assert.Equal(t, w.Plan.Poison, StreamWorkload().Plan.Poison, "the same poison tasks every time")
+	for _, id := range w.Plan.Poison {
+		assert.Error(t, w.Plan.Fails(id, 1))
+		assert.True(t, w.IsPoison(id))
 	}
-	assert.False(t, w.isPoison("T000"))
+	assert.False(t, w.IsPoison("T000"))
 }
 
 func TestPercentileIsNearestRank(t *testing.T) {
 	values := []int64{50, 10, 40, 20, 30}
-	assert.Equal(t, int64(30), percentile(values, 50))
-	assert.Equal(t, int64(50), percentile(values, 100))
-	assert.Equal(t, int64(10), percentile(values, 1))
-	assert.Equal(t, int64(20), percentile([]int64{10, 20, 30, 40}, 50))
-	assert.Equal(t, int64(-1), percentile(nil, 50))
+	assert.Equal(t, int64(30), Percentile(values, 50))
+	assert.Equal(t, int64(50), Percentile(values, 100))
+	assert.Equal(t, int64(10), Percentile(values, 1))
+	assert.Equal(t, int64(20), Percentile([]int64{10, 20, 30, 40}, 50))
+	assert.Equal(t, int64(-1), Percentile(nil, 50))
 	assert.Equal(t, []int64{50, 10, 40, 20, 30}, values, "the input is left unsorted")
 }
 
@@ -91,15 +91,15 @@ func TestAttemptSpansPairStartsWithEnds(t *testing.T) {
 		{Kind: lab.Started, Task: "A", Actor: "W", TMs: 200}, // cut short: no end
 		{Kind: lab.Summary, Task: "A", TMs: 999},
 	}
-	spans := attemptSpans(events)
-	assert.Equal(t, []span{{"A", "W", 10, 110}, {"B", "V", 15, 65}}, spans)
-	assert.Equal(t, int64(150), busyMs(spans, func(span) bool { return true }))
-	assert.Equal(t, int64(100), busyMs(spans, func(s span) bool { return s.actor == "W" }))
-	assert.Equal(t, int64(200), runMs(events), "first to last event, summaries excluded")
+	spans := AttemptSpans(events)
+	assert.Equal(t, []Span{{"A", "W", 10, 110}, {"B", "V", 15, 65}}, spans)
+	assert.Equal(t, int64(150), BusyMs(spans, func(Span) bool { return true }))
+	assert.Equal(t, int64(100), BusyMs(spans, func(s Span) bool { return s.Actor == "W" }))
+	assert.Equal(t, int64(200), RunMs(events), "first to last event, summaries excluded")
 }
 
 func TestFmtMs(t *testing.T) {
-	assert.Equal(t, "85 ms", fmtMs(85))
-	assert.Equal(t, "4.27 s", fmtMs(4270))
-	assert.Equal(t, "-", fmtMs(-1))
+	assert.Equal(t, "85 ms", FmtMs(85))
+	assert.Equal(t, "4.27 s", FmtMs(4270))
+	assert.Equal(t, "-", FmtMs(-1))
 }

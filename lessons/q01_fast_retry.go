@@ -31,7 +31,7 @@ var q01 = Lesson{
 func runQ01(ctx context.Context, env *Env) error {
 	sys, queue, _ := planQueue(ctx, env)
 	var gaveUp []string
-	startFastRetry(sys, queue, func(t *inmem.Task) {
+	StartFastRetry(sys, queue, func(t *inmem.Task) {
 		gaveUp = append(gaveUp, t.ID) // only the one worker calls this
 	})
 	err := sys.Wait(ctx)
@@ -46,11 +46,11 @@ func runQ01(ctx context.Context, env *Env) error {
 	return err
 }
 
-// startFastRetry starts the Q01 design on queue: one Sequential-Worker that
+// StartFastRetry starts the Q01 design on queue: one Sequential-Worker that
 // puts a failed task straight back at the tail of the same queue. After
 // q01MaxAttempts the lesson gives up on the task (giveUp is told) and
 // leaves it pending; the design itself would loop forever.
-func startFastRetry(sys *inmem.System, queue *inmem.Queue, giveUp func(*inmem.Task)) {
+func StartFastRetry(sys *inmem.System, queue *inmem.Queue, giveUp func(*inmem.Task)) {
 	sys.Worker("Sequential-Worker", queue, func(t *inmem.Task) {
 		if sys.Attempt("Sequential-Worker", queue, t) == nil {
 			return

@@ -23,15 +23,15 @@ var q02 = Lesson{
 
 func runQ02(ctx context.Context, env *Env) error {
 	sys, queue, room := planQueue(ctx, env)
-	startRetryQueue(sys, queue, room)
+	StartRetryQueue(sys, queue, room)
 	return sys.Wait(ctx)
 }
 
-// startRetryQueue starts the Q02 design on queue: the Sequential-Worker
+// StartRetryQueue starts the Q02 design on queue: the Sequential-Worker
 // hands a failed task to a second queue, retryQueue (room tasks deep), and
 // goes on with the next task; the Retry-Worker gives each task there one
 // more attempt and drops it if that fails too.
-func startRetryQueue(sys *inmem.System, queue *inmem.Queue, room int) {
+func StartRetryQueue(sys *inmem.System, queue *inmem.Queue, room int) {
 	retryQueue := sys.Queue("retryQueue", room)
 	sys.Worker("Sequential-Worker", queue, func(t *inmem.Task) {
 		if sys.Attempt("Sequential-Worker", queue, t) != nil {

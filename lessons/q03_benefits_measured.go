@@ -39,24 +39,24 @@ func runQ03(ctx context.Context, env *Env) error {
 // q03Measure shows the Q02 design on the lesson's plan, then measures both
 // designs on the stream workload and reports the table. It returns the
 // measured runs for the tests.
-func q03Measure(ctx context.Context, env *Env) ([]*measuredRun, error) {
+func q03Measure(ctx context.Context, env *Env) ([]*MeasuredRun, error) {
 	if err := runQ02(ctx, env); err != nil {
 		return nil, err
 	}
-	w := streamWorkload()
+	w := StreamWorkload()
 	speed := float64(q03MeasureSpeed)
-	fast := newMeasuredRun(ctx, env, "Q01 fast retry", speed, w)
-	startFastRetry(fast.sys, fast.queue, func(*inmem.Task) {})
-	retry := newMeasuredRun(ctx, env, "Q02 retry queue", speed, w)
-	startRetryQueue(retry.sys, retry.queue, len(w.plan.Tasks))
-	runs := []*measuredRun{fast, retry}
+	fast := NewRun(ctx, env, "Q01 fast retry", speed, w)
+	StartFastRetry(fast.Sys, fast.Queue, func(*inmem.Task) {})
+	retry := NewRun(ctx, env, "Q02 retry queue", speed, w)
+	StartRetryQueue(retry.Sys, retry.Queue, len(w.Plan.Tasks))
+	runs := []*MeasuredRun{fast, retry}
 	defer func() {
 		for _, r := range runs {
-			r.sys.Stop() // a no-op for runs fed to the end
+			r.Sys.Stop() // a no-op for runs fed to the end
 		}
 	}()
 	for _, r := range runs {
-		if err := r.feed(ctx, w); err != nil {
+		if err := r.Feed(ctx, w); err != nil {
 			return runs, err
 		}
 	}
@@ -73,38 +73,38 @@ type q03Row struct {
 }
 
 // q03Figures reads run r's events back into one table row.
-func q03Figures(r *measuredRun, w workload) q03Row {
+func q03Figures(r *MeasuredRun, w Workload) q03Row {
 	var row q03Row
 	enqueued := map[string]int64{}
 	var completion []int64
-	for _, e := range r.events() {
+	for _, e := range r.Events() {
 		switch {
 		case e.Kind == lab.Enqueued:
 			enqueued[e.Task] = e.TMs
-		case e.Kind == lab.Succeeded && !w.isPoison(e.Task):
+		case e.Kind == lab.Succeeded && !w.IsPoison(e.Task):
 			completion = append(completion, e.TMs-enqueued[e.Task])
 		}
 	}
 	row.healthyDone = len(completion)
-	row.p50, row.maxMs = percentile(completion, 50), percentile(completion, 100)
-	spans := attemptSpans(r.events())
-	row.mainPoison = busyMs(spans, func(s span) bool { return w.isPoison(s.task) && s.actor == "Sequential-Worker" })
-	row.retryPoison = busyMs(spans, func(s span) bool { return w.isPoison(s.task) && s.actor == "Retry-Worker" })
-	row.poisonEnds = fatesOf(r.events(), w.isPoison)
+	row.p50, row.maxMs = Percentile(completion, 50), Percentile(completion, 100)
+	spans := AttemptSpans(r.Events())
+	row.mainPoison = BusyMs(spans, func(s Span) bool { return w.IsPoison(s.Task) && s.Actor == "Sequential-Worker" })
+	row.retryPoison = BusyMs(spans, func(s Span) bool { return w.IsPoison(s.Task) && s.Actor == "Retry-Worker" })
+	row.poisonEnds = FatesOf(r.Events(), w.IsPoison)
 	return row
 }
 
-func q03Table(runs []*measuredRun, w workload, speed float64) render.Table {
+func q03Table(runs []*MeasuredRun, w Workload, speed float64) render.Table {
 	t := render.Table{
 		Title:  "Healthy tasks in a steady stream (measured)",
 		Header: []string{"design", "healthy done", "healthy p50", "healthy max", "main on poison", "retry on poison", "poison ends"},
 	}
-	healthy := len(w.plan.Tasks) - len(w.plan.Poison)
+	healthy := len(w.Plan.Tasks) - len(w.Plan.Poison)
 	for _, r := range runs {
 		row := q03Figures(r, w)
 		t.Rows = append(t.Rows, []string{
-			r.design, fmtCount(row.healthyDone, healthy), fmtMs(row.p50), fmtMs(row.maxMs),
-			fmtMs(row.mainPoison), fmtMs(row.retryPoison), strings.Join(row.poisonEnds, ", "),
+			r.Design, FmtCount(row.healthyDone, healthy), FmtMs(row.p50), FmtMs(row.maxMs),
+			FmtMs(row.mainPoison), FmtMs(row.retryPoison), strings.Join(row.poisonEnds, ", "),
 		})
 	}
 	t.Notes = []string{
@@ -112,7 +112,7 @@ func q03Table(runs []*measuredRun, w workload, speed float64) render.Table {
 		"healthy p50/max: completion time (succeeded − enqueued) of the healthy tasks.",
 		"main/retry on poison: lesson time the Sequential-Worker / Retry-Worker spent on attempts of poison tasks.",
 		"Q01 stops looping a poison task after 5 attempts (the design never would): it ends pending. Q02 retries once, then drops it.",
-		"Measured on separate runs of the same code" + speedNote(speed),
+		"Measured on separate runs of the same code" + SpeedNote(speed),
 	}
 	return t
 }

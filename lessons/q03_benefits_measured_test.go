@@ -12,7 +12,7 @@ import (
 
 func TestQ03BenefitsMeasured(t *testing.T) {
 	events, tables, runs := measureInMem(t, q03, q03Measure)
-	w := streamWorkload()
+	w := StreamWorkload()
 
 	// The lesson's own stream is the short Q02 demo, fully accounted for.
 	labtest.AssertAccounted(t, events)
@@ -20,16 +20,16 @@ func TestQ03BenefitsMeasured(t *testing.T) {
 	assert.Equal(t, lab.FateDropped, fate)
 
 	require.Len(t, runs, 2)
-	fast, retry := runs[0].events(), runs[1].events()
+	fast, retry := runs[0].Events(), runs[1].Events()
 	for _, r := range runs {
-		t.Run(r.design, func(t *testing.T) {
-			labtest.AssertAccounted(t, r.events())
-			assert.Len(t, r.stream.Tasks(), len(w.plan.Tasks), "every task of the workload was created")
+		t.Run(r.Design, func(t *testing.T) {
+			labtest.AssertAccounted(t, r.Events())
+			assert.Len(t, r.Stream.Tasks(), len(w.Plan.Tasks), "every task of the workload was created")
 			// The tasks arrive as a stream, one every 125 ms.
-			assert.Equal(t, int64(125), find(t, r.events(), lab.Enqueued, "T002", 0).TMs-find(t, r.events(), lab.Enqueued, "T001", 0).TMs)
-			for _, id := range w.plan.Tasks {
-				if !w.isPoison(id) {
-					fate, _ := labtest.Summary(t, r.events(), id)
+			assert.Equal(t, int64(125), find(t, r.Events(), lab.Enqueued, "T002", 0).TMs-find(t, r.Events(), lab.Enqueued, "T001", 0).TMs)
+			for _, id := range w.Plan.Tasks {
+				if !w.IsPoison(id) {
+					fate, _ := labtest.Summary(t, r.Events(), id)
 					assert.Equal(t, lab.FateDone, fate, id)
 				}
 			}
@@ -38,7 +38,7 @@ func TestQ03BenefitsMeasured(t *testing.T) {
 
 	// Poison: the fast-retry worker tries each one 5 times itself; with a
 	// retry queue the main worker meets it once and the Retry-Worker once.
-	for _, id := range w.plan.Poison {
+	for _, id := range w.Plan.Poison {
 		fate, attempts := labtest.Summary(t, fast, id)
 		assert.Equal(t, lab.FatePending, fate, id)
 		assert.Equal(t, q01MaxAttempts, attempts, id)
@@ -46,14 +46,14 @@ func TestQ03BenefitsMeasured(t *testing.T) {
 		assert.Equal(t, lab.FateDropped, fate, id)
 		assert.Equal(t, 2, attempts, id)
 	}
-	poison := len(w.plan.Poison)
-	assert.Equal(t, map[string]int{"Sequential-Worker": poison * q01MaxAttempts}, attemptsBy(fast, w.isPoison))
-	assert.Equal(t, map[string]int{"Sequential-Worker": poison, "Retry-Worker": poison}, attemptsBy(retry, w.isPoison))
+	poison := len(w.Plan.Poison)
+	assert.Equal(t, map[string]int{"Sequential-Worker": poison * q01MaxAttempts}, attemptsBy(fast, w.IsPoison))
+	assert.Equal(t, map[string]int{"Sequential-Worker": poison, "Retry-Worker": poison}, attemptsBy(retry, w.IsPoison))
 
 	// Healthy tasks: with the retry queue even the slowest one finishes
 	// sooner than the typical one with fast retry.
 	fastTimes, retryTimes := healthyCompletion(fast, w), healthyCompletion(retry, w)
-	assert.Less(t, slices.Max(retryTimes), percentile(fastTimes, 50))
+	assert.Less(t, slices.Max(retryTimes), Percentile(fastTimes, 50))
 
 	// The table shows exactly these runs' figures.
 	require.Len(t, tables, 1)
@@ -61,12 +61,12 @@ func TestQ03BenefitsMeasured(t *testing.T) {
 	require.Len(t, rows, 2)
 	for i, times := range [][]int64{fastTimes, retryTimes} {
 		assert.Equal(t, "180/180", rows[i][1])
-		assert.Equal(t, fmtMs(medianLow(times)), rows[i][2], "p50 of %s", rows[i][0])
-		assert.Equal(t, fmtMs(slices.Max(times)), rows[i][3], "max of %s", rows[i][0])
+		assert.Equal(t, FmtMs(medianLow(times)), rows[i][2], "p50 of %s", rows[i][0])
+		assert.Equal(t, FmtMs(slices.Max(times)), rows[i][3], "max of %s", rows[i][0])
 	}
-	assert.Equal(t, fmtMs(poisonTime(fast, w, "Sequential-Worker")), rows[0][4])
-	assert.Equal(t, fmtMs(poisonTime(retry, w, "Sequential-Worker")), rows[1][4])
-	assert.Equal(t, fmtMs(poisonTime(retry, w, "Retry-Worker")), rows[1][5])
+	assert.Equal(t, FmtMs(poisonTime(fast, w, "Sequential-Worker")), rows[0][4])
+	assert.Equal(t, FmtMs(poisonTime(retry, w, "Sequential-Worker")), rows[1][4])
+	assert.Equal(t, FmtMs(poisonTime(retry, w, "Retry-Worker")), rows[1][5])
 	assert.Greater(t, poisonTime(fast, w, "Sequential-Worker"), 4*poisonTime(retry, w, "Sequential-Worker"),
 		"fast retry costs the main worker five attempts per poison task, the retry queue one")
 	assert.Equal(t, []string{"pending", "dropped"}, []string{rows[0][6], rows[1][6]})
@@ -75,10 +75,10 @@ func TestQ03BenefitsMeasured(t *testing.T) {
 
 // healthyCompletion lists succeeded − enqueued for every healthy task, read
 // independently of the lesson's own arithmetic.
-func healthyCompletion(events []lab.Event, w workload) []int64 {
+func healthyCompletion(events []lab.Event, w Workload) []int64 {
 	var out []int64
-	for _, id := range w.plan.Tasks {
-		if w.isPoison(id) {
+	for _, id := range w.Plan.Tasks {
+		if w.IsPoison(id) {
 			continue
 		}
 		var in, done int64 = -1, -1
@@ -107,11 +107,11 @@ func medianLow(values []int64) int64 {
 
 // poisonTime sums how long actor's attempts on poison tasks took: from each
 // failed event back to the started event of the same attempt.
-func poisonTime(events []lab.Event, w workload, actor string) int64 {
+func poisonTime(events []lab.Event, w Workload, actor string) int64 {
 	started := map[[2]any]int64{}
 	var total int64
 	for _, e := range events {
-		if e.Actor != actor || !w.isPoison(e.Task) {
+		if e.Actor != actor || !w.IsPoison(e.Task) {
 			continue
 		}
 		key := [2]any{e.Task, e.Attempt}

@@ -24,15 +24,15 @@ var q04 = Lesson{
 
 func runQ04(ctx context.Context, env *Env) error {
 	sys, queue, room := planQueue(ctx, env)
-	startRetryChain(sys, queue, 2, room)
+	StartRetryChain(sys, queue, 2, room)
 	return sys.Wait(ctx)
 }
 
-// startRetryChain starts the chained design with levels retry queues after
+// StartRetryChain starts the chained design with levels retry queues after
 // queue, each room tasks deep and each with its own worker goroutine. A
 // worker that fails a task moves it one queue down the chain; the worker
 // of the last queue drops it. With levels = 1 this is the Q02 design.
-func startRetryChain(sys *inmem.System, queue *inmem.Queue, levels, room int) {
+func StartRetryChain(sys *inmem.System, queue *inmem.Queue, levels, room int) {
 	from, actor := queue, "Sequential-Worker"
 	for level := 1; level <= levels; level++ {
 		name, next := retryLevel(level)

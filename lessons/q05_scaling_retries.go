@@ -86,7 +86,7 @@ func startDelayedRetry(sys *inmem.System, queue *inmem.Queue, retries, room int)
 
 // q05Design is one design at one number of retries, with what it cost.
 type q05Design struct {
-	run        *measuredRun
+	run        *MeasuredRun
 	retries    int
 	queues     int
 	goroutines int // worker goroutines the design started (System.Workers)
@@ -96,15 +96,15 @@ type q05Design struct {
 // goroutines, runs the lesson's own demo, then feeds the stream workload
 // through each design and reports the table. It returns the measured runs
 // for the tests.
-func q05Measure(ctx context.Context, env *Env) ([]*measuredRun, error) {
-	w := streamWorkload()
+func q05Measure(ctx context.Context, env *Env) ([]*MeasuredRun, error) {
+	w := StreamWorkload()
 	designs := q05StartDesigns(ctx, env, w)
 	defer func() {
 		for _, d := range designs {
-			d.run.sys.Stop()
+			d.run.Sys.Stop()
 		}
 	}()
-	runs := make([]*measuredRun, len(designs))
+	runs := make([]*MeasuredRun, len(designs))
 	for i, d := range designs {
 		runs[i] = d.run
 	}
@@ -112,7 +112,7 @@ func q05Measure(ctx context.Context, env *Env) ([]*measuredRun, error) {
 		return runs, err
 	}
 	for _, d := range designs {
-		if err := d.run.feed(ctx, w); err != nil {
+		if err := d.run.Feed(ctx, w); err != nil {
 			return runs, err
 		}
 	}
@@ -124,17 +124,17 @@ func q05Measure(ctx context.Context, env *Env) ([]*measuredRun, error) {
 // Each design runs in its own System, which counts its worker goroutines
 // exactly; runtime.NumGoroutine would count the whole process, whose other
 // goroutines (a test runner's, a broker client's) come and go meanwhile.
-func q05StartDesigns(ctx context.Context, env *Env, w workload) []q05Design {
+func q05StartDesigns(ctx context.Context, env *Env, w Workload) []q05Design {
 	speed := float64(q05MeasureSpeed)
-	room := len(w.plan.Tasks)
+	room := len(w.Plan.Tasks)
 	var designs []q05Design
 	add := func(name string, retries int, start func(*inmem.System, *inmem.Queue)) {
-		r := newMeasuredRun(ctx, env, name, speed, w)
-		start(r.sys, r.queue)
-		designs = append(designs, q05Design{run: r, retries: retries, queues: len(r.sys.QueueNames()), goroutines: r.sys.Workers()})
+		r := NewRun(ctx, env, name, speed, w)
+		start(r.Sys, r.Queue)
+		designs = append(designs, q05Design{run: r, retries: retries, queues: len(r.Sys.QueueNames()), goroutines: r.Sys.Workers()})
 	}
 	for _, n := range q05Sizes {
-		add("chained retry queues", n, func(sys *inmem.System, q *inmem.Queue) { startRetryChain(sys, q, n, room) })
+		add("chained retry queues", n, func(sys *inmem.System, q *inmem.Queue) { StartRetryChain(sys, q, n, room) })
 	}
 	for _, n := range q05Sizes {
 		add("one delayed retry queue + DLQ", n, func(sys *inmem.System, q *inmem.Queue) { startDelayedRetry(sys, q, n, room) })
@@ -152,24 +152,24 @@ func q05Demo(ctx context.Context, env *Env) error {
 // q05Idle is how many of d's goroutines were idle on average: all of them
 // minus the average number running an attempt over the run.
 func q05Idle(d q05Design) float64 {
-	events := d.run.events()
-	run := runMs(events)
+	events := d.run.Events()
+	run := RunMs(events)
 	if run == 0 {
 		return float64(d.goroutines)
 	}
-	busy := busyMs(attemptSpans(events), func(span) bool { return true })
+	busy := BusyMs(AttemptSpans(events), func(Span) bool { return true })
 	return float64(d.goroutines) - float64(busy)/float64(run)
 }
 
-func q05Table(designs []q05Design, w workload) render.Table {
+func q05Table(designs []q05Design, w Workload) render.Table {
 	t := render.Table{
 		Title:  "More retries: what each design costs (measured)",
 		Header: []string{"design", "retries", "queues", "goroutines", "idle goroutines (avg)", "poison ends"},
 	}
 	for _, d := range designs {
 		t.Rows = append(t.Rows, []string{
-			d.run.design, fmt.Sprint(d.retries), fmt.Sprint(d.queues), fmt.Sprint(d.goroutines),
-			fmt.Sprintf("%.1f", q05Idle(d)), strings.Join(fatesOf(d.run.events(), w.isPoison), ", "),
+			d.run.Design, fmt.Sprint(d.retries), fmt.Sprint(d.queues), fmt.Sprint(d.goroutines),
+			fmt.Sprintf("%.1f", q05Idle(d)), strings.Join(FatesOf(d.run.Events(), w.IsPoison), ", "),
 		})
 	}
 	t.Notes = []string{
@@ -177,7 +177,7 @@ func q05Table(designs []q05Design, w workload) render.Table {
 		"goroutines: worker goroutines the design started (inmem.System.Workers; its test checks it against runtime.NumGoroutine). A retry that waits is a timer, not a goroutine.",
 		"idle goroutines: goroutines minus the average number running an attempt, over the whole run (from its events).",
 		"Delayed retry: waits 1, 2, 4, 8, 16 s, then 16 s for each further retry; after the last retry the task is parked in deadLetterQueue.",
-		"Measured on separate runs" + speedNote(designs[0].run.stream.Clock().Speed()),
+		"Measured on separate runs" + SpeedNote(designs[0].run.Stream.Clock().Speed()),
 	}
 	return t
 }

@@ -58,12 +58,12 @@ func TestBackoffDoublesThenStops(t *testing.T) {
 
 func TestQ05ScalingMeasured(t *testing.T) {
 	_, tables, runs := measureInMem(t, q05, q05Measure)
-	w := streamWorkload()
+	w := StreamWorkload()
 	require.Len(t, runs, 2*len(q05Sizes))
 	for _, r := range runs {
-		t.Run(r.design, func(t *testing.T) {
-			labtest.AssertAccounted(t, r.events())
-			assert.Len(t, r.stream.Tasks(), len(w.plan.Tasks))
+		t.Run(r.Design, func(t *testing.T) {
+			labtest.AssertAccounted(t, r.Events())
+			assert.Len(t, r.Stream.Tasks(), len(w.Plan.Tasks))
 		})
 	}
 
@@ -90,11 +90,11 @@ func TestQ05ScalingMeasured(t *testing.T) {
 		assert.Greater(t, idle(chained), idle(delayed), "N=%d", n)
 		assert.Less(t, idle(delayed), 2.0)
 
-		for _, id := range w.plan.Poison {
-			fate, attempts := labtest.Summary(t, runs[chained].events(), id)
+		for _, id := range w.Plan.Poison {
+			fate, attempts := labtest.Summary(t, runs[chained].Events(), id)
 			assert.Equal(t, lab.FateDropped, fate, id)
 			assert.Equal(t, n+1, attempts, id)
-			fate, attempts = labtest.Summary(t, runs[delayed].events(), id)
+			fate, attempts = labtest.Summary(t, runs[delayed].Events(), id)
 			assert.Equal(t, lab.FateDead, fate, id)
 			assert.Equal(t, n+1, attempts, id)
 		}

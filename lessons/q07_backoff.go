@@ -22,8 +22,8 @@ var q07 = Lesson{
 }
 
 func runQ07(ctx context.Context, env *Env) error {
-	chain := newBackoffChain(ctx, env)
-	return chain.run(ctx, env, func(actor string, from *inmem.Queue, t *inmem.Task) {
-		chain.sys.Drop(actor, t, from.Name(), "all retries failed")
+	chain := NewChain(ctx, env)
+	return chain.Run(ctx, env, func(actor string, from *inmem.Queue, t *inmem.Task) {
+		chain.Sys.Drop(actor, t, from.Name(), "all retries failed")
 	})
 }

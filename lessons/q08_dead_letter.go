@@ -24,11 +24,11 @@ var q08 = Lesson{
 }
 
 func runQ08(ctx context.Context, env *Env) error {
-	chain := newBackoffChain(ctx, env)
+	chain := NewChain(ctx, env)
 	// Nobody consumes this DLQ: tasks rest there for manual inspection.
-	dlq := chain.sys.HoldingQueue("deadLetterQueue", chain.room)
+	dlq := chain.Sys.HoldingQueue("deadLetterQueue", chain.Room)
 	var parked []string // only the Second-Retry-Worker appends
-	err := chain.run(ctx, env, func(actor string, from *inmem.Queue, t *inmem.Task) {
+	err := chain.Run(ctx, env, func(actor string, from *inmem.Queue, t *inmem.Task) {
 		from.DeadLetter(actor, t, dlq, "failed all retries")
 		parked = append(parked, t.ID)
 	})

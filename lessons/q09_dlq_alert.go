@@ -15,9 +15,9 @@ import (
 	"github.com/queuelab/qlab/lab"
 )
 
-// q09MailLatency is how long the mock mail service takes per alert, in
+// MailLatency is how long the mock mail service takes per alert, in
 // lesson time: long enough to block whoever calls it.
-const q09MailLatency = 500 * time.Millisecond
+const MailLatency = 500 * time.Millisecond
 
 var q09 = Lesson{
 	ID:    "Q09",
@@ -30,15 +30,15 @@ var q09 = Lesson{
 // runQ09 is the whole in-memory flow of the seed: main → retry (1 s) →
 // second retry (2 s) → DLQ → alert mail.
 func runQ09(ctx context.Context, env *Env) error {
-	chain := newBackoffChain(ctx, env)
-	dlq := chain.sys.Queue("deadLetterQueue", chain.room)
+	chain := NewChain(ctx, env)
+	dlq := chain.Sys.Queue("deadLetterQueue", chain.Room)
 	watchInMem(env, dlq)
-	mailer := inmem.Mailer{Stream: env.Stream, Latency: q09MailLatency}
-	chain.sys.Worker("DLQ-Worker", dlq, func(t *inmem.Task) {
+	mailer := inmem.Mailer{Stream: env.Stream, Latency: MailLatency}
+	chain.Sys.Worker("DLQ-Worker", dlq, func(t *inmem.Task) {
 		env.Stream.Emit(lab.Event{Kind: lab.Received, Task: t.ID, Queue: dlq.Name(), Actor: "DLQ-Worker"})
 		mailer.Send(t.ID, inmem.DLQAlert(t.ID))
 	})
-	return chain.run(ctx, env, func(actor string, from *inmem.Queue, t *inmem.Task) {
+	return chain.Run(ctx, env, func(actor string, from *inmem.Queue, t *inmem.Task) {
 		from.DeadLetter(actor, t, dlq, "failed all retries")
 	})
 }

@@ -59,9 +59,9 @@ func TestQ09MailingNeverBlocksTheRetryWorker(t *testing.T) {
 	// scheduled at 1600 with a 2 s wait.
 	assert.Equal(t, int64(3600), retryE)
 	assert.Equal(t, int64(3700), deadE)
-	assert.Less(t, deadE, alertC+q09MailLatency.Milliseconds(), "E was dead-lettered while C's alert was still being sent")
+	assert.Less(t, deadE, alertC+MailLatency.Milliseconds(), "E was dead-lettered while C's alert was still being sent")
 	// The DLQ-Worker mails one task after the other.
-	assert.Equal(t, alertC+q09MailLatency.Milliseconds(), labtest.FirstAt(t, events, lab.Alerted, "E"))
+	assert.Equal(t, alertC+MailLatency.Milliseconds(), labtest.FirstAt(t, events, lab.Alerted, "E"))
 	for _, id := range []string{"C", "E"} {
 		fate, _ := labtest.Summary(t, events, id)
 		assert.Equal(t, lab.FateDead, fate, id)
@@ -76,6 +76,6 @@ func TestQ09NoticeScenario(t *testing.T) {
 
 	alertC := labtest.FirstAt(t, events, lab.Alerted, "C")
 	assert.LessOrEqual(t, labtest.FirstAt(t, events, lab.DeadLettered, "C"), startedAt(t, events, "D", 3))
-	assert.Less(t, labtest.FirstAt(t, events, lab.DeadLettered, "D"), alertC+q09MailLatency.Milliseconds(),
+	assert.Less(t, labtest.FirstAt(t, events, lab.DeadLettered, "D"), alertC+MailLatency.Milliseconds(),
 		"D is retried and dead-lettered while C's alert is being sent")
 }

@@ -57,7 +57,7 @@ var q10Topology = flow.Topology{Queues: []flow.Queue{
 
 // q10MailLatency is how long the mock mail service takes per alert, on
 // both backends (as in Q09).
-const q10MailLatency = q09MailLatency
+const q10MailLatency = MailLatency
 
 func runQ10(ctx context.Context, env *Env) error {
 	b, err := env.Open(ctx)
@@ -73,7 +73,7 @@ func runQ10(ctx context.Context, env *Env) error {
 			return err
 		}
 	}
-	defer env.interruptAfter(b.Interrupt)()
+	defer env.InterruptAfter(b.Interrupt)()
 	for _, id := range env.Plan.Tasks {
 		if err := b.Publish(ctx, "Producer", q10Main, id); err != nil {
 			return err

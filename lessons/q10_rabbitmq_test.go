@@ -68,15 +68,14 @@ func TestQ10ExplainsAStaleQueue(t *testing.T) {
 	// A queue left behind with other arguments (here: another TTL) makes
 	// the run stop with the explanation and the reset command.
 	s := rabbittest.Session(t, rabbitSpeed)
-	newRunNames = func() rabbit.Names { return s.Names } // the lesson run reuses the stale names
-	t.Cleanup(func() { newRunNames = rabbit.RunNames })
 	wait, _ := q10Topology.Queue(q10RetryWait)
 	wait.TTL = 7 * wait.TTL
 	require.NoError(t, s.Declare(t.Context(), rabbit.Topology{Queues: []rabbit.Queue{
 		{Name: q10Retry, Role: rabbit.Work}, wait,
 	}}))
 
-	_, err := Run(t.Context(), q10, Options{Backend: lab.Rabbit, Broker: s.URL, Speed: rabbitSpeed})
+	// The lesson run reuses the stale names.
+	_, err := Run(t.Context(), q10, Options{Backend: lab.Rabbit, Broker: s.URL, Speed: rabbitSpeed, Names: &s.Names})
 	var pe *rabbit.PreconditionError
 	require.ErrorAs(t, err, &pe)
 	assert.Contains(t, err.Error(), "for q in "+s.Names.Of(q10RetryWait)+" "+s.Names.Of(q10Main))

@@ -36,21 +36,21 @@ var q12 = Lesson{
 // Seed 000's queues: one work queue, one wait queue that sends failures
 // back after its TTL, and the DLQ the worker publishes to at the end.
 const (
-	emailQueue = "email_queue"
-	emailWait  = "email_queue_wait"
-	emailDLQ   = "email_queue_dlq"
+	EmailQueue = "email_queue"
+	EmailWait  = "email_queue_wait"
+	EmailDLQ   = "email_queue_dlq"
 )
 
-// emailLoop is seed 000's single wait-queue loop: email_queue dead-letters
+// EmailLoop is seed 000's single wait-queue loop: email_queue dead-letters
 // rejected messages into email_queue_wait, whose TTL dead-letters them
 // back; the worker itself publishes a message that gave up to the DLQ.
 //
 //	email_queue ─reject→ email_queue_wait (TTL) ─→ email_queue … worker ─publish→ email_queue_dlq
-func emailLoop(wait time.Duration) flow.Topology {
+func EmailLoop(wait time.Duration) flow.Topology {
 	return flow.Topology{Queues: []flow.Queue{
-		{Name: emailQueue, Role: flow.Work, DeadLetterTo: emailWait},
-		{Name: emailWait, Role: flow.Wait, TTL: wait, DeadLetterTo: emailQueue},
-		{Name: emailDLQ, Role: flow.DLQ},
+		{Name: EmailQueue, Role: flow.Work, DeadLetterTo: EmailWait},
+		{Name: EmailWait, Role: flow.Wait, TTL: wait, DeadLetterTo: EmailQueue},
+		{Name: EmailDLQ, Role: flow.DLQ},
 	}}
 }
 
@@ -151,7 +151,7 @@ func runQ12Scenario(ctx context.Context, env *Env, sc q12Scenario) (q12Result, e
 		return res, err
 	}
 	defer env.Close(ctx, b)
-	if err := env.Declare(ctx, b, emailLoop(q12Wait)); err != nil {
+	if err := env.Declare(ctx, b, EmailLoop(q12Wait)); err != nil {
 		return res, err
 	}
 	clock := env.Stream.Clock()
@@ -161,7 +161,7 @@ func runQ12Scenario(ctx context.Context, env *Env, sc q12Scenario) (q12Result, e
 	var current string        // the mail being delivered, for breaker events; only the worker touches it
 	calls := map[string]int{} // calls that reached the service, per mail: the attempt numbers
 	if sc.breaker {
-		cb = q12Breaker(env, emailQueue, &current)
+		cb = q12Breaker(env, EmailQueue, &current)
 	}
 	handle := func(ctx context.Context, d *flow.Delivery) flow.Decision {
 		current = d.Task
@@ -175,14 +175,14 @@ func runQ12Scenario(ctx context.Context, env *Env, sc q12Scenario) (q12Result, e
 		}
 		if d.Attempt >= sc.maxTries { // deliveries so far: calls and fast fails alike
 			res.dead++
-			return flow.Park(emailDLQ, fmt.Sprintf("gave up after %d deliveries", d.Attempt))
+			return flow.Park(EmailDLQ, fmt.Sprintf("gave up after %d deliveries", d.Attempt))
 		}
-		return flow.Retry(emailWait, err)
+		return flow.Retry(EmailWait, err)
 	}
-	if err := b.Consume(ctx, flow.Consumer{Queue: emailQueue, Actor: worker, Handle: handle}); err != nil {
+	if err := b.Consume(ctx, flow.Consumer{Queue: EmailQueue, Actor: worker, Handle: handle}); err != nil {
 		return res, err
 	}
-	stopInterrupt := env.interruptAfter(b.Interrupt)
+	stopInterrupt := env.InterruptAfter(b.Interrupt)
 	err = q12Produce(ctx, env, b, sc)
 	if err == nil {
 		err = b.Wait(ctx)
@@ -210,7 +210,7 @@ func q12Produce(ctx context.Context, env *Env, b flow.Backend, sc q12Scenario) e
 				return err
 			}
 		}
-		if err := b.Publish(ctx, "Producer", emailQueue, fmt.Sprintf("%s%02d", sc.prefix, i)); err != nil {
+		if err := b.Publish(ctx, "Producer", EmailQueue, fmt.Sprintf("%s%02d", sc.prefix, i)); err != nil {
 			return err
 		}
 	}

@@ -60,8 +60,8 @@ func TestQ12RabbitMQ(t *testing.T) {
 		case lab.Breaker:
 			states = append(states, e.Note)
 		case lab.Scheduled:
-			assert.Equal(t, emailWait, e.Via)
-			assert.Equal(t, emailQueue, e.To)
+			assert.Equal(t, EmailWait, e.Via)
+			assert.Equal(t, EmailQueue, e.To)
 		}
 	}
 	require.NotEmpty(t, states)

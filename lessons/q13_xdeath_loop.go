@@ -101,7 +101,7 @@ func q13Run(ctx context.Context, env *Env, loop q13Loop, readings *q13Readings) 
 		return nil, "", err
 	}
 	defer env.Close(ctx, b)
-	if err := env.Declare(ctx, b, emailLoop(q13Wait)); err != nil {
+	if err := env.Declare(ctx, b, EmailLoop(q13Wait)); err != nil {
 		return nil, "", err
 	}
 	lastErr := map[string]string{} // only the worker writes it, until Wait returns
@@ -115,23 +115,23 @@ func q13Run(ctx context.Context, env *Env, loop q13Loop, readings *q13Readings) 
 		}
 		lastErr[d.Task] = err.Error()
 		if d.Attempt >= q13MaxAttempts {
-			return flow.Park(emailDLQ, fmt.Sprintf("%s (counted by %s)", q13GaveUp(d.Attempt), loop.counter))
+			return flow.Park(EmailDLQ, fmt.Sprintf("%s (counted by %s)", q13GaveUp(d.Attempt), loop.counter))
 		}
-		return flow.Retry(emailWait, err)
+		return flow.Retry(EmailWait, err)
 	}
-	if err := b.Consume(ctx, flow.Consumer{Queue: emailQueue, Actor: loop.actor, RetryHeader: loop.header, Handle: handle}); err != nil {
+	if err := b.Consume(ctx, flow.Consumer{Queue: EmailQueue, Actor: loop.actor, RetryHeader: loop.header, Handle: handle}); err != nil {
 		return nil, "", err
 	}
-	defer env.interruptAfter(b.Interrupt)()
+	defer env.InterruptAfter(b.Interrupt)()
 	for _, id := range env.Plan.Tasks {
-		if err := b.Publish(ctx, "Producer", emailQueue, loop.prefix+id); err != nil {
+		if err := b.Publish(ctx, "Producer", EmailQueue, loop.prefix+id); err != nil {
 			return nil, "", err
 		}
 	}
 	if err := b.Wait(ctx); err != nil {
 		return nil, "", err
 	}
-	dlq, err := b.Peek(ctx, emailDLQ, 2*len(env.Plan.Tasks))
+	dlq, err := b.Peek(ctx, EmailDLQ, 2*len(env.Plan.Tasks))
 	return q13ParkedIn(dlq, lastErr), brokerVersion(b), err
 }
 

@@ -44,12 +44,12 @@ func assertQ13Fates(t *testing.T, events []lab.Event) {
 				numbers = append(numbers, e.Attempt)
 			}
 			if e.Task == prefix+"C" && e.Kind == lab.Scheduled {
-				assert.Equal(t, emailWait, e.Via)
-				assert.Equal(t, emailQueue, e.To)
+				assert.Equal(t, EmailWait, e.Via)
+				assert.Equal(t, EmailQueue, e.To)
 				assert.Equal(t, q13Wait.Milliseconds(), e.DelayMs)
 			}
 			if e.Task == prefix+"C" && e.Kind == lab.DeadLettered {
-				assert.Equal(t, emailDLQ, e.To)
+				assert.Equal(t, EmailDLQ, e.To)
 				assert.Equal(t, q13MaxAttempts, e.Attempt)
 			}
 		}

@@ -1,4 +1,4 @@
-package lessons
+package lesson
 
 import (
 	"fmt"
@@ -7,22 +7,22 @@ import (
 	"github.com/queuelab/qlab/render"
 )
 
-// newRunNames makes the per-run queue prefix of RabbitMQ lessons; a test
-// (never a parallel one) replaces it to know a run's names in advance.
-var newRunNames = rabbit.RunNames
-
-// brokerNames picks a RabbitMQ lesson's queue names: the seed's exact names
-// with --names seed, otherwise a fresh per-run prefix so runs never collide.
-func brokerNames(env *Env) rabbit.Names {
-	if env.SeedNames {
+// BrokerNames picks a RabbitMQ lesson's queue names: the names the run was
+// given (Options.Names), the seed's exact names with --names seed, or a
+// fresh per-run prefix so runs never collide.
+func BrokerNames(env *Env) rabbit.Names {
+	switch {
+	case env.Names != nil:
+		return *env.Names
+	case env.SeedNames:
 		return rabbit.SeedNames()
 	}
-	return newRunNames()
+	return rabbit.RunNames()
 }
 
-// topologyTable shows what a RabbitMQ lesson declared: each queue's broker
+// TopologyTable shows what a RabbitMQ lesson declared: each queue's broker
 // name, role, the TTL the broker really waits and where it dead-letters.
-func topologyTable(topo rabbit.Topology, s *rabbit.Session) render.Table {
+func TopologyTable(topo rabbit.Topology, s *rabbit.Session) render.Table {
 	t := render.Table{
 		Title:  "Queues declared on the broker",
 		Header: []string{"queue", "role", "x-message-ttl", "dead-letters to"},

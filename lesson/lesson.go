@@ -1,21 +1,23 @@
-// Package lessons is QueueLab's curriculum: one file per lesson, each
-// opening with what the student should notice, and the ordered registry All
-// that the CLI, the TUI and the README table read.
+// Package lesson is what every lesson is made of: the Lesson a registry
+// lists, the Env a run gets, Run, which runs one lesson on one backend and
+// always ends the stream with one summary per task, and the plumbing
+// lessons share (opening a flow backend, broker names and clean-up, the
+// plan's producer). The lessons themselves live in lessons/qNN.
 //
-// A lesson is a RunFunc per backend. It composes inmem or rabbit building
-// blocks, reports everything through env.Stream, and may add measured
-// tables with env.Report. It never prints.
-package lessons
+// A lesson is a RunFunc per backend. It composes inmem, rabbit or flow
+// building blocks, reports everything through env.Stream, and may add
+// measured tables with env.Report. It never prints.
+package lesson
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/render"
 )
 
@@ -103,42 +105,6 @@ func (l Lesson) Runner(b lab.Backend) RunFunc {
 	return nil
 }
 
-// All is the curriculum in order.
-var All = []Lesson{
-	q01,
-	q02,
-	q03,
-	q04,
-	q05,
-	q06,
-	q07,
-	q08,
-	q09,
-	q10,
-	q11,
-	q12,
-	q13,
-}
-
-// Find returns the lesson numbered n.
-func Find(n int) (Lesson, bool) {
-	for _, l := range All {
-		if l.Number() == n {
-			return l, true
-		}
-	}
-	return Lesson{}, false
-}
-
-// Parse finds a lesson from user input: "7", "07", "q7" or "Q07".
-func Parse(s string) (Lesson, error) {
-	n, err := strconv.Atoi(strings.TrimLeft(strings.TrimPrefix(strings.ToLower(s), "q"), "0"))
-	if l, ok := Find(n); err == nil && ok {
-		return l, nil
-	}
-	return Lesson{}, fmt.Errorf("unknown lesson %s (see qlab list)", s)
-}
-
 // Env is what a lesson run gets: the stream to report to, the workload, and
 // where to put measured tables.
 type Env struct {
@@ -149,6 +115,8 @@ type Env struct {
 	// SeedNames asks RabbitMQ lessons for the seed's exact queue names
 	// (rabbit.SeedNames) instead of a per-run prefix (rabbit.RunNames).
 	SeedNames bool
+	// Names, when set, are the broker names to declare under (Options.Names).
+	Names *rabbit.Names
 	// Interrupt, when > 0, asks the lesson to let its process "die" this
 	// long (lesson time) after its workers start (compare's persistence
 	// row): in memory that loses what memory held; on a broker the workers'
@@ -174,6 +142,10 @@ type probe struct {
 // Report adds a measured table to the run's result.
 func (e *Env) Report(t render.Table) { e.tables = append(e.tables, t) }
 
+// Tables returns the tables reported so far (for a test that runs a part
+// of a lesson on an Env of its own).
+func (e *Env) Tables() []render.Table { return append([]render.Table(nil), e.tables...) }
+
 // Watch registers a queue whose depth the run samples when Options.Sample
 // asks for it (compare's observability row). depth must be safe to call
 // from another goroutine and return promptly.
@@ -190,13 +162,13 @@ func (e *Env) Interrupted() {
 	e.interrupted = true
 }
 
-// interruptAfter calls die once Env.Interrupt of lesson time has passed
+// InterruptAfter calls die once Env.Interrupt of lesson time has passed
 // from now (a lesson arms it once its workers run, so set-up time never
 // counts), unless stop is called first. It fires at most once per lesson:
 // a lesson made of several runs arms it in each, and a run that starts
 // after an earlier one was interrupted is left alone. It does nothing when
 // Interrupt is 0.
-func (e *Env) interruptAfter(die func()) (stop func()) {
+func (e *Env) InterruptAfter(die func()) (stop func()) {
 	e.mu.Lock()
 	already := e.interrupted
 	e.mu.Unlock()

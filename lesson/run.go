@@ -1,4 +1,4 @@
-package lessons
+package lesson
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/render"
 )
 
@@ -18,6 +19,9 @@ type Options struct {
 	// SeedNames makes RabbitMQ lessons declare the seed's exact queue
 	// names instead of a private per-run prefix (qlab run --names seed).
 	SeedNames bool
+	// Names, when set, are the broker names the run declares under (a
+	// test that prepared queues of its own). It overrides SeedNames.
+	Names *rabbit.Names
 	// Interrupt, when > 0, makes the process "die" this long (lesson time)
 	// after the lesson's workers start, in lessons that support it (see
 	// Env.Interrupt).
@@ -81,7 +85,7 @@ func Run(ctx context.Context, l Lesson, opts Options, sinks ...lab.Sink) (Result
 		Plan:   plan,
 		Broker: opts.Broker,
 	}
-	env.SeedNames = opts.SeedNames
+	env.SeedNames, env.Names = opts.SeedNames, opts.Names
 	env.Interrupt = opts.Interrupt
 	env.Consumers = max(opts.Consumers, 1)
 	stopSampling := env.sample(ctx, opts.Sample)

@@ -1,4 +1,4 @@
-package lessons
+package lesson
 
 import (
 	"context"
@@ -24,13 +24,13 @@ func (e *Env) Open(ctx context.Context) (flow.Backend, error) {
 	if e.Stream.Backend() == lab.InMem {
 		return inmem.NewFlow(ctx, e.Stream, max(flowRoom, 2*len(e.Plan.Tasks))), nil
 	}
-	s, err := rabbit.Open(ctx, e.Broker, brokerNames(e), e.Stream.Clock(), nil)
+	s, err := rabbit.Open(ctx, e.Broker, BrokerNames(e), e.Stream.Clock(), nil)
 	if err != nil {
 		return nil, err
 	}
 	b, err := rabbit.NewFlow(ctx, s, e.Stream)
 	if err != nil {
-		closeSession(ctx, e, s)
+		CloseSession(ctx, e, s)
 		return nil, err
 	}
 	return b, nil
@@ -54,7 +54,7 @@ func (e *Env) Declare(ctx context.Context, b flow.Backend, topo flow.Topology) e
 	}
 	if rb, ok := b.(*rabbit.Flow); ok && !e.topologyShown {
 		e.topologyShown = true
-		e.Report(topologyTable(topo, rb.Session()))
+		e.Report(TopologyTable(topo, rb.Session()))
 	}
 	for _, q := range topo.Queues {
 		e.Watch(q.Name, func(ctx context.Context) (int, error) { return b.Depth(ctx, q.Name) })
@@ -87,9 +87,9 @@ func (e *Env) Phase(title string) {
 	e.Stream.Emit(lab.Event{Kind: lab.Phase, Actor: "lab", Note: title})
 }
 
-// brokerVersion is the RabbitMQ version b runs on, "" in memory: figures
+// BrokerVersion is the RabbitMQ version b runs on, "" in memory: figures
 // that depend on it name it.
-func brokerVersion(b flow.Backend) string {
+func BrokerVersion(b flow.Backend) string {
 	rb, ok := b.(*rabbit.Flow)
 	if !ok {
 		return ""

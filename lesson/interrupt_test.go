@@ -1,4 +1,4 @@
-package lessons
+package lesson
 
 import (
 	"sync/atomic"
@@ -20,7 +20,7 @@ func TestInterruptCountsFromArmingAndFiresOnce(t *testing.T) {
 
 		var died atomic.Int32 // the timer's goroutine writes, this one reads
 		die := func() { died.Add(1) }
-		stop := env.interruptAfter(die)
+		stop := env.InterruptAfter(die)
 		time.Sleep(49 * time.Millisecond)
 		assert.Zero(t, died.Load(), "2 s of lesson time is 50 ms at 40x: not yet")
 		time.Sleep(2 * time.Millisecond)
@@ -30,13 +30,13 @@ func TestInterruptCountsFromArmingAndFiresOnce(t *testing.T) {
 		env.mu.Unlock()
 		stop()
 
-		second := env.interruptAfter(die)
+		second := env.InterruptAfter(die)
 		time.Sleep(time.Second)
 		assert.Equal(t, int32(1), died.Load(), "a lesson dies once")
 		second()
 
 		quiet := &Env{Stream: lab.NewStream("q00", lab.InMem, lab.NewClock(1))}
-		quiet.interruptAfter(die)()
+		quiet.InterruptAfter(die)()
 		time.Sleep(time.Minute)
 		assert.Equal(t, int32(1), died.Load(), "no Interrupt, no death")
 	})

@@ -1,0 +1,89 @@
+// Package lessontest runs lessons in tests: in memory inside a synctest
+// bubble (fake, instant, deterministic time), on the test broker at the
+// lesson's test speed. Test code only.
+package lessontest
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lab/labtest"
+	"github.com/queuelab/qlab/lesson"
+	"github.com/queuelab/qlab/rabbit/rabbittest"
+	"github.com/queuelab/qlab/render"
+)
+
+// RabbitSpeed is the broker tests' speed for a lesson without a TestSpeed
+// of its own: 1 s of lesson time is 50 ms.
+const RabbitSpeed = 20
+
+// RunInMem runs lesson l on the in-memory backend inside a synctest
+// bubble and returns its events and result; the run must not fail.
+func RunInMem(t *testing.T, l lesson.Lesson, opts lesson.Options) ([]lab.Event, lesson.Result) {
+	t.Helper()
+	var rec lab.Recorder
+	var res lesson.Result
+	opts.Backend = lab.InMem
+	synctest.Test(t, func(t *testing.T) {
+		var err error
+		res, err = lesson.Run(context.Background(), l, opts, &rec)
+		require.NoError(t, err)
+	})
+	return rec.Events, res
+}
+
+// RunRabbit runs lesson l on the test broker (skipping without one,
+// failing under QLAB_REQUIRE_BROKER=1) at its TestSpeed, or opts.Speed
+// when set, bounded by a minute; the run must not fail.
+func RunRabbit(t *testing.T, l lesson.Lesson, opts lesson.Options) ([]lab.Event, lesson.Result) {
+	t.Helper()
+	opts.Backend = lab.Rabbit
+	opts.Broker = rabbittest.NeedBroker(t)
+	if opts.Speed == 0 {
+		opts.Speed = RabbitSpeed
+		if l.TestSpeed > 0 {
+			opts.Speed = l.TestSpeed
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var rec labtest.Recorder
+	res, err := lesson.Run(ctx, l, opts, &rec)
+	require.NoError(t, err)
+	return rec.Events(), res
+}
+
+// On runs l on backend b with RunInMem or RunRabbit.
+func On(t *testing.T, b lab.Backend, l lesson.Lesson, opts lesson.Options) ([]lab.Event, lesson.Result) {
+	t.Helper()
+	if b == lab.Rabbit {
+		return RunRabbit(t, l, opts)
+	}
+	return RunInMem(t, l, opts)
+}
+
+// SeededPlan is the default plan with a 30 % transient fail rate drawn
+// from seed.
+func SeededPlan(seed int64) *lab.Plan {
+	p := lab.DefaultPlan()
+	p.Seed, p.FailRate = seed, 0.3
+	return &p
+}
+
+// TableTitled finds the table whose title starts with prefix.
+func TableTitled(t *testing.T, tables []render.Table, prefix string) render.Table {
+	t.Helper()
+	for _, tb := range tables {
+		if strings.HasPrefix(tb.Title, prefix) {
+			return tb
+		}
+	}
+	t.Fatalf("no table %q", prefix)
+	return render.Table{}
+}

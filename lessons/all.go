@@ -1,0 +1,65 @@
+// Package lessons is QueueLab's curriculum: the ordered registry All that
+// the CLI, the TUI, compare and the README table read. Each lesson lives in
+// a package of its own, lessons/qNN, in a file that opens with what the
+// student should notice; package lesson has what they share.
+package lessons
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/queuelab/qlab/lesson"
+)
+
+// The types of package lesson, under the names the CLI, the TUI and
+// compare have always used.
+type (
+	Lesson       = lesson.Lesson
+	Options      = lesson.Options
+	Result       = lesson.Result
+	Series       = lesson.Series
+	ErrNoBackend = lesson.ErrNoBackend
+	Env          = lesson.Env
+	RunFunc      = lesson.RunFunc
+	Parity       = lesson.Parity
+)
+
+// Run runs lesson l (see lesson.Run).
+var Run = lesson.Run
+
+// All is the curriculum in order.
+var All = []Lesson{
+	q01,
+	q02,
+	q03,
+	q04,
+	q05,
+	q06,
+	q07,
+	q08,
+	q09,
+	q10,
+	q11,
+	q12,
+	q13,
+}
+
+// Find returns the lesson numbered n.
+func Find(n int) (Lesson, bool) {
+	for _, l := range All {
+		if l.Number() == n {
+			return l, true
+		}
+	}
+	return Lesson{}, false
+}
+
+// Parse finds a lesson from user input: "7", "07", "q7" or "Q07".
+func Parse(s string) (Lesson, error) {
+	n, err := strconv.Atoi(strings.TrimLeft(strings.TrimPrefix(strings.ToLower(s), "q"), "0"))
+	if l, ok := Find(n); err == nil && ok {
+		return l, nil
+	}
+	return Lesson{}, fmt.Errorf("unknown lesson %s (see qlab list)", s)
+}
