@@ -9,6 +9,20 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/queuelab/qlab/lessons/q01"
+	"github.com/queuelab/qlab/lessons/q02"
+	"github.com/queuelab/qlab/lessons/q03"
+	"github.com/queuelab/qlab/lessons/q04"
+	"github.com/queuelab/qlab/lessons/q05"
+	"github.com/queuelab/qlab/lessons/q06"
+	"github.com/queuelab/qlab/lessons/q07"
+	"github.com/queuelab/qlab/lessons/q08"
+	"github.com/queuelab/qlab/lessons/q09"
+	"github.com/queuelab/qlab/lessons/q10"
+	"github.com/queuelab/qlab/lessons/q11"
+	"github.com/queuelab/qlab/lessons/q12"
+	"github.com/queuelab/qlab/lessons/q13"
+
 	"github.com/queuelab/qlab/lesson"
 )
 
@@ -30,19 +44,19 @@ var Run = lesson.Run
 
 // All is the curriculum in order.
 var All = []Lesson{
-	q01,
-	q02,
-	q03,
-	q04,
-	q05,
-	q06,
-	q07,
-	q08,
-	q09,
-	q10,
-	q11,
-	q12,
-	q13,
+	q01.Lesson,
+	q02.Lesson,
+	q03.Lesson,
+	q04.Lesson,
+	q05.Lesson,
+	q06.Lesson,
+	q07.Lesson,
+	q08.Lesson,
+	q09.Lesson,
+	q10.Lesson,
+	q11.Lesson,
+	q12.Lesson,
+	q13.Lesson,
 }
 
 // Find returns the lesson numbered n.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lab/labtest"
+	"github.com/queuelab/qlab/lesson/lessontest"
 )
 
 // TestParity is the shared suite every dual-backend lesson joins by being
@@ -25,8 +26,8 @@ func TestParity(t *testing.T) {
 		}
 		for _, p := range parityPlans(l) {
 			t.Run(l.ID+"/"+p.name, func(t *testing.T) {
-				mem, _ := runInMem(t, l, Options{Plan: p.plan})
-				broker, _ := runRabbit(t, l, Options{Plan: p.plan})
+				mem, _ := lessontest.RunInMem(t, l, Options{Plan: p.plan})
+				broker, _ := lessontest.RunRabbit(t, l, Options{Plan: p.plan})
 				labtest.AssertAccounted(t, broker)
 				assert.Equal(t, outcomes(mem, l.Parity), outcomes(broker, l.Parity), "fates (and attempts) per task")
 				assert.Equal(t, waits(mem, l.Parity), waits(broker, l.Parity), "each task's configured waits")
@@ -46,7 +47,7 @@ type namedPlan struct {
 func parityPlans(l Lesson) []namedPlan {
 	out := []namedPlan{{"default", nil}}
 	if l.Parity.TimingSensitive == "" {
-		out = append(out, namedPlan{"seed3", seededPlan(3)}, namedPlan{"seed7", seededPlan(7)})
+		out = append(out, namedPlan{"seed3", lessontest.SeededPlan(3)}, namedPlan{"seed7", lessontest.SeededPlan(7)})
 	}
 	for i, p := range l.Parity.Plans {
 		out = append(out, namedPlan{fmt.Sprintf("lesson%d", i+1), &p})

@@ -93,6 +93,19 @@ func FirstAt(t testing.TB, events []lab.Event, k lab.Kind, task string) int64 {
 	return es[0].TMs
 }
 
+// Find returns the first event of kind k about task at attempt n (any
+// attempt when n is 0), failing the test when there is none.
+func Find(t testing.TB, events []lab.Event, k lab.Kind, task string, n int) lab.Event {
+	t.Helper()
+	for _, e := range Of(events, task, k) {
+		if n == 0 || e.Attempt == n {
+			return e
+		}
+	}
+	require.Failf(t, "no such event", "no %s event for task %s attempt %d", k, task, n)
+	return lab.Event{}
+}
+
 // Fates returns every task's summary fate and attempts, by task id.
 func Fates(events []lab.Event) map[string]lab.TaskRecord {
 	out := map[string]lab.TaskRecord{}

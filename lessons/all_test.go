@@ -1,0 +1,59 @@
+package lessons
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lab/labtest"
+	"github.com/queuelab/qlab/lesson/lessontest"
+	"github.com/queuelab/qlab/render"
+)
+
+// goldenPath is where lesson l's in-memory transcript lives.
+func goldenPath(l Lesson) string {
+	return filepath.Join("..", "testdata", "golden", l.Slug()+".inmem.log")
+}
+
+// TestGolden compares every in-memory lesson's transcript and Mermaid
+// diagram with their golden files (testdata/golden/qNN.inmem.log and .mmd);
+// `go test ./lessons -run Golden -update` rewrites them.
+func TestGolden(t *testing.T) {
+	for _, l := range All {
+		if l.InMem == nil {
+			continue
+		}
+		t.Run(l.ID, func(t *testing.T) {
+			events, res := lessontest.RunInMem(t, l, Options{})
+			var log, diagram bytes.Buffer
+			render.Transcript(&log, events, res.Tables)
+			render.Mermaid(&diagram, events)
+			labtest.Golden(t, goldenPath(l), log.String())
+			labtest.Golden(t, strings.TrimSuffix(goldenPath(l), ".log")+".mmd", diagram.String())
+		})
+	}
+}
+
+// TestEveryTaskAccountedFor checks the invariant of every run, for every
+// lesson on every backend it has (RabbitMQ on the real broker): each task
+// created gets exactly one summary, the summaries close the stream, and each
+// summary's fate and attempts agree with the events before it.
+func TestEveryTaskAccountedFor(t *testing.T) {
+	runOn := map[lab.Backend]func(*testing.T, Lesson, Options) ([]lab.Event, Result){
+		lab.InMem:  lessontest.RunInMem,
+		lab.Rabbit: lessontest.RunRabbit,
+	}
+	plans := map[string]*lab.Plan{"default": nil, "seeded": lessontest.SeededPlan(7)}
+	for _, l := range All {
+		for _, b := range l.Backends() {
+			for name, plan := range plans {
+				t.Run(l.ID+"/"+string(b)+"/"+name, func(t *testing.T) {
+					events, _ := runOn[b](t, l, Options{Plan: plan})
+					labtest.AssertAccounted(t, events)
+				})
+			}
+		}
+	}
+}

@@ -1,0 +1,46 @@
+// Package q02 is lesson Q02 — a retry queue and a Retry-Worker.
+//
+// Notice: when C fails, the Sequential-Worker moves it to retryQueue and
+// starts D at once; a second goroutine, the Retry-Worker, retries C in
+// parallel. When that retry fails as well, C is dropped: the message is
+// gone, and the dropped line in the log is all that is left of it.
+package q02
+
+import (
+	"context"
+
+	"github.com/queuelab/qlab/inmem"
+	"github.com/queuelab/qlab/lesson"
+)
+
+var Lesson = lesson.Lesson{
+	ID:    "Q02",
+	Title: "Retry queue and a Retry-Worker",
+	Notice: "When C fails, the Sequential-Worker moves it to retryQueue and starts D at once, while a second goroutine, the Retry-Worker, tries C again. " +
+		"When that retry fails too, C is dropped: the message is lost for good, and the dropped line in the log is its only trace.",
+	InMem: runQ02,
+}
+
+func runQ02(ctx context.Context, env *lesson.Env) error {
+	sys, queue, room := lesson.PlanQueue(ctx, env)
+	StartRetryQueue(sys, queue, room)
+	return sys.Wait(ctx)
+}
+
+// StartRetryQueue starts the Q02 design on queue: the Sequential-Worker
+// hands a failed task to a second queue, retryQueue (room tasks deep), and
+// goes on with the next task; the Retry-Worker gives each task there one
+// more attempt and drops it if that fails too.
+func StartRetryQueue(sys *inmem.System, queue *inmem.Queue, room int) {
+	retryQueue := sys.Queue("retryQueue", room)
+	sys.Worker("Sequential-Worker", queue, func(t *inmem.Task) {
+		if sys.Attempt("Sequential-Worker", queue, t) != nil {
+			queue.MoveTo("Sequential-Worker", t, retryQueue)
+		}
+	})
+	sys.Worker("Retry-Worker", retryQueue, func(t *inmem.Task) {
+		if err := sys.Attempt("Retry-Worker", retryQueue, t); err != nil {
+			sys.Drop("Retry-Worker", t, retryQueue.Name(), "no retries left, the message is lost: "+err.Error())
+		}
+	})
+}

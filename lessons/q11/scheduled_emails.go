@@ -1,0 +1,489 @@
+// Package q11 is lesson Q11 — scheduled emails.
+//
+// Notice: (a) an in-process timer loses the mails it holds when the
+// scheduler stops; (b) a per-message TTL makes the 1 s mail wait behind the
+// 5 s one; (c) fixed-TTL wait queues and a stateless router are on time,
+// even across a scheduler restart.
+package q11
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuelab/qlab/inmem"
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lesson"
+	"github.com/queuelab/qlab/rabbit"
+)
+
+var Lesson = lesson.Lesson{
+	ID:    "Q11",
+	Title: "Scheduled emails: timer, per-message TTL, delay levels",
+	Notice: "Mails due in 5 s, 1 s and in the past, three ways. (a) An in-process timer is on time until the scheduler stops: the mails it held are lost. " +
+		"(b) One delay queue with a per-message TTL keeps them on the broker, but the 1 s mail waits behind the 5 s one (RabbitMQ only expires the head of a queue). " +
+		"(c) Wait queues with one fixed TTL each and a stateless router are on time, even across a restart of the scheduler.",
+	Rabbit: runQ11Rabbit,
+}
+
+// The lesson's queues (seed names; the run adds its prefix).
+const (
+	q11MailQueue   = "mail.queue"  // consumed by the mail worker
+	q11DelayQueue  = "mail.delay"  // (b): per-message TTL, dead-letters into mail.queue
+	q11RouterQueue = "mail.router" // (c): every level queue dead-letters here
+	// q11Memory is not a queue: it stands for the scheduler's timers in (a).
+	q11Memory = "scheduler memory"
+	// q11DueHeader carries a mail's scheduledTime through (c)'s hops, so
+	// the router keeps no state of its own.
+	q11DueHeader = "x-scheduled-time"
+)
+
+// The lesson's actors.
+const (
+	q11Worker      = "Mail-Worker"
+	q11TimerSched  = "Timer-Scheduler"
+	q11TTLSched    = "TTL-Scheduler"
+	q11LevelSched  = "Level-Scheduler" // + "-1", "-2": one per scheduler process
+	q11LevelRouter = "Router"          // + "-1", "-2"
+)
+
+// The schedule, in lesson time from each strategy's start: the 5 s mail is
+// requested before the 1 s one, and one is already overdue.
+var q11Schedule = []struct {
+	suffix string
+	in     time.Duration
+}{{"5s", 5 * time.Second}, {"1s", time.Second}, {"past", -2 * time.Second}}
+
+// q11BadRequest is a request whose scheduledTime does not parse: the
+// scheduler refuses it before any mail exists.
+const q11BadRequest = "next tuesday 9am"
+
+// Strategy timings, in lesson time from the strategy's start.
+const (
+	q11TimerStop    = 3 * time.Second        // (a): the scheduler process stops
+	q11RestartAt    = 2 * time.Second        // (c): the scheduler's connection is closed…
+	q11RestartPause = 500 * time.Millisecond // …and a new scheduler starts this much later
+)
+
+// q11Request is one schedule-email request as the seed's API takes it.
+type q11Request struct {
+	Task          string `json:"task"`
+	To            string `json:"to"`
+	Subject       string `json:"subject"`
+	ScheduledTime string `json:"scheduledTime"` // ISO-8601
+}
+
+// q11Lesson is one run: the broker session that owns the queues and the
+// mail worker, the calendar, and the book of what each mail did.
+type q11Lesson struct {
+	env  *lesson.Env
+	s    *rabbit.Session
+	cal  calendar
+	book *mailBook
+	// timerStop is when (a)'s scheduler stopped; restartStop and
+	// restartStart are when (c)'s first scheduler closed its connection and
+	// when the second one was up; all in lesson time.
+	timerStop, restartStop, restartStart time.Duration
+}
+
+func runQ11Rabbit(ctx context.Context, env *lesson.Env) error {
+	names := lesson.BrokerNames(env)
+	s, err := rabbit.Open(ctx, env.Broker, names, env.Stream.Clock(), nil)
+	if err != nil {
+		return err
+	}
+	defer lesson.CloseSession(ctx, env, s)
+	if err := s.Declare(ctx, q11Topology()); err != nil {
+		return err
+	}
+	l := &q11Lesson{env: env, s: s, cal: newCalendar(env.Stream.Clock()), book: &mailBook{}}
+	if err := l.startWorker(ctx); err != nil {
+		return err
+	}
+	_, _, badErr := parseScheduledTime(q11BadRequest, l.cal.Now())
+	strategies := []struct {
+		name string
+		run  func(context.Context) error
+	}{
+		{"a", l.runTimer},
+		{"b", l.runPerMessageTTL},
+		{"c", l.runLevels},
+	}
+	for _, st := range strategies {
+		if err := st.run(ctx); err != nil {
+			return fmt.Errorf("strategy (%s): %w", st.name, err)
+		}
+		if err := rabbit.WaitSettled(ctx, env.Stream, nil); err != nil {
+			return fmt.Errorf("strategy (%s): waiting for its mails: %w", st.name, err)
+		}
+	}
+	l.report(badErr)
+	return nil
+}
+
+// q11Topology is the mail queue, (b)'s delay queue, and (c)'s level wait
+// queues, which all dead-letter into the router's queue.
+func q11Topology() rabbit.Topology {
+	qs := []rabbit.Queue{
+		{Name: q11MailQueue, Role: rabbit.Work},
+		{Name: q11DelayQueue, Role: rabbit.Delay, DeadLetterTo: q11MailQueue},
+		{Name: q11RouterQueue, Role: rabbit.Work},
+	}
+	for _, level := range delayLevels {
+		qs = append(qs, rabbit.Queue{Name: levelQueue(level), Role: rabbit.Wait, TTL: level, DeadLetterTo: q11RouterQueue})
+	}
+	return rabbit.Topology{Queues: qs}
+}
+
+// startWorker consumes mail.queue: each delivery is a mail whose time has
+// come; the worker sends it with the mock mailer and notes when.
+func (l *q11Lesson) startWorker(ctx context.Context) error {
+	stream := l.env.Stream
+	mailer := inmem.Mailer{Stream: stream}
+	opts := rabbit.ConsumerOptions{Queue: q11MailQueue, Actor: q11Worker, Prefetch: 1, Stream: stream}
+	_, err := l.s.Consume(ctx, opts, func(_ context.Context, d *rabbit.Delivery) {
+		var req q11Request
+		_ = json.Unmarshal(d.Body, &req) // a mail without a body still goes out; the test would notice
+		stream.Emit(lab.Event{Kind: lab.Started, Task: d.Task, Queue: q11MailQueue, Actor: q11Worker, Attempt: d.Attempt()})
+		mailer.Send(d.Task, inmem.Mail{To: req.To, Subject: req.Subject, Body: "scheduled for " + req.ScheduledTime})
+		l.book.delivered(d.Task, stream.Clock().Elapsed())
+		stream.Emit(lab.Event{Kind: lab.Succeeded, Task: d.Task, Queue: q11MailQueue, Actor: q11Worker, Attempt: d.Attempt(),
+			Note: "sent at " + l.cal.Now().Format(isoMillis)})
+		_ = d.Ack() // a lost ack means a redelivery, which the consumer reports
+	})
+	return err
+}
+
+// requests builds strategy prefix's schedule relative to now: task ids
+// prefix-5s, prefix-1s, prefix-past.
+func (l *q11Lesson) requests(prefix string) []q11Request {
+	now := l.cal.Now()
+	out := make([]q11Request, 0, len(q11Schedule))
+	for _, m := range q11Schedule {
+		id := prefix + "-" + m.suffix
+		out = append(out, q11Request{Task: id, To: "recipient@example.com", Subject: "Scheduled mail " + id,
+			ScheduledTime: now.Add(m.in).Format(isoMillis)})
+	}
+	return out
+}
+
+// accept validates req and records the mail in the book and the stream
+// (enqueued at the place it first waits). It returns the lesson-time
+// delay until the mail is due, 0 if it is due already.
+func (l *q11Lesson) accept(strategy, actor string, req q11Request, waitsIn string) (time.Duration, error) {
+	due, delay, err := parseScheduledTime(req.ScheduledTime, l.cal.Now())
+	if err != nil {
+		return 0, err
+	}
+	if delay == 0 {
+		waitsIn = q11MailQueue
+	}
+	now := l.env.Stream.Clock().Elapsed()
+	l.book.add(mailRow{strategy: strategy, task: req.Task, scheduledTime: req.ScheduledTime,
+		due: max(now, l.cal.Offset(due)), path: []string{waitsIn}})
+	note := "scheduledTime " + req.ScheduledTime
+	if delay == 0 {
+		note += ", already due: sent at once"
+	}
+	l.env.Stream.Emit(lab.Event{Kind: lab.Enqueued, Task: req.Task, Queue: waitsIn, Actor: actor, Note: note})
+	return delay, nil
+}
+
+// body is req's JSON message body.
+func (req q11Request) body() []byte {
+	b, _ := json.Marshal(req) // four strings always marshal
+	return b
+}
+
+// ---- (a) the seed's way: a timer in the scheduler's memory --------------
+
+// timerScheduler holds each mail in an in-process timer and publishes it
+// when due. Stop ends the process's work: every timer still pending is a
+// mail nobody else knows about.
+type timerScheduler struct {
+	l       *q11Lesson
+	s       *rabbit.Session
+	pub     *rabbit.Publisher
+	mu      sync.Mutex
+	pending map[string]*time.Timer
+	stopped bool
+}
+
+func (l *q11Lesson) runTimer(ctx context.Context) error {
+	start := l.env.Stream.Clock().Elapsed()
+	s, err := rabbit.Open(ctx, l.env.Broker, l.s.Names, l.s.Clock, l.s.Logger) // the scheduler's own connection
+	if err != nil {
+		return err
+	}
+	pub, err := s.Publisher(ctx)
+	if err != nil {
+		_ = s.Close(ctx)
+		return err
+	}
+	ts := &timerScheduler{l: l, s: s, pub: pub, pending: map[string]*time.Timer{}}
+	for _, req := range l.requests("a") {
+		if err := ts.schedule(ctx, req); err != nil {
+			ts.stop(ctx)
+			return err
+		}
+	}
+	if err := sleepUntil(ctx, l.env.Stream.Clock(), start+q11TimerStop); err != nil {
+		ts.stop(ctx)
+		return err
+	}
+	ts.stop(ctx)
+	l.timerStop = l.env.Stream.Clock().Elapsed()
+	return nil
+}
+
+// schedule computes the delay and starts a timer, or publishes at once.
+func (ts *timerScheduler) schedule(ctx context.Context, req q11Request) error {
+	l := ts.l
+	delay, err := l.accept("a", q11TimerSched, req, q11Memory)
+	if err != nil {
+		return err
+	}
+	if delay == 0 {
+		return ts.pub.Publish(ctx, q11MailQueue, req.Task, req.body())
+	}
+	l.env.Stream.Emit(lab.Event{Kind: lab.Scheduled, Task: req.Task, To: q11Memory, Actor: q11TimerSched,
+		DelayMs: delay.Milliseconds(), Note: "time.AfterFunc in the scheduler process; due " + req.ScheduledTime})
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.pending[req.Task] = l.env.Stream.Clock().AfterFunc(delay, func() { ts.fire(ctx, req) })
+	return nil
+}
+
+// fire publishes a mail whose timer expired, unless the scheduler stopped.
+// It holds the lock while publishing so stop cannot close the connection
+// under it.
+func (ts *timerScheduler) fire(ctx context.Context, req q11Request) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.stopped {
+		return // stop reported it lost
+	}
+	delete(ts.pending, req.Task)
+	st := ts.l.env.Stream
+	st.Emit(lab.Event{Kind: lab.Moved, Task: req.Task, Queue: q11Memory, To: q11MailQueue, Actor: q11TimerSched,
+		Note: "delay expired, publishing now"})
+	if err := ts.pub.Publish(ctx, q11MailQueue, req.Task, req.body()); err != nil {
+		st.Emit(lab.Event{Kind: lab.Lost, Task: req.Task, Queue: q11Memory, Actor: q11TimerSched, Note: "publish failed: " + err.Error()})
+	}
+}
+
+// stop is the scheduler process going away: its timers die with it, and
+// so do the mails they held.
+func (ts *timerScheduler) stop(ctx context.Context) {
+	ts.mu.Lock()
+	ts.stopped = true
+	for task, timer := range ts.pending {
+		timer.Stop()
+		ts.l.env.Stream.Emit(lab.Event{Kind: lab.Lost, Task: task, Queue: q11Memory, To: q11MailQueue, Actor: q11TimerSched,
+			Note: "the scheduler stopped; its timer was the only copy of the mail"})
+	}
+	ts.pending = nil
+	ts.mu.Unlock()
+	_ = ts.s.Close(ctx) // closing the connection closes the publisher's channel too
+}
+
+// ---- (b) one delay queue, per-message TTL ---------------------------------
+
+// runPerMessageTTL publishes each mail into mail.delay with its delay as
+// the expiration property; the broker dead-letters it into mail.queue when
+// it expires, which it only does at the head of the queue.
+func (l *q11Lesson) runPerMessageTTL(ctx context.Context) error {
+	pub, err := l.s.Publisher(ctx)
+	if err != nil {
+		return err
+	}
+	defer pub.Close()
+	clock := l.env.Stream.Clock()
+	for _, req := range l.requests("b") {
+		delay, err := l.accept("b", q11TTLSched, req, q11DelayQueue)
+		if err != nil {
+			return err
+		}
+		if delay == 0 {
+			if err := pub.Publish(ctx, q11MailQueue, req.Task, req.body()); err != nil {
+				return err
+			}
+			continue
+		}
+		msg := rabbit.Publishing(req.Task, req.body())
+		msg.Expiration = rabbit.Expiration(clock, delay)
+		l.env.Stream.Emit(lab.Event{Kind: lab.Scheduled, Task: req.Task, To: q11DelayQueue, Actor: q11TTLSched,
+			DelayMs: delay.Milliseconds(), Note: fmt.Sprintf("expiration %s ms (real) on the message; due %s", msg.Expiration, req.ScheduledTime)})
+		if err := pub.PublishMessage(ctx, q11DelayQueue, msg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ---- (c) fixed delay levels and a stateless router -----------------------
+
+// levelScheduler is one scheduler process of (c): a connection of its own,
+// a publisher, and the router consuming mail.router. It keeps no state:
+// where a mail is and when it is due live on the broker.
+type levelScheduler struct {
+	l   *q11Lesson
+	gen int
+	s   *rabbit.Session
+	pub *rabbit.Publisher
+}
+
+func (l *q11Lesson) runLevels(ctx context.Context) error {
+	start := l.env.Stream.Clock().Elapsed()
+	first, err := l.startLevelScheduler(ctx, 1)
+	if err != nil {
+		return err
+	}
+	for _, req := range l.requests("c") {
+		if err := first.schedule(ctx, req); err != nil {
+			first.stop(ctx)
+			return err
+		}
+	}
+	// Restart mid-flight: the 5 s mail is sitting in a wait queue.
+	clock := l.env.Stream.Clock()
+	if err := sleepUntil(ctx, clock, start+q11RestartAt); err != nil {
+		first.stop(ctx)
+		return err
+	}
+	first.stop(ctx)
+	l.restartStop = clock.Elapsed()
+	if err := sleepUntil(ctx, clock, start+q11RestartAt+q11RestartPause); err != nil {
+		return err
+	}
+	second, err := l.startLevelScheduler(ctx, 2)
+	if err != nil {
+		return err
+	}
+	defer second.stop(context.WithoutCancel(ctx))
+	l.restartStart = clock.Elapsed()
+	return rabbit.WaitSettled(ctx, l.env.Stream, nil)
+}
+
+// startLevelScheduler opens scheduler process gen: its connection, its
+// publisher and its router.
+func (l *q11Lesson) startLevelScheduler(ctx context.Context, gen int) (*levelScheduler, error) {
+	s, err := rabbit.Open(ctx, l.env.Broker, l.s.Names, l.s.Clock, l.s.Logger)
+	if err != nil {
+		return nil, err
+	}
+	pub, err := s.Publisher(ctx)
+	if err != nil {
+		_ = s.Close(ctx)
+		return nil, err
+	}
+	ls := &levelScheduler{l: l, gen: gen, s: s, pub: pub}
+	opts := rabbit.ConsumerOptions{Queue: q11RouterQueue, Actor: ls.router(), Prefetch: 1, Stream: l.env.Stream}
+	if _, err := s.Consume(ctx, opts, ls.route); err != nil {
+		ls.stop(ctx)
+		return nil, err
+	}
+	return ls, nil
+}
+
+func (ls *levelScheduler) scheduler() string { return fmt.Sprintf("%s-%d", q11LevelSched, ls.gen) }
+func (ls *levelScheduler) router() string    { return fmt.Sprintf("%s-%d", q11LevelRouter, ls.gen) }
+
+// schedule accepts a request and sends the mail on its first hop: the
+// longest level that fits its delay, or mail.queue if it is due.
+func (ls *levelScheduler) schedule(ctx context.Context, req q11Request) error {
+	l := ls.l
+	due, _, err := parseScheduledTime(req.ScheduledTime, l.cal.Now())
+	if err != nil {
+		return err
+	}
+	level, wait := nextLevel(due.Sub(l.cal.Now()))
+	first := q11MailQueue
+	if wait {
+		first = levelQueue(level)
+	}
+	delay, err := l.accept("c", ls.scheduler(), req, first)
+	if err != nil {
+		return err
+	}
+	if wait {
+		l.env.Stream.Emit(lab.Event{Kind: lab.Scheduled, Task: req.Task, To: first, Actor: ls.scheduler(), DelayMs: delay.Milliseconds(),
+			Note: fmt.Sprintf("first hop %s; due %s travels in header %s", level, req.ScheduledTime, q11DueHeader)})
+	}
+	return ls.publish(ctx, first, req.Task, req.body(), req.ScheduledTime)
+}
+
+// route is the router's handler: a mail came out of a level queue; send it
+// on to the next level, or to mail.queue once it is due. Everything it
+// needs is in the message.
+func (ls *levelScheduler) route(ctx context.Context, d *rabbit.Delivery) {
+	l := ls.l
+	st := l.env.Stream
+	scheduled, _ := d.Headers[q11DueHeader].(string)
+	due, _, err := parseScheduledTime(scheduled, l.cal.Now())
+	if err != nil { // not one of ours: the router cannot know when to send it
+		st.Emit(lab.Event{Kind: lab.Dropped, Task: d.Task, Queue: q11RouterQueue, Actor: ls.router(), Note: err.Error()})
+		_ = d.Reject()
+		return
+	}
+	from := q11RouterQueue
+	if len(d.Deaths) > 0 {
+		from = l.s.Names.Seed(d.Deaths[0].Queue)
+	}
+	remaining := due.Sub(l.cal.Now())
+	next, note := q11MailQueue, dueNote(remaining)
+	if level, ok := nextLevel(remaining); ok {
+		next, note = levelQueue(level), fmt.Sprintf("due in %s: wait %s more", remaining.Round(time.Millisecond), level)
+	}
+	if next != q11MailQueue {
+		l.book.hop(d.Task, next)
+	}
+	st.Emit(lab.Event{Kind: lab.Moved, Task: d.Task, Queue: from, To: next, Actor: ls.router(), Note: note})
+	// Publish, confirm, then ack: one step that a scheduler being stopped
+	// lets finish, bounded in real time. Cancelled halfway, the mail could
+	// be forwarded and requeued both, and delivered twice.
+	hop, cancel := context.WithTimeout(context.WithoutCancel(ctx), q11HopTimeout)
+	defer cancel()
+	if err := ls.publish(hop, next, d.Task, d.Body, scheduled); err != nil {
+		// Not acked: the broker hands the mail out again (to this router
+		// or the next scheduler's) and the consumer reports the redelivery.
+		l.s.Logger.Warn("q11: router could not re-publish; the mail stays in mail.router", "task", d.Task, "err", err.Error())
+		_ = d.Nack(false, true)
+		return
+	}
+	_ = d.Ack() // a lost ack means a redelivery: the mail hops twice, but no mail is lost
+}
+
+// q11HopTimeout bounds one router hop (publish and confirm) in real time.
+const q11HopTimeout = 5 * time.Second
+
+// dueNote says how close to its due time a mail goes to the mail queue.
+func dueNote(remaining time.Duration) string {
+	if remaining < 0 {
+		return fmt.Sprintf("due: %s overdue, sending", (-remaining).Round(time.Millisecond))
+	}
+	return fmt.Sprintf("due in %s: close enough, sending", remaining.Round(time.Millisecond))
+}
+
+// publish sends a mail to queue with its scheduledTime header, confirmed.
+func (ls *levelScheduler) publish(ctx context.Context, queue, task string, body []byte, scheduled string) error {
+	msg := rabbit.Publishing(task, body)
+	msg.Headers = amqp.Table{q11DueHeader: scheduled}
+	return ls.pub.PublishMessage(ctx, queue, msg)
+}
+
+// stop closes the scheduler's connection: its router stops (an unacked
+// mail goes back to mail.router) and nothing it knew is lost, because it
+// knew nothing the broker does not hold.
+func (ls *levelScheduler) stop(ctx context.Context) {
+	_ = ls.s.Close(ctx) // the router first, then the connection and the publisher's channel
+}
+
+// sleepUntil waits until lesson time t, or until ctx ends.
+func sleepUntil(ctx context.Context, clock lab.Clock, t time.Duration) error {
+	return clock.Wait(ctx, t-clock.Elapsed())
+}

@@ -1,0 +1,75 @@
+package q12
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lab/labtest"
+	"github.com/queuelab/qlab/lesson"
+	"github.com/queuelab/qlab/lesson/lessontest"
+	"github.com/queuelab/qlab/render"
+)
+
+// q12TableCount reads the no-breaker and breaker counts of row name.
+func q12TableCount(t *testing.T, tb render.Table, name string) (without, with int) {
+	t.Helper()
+	for _, row := range tb.Rows {
+		if row[0] == name {
+			a, err := strconv.Atoi(row[1])
+			require.NoError(t, err)
+			b, err := strconv.Atoi(row[2])
+			require.NoError(t, err)
+			return a, b
+		}
+	}
+	t.Fatalf("no row %q in %s", name, tb.Title)
+	return 0, 0
+}
+
+// TestQ12RabbitMQ runs both scenarios on the broker at speed 100 (the
+// 30 s outage takes 0.3 s): every mail gets through in both, and the breaker
+// spares the dead service most calls. Real time jitters, so it checks
+// counts and the order of breaker states, not a transcript.
+func TestQ12RabbitMQ(t *testing.T) {
+	events, res := lessontest.RunRabbit(t, Lesson, lesson.Options{})
+	labtest.AssertAccounted(t, events)
+	require.Len(t, res.Tasks, 2*q12Mails)
+	for _, rec := range res.Tasks {
+		assert.Equal(t, lab.FateDone, rec.Fate, "mail %s must be delivered", rec.ID)
+	}
+	tb := lessontest.TableTitled(t, res.Tables, "Without and with a circuit breaker")
+	delivered, deliveredB := q12TableCount(t, tb, "mails delivered")
+	assert.Equal(t, []int{q12Mails, q12Mails}, []int{delivered, deliveredB})
+	downPlain, downGuarded := q12TableCount(t, tb, "calls while it was down")
+	assert.Greater(t, downPlain, 3*downGuarded, "the breaker must spare the dead service most calls")
+	callsPlain, callsGuarded := q12TableCount(t, tb, "calls to the mail service")
+	assert.Greater(t, callsPlain, callsGuarded)
+
+	plain, guarded := q12RunOnly(events, "n"), q12RunOnly(events, "b")
+	assert.Zero(t, countKind(plain, lab.Rejected), "no breaker, no fast fails")
+	assert.Positive(t, countKind(guarded, lab.Rejected))
+	_, fastFails := q12TableCount(t, tb, "fast fails by the breaker")
+	assert.Equal(t, countKind(guarded, lab.Rejected), fastFails)
+	assert.Equal(t, countKind(plain, lab.Failed), downPlain, "every failed call was the outage (default plan)")
+
+	var states []string
+	for _, e := range guarded {
+		switch e.Kind {
+		case lab.Breaker:
+			states = append(states, e.Note)
+		case lab.Scheduled:
+			assert.Equal(t, EmailWait, e.Via)
+			assert.Equal(t, EmailQueue, e.To)
+		}
+	}
+	require.NotEmpty(t, states)
+	assert.Equal(t, "open", states[0])
+	assert.Equal(t, "closed", states[len(states)-1], "closed again once the service is back")
+	for i := 1; i < len(states); i++ {
+		assert.NotEqual(t, states[i-1], states[i])
+	}
+}

@@ -1,0 +1,148 @@
+package q13
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/queuelab/qlab/lessons/q12"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lab/labtest"
+	"github.com/queuelab/qlab/lesson"
+	"github.com/queuelab/qlab/lesson/lessontest"
+	"github.com/queuelab/qlab/rabbit/rabbittest"
+)
+
+// q13PoisonKinds is what a poison mail goes through: q13MaxAttempts
+// attempts, a wait after each but the last, then the DLQ.
+func q13PoisonKinds() []lab.Kind {
+	out := []lab.Kind{lab.Enqueued}
+	for i := 1; i < q13MaxAttempts; i++ {
+		out = append(out, lab.Started, lab.Failed, lab.Scheduled)
+	}
+	return append(out, lab.Started, lab.Failed, lab.DeadLettered)
+}
+
+// assertQ13Fates checks the default plan's outcome on either backend.
+func assertQ13Fates(t *testing.T, events []lab.Event) {
+	t.Helper()
+	for _, prefix := range []string{"", "r"} {
+		for _, id := range []string{"A", "B", "D"} {
+			fate, attempts := labtest.Summary(t, events, prefix+id)
+			assert.Equal(t, lab.FateDone, fate, prefix+id)
+			assert.Equal(t, 1, attempts, prefix+id)
+		}
+		fate, attempts := labtest.Summary(t, events, prefix+"C")
+		assert.Equal(t, lab.FateDead, fate, prefix+"C")
+		assert.Equal(t, q13MaxAttempts, attempts, "%sC reaches the maximum", prefix)
+		assert.Equal(t, q13PoisonKinds(), labtest.Kinds(events, prefix+"C"), prefix+"C")
+		var numbers []int
+		for _, e := range events {
+			if e.Task == prefix+"C" && e.Kind == lab.Started {
+				numbers = append(numbers, e.Attempt)
+			}
+			if e.Task == prefix+"C" && e.Kind == lab.Scheduled {
+				assert.Equal(t, q12.EmailWait, e.Via)
+				assert.Equal(t, q12.EmailQueue, e.To)
+				assert.Equal(t, q13Wait.Milliseconds(), e.DelayMs)
+			}
+			if e.Task == prefix+"C" && e.Kind == lab.DeadLettered {
+				assert.Equal(t, q12.EmailDLQ, e.To)
+				assert.Equal(t, q13MaxAttempts, e.Attempt)
+			}
+		}
+		for i, n := range numbers {
+			assert.Equal(t, i+1, n, "%sC's attempt numbers count 1, 2, 3 …", prefix)
+		}
+	}
+}
+
+func TestQ13InMemory(t *testing.T) {
+	events, res := lessontest.RunInMem(t, Lesson, lesson.Options{})
+	assertQ13Fates(t, events)
+
+	// Each wait is exactly the wait queue's TTL under the fake clock.
+	var failedAt int64 = -1
+	for _, e := range events {
+		if e.Task != "C" {
+			continue
+		}
+		switch e.Kind {
+		case lab.Failed:
+			failedAt = e.TMs
+		case lab.Started:
+			if failedAt >= 0 {
+				assert.Equal(t, q13Wait.Milliseconds(), e.TMs-failedAt, "attempt %d", e.Attempt)
+			}
+		}
+	}
+	require.Len(t, res.Tables, 1)
+	assert.Equal(t, [][]string{
+		{"C", fmt.Sprintf("attempt %d", q13MaxAttempts), lab.ErrPoison.Error()},
+		{"rC", fmt.Sprintf("attempt %d", q13MaxAttempts), lab.ErrPoison.Error()},
+	}, res.Tables[0].Rows)
+}
+
+func TestQ13NoticeShowsTheMaximum(t *testing.T) {
+	assert.Contains(t, Lesson.Notice, fmt.Sprintf("attempt %d", q13MaxAttempts))
+	assert.Contains(t, Lesson.Notice, "x-retries")
+}
+
+// TestQ13RabbitMQ runs the lesson on the broker: the same fates as in
+// memory, and the DLQ read back (left in place) with what each copy's
+// headers kept.
+func TestQ13RabbitMQ(t *testing.T) {
+	events, res := lessontest.RunRabbit(t, Lesson, lesson.Options{})
+	labtest.AssertAccounted(t, events)
+	assertQ13Fates(t, events)
+
+	parked := lessontest.TableTitled(t, res.Tables, "What the DLQ holds")
+	require.Len(t, parked.Rows, 2, "C and rC, and nothing else, in the DLQ")
+	max := q13MaxAttempts - 1
+	assert.Equal(t, []string{"C", fmt.Sprintf("%d / %d, 0", max, max), "(not kept: x-death records no error)"}, parked.Rows[0],
+		"x-death counted C's rejects up to the maximum; the copy kept them")
+	assert.Equal(t, "rC", parked.Rows[1][0])
+	assert.Regexp(t, fmt.Sprintf(`^0 / \d+, %d$`, max), parked.Rows[1][1], "rC never rejected and carries the lab's own count")
+	assert.Equal(t, lab.ErrPoison.Error(), parked.Rows[1][2], "and its last error")
+
+	counters := lessontest.TableTitled(t, res.Tables, "What the counters read")
+	series := func(i int) string { return counters.Rows[i][2] }
+	upTo := func(from, to int) string {
+		var out []string
+		for i := from; i <= to; i++ {
+			out = append(out, fmt.Sprint(i))
+		}
+		return strings.Join(out, " ")
+	}
+	assert.Equal(t, upTo(0, max), series(0), "C: x-death rejects")
+	assert.Equal(t, "1 "+upTo(1, max), series(2), "C: the seed's x-death[0].count ?? 1 reads 1 twice")
+	assert.Equal(t, upTo(0, max), series(3), "rC: x-retries")
+	assert.Equal(t, strings.TrimSpace(strings.Repeat("0 ", q13MaxAttempts)), series(4), "rC: no rejects")
+	assert.Contains(t, counters.Title, "RabbitMQ 3.")
+}
+
+// TestQ13StoppedEarlyReportsLost: a run cut short deletes its queues with
+// the mails still in them, and says so with a lost event per mail.
+func TestQ13StoppedEarlyReportsLost(t *testing.T) {
+	url := rabbittest.NeedBroker(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var rec labtest.Recorder
+	stop := lab.SinkFunc(func(e lab.Event) {
+		if e.Kind == lab.Scheduled && e.Task == "C" && e.Attempt == 3 {
+			cancel() // mid-loop: C sits in email_queue_wait
+		}
+	})
+	_, err := lesson.Run(ctx, Lesson, lesson.Options{Backend: lab.Rabbit, Broker: url, Speed: 20}, &rec, stop)
+	require.ErrorIs(t, err, context.Canceled)
+	events := rec.Events()
+	labtest.AssertAccounted(t, events)
+	fate, attempts := labtest.Summary(t, events, "C")
+	assert.Equal(t, lab.FateLost, fate)
+	assert.Equal(t, 3, attempts)
+	assert.Equal(t, lab.Lost, labtest.Kinds(events, "C")[len(labtest.Kinds(events, "C"))-1])
+}
