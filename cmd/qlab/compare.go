@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 
 	"github.com/queuelab/qlab/compare"
-	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lessons"
 	"github.com/queuelab/qlab/rabbit"
 )
@@ -43,10 +44,8 @@ func cmdCompare(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
-	for _, b := range []lab.Backend{lab.InMem, lab.Rabbit} {
-		if l.Runner(b) == nil {
-			return usagef("lesson %d has no %s variant, so there is nothing to compare (lessons with both: 10, 12, 13)", l.Number(), b)
-		}
+	if !l.Dual() {
+		return usagef("lesson %d runs on %s only, so there is nothing to compare (lessons on both: %s)", l.Number(), backendList(l), dualLessons())
 	}
 	broker, err := rabbit.Discover(ctx, discoverOptions)
 	if err != nil {
@@ -74,4 +73,16 @@ func cmdCompare(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// dualLessons lists the numbers of the lessons that run on both backends,
+// from the registry: "10, 12, 13".
+func dualLessons() string {
+	var ns []string
+	for _, l := range lessons.All {
+		if l.Dual() {
+			ns = append(ns, strconv.Itoa(l.Number()))
+		}
+	}
+	return strings.Join(ns, ", ")
 }
