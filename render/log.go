@@ -89,7 +89,7 @@ func Message(e lab.Event) (text, tone string) {
 	case lab.Dropped:
 		return fmt.Sprintf("🗑️ Permanently failed, dropped: %s (the message is lost)", t), red
 	case lab.Alerted:
-		return "📧 Sending Email Alert\n" + e.Note, amber
+		return "📧 Sending email\n" + e.Note, amber
 	case lab.Breaker:
 		return "🔌 Circuit breaker " + e.Note + withTask(t), amber
 	case lab.Rejected:
