@@ -16,7 +16,19 @@ import (
 	"github.com/queuelab/qlab/lab"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
+// updateFlag is -update, which rewrites golden files. teatest's golden
+// package (the TUI's tests) defines a flag of that name too, and it
+// initialises first (import paths sort before this one), so this package
+// shares it rather than defining it twice.
+var updateFlag = func() flag.Value {
+	if f := flag.Lookup("update"); f != nil {
+		return f.Value
+	}
+	flag.Bool("update", false, "rewrite the golden files under testdata/golden")
+	return flag.Lookup("update").Value
+}()
+
+func updating() bool { return updateFlag.String() == "true" }
 
 // Recorder is a lab.Sink that keeps every event; safe for concurrent use
 // (broker lessons emit from several goroutines).
@@ -174,7 +186,7 @@ func AssertAccounted(t testing.TB, events []lab.Event) {
 // rewrites the file. Review the diff of an update before committing it.
 func Golden(t testing.TB, path, got string) {
 	t.Helper()
-	if *update {
+	if updating() {
 		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
 	}
 	want, err := os.ReadFile(path)
