@@ -84,7 +84,7 @@ func TestGoldenChainDLQ(t *testing.T) {
 			frame := m.View()
 			golden(t, fmt.Sprintf("chain_dlq_%dx%d", size[0], size[1]), frame)
 			assert.Contains(t, frame, "1 dead")
-			assert.Contains(t, frame, "done 2 · dead 1 · dropped 0 · pending 0 · attempts 4")
+			assert.Contains(t, frame, "done 2 · dead 1 · dropped 0 · lost 0 · pending 0 · attempts 4")
 			assert.Equal(t, size[1], strings.Count(frame, "\n")+1, "the frame fills the screen exactly")
 		})
 	}
@@ -110,7 +110,7 @@ func TestGoldenBreakerLight(t *testing.T) {
 	m := testModel(fakeDLQ, 80, 24)
 	want := []struct{ name, light string }{
 		{"closed", "breaker ● CLOSED  1 of 1 calls failed · rejected 0"},
-		{"open", "breaker ○ OPEN  tripped by 2 failed of 2 calls · rejected 1 (C)"},
+		{"open", "breaker ○ OPEN  tripped by 2 failed of 2 calls · rejected 1 (latest C)"},
 		{"half_open", "breaker ◐ HALF-OPEN  trial calls: 0 failed of 0 · rejected 1"},
 		{"closed_again", "breaker ● CLOSED  0 of 0 calls failed · rejected 1"},
 	}
@@ -178,16 +178,16 @@ func TestBackendSwitchWithoutBrokerSaysSo(t *testing.T) {
 	m, err := New(Config{Lessons: []lessonsLesson{both}, Start: 98})
 	require.NoError(t, err)
 	m = step1(m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'b'}})
-	assert.Contains(t, m.View(), "needs RabbitMQ, which is not available in this build")
+	assert.Contains(t, m.View(), "needs RabbitMQ for that, which is not available in this build")
 	assert.Equal(t, lab.InMem, m.backend)
 
-	m, err = New(Config{Lessons: []lessonsLesson{both}, Start: 98, Broker: noBroker})
+	m, err = New(Config{Lessons: []lessonsLesson{both}, Start: 98, Broker: findNoBroker})
 	require.NoError(t, err)
 	next, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'b'}})
 	require.NotNil(t, cmd, "discovery runs in a command")
 	m = step1(next.(Model), cmd())
 	t.Cleanup(func() { m.stop() }) // its run command is never executed here
-	assert.Contains(t, m.View(), "no RabbitMQ broker: connection refused — showing inmem")
+	assert.Contains(t, m.View(), "no RabbitMQ broker: connection refused — staying in memory")
 	assert.Equal(t, lab.InMem, m.backend)
 
 	only := fakeDLQ
