@@ -661,7 +661,7 @@ func (m Model) View() string {
 // paneRule heads the pane: which it is, and the legend of the tokens'
 // marks while the log shows.
 func (m Model) paneRule(w int) string {
-	head := "── log ── " + legend + " "
+	head := "── log · " + legend + " "
 	if m.pane == resultsPane {
 		head = "── results (t: the log) "
 	}
