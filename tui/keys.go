@@ -16,7 +16,7 @@ func newKeyMap() keyMap {
 		Next:    key.NewBinding(key.WithKeys("n"), key.WithHelp("n/p", "lesson")),
 		Prev:    key.NewBinding(key.WithKeys("p")),
 		Backend: key.NewBinding(key.WithKeys("b"), key.WithHelp("b", "backend")),
-		Results: key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "results/log")),
+		Results: key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "results")),
 		Menu:    key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "menu")),
 		Quit:    key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
 	}

@@ -532,15 +532,15 @@ func (m *Model) fillPane() {
 	}
 }
 
-// results is the closing tables as qlab run prints them: what happened to
-// each task, then the lesson's measurements.
+// results is the closing tables: the lesson's measurements first (the
+// point of Q03, Q05, Q06, Q11–Q13), then what happened to each task.
 func (m Model) results() string {
 	var b strings.Builder
-	render.WhatHappened(m.summaries).Write(&b)
 	for _, t := range m.tables {
-		b.WriteString("\n")
 		t.Write(&b)
+		b.WriteString("\n")
 	}
+	render.WhatHappened(m.summaries).Write(&b)
 	return strings.TrimRight(b.String(), "\n")
 }
 
@@ -593,7 +593,7 @@ func (m Model) onBroker(msg brokerMsg) (tea.Model, tea.Cmd) {
 		m.chosen = lab.InMem
 		next, cmd := m.start()
 		m = next.(Model)
-		m.flash = fmt.Sprintf("%s runs on RabbitMQ by default, but no broker answers (%s): this is its in-memory twin; start one and press b", l.ID, why)
+		m.flash = fmt.Sprintf("no RabbitMQ broker, so %s runs its in-memory twin (start one, then b): %s", l.ID, why)
 		return m, cmd
 	}
 	m.state, m.brokerErr = noBroker, why

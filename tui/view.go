@@ -144,7 +144,7 @@ func (m Model) drawBox(cv []canvas, s slot, arriving int) {
 
 // border is a box's top or bottom edge with text set into it.
 func border(left, text string, inner int, right string) string {
-	text = clip(text, inner-3)
+	text = clip(text, inner-2)
 	if text == "" {
 		return left + strings.Repeat("─", inner) + right
 	}
@@ -320,7 +320,8 @@ func (m Model) drawLane(c canvas, slots []slot, where map[string]int, r int) {
 		} else {
 			text = "←" + text
 		}
-		at, ok := freeSpan(taken, max(x, lo), len([]rune(text)), lo-1, hi+1)
+		roomLo, roomHi := laneRoom(slots, where, mv.from, to, r)
+		at, ok := freeSpan(taken, max(x, lo), len([]rune(text)), roomLo, roomHi)
 		if !ok {
 			hidden++
 			continue
@@ -356,6 +357,18 @@ func lanePath(slots []slot, where map[string]int, from string, to, r int) (x0, x
 		}
 	}
 	return x0, x1
+}
+
+// laneRoom is the stretch of row r's lane a token going from queue from to
+// box to may be set in when its own spot is taken: under both boxes and
+// between them.
+func laneRoom(slots []slot, where map[string]int, from string, to, r int) (lo, hi int) {
+	dst := slots[to]
+	lo, hi = dst.x, dst.x+dst.w-1
+	if f, ok := where[from]; ok && slots[f].row == r {
+		lo, hi = min(lo, slots[f].x), max(hi, slots[f].x+slots[f].w-1)
+	}
+	return lo, hi
 }
 
 // freeSpan finds n free columns nearest to x within columns lo..hi (one
@@ -439,11 +452,13 @@ func (m Model) tail(c canvas, x, room int, ids []string, n int, tn tone) int {
 	for i := len(ids) - 1; i >= 0; i-- {
 		id := label(ids[i])
 		if used+len(id)+1 > room-2 {
-			parts = append([]string{"…"}, parts...)
 			break
 		}
 		parts = append([]string{id}, parts...)
 		used += len(id) + 1
+	}
+	if len(parts) < n {
+		parts = append([]string{"…"}, parts...) // older ones left out
 	}
 	x = c.put(x, "("+strconv.Itoa(n)+")", faint)
 	return c.put(x+1, strings.Join(parts, " "), tn)
