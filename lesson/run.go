@@ -32,6 +32,9 @@ type Options struct {
 	// Sample, when > 0, samples every watched queue's depth at this
 	// lesson-time interval into Result.Depths.
 	Sample time.Duration
+	// Pause, when set, holds the lesson's time while it is held (the TUI's
+	// pause key): see lab.Clock.WithPause.
+	Pause *lab.Pause
 }
 
 // Result is what a finished run leaves besides its events.
@@ -81,7 +84,7 @@ func Run(ctx context.Context, l Lesson, opts Options, sinks ...lab.Sink) (Result
 		plan = *opts.Plan
 	}
 	env := &Env{
-		Stream: lab.NewStream(l.Slug(), opts.Backend, lab.NewClock(opts.Speed), sinks...),
+		Stream: lab.NewStream(l.Slug(), opts.Backend, lab.NewClock(opts.Speed).WithPause(opts.Pause), sinks...),
 		Plan:   plan,
 		Broker: opts.Broker,
 	}

@@ -90,6 +90,7 @@ func testModel(l lessons.Lesson, w, h int) Model {
 	if err != nil {
 		panic(err)
 	}
+	m.state = running
 	return step1(m, tea.WindowSizeMsg{Width: w, Height: h})
 }
 
@@ -116,7 +117,7 @@ func frames(m Model, n int) Model {
 
 type lessonsLesson = lessons.Lesson
 
-// noBroker is a discovery that finds nothing, as on a machine without one.
-func noBroker(context.Context) (string, error) {
+// findNoBroker is a discovery that finds nothing, as on a machine without one.
+func findNoBroker(context.Context) (string, error) {
 	return "", errors.New("connection refused")
 }

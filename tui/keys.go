@@ -4,7 +4,7 @@ import "github.com/charmbracelet/bubbles/key"
 
 // keyMap is the lesson view's keys; help renders them from here.
 type keyMap struct {
-	Pause, Faster, Slower, Restart, Next, Prev, Backend, Menu, Quit key.Binding
+	Pause, Faster, Slower, Restart, Next, Prev, Backend, Results, Menu, Quit key.Binding
 }
 
 func newKeyMap() keyMap {
@@ -16,14 +16,25 @@ func newKeyMap() keyMap {
 		Next:    key.NewBinding(key.WithKeys("n"), key.WithHelp("n/p", "lesson")),
 		Prev:    key.NewBinding(key.WithKeys("p")),
 		Backend: key.NewBinding(key.WithKeys("b"), key.WithHelp("b", "backend")),
+		Results: key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "results")),
 		Menu:    key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "menu")),
 		Quit:    key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
 	}
 }
 
 // ShortHelp lists the bindings shown in the one-line help.
-func (k keyMap) ShortHelp() []key.Binding {
-	return []key.Binding{k.Pause, k.Faster, k.Restart, k.Next, k.Backend, k.Menu, k.Quit}
+func (k keyMap) ShortHelp() []key.Binding { return k.helpFor(running) }
+
+// helpFor lists the keys that do something in state s: pause while a run
+// goes, the results once it ended.
+func (k keyMap) helpFor(s runState) []key.Binding {
+	switch s {
+	case finished, failed:
+		return []key.Binding{k.Results, k.Restart, k.Next, k.Faster, k.Backend, k.Menu, k.Quit}
+	case running:
+		return []key.Binding{k.Pause, k.Faster, k.Restart, k.Next, k.Backend, k.Menu, k.Quit}
+	}
+	return []key.Binding{k.Restart, k.Next, k.Backend, k.Menu, k.Quit}
 }
 
 // FullHelp is the same keys in one column group.

@@ -30,10 +30,14 @@ type Config struct {
 	Lessons []lessons.Lesson
 	// Start is the number of the lesson to open at once; 0 shows the menu.
 	Start int
-	// Backend to start on; empty means lab.InMem (or the lesson's only one).
+	// Backend is the backend the user named (qlab tui --backend). Empty
+	// means each lesson's default (Lesson.DefaultBackend); when that is
+	// RabbitMQ and no broker answers, a lesson with an in-memory twin runs
+	// there and the view says why. A named backend is never replaced:
+	// without a broker the view shows the no-broker state.
 	Backend lab.Backend
-	// Speed is lesson time per real time; 0 means 0.25, slow enough to
-	// follow the tokens.
+	// Speed is lesson time per real time for every lesson; 0 means each
+	// lesson's own (lessonSpeed).
 	Speed float64
 	// Plan is the workload; nil means lab.DefaultPlan().
 	Plan *lab.Plan
@@ -55,6 +59,26 @@ const (
 	lessonScreen
 )
 
+// runState is where the open lesson's run stands.
+type runState int
+
+const (
+	idle     runState = iota // no run yet (the menu, or about to start)
+	seeking                  // looking for a broker before the run can start
+	noBroker                 // the run needs RabbitMQ and none answered
+	running                  // events are arriving (paused or not)
+	finished                 // lessons.Run returned and every event is drawn
+	failed                   // lessons.Run returned an error
+)
+
+// pane is what the pane under the stage shows.
+type pane int
+
+const (
+	logPane     pane = iota // the log lines, as qlab run prints them
+	resultsPane             // the closing tables: what happened, and the lesson's measurements
+)
+
 // Model is the bubbletea model of the whole TUI: the lesson menu and the
 // lesson view. View is a pure function of it; everything that touches the
 // world happens in commands.
@@ -70,28 +94,33 @@ type Model struct {
 	width   int
 	height  int
 
-	cur       int // index of the open lesson
-	backend   lab.Backend
+	cur       int         // index of the open lesson
+	chosen    lab.Backend // the backend the user named (flag or b); "" means each lesson's default
+	backend   lab.Backend // of the current run
 	broker    string
 	speed     float64 // of the current run
 	nextSpeed float64 // applied at the next (re)start
 
-	run     *runHandle
-	gen     int
-	sc      *scene
-	frame   int
-	clockMs int64     // lesson time the view shows
-	lastAt  time.Time // when the previous frame ticked; zero while idle
-	pumping bool      // a wait or frame command of this run is outstanding
-	closed  bool      // the run's channel is drained
-	runDone bool
-	runErr  error
-	paused  bool
-	seeking bool        // broker discovery is running
-	held    []lab.Event // events that arrived while paused
+	state     runState
+	run       *runHandle
+	gen       int
+	sc        *scene
+	frame     int
+	clockMs   int64     // lesson time the view shows
+	lastAt    time.Time // when the previous frame ticked; zero while idle
+	pumping   bool      // a wait or frame command of this run is outstanding
+	closed    bool      // the run's channel is drained
+	runDone   bool      // lessons.Run returned
+	runErr    error
+	paused    bool        // the user paused the running lesson
+	held      []lab.Event // events that arrived while paused
+	brokerErr string      // why no broker answered (noBroker)
 
-	logLines []string
-	flash    string
+	logLines  []string
+	summaries []lab.Event    // the run's summary events, for the results
+	tables    []render.Table // the lesson's measured tables, once it returned
+	pane      pane
+	flash     string
 }
 
 // lessonItem adapts a lesson to the menu list.
@@ -113,10 +142,7 @@ func New(cfg Config) (Model, error) {
 	if len(cfg.Lessons) == 0 {
 		cfg.Lessons = lessons.All
 	}
-	if cfg.Speed == 0 {
-		cfg.Speed = 0.25
-	}
-	if !(cfg.Speed > 0) {
+	if cfg.Speed < 0 || cfg.Speed != cfg.Speed {
 		return Model{}, fmt.Errorf("speed must be a positive number, got %v", cfg.Speed)
 	}
 	if cfg.Backend == lab.Rabbit && cfg.Broker == nil {
@@ -131,7 +157,7 @@ func New(cfg Config) (Model, error) {
 	m := Model{
 		cfg: cfg, lessons: cfg.Lessons, menu: menu, help: help.New(), keys: newKeyMap(),
 		st: newStyles(cfg.Color), width: 80, height: 24, log: viewport.New(80, 10),
-		speed: cfg.Speed, nextSpeed: cfg.Speed, backend: cfg.Backend, sc: newScene(nil),
+		chosen: cfg.Backend, backend: cfg.Backend, sc: newScene(nil),
 	}
 	if cfg.Start != 0 {
 		i := m.indexOf(cfg.Start)
@@ -142,10 +168,35 @@ func New(cfg Config) (Model, error) {
 			return Model{}, lessons.ErrNoBackend{Lesson: cfg.Lessons[i], Backend: cfg.Backend}
 		}
 		m.cur, m.screen = i, lessonScreen
-		m.backend = m.pickBackend()
-		m.seeking = cfg.Backend == lab.Rabbit // Init starts discovery
+		m.nextSpeed = m.lessonSpeed()
+		m.speed = m.nextSpeed
+		m.backend, _ = m.pickBackend()
+		if m.backend == lab.Rabbit {
+			m.state = seeking // Init starts discovery
+		}
 	}
 	return m, nil
+}
+
+// lessonSpeeds is the speed each lesson starts at in the TUI where the
+// default (defaultSpeed) would make it too long a watch: Q13's 2½ minutes
+// of lesson time take half a minute at 5×. The lead plans to move this
+// table into the lessons registry.
+var lessonSpeeds = map[string]float64{"Q05": 1, "Q11": 1, "Q12": 2, "Q13": 5}
+
+// defaultSpeed is slow enough to follow a token from box to box.
+const defaultSpeed = 0.25
+
+// lessonSpeed is the speed the open lesson starts at: the one the user
+// gave on the command line, else the lesson's own.
+func (m Model) lessonSpeed() float64 {
+	if m.cfg.Speed > 0 {
+		return m.cfg.Speed
+	}
+	if s, ok := lessonSpeeds[m.lesson().ID]; ok {
+		return s
+	}
+	return defaultSpeed
 }
 
 func (m Model) indexOf(n int) int {
@@ -164,7 +215,7 @@ func (m Model) Init() tea.Cmd {
 	if m.screen != lessonScreen {
 		return nil
 	}
-	if m.cfg.Backend == lab.Rabbit {
+	if m.state == seeking {
 		return brokerCmd(m.cfg.Broker, m.cur)
 	}
 	return func() tea.Msg { return startMsg{} }
@@ -188,10 +239,11 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m.onEvents(msg)
 	case runDoneMsg:
 		if msg.gen == m.gen {
-			m.runDone = true
+			m.runDone, m.tables = true, msg.tables
 			if !errors.Is(msg.err, context.Canceled) {
 				m.runErr = msg.err
 			}
+			m.settle()
 		}
 		return m, nil
 	case brokerMsg:
@@ -218,6 +270,7 @@ func (m Model) menuKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	case msg.String() == "enter" && !filtering:
 		if i := m.menu.Index(); i >= 0 && i < len(m.lessons) {
 			m.cur, m.screen = i, lessonScreen
+			m.nextSpeed = m.lessonSpeed()
 			return m.start()
 		}
 	}
@@ -234,6 +287,12 @@ func (m Model) lessonKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		return m, tea.Quit
 	case key.Matches(msg, k.Pause):
 		return m.togglePause()
+	case key.Matches(msg, k.Results):
+		if m.state == finished || m.state == failed {
+			m.pane = 1 - m.pane
+			m.fillPane()
+		}
+		return m, nil
 	case key.Matches(msg, k.Faster):
 		m.nextSpeed = step(m.nextSpeed, +1)
 		m.flash = "speed " + speedText(m.nextSpeed) + " from the next run: press r to restart with it"
@@ -250,7 +309,8 @@ func (m Model) lessonKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 			d = -1
 		}
 		m.cur = (m.cur + d + len(m.lessons)) % len(m.lessons)
-		return m.start() // keeps the backend where the next lesson has it
+		m.nextSpeed = m.lessonSpeed()
+		return m.start() // keeps the chosen backend where the next lesson has it
 	case key.Matches(msg, k.Backend):
 		return m.switchBackend()
 	case key.Matches(msg, k.Menu):
@@ -273,31 +333,27 @@ func step(speed float64, dir int) float64 {
 	return speeds[min(max(i+dir, 0), len(speeds)-1)]
 }
 
-// pickBackend keeps the current backend when the open lesson has it, else
-// takes the lesson's first (in-memory where it exists). RabbitMQ is only
-// ever chosen through broker discovery (onBroker).
-func (m Model) pickBackend() lab.Backend {
+// pickBackend returns the backend the open lesson runs on: the one the
+// user chose where the lesson has it (explicit), else the lesson's default.
+func (m Model) pickBackend() (b lab.Backend, explicit bool) {
 	l := m.lesson()
-	if m.backend != "" && l.Runner(m.backend) != nil && (m.backend != lab.Rabbit || m.broker != "") {
-		return m.backend
+	if m.chosen != "" && l.Runner(m.chosen) != nil {
+		return m.chosen, true
 	}
-	for _, b := range l.Backends() {
-		if b != lab.Rabbit || m.broker != "" {
-			return b
-		}
-	}
-	return l.Backends()[0]
+	return l.DefaultBackend(), false
 }
 
-// start cancels the current run, if any, and starts the open lesson afresh.
+// start cancels the current run, if any, and starts the open lesson
+// afresh, after broker discovery where it needs one.
 func (m Model) start() (tea.Model, tea.Cmd) {
 	m.stop()
 	l := m.lesson()
-	m.backend = m.pickBackend()
-	m.sc = newScene(nil)
-	m.run = nil
-	if wait, cmd := m.needBroker(); wait {
-		return m, cmd
+	m.backend, _ = m.pickBackend()
+	m.sc, m.run, m.paused, m.held = newScene(nil), nil, false, nil
+	m.logLines, m.summaries, m.tables, m.pane, m.flash = nil, nil, nil, logPane, ""
+	m.log.SetContent("")
+	if m.backend == lab.Rabbit && m.broker == "" {
+		return m, m.seek()
 	}
 	var explicit []Node
 	if m.cfg.Topology != nil {
@@ -306,14 +362,37 @@ func (m Model) start() (tea.Model, tea.Cmd) {
 	m.gen++
 	m.speed = m.nextSpeed
 	m.sc, m.frame, m.clockMs, m.lastAt = newScene(explicit), 0, 0, time.Time{}
-	m.paused, m.held, m.runDone, m.runErr, m.closed = false, nil, false, nil, false
-	m.logLines, m.flash = nil, ""
-	m.log.SetContent("")
+	m.state, m.runDone, m.runErr, m.closed = running, false, nil, false
 	opts := lessons.Options{Backend: m.backend, Speed: m.speed, Plan: m.cfg.Plan, Broker: m.broker}
 	h, runCmd := startRun(m.gen, l, opts)
 	m.run, m.pumping = h, true
 	m.fitLog()
 	return m, tea.Batch(runCmd, waitCmd(h))
+}
+
+// seek starts broker discovery for the open lesson, or says why it can't.
+func (m *Model) seek() tea.Cmd {
+	m.run = nil
+	if m.cfg.Broker == nil {
+		m.state, m.brokerErr = noBroker, "RabbitMQ is not available in this build"
+		return nil
+	}
+	m.state = seeking
+	return brokerCmd(m.cfg.Broker, m.cur)
+}
+
+// settle notes the end of the run once lessons.Run has returned and every
+// event it sent is drawn, and shows the results.
+func (m *Model) settle() {
+	if !m.runDone || !m.closed || m.state != running {
+		return
+	}
+	m.state = finished
+	if m.runErr != nil {
+		m.state = failed
+	}
+	m.pane = resultsPane
+	m.fillPane()
 }
 
 // stop cancels the current run. The run ends on its own; its late
@@ -335,25 +414,28 @@ func (m Model) awaitStop(d time.Duration) {
 	}
 }
 
-// togglePause freezes or thaws the run. Paused, the run's gate shuts so
-// the lesson stops at its next event, and the model holds whatever a
-// command had already brought instead of drawing it; resuming applies the
-// held events and opens the gate. The lesson's clock is not stopped: time
-// stamps after a pause include it.
+// togglePause pauses or resumes the running lesson. Paused, the lesson's
+// clock holds (in memory its timers wait too; a broker's TTLs do not) and
+// the run's gate shuts, so the lesson stops at its next event; the model
+// holds whatever a command had already brought instead of drawing it.
+// Resuming applies the held events and lets the lesson go on.
 func (m Model) togglePause() (tea.Model, tea.Cmd) {
+	if m.state != running {
+		return m, nil
+	}
 	m.paused = !m.paused
-	var gated tea.Cmd
+	var cmd tea.Cmd
 	if m.run != nil {
-		gated = gateCmd(m.run, !m.paused)
+		cmd = pauseCmd(m.run, m.paused)
 	}
 	if m.paused {
-		return m, gated
+		return m, cmd
 	}
 	held := m.held
 	m.held = nil
 	m.lastAt = time.Time{}
 	m.applyEvents(held)
-	return m, tea.Batch(gated, m.pump(len(held) > 0))
+	return m, tea.Batch(cmd, m.pump(len(held) > 0))
 }
 
 // onEvents applies a batch, advances the frame, and decides what reads
@@ -377,7 +459,10 @@ func (m Model) onEvents(msg eventsMsg) (tea.Model, tea.Cmd) {
 		m.lastAt = msg.at
 	}
 	m.applyEvents(msg.events)
-	return m, m.pump(len(msg.events) > 0)
+	m.sc.advance(m.clockMs, m.frame)
+	cmd := m.pump(len(msg.events) > 0)
+	m.settle()
+	return m, cmd
 }
 
 // run2lesson converts real time to the lesson time it stands for.
@@ -418,6 +503,9 @@ func (m *Model) applyEvents(evs []lab.Event) {
 	for _, e := range evs {
 		m.sc.apply(e, m.frame)
 		m.clockMs = max(m.clockMs, e.TMs)
+		if e.Kind == lab.Summary {
+			m.summaries = append(m.summaries, e)
+		}
 		if line := style.Line(e); line != "" {
 			m.logLines = append(m.logLines, line)
 		}
@@ -425,69 +513,91 @@ func (m *Model) applyEvents(evs []lab.Event) {
 	if over := len(m.logLines) - logKeep; over > 0 {
 		m.logLines = append(m.logLines[:0:0], m.logLines[over:]...)
 	}
-	follow := m.log.AtBottom()
+	m.fillPane()
+}
+
+// fillPane puts the log or the results into the pane. The log follows its
+// tail unless the user scrolled up; the results open at their top.
+func (m *Model) fillPane() {
 	m.fitLog()
+	if m.pane == resultsPane {
+		m.log.SetContent(m.results())
+		m.log.GotoTop()
+		return
+	}
+	follow := m.log.AtBottom() || m.log.TotalLineCount() == 0
 	m.log.SetContent(strings.Join(m.logLines, "\n"))
 	if follow {
 		m.log.GotoBottom()
 	}
 }
 
+// results is the closing tables: the lesson's measurements first (the
+// point of Q03, Q05, Q06, Q11–Q13), then what happened to each task.
+func (m Model) results() string {
+	var b strings.Builder
+	for _, t := range m.tables {
+		t.Write(&b)
+		b.WriteString("\n")
+	}
+	render.WhatHappened(m.summaries).Write(&b)
+	return strings.TrimRight(b.String(), "\n")
+}
+
 // switchBackend flips between in-memory and RabbitMQ where the lesson has
-// both. RabbitMQ needs a broker: discovery runs in a command.
+// both. RabbitMQ needs a broker: discovery runs in a command, and the
+// in-memory run goes on until one answers.
 func (m Model) switchBackend() (tea.Model, tea.Cmd) {
 	l := m.lesson()
-	if len(l.Backends()) < 2 {
+	if !l.Dual() {
 		m.flash = fmt.Sprintf("%s runs on %s only", l.ID, l.Backends()[0])
 		return m, nil
 	}
-	if m.backend == lab.Rabbit {
-		m.backend = lab.InMem
+	if m.backend == lab.Rabbit || m.state == noBroker {
+		m.chosen = lab.InMem
 		return m.start()
 	}
-	m.backend = lab.Rabbit
-	_, cmd := m.needBroker()
-	m.backend = lab.InMem
-	return m, cmd
+	m.chosen = lab.Rabbit
+	if m.broker != "" {
+		return m.start()
+	}
+	if m.cfg.Broker == nil {
+		m.chosen = lab.InMem
+		m.flash = l.ID + " needs RabbitMQ for that, which is not available in this build"
+		return m, nil
+	}
+	m.flash = "looking for a RabbitMQ broker…"
+	return m, brokerCmd(m.cfg.Broker, m.cur)
 }
 
+// onBroker takes discovery's answer. A broker found starts the run on it.
+// None found: a switch from a live in-memory run stays there; a lesson
+// whose RabbitMQ run is only its default runs its in-memory twin and says
+// so; a backend the user named shows the no-broker state.
 func (m Model) onBroker(msg brokerMsg) (tea.Model, tea.Cmd) {
 	if msg.lesson != m.cur || m.screen != lessonScreen {
 		return m, nil
 	}
-	m.seeking = false
-	if msg.err != nil {
-		note := "no RabbitMQ broker: " + firstLine(msg.err.Error())
-		var cmd tea.Cmd
-		if m.lesson().InMem != nil && (m.run == nil || m.backend != lab.InMem) {
-			m.backend = lab.InMem
-			var next tea.Model
-			next, cmd = m.start()
-			m = next.(Model)
-		}
-		if m.lesson().InMem != nil {
-			note += " — showing inmem"
-		}
-		m.flash = note
+	if msg.err == nil {
+		m.broker = msg.url
+		return m.start()
+	}
+	why := firstLine(msg.err.Error())
+	if m.state != seeking { // the user pressed b during an in-memory run
+		m.chosen = lab.InMem
+		m.flash = "no RabbitMQ broker: " + why + " — staying in memory"
+		return m, nil
+	}
+	l := m.lesson()
+	if _, explicit := m.pickBackend(); !explicit && l.InMem != nil {
+		m.chosen = lab.InMem
+		next, cmd := m.start()
+		m = next.(Model)
+		m.flash = fmt.Sprintf("no RabbitMQ broker, so %s runs its in-memory twin (start one, then b): %s", l.ID, why)
 		return m, cmd
 	}
-	m.backend, m.broker = lab.Rabbit, msg.url
-	return m.start()
-}
-
-// needBroker reports the run can't start yet: RabbitMQ without a URL.
-// It says why in the status line, or returns the discovery command.
-func (m *Model) needBroker() (bool, tea.Cmd) {
-	if m.backend != lab.Rabbit || m.broker != "" {
-		return false, nil
-	}
-	if m.cfg.Broker == nil {
-		m.flash = m.lesson().ID + " needs RabbitMQ, which is not available in this build"
-		return true, nil
-	}
-	m.flash = "looking for a RabbitMQ broker…"
-	m.seeking = true
-	return true, brokerCmd(m.cfg.Broker, m.cur)
+	m.state, m.brokerErr = noBroker, why
+	return m, nil
 }
 
 func firstLine(s string) string {
@@ -515,6 +625,9 @@ func (m Model) chromeRows() int {
 	if s := m.sc.slots(m.width); len(s) > 0 {
 		boxLines = (s[len(s)-1].row + 1) * (boxRows + 1)
 	}
+	if m.sc.phases > 0 {
+		boxLines++
+	}
 	// header, notice, status line, boxes, fates, stats, log rule, help
 	n := 1 + len(noticeLines(m.lesson().Notice, m.width, m.noticeRows())) + 1 + boxLines + 1 + 1 + 1 + 1
 	if m.sc.breaker.seen {
@@ -539,24 +652,57 @@ func (m Model) View() string {
 		out = append(out, m.breakerLine())
 	}
 	out = append(out, m.statsLine())
-	out = append(out, m.st.paint(faint, "── log "+strings.Repeat("─", max(w-7, 0))))
+	out = append(out, m.paneRule(w))
 	out = append(out, m.log.View())
-	out = append(out, m.help.ShortHelpView(m.keys.ShortHelp()))
+	out = append(out, m.help.ShortHelpView(m.keys.helpFor(m.state)))
 	return strings.Join(out, "\n")
 }
 
-// statusLine is the line under the notice: a message for the user, the
-// run's error, or what to do once it finished.
+// paneRule heads the pane: which it is, and the legend of the tokens'
+// marks while the log shows.
+func (m Model) paneRule(w int) string {
+	head := "── log · " + legend + " "
+	if m.pane == resultsPane {
+		head = "── results (t: the log) "
+	}
+	head = clip(head, w)
+	return m.st.paint(faint, head+strings.Repeat("─", max(w-len([]rune(head)), 0)))
+}
+
+// statusLine is the line under the notice: what the run's state asks of
+// the user, or a passing message.
 func (m Model) statusLine(w int) string {
 	switch {
+	case m.state == failed:
+		return m.st.paint(bad, clip("the run failed: "+firstLine(m.runErr.Error())+" · "+m.nextStep(), w))
+	case m.state == noBroker:
+		return m.st.paint(bad, clip(m.noBrokerText(), w))
+	case m.paused && m.backend == lab.Rabbit:
+		return m.st.paint(warn, clip("paused: lesson time holds here, but RabbitMQ's TTLs keep running, so a wait that ends meanwhile reads short (space resumes)", w))
+	case m.paused:
+		return m.st.paint(warn, clip("paused: lesson time stands still, timers too (space resumes)", w))
 	case m.flash != "":
 		return m.st.paint(warn, clip(m.flash, w))
-	case m.runErr != nil:
-		return m.st.paint(bad, clip("the run failed: "+firstLine(m.runErr.Error()), w))
-	case m.paused:
-		return m.st.paint(faint, "paused: the lesson stops at its next event (space resumes)")
-	case m.runDone && m.closed:
-		return m.st.paint(faint, "finished: r replays, n/p other lessons, esc the menu")
+	case m.state == finished:
+		return m.st.paint(good, clip("finished · "+m.nextStep()+" · r replays · t the log", w))
 	}
 	return ""
+}
+
+// noBrokerText says why the run cannot start and what to do.
+func (m Model) noBrokerText() string {
+	text := "no RabbitMQ broker: " + m.brokerErr + " · r tries again"
+	if m.lesson().InMem != nil {
+		text += " · b runs it in memory"
+	}
+	return text
+}
+
+// nextStep is the "Next:" pointer: the lesson after this one, or, after
+// the last, where to go from there.
+func (m Model) nextStep() string {
+	if m.cur+1 < len(m.lessons) {
+		return fmt.Sprintf("Next: qlab tui %d (n)", m.lessons[m.cur+1].Number())
+	}
+	return "that was the last lesson · Next: qlab compare 10 (both backends side by side), or esc for the menu"
 }

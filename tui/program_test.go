@@ -28,7 +28,7 @@ func TestSmokeRunToDLQAndQuit(t *testing.T) {
 	tm.Type("q")
 	tm.WaitFinished(t, teatest.WithFinalTimeout(10*time.Second))
 	final := tm.FinalModel(t).(Model)
-	assert.Equal(t, 1, final.sc.dead)
+	assert.Equal(t, 1, final.sc.count[lab.FateDead])
 	assert.Equal(t, []string{"C"}, final.sc.alerts)
 	final.awaitStop(quitWait)
 	select {
@@ -110,13 +110,13 @@ func TestStress10kKeepsUp(t *testing.T) {
 	m, updates := drive(t, m, func(m Model) bool { return m.runDone && m.closed && !m.pumping })
 	t.Cleanup(func() { m.stop() })
 
-	assert.Len(t, m.sc.doneIDs, n-n/10)
-	assert.Equal(t, n/10, m.sc.dead)
+	assert.Equal(t, n-n/10, m.sc.count[lab.FateDone])
+	assert.Equal(t, n/10, m.sc.count[lab.FateDead])
 	assert.Equal(t, 0, m.sc.pending())
 	assert.LessOrEqual(t, len(m.logLines), logKeep, "the log keeps a bounded tail")
 	events := n*4 + n/10 // enqueued, started, succeeded|failed, summary; + dead_lettered
 	assert.Less(t, updates*10, events, "events are coalesced: %d updates for %d events", updates, events)
-	assert.Contains(t, m.View(), "dead 1000 · dropped 0 · pending 0 · attempts 10000")
+	assert.Contains(t, m.View(), "dead 1000 · dropped 0 · lost 0 · pending 0 · attempts 10000")
 }
 
 // bigModel is a view holding 10,000 tasks: most done, some waiting with a
@@ -156,9 +156,10 @@ func bigModel(w, h int) Model {
 func TestBigModelView(t *testing.T) {
 	m := bigModel(80, 24)
 	frame := m.View()
-	assert.Contains(t, frame, "done 6000 · dead 1000 · dropped 0 · pending 3000")
+	assert.Contains(t, frame, "done 6000 · dead 1000 · dropped 0 · lost 0 · pending 3000")
 	assert.Contains(t, frame, "breaker ○ OPEN")
-	assert.Contains(t, laneOf(t, frame), "→", "tokens in flight are drawn")
+	assert.Contains(t, frame, "←T08", "tokens in flight are drawn")
+	assert.Regexp(t, `(?m)←T08\S* +\+\d+$`, frame, "those that do not fit the lane are counted")
 }
 
 func BenchmarkView10k(b *testing.B) {
@@ -210,7 +211,10 @@ func TestIdleRunWaitsInsteadOfTicking(t *testing.T) {
 	m = feed(m, chainStart()...)
 	m.pumping = false
 	m = frames(m, moveFrames+1)
-	m = step1(m, eventsMsg{gen: m.gen, frame: true, at: epoch.Add(time.Hour)}) // the countdown is over
+	m = step1(m, eventsMsg{gen: m.gen, frame: true, at: epoch.Add(time.Hour)}) // the countdown is over: C moves on
+	for i := range moveFrames {
+		m = step1(m, eventsMsg{gen: m.gen, frame: true, at: epoch.Add(time.Hour + time.Duration(i+1)*frameEvery)})
+	}
 	next, cmd := m.Update(eventsMsg{gen: m.gen, frame: true, at: epoch.Add(2 * time.Hour)})
 	m = next.(Model)
 	require.NotNil(t, cmd)

@@ -10,6 +10,7 @@ import (
 	"github.com/muesli/termenv"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lessons"
+	"github.com/queuelab/qlab/render"
 )
 
 // Pumping events: how the model gets them without ever blocking Update.
@@ -29,11 +30,11 @@ type runHandle struct {
 	cancel   context.CancelFunc
 	finished chan struct{}
 	gate     *gate
+	pause    *lab.Pause // holds the run's lesson time while the user pauses
 }
 
 // gate holds the sink while the user has paused: the lesson then stops at
-// its next event (its clock keeps running, so stamps after a pause include
-// it). Safe for concurrent use.
+// its next event. Safe for concurrent use.
 type gate struct {
 	mu   sync.Mutex
 	open chan struct{} // closed while the gate is open
@@ -68,10 +69,17 @@ func (g *gate) set(open bool) {
 	}
 }
 
-// gateCmd opens or shuts the run's gate, from a command as all effects are.
-func gateCmd(h *runHandle, open bool) tea.Cmd {
+// pauseCmd pauses (true) or resumes the run, from a command as all effects
+// are: pausing holds the lesson clock, then shuts the gate; resuming
+// releases the clock, then opens the gate.
+func pauseCmd(h *runHandle, pause bool) tea.Cmd {
 	return func() tea.Msg {
-		h.gate.set(open)
+		if pause {
+			h.pause.Hold()
+		} else {
+			h.pause.Release()
+		}
+		h.gate.set(!pause)
 		return nil
 	}
 }
@@ -111,10 +119,12 @@ type (
 		frame  bool      // it came from a frame tick (else from the idle wait)
 		at     time.Time // when the tick fired
 	}
-	// runDoneMsg says lessons.Run returned.
+	// runDoneMsg says lessons.Run returned, with the measured tables the
+	// lesson reported.
 	runDoneMsg struct {
-		gen int
-		err error
+		gen    int
+		err    error
+		tables []render.Table
 	}
 	// brokerMsg is the answer of broker discovery.
 	brokerMsg struct {
@@ -128,12 +138,14 @@ type (
 // lesson to its end and closes the events channel behind it.
 func startRun(gen int, l lessons.Lesson, opts lessons.Options) (*runHandle, tea.Cmd) {
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &runHandle{gen: gen, events: make(chan lab.Event, eventBuf), cancel: cancel, finished: make(chan struct{}), gate: newGate()}
+	h := &runHandle{gen: gen, events: make(chan lab.Event, eventBuf), cancel: cancel, finished: make(chan struct{}),
+		gate: newGate(), pause: &lab.Pause{}}
+	opts.Pause = h.pause
 	run := func() tea.Msg {
 		defer close(h.finished)
-		_, err := lessons.Run(ctx, l, opts, chanSink{ctx: ctx, ch: h.events, gate: h.gate})
+		res, err := lessons.Run(ctx, l, opts, chanSink{ctx: ctx, ch: h.events, gate: h.gate})
 		close(h.events) // Run has finished its stream: nothing emits after this
-		return runDoneMsg{gen: gen, err: err}
+		return runDoneMsg{gen: gen, err: err, tables: res.Tables}
 	}
 	return h, run
 }

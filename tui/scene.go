@@ -22,13 +22,14 @@ type Node struct {
 type status int
 
 const (
-	waiting status = iota // queued, no worker on it
-	working               // an attempt is running
-	failing               // its last attempt failed; the worker decides what next
-	delayed               // scheduled: it reaches its queue at token.due
-	done                  // processed
-	dead                  // parked in a dead-letter queue (drawn in that box)
-	gone                  // dropped or lost: out of every box
+	waiting  status = iota // queued, no worker on it
+	working                // an attempt is running
+	failing                // its last attempt failed; the worker decides what next
+	delayed                // scheduled: it reaches its queue at token.due
+	done                   // processed
+	dead                   // parked in a dead-letter queue (drawn in that box)
+	received               // a dead-letter worker took it off its queue (drawn there)
+	gone                   // dropped or lost: out of every box
 )
 
 // token is one task as the view draws it.
@@ -36,23 +37,25 @@ type token struct {
 	id       string
 	queue    string // the box it is in, or travelling to
 	status   status
+	fate     lab.Fate // as the ledger would say now; "" before it is counted
 	attempts int
-	due      int64 // lesson ms a delayed token arrives
-	rejected bool  // the breaker fast-failed its last call
-	// An active move: from queue `from`, started at frame `moveAt`.
-	from   string
-	moveAt int
-	moving bool
+	due      int64  // lesson ms a delayed token arrives
+	next     string // where a delayed token goes at due ("" when an event will say)
+	rejected bool   // the breaker fast-failed its last call
+	move     *mover // its journey in progress, if any
 }
 
 // mover is one token in flight between two boxes. A ghost (an alert
-// mail about a task) leaves the token where it is.
+// mail about a task) leaves the token where it is; a trail (a hop the
+// broker made on its own) draws only the path, since the token is already
+// where it went.
 type mover struct {
 	tok      *token
 	label    string
 	from, to string
 	start    int
 	ghost    bool
+	trail    bool
 	tone     tone
 }
 
@@ -67,6 +70,28 @@ const (
 	faint
 )
 
+// recent keeps the latest distinct ids of a list, newest last, up to max.
+type recent struct {
+	ids []string
+	max int
+}
+
+// add puts id last, once.
+func (r *recent) add(id string) {
+	r.remove(id)
+	r.ids = append(r.ids, id)
+	if len(r.ids) > r.max {
+		r.ids = r.ids[len(r.ids)-r.max:]
+	}
+}
+
+// remove takes id out, if it is there.
+func (r *recent) remove(id string) {
+	if i := slices.Index(r.ids, id); i >= 0 {
+		r.ids = slices.Delete(r.ids, i, i+1)
+	}
+}
+
 // breakerLight is what the breaker pane shows, derived from breaker,
 // rejected, succeeded and failed events.
 type breakerLight struct {
@@ -77,7 +102,7 @@ type breakerLight struct {
 	rejected int    // calls the open breaker fast-failed, in the whole run
 	// The counts when the state last changed: what tripped it.
 	prevCalls, prevFails int
-	recent               []string
+	recent               recent // the tasks of the latest rejected calls
 }
 
 // scene is the lesson view's state, a pure function of the events applied
@@ -88,20 +113,26 @@ type scene struct {
 	tokens   map[string]*token
 	members  map[string][]*token // per queue, in arrival order
 	movers   []*mover
-	doneIDs  []string
-	goneIDs  []string // dropped and lost, in order
+	timed    []*token // delayed tokens that move on by themselves at due
+	count    map[lab.Fate]int
+	doneIDs  recent
+	goneIDs  recent // dropped and lost
 	alerts   []string
 	breaker  breakerLight
+	phase    string // the title of the run's current part
+	phases   int
 	attempts int
-	dead     int
-	dropped  int
-	lost     int
 	lastMs   int64 // lesson time of the latest event
 	finished bool
 }
 
+// recentIDs is how many ids the fates line and the breaker line keep.
+const recentIDs = 8
+
 func newScene(explicit []Node) *scene {
-	s := &scene{index: map[string]int{}, tokens: map[string]*token{}, members: map[string][]*token{}}
+	s := &scene{index: map[string]int{}, tokens: map[string]*token{}, members: map[string][]*token{},
+		count: map[lab.Fate]int{}, doneIDs: recent{max: recentIDs}, goneIDs: recent{max: recentIDs}}
+	s.breaker.recent.max = recentIDs
 	for _, n := range explicit {
 		s.node(n.Name)
 		s.nodes[s.index[n.Name]].Delays = slices.Clone(n.Delays)
@@ -120,10 +151,14 @@ func (s *scene) node(name string) int {
 	return len(s.nodes) - 1
 }
 
-// observe grows the topology from e: its queue, then its destination.
+// observe grows the topology from e: its queue, where it waits, then its
+// destination.
 func (s *scene) observe(e lab.Event) {
 	if e.Queue != "" {
 		s.node(e.Queue)
+	}
+	if e.Kind == lab.Scheduled {
+		s.node(waitBox(e))
 	}
 	if e.To != "" {
 		s.node(e.To)
@@ -131,37 +166,63 @@ func (s *scene) observe(e lab.Event) {
 }
 
 // apply folds event e, received at animation frame frame, into the scene.
-func (s *scene) apply(e lab.Event, frame int) {
+// It reports whether the scene has a rule for e's kind; an event of a kind
+// it does not know changes nothing (its log line still shows).
+func (s *scene) apply(e lab.Event, frame int) bool {
+	if !knownKind(e.Kind) {
+		return false
+	}
 	s.observe(e)
 	s.lastMs = max(s.lastMs, e.TMs)
 	t := s.tokens[e.Task]
 	switch e.Kind {
 	case lab.Enqueued:
 		t = s.create(e.Task)
+		s.stopMove(t)
 		s.place(t, e.Queue)
 		t.status = waiting
+		s.setFate(t, lab.FatePending)
+		return true
 	case lab.Breaker:
 		s.breaker.seen = true
 		s.breaker.state = e.Note
 		s.breaker.prevCalls, s.breaker.prevFails = s.breaker.calls, s.breaker.fails
 		s.breaker.calls, s.breaker.fails = 0, 0
-		return
+		return true
+	case lab.Phase:
+		s.phase = e.Note
+		s.phases++
+		return true
 	case lab.Summary:
 		s.finished = true
 		if t != nil {
 			s.settle(t, e.Fate)
 		}
-		return
+		return true
 	}
 	if t == nil {
 		if e.Task == "" || e.Kind == lab.Alerted {
 			s.applyTaskless(e)
-			return
+			return true
 		}
 		t = s.create(e.Task) // a lesson that never enqueued it: show it anyway
 		s.place(t, e.Queue)
+		s.setFate(t, lab.FatePending)
 	}
 	s.applyToToken(t, e, frame)
+	return true
+}
+
+// knownKind reports whether the scene has a rule for k: every kind of
+// lab.Kinds (a test keeps the two lists equal).
+func knownKind(k lab.Kind) bool {
+	switch k {
+	case lab.Enqueued, lab.Started, lab.Succeeded, lab.Failed, lab.Moved, lab.Scheduled,
+		lab.DeadLettered, lab.Dropped, lab.Alerted, lab.Breaker, lab.Rejected, lab.Duplicate,
+		lab.Redelivered, lab.Lost, lab.Summary, lab.Phase, lab.Received:
+		return true
+	}
+	return false
 }
 
 // applyTaskless handles events about no known task: an alert about a task
@@ -178,18 +239,22 @@ func (s *scene) applyToToken(t *token, e lab.Event, frame int) {
 		s.attempts++
 		t.attempts = max(t.attempts, e.Attempt)
 		t.rejected = false
+		s.stopMove(t) // a worker has it: it is in the box, not on the lane
 		if t.queue != "" && e.Queue != "" && t.queue != e.Queue {
 			// It got here without an event of its own (a broker's TTL
-			// expiry dead-lettering it back): show the trip anyway.
-			s.travel(t, t.queue, e.Queue, frame, warn)
+			// expiry dead-lettering it back): show the hop it made.
+			s.movers = append(s.movers, &mover{tok: t, from: t.queue, to: e.Queue, start: frame, trail: true, tone: faint})
 		}
 		s.place(t, e.Queue)
 		t.status = working
-	case lab.Succeeded:
-		s.countCall(false)
+	case lab.Succeeded, lab.Duplicate:
+		if e.Kind == lab.Succeeded {
+			s.countCall(false)
+		}
+		s.stopMove(t)
 		s.finish(t)
 		t.status = done
-		s.doneIDs = append(s.doneIDs, t.id)
+		s.setFate(t, lab.FateDone)
 	case lab.Failed:
 		s.countCall(true)
 		t.status = failing
@@ -200,43 +265,100 @@ func (s *scene) applyToToken(t *token, e lab.Event, frame int) {
 		}
 		s.travel(t, e.Queue, to, frame, warn)
 		t.status = waiting
+		s.setFate(t, lab.FatePending)
 	case lab.Redelivered:
 		s.travel(t, t.queue, e.Queue, frame, warn)
 		t.status = waiting
+		s.setFate(t, lab.FatePending)
 	case lab.Scheduled:
-		box := waitBox(e, t)
-		s.travel(t, t.queue, box, frame, warn)
-		s.noteDelay(box, e.DelayMs)
-		t.status = delayed
-		t.due = e.TMs + e.DelayMs
+		s.schedule(t, e, frame)
 	case lab.DeadLettered:
 		s.travel(t, e.Queue, e.To, frame, bad)
 		t.status = dead
-		s.dead++
-	case lab.Dropped:
+		s.setFate(t, lab.FateDead)
+	case lab.Received:
+		s.stopMove(t)
+		s.place(t, e.Queue)
+		t.status = received
+	case lab.Dropped, lab.Lost:
+		s.stopMove(t)
 		s.finish(t)
 		t.status = gone
-		s.dropped++
-		s.goneIDs = append(s.goneIDs, t.id)
-	case lab.Lost:
-		s.finish(t)
-		t.status = gone
-		s.lost++
-		s.goneIDs = append(s.goneIDs, t.id)
+		s.setFate(t, map[lab.Kind]lab.Fate{lab.Dropped: lab.FateDropped, lab.Lost: lab.FateLost}[e.Kind])
 	case lab.Rejected:
 		t.rejected = true
 		s.breaker.seen = true
 		s.breaker.rejected++
-		s.breaker.recent = appendRecent(s.breaker.recent, t.id, 8)
+		s.breaker.recent.add(t.id)
 	case lab.Alerted:
 		s.alerts = append(s.alerts, t.id)
 		s.movers = append(s.movers, &mover{tok: t, label: t.id, from: t.queue, to: alertNode, start: frame, ghost: true, tone: warn})
 	}
 }
 
-// alertNode names the pseudo-box alerts travel to. It cannot clash with a
-// queue name: events never carry a leading NUL.
-const alertNode = "\x00alert"
+// schedule puts t where it sits out its delay (see waitBox). It goes on
+// to e.To by itself at its due time (advance), as the timer or the
+// broker's TTL would send it, unless it already waits in e.To.
+func (s *scene) schedule(t *token, e lab.Event, frame int) {
+	box := waitBox(e)
+	s.travel(t, t.queue, box, frame, warn)
+	if e.Via != "" || box == timerNode {
+		s.noteDelay(box, e.DelayMs) // a wait queue's TTL, or the timers' delays
+	}
+	t.status = delayed
+	t.due = e.TMs + e.DelayMs
+	t.next = ""
+	if box != e.To && e.To != "" {
+		t.next = e.To
+		s.timed = append(s.timed, t)
+	}
+	s.setFate(t, lab.FatePending)
+}
+
+// advance moves on the delayed tokens whose time has come by lesson time
+// nowMs: the timer fired, or the broker dead-lettered the expired message.
+func (s *scene) advance(nowMs int64, frame int) {
+	live := s.timed[:0]
+	for _, t := range s.timed {
+		switch {
+		case t.status != delayed || t.next == "":
+		case t.due <= nowMs:
+			s.travel(t, t.queue, t.next, frame, warn)
+			t.status, t.next = waiting, ""
+		default:
+			live = append(live, t)
+		}
+	}
+	clear(s.timed[len(live):])
+	s.timed = live
+}
+
+// setFate moves t to fate f in the tally and the fates line.
+func (s *scene) setFate(t *token, f lab.Fate) {
+	if t.fate == f {
+		return
+	}
+	if t.fate != "" {
+		s.count[t.fate]--
+	}
+	s.count[f]++
+	s.doneIDs.remove(t.id)
+	s.goneIDs.remove(t.id)
+	switch f {
+	case lab.FateDone:
+		s.doneIDs.add(t.id)
+	case lab.FateDropped, lab.FateLost:
+		s.goneIDs.add(t.id)
+	}
+	t.fate = f
+}
+
+// The pseudo-boxes: where alerts go, and where in-memory timers hold
+// tasks. They cannot clash with a queue name: events never carry a NUL.
+const (
+	alertNode = "\x00alert"
+	timerNode = "\x00timers"
+)
 
 // countCall feeds the breaker's failure counts.
 func (s *scene) countCall(failed bool) {
@@ -244,14 +366,6 @@ func (s *scene) countCall(failed bool) {
 	if failed {
 		s.breaker.fails++
 	}
-}
-
-func appendRecent(list []string, id string, n int) []string {
-	list = append(list, id)
-	if len(list) > n {
-		list = list[len(list)-n:]
-	}
-	return list
 }
 
 func (s *scene) create(id string) *token {
@@ -282,23 +396,30 @@ func (s *scene) travel(t *token, from, to string, frame int, tn tone) {
 	s.finish(t)
 	t.queue = to
 	s.members[to] = append(s.members[to], t)
-	t.from, t.moveAt, t.moving = from, frame, true
-	s.movers = append(s.movers, &mover{tok: t, label: t.id, from: from, to: to, start: frame, tone: tn})
+	t.move = &mover{tok: t, label: t.id, from: from, to: to, start: frame, tone: tn}
+	s.movers = append(s.movers, t.move)
 }
 
-// waitBox is where a scheduled task counts down. On a broker the worker
-// rejects it into a wait queue that the event names as its queue while the
-// task sits elsewhere: it waits there, in plain sight, and its next attempt
-// shows the broker's hop onward. In memory the event's queue is the one the
-// task failed in and the wait is a timer: it counts down on its way to To.
-func waitBox(e lab.Event, t *token) string {
-	if e.Queue != "" && t.queue != "" && e.Queue != t.queue {
-		return e.Queue
+// stopMove ends t's journey at once: an event says where it is now.
+func (s *scene) stopMove(t *token) { t.move = nil }
+
+// waitBox is where a scheduled task sits out its delay. On a broker that
+// is the wait queue the event names (Via), whose TTL then sends it on to
+// To; a broker lesson that names no wait queue parks it in To itself. In
+// memory no queue holds it: a time.AfterFunc timer in the process's
+// memory does, drawn as the timers box.
+func waitBox(e lab.Event) string {
+	switch {
+	case e.Backend != lab.Rabbit:
+		return timerNode
+	case e.Via != "":
+		return e.Via
 	}
 	return e.To
 }
 
-// noteDelay labels box with a delay its tasks wait there (a TTL), once.
+// noteDelay labels box with a delay its tasks wait there, once: a wait
+// queue's TTL, or the delays of the timers.
 func (s *scene) noteDelay(box string, ms int64) {
 	i := s.node(box)
 	if ms > 0 && !slices.Contains(s.nodes[i].Delays, ms) {
@@ -318,30 +439,37 @@ func (s *scene) finish(t *token) {
 	t.queue = ""
 }
 
-// settle applies a summary's fate where the events before it did not
-// already say so: a task the run lost without a lost event of its own.
+// settle applies a summary's fate, the ledger's last word: a task lost or
+// dropped without an event of its own leaves its box too.
 func (s *scene) settle(t *token, f lab.Fate) {
-	if f == lab.FateLost && t.status != gone {
+	if (f == lab.FateLost || f == lab.FateDropped) && t.status != gone {
+		s.stopMove(t)
 		s.finish(t)
 		t.status = gone
-		s.lost++
-		s.goneIDs = append(s.goneIDs, t.id)
 	}
+	s.setFate(t, f)
 }
 
 // inTransit reports whether t is still travelling at frame.
 func (t *token) inTransit(frame int) bool {
-	return t.moving && frame < t.moveAt+moveFrames
+	return t.move != nil && frame < t.move.start+moveFrames
+}
+
+// live reports whether mover m still has something to draw at frame: it
+// has not arrived, and its token has not been placed by a later event.
+func (m *mover) live(frame int) bool {
+	return frame < m.start+moveFrames && (m.ghost || m.trail || m.tok.move == m)
 }
 
 // prune forgets finished animations; it returns whether any is still running.
 func (s *scene) prune(frame int) bool {
 	live := s.movers[:0]
 	for _, m := range s.movers {
-		if frame < m.start+moveFrames {
+		switch {
+		case m.live(frame):
 			live = append(live, m)
-		} else if !m.ghost && m.tok.moveAt == m.start {
-			m.tok.moving = false
+		case m.tok.move == m:
+			m.tok.move = nil // arrived
 		}
 	}
 	clear(s.movers[len(live):])
@@ -353,9 +481,6 @@ func (s *scene) prune(frame int) bool {
 // lesson time nowMs.
 func (s *scene) counting(nowMs int64) bool {
 	for _, n := range s.nodes {
-		if len(n.Delays) == 0 {
-			continue
-		}
 		for _, t := range s.members[n.Name] {
 			if t.status == delayed && t.due > nowMs {
 				return true
@@ -366,6 +491,4 @@ func (s *scene) counting(nowMs int64) bool {
 }
 
 // pending is how many tasks have no final fate yet.
-func (s *scene) pending() int {
-	return len(s.tokens) - len(s.doneIDs) - s.dead - s.dropped - s.lost
-}
+func (s *scene) pending() int { return s.count[lab.FatePending] }

@@ -24,9 +24,8 @@ func TestTopologyInOrderOfFirstAppearanceWithDelays(t *testing.T) {
 	for _, n := range sc.nodes {
 		names = append(names, n.Name)
 	}
-	assert.Equal(t, []string{"main", "retry-1", "retry-2", "dlq"}, names)
-	assert.Equal(t, []int64{1000}, sc.nodes[1].Delays)
-	assert.Equal(t, []int64{2000}, sc.nodes[2].Delays)
+	assert.Equal(t, []string{"main", timerNode, "retry-1", "retry-2", "dlq"}, names, "in memory the timers box sits where the first wait starts")
+	assert.Equal(t, []int64{1000, 2000}, sc.nodes[1].Delays, "the timers box lists every delay")
 }
 
 func TestExplicitTopologyComesFirst(t *testing.T) {
@@ -49,10 +48,10 @@ func TestFatesFromEvents(t *testing.T) {
 	sc.apply(ev(4, lab.Lost, "C", "q", ""), 0)
 	sc.apply(ev(5, lab.Redelivered, "D", "other", ""), 0)
 	sc.apply(lab.Event{Kind: lab.Summary, Task: "E", Fate: lab.FateLost}, 0)
-	assert.Equal(t, []string{"A"}, sc.doneIDs)
-	assert.Equal(t, []string{"B", "C", "E"}, sc.goneIDs)
-	assert.Equal(t, 1, sc.dropped)
-	assert.Equal(t, 2, sc.lost)
+	assert.Equal(t, []string{"A"}, sc.doneIDs.ids)
+	assert.Equal(t, []string{"B", "C", "E"}, sc.goneIDs.ids)
+	assert.Equal(t, 1, sc.count[lab.FateDropped])
+	assert.Equal(t, 2, sc.count[lab.FateLost])
 	assert.Equal(t, "other", sc.tokens["D"].queue, "a redelivery puts the task where the broker hands it out")
 	assert.Equal(t, 1, sc.pending())
 	assert.Empty(t, sc.members["q"], "nothing is left in q")
@@ -65,41 +64,203 @@ func TestSilentHopIsAnimated(t *testing.T) {
 	sc.apply(ev(1000, lab.Started, "A", "main", ""), 3)
 	tok := sc.tokens["A"]
 	assert.Equal(t, "main", tok.queue)
-	assert.True(t, tok.inTransit(3+moveFrames-1), "it travels wait → main")
-	assert.False(t, tok.inTransit(3+moveFrames))
+	assert.False(t, tok.inTransit(3), "a worker has it: it is in main, not on the lane")
+	require.Len(t, sc.movers, 1)
+	assert.True(t, sc.movers[0].trail, "the hop wait → main is drawn as a trail")
+	assert.Equal(t, [2]string{"wait", "main"}, [2]string{sc.movers[0].from, sc.movers[0].to})
+	assert.True(t, sc.prune(3+moveFrames-1))
+	assert.False(t, sc.prune(3+moveFrames))
 }
 
-// On a broker the worker rejects a task into a wait queue the event names
-// as its queue: the token counts down in that box (labelled with its TTL),
-// and its next attempt shows the broker's hop onward. In memory the event's
-// queue is where the task failed, and it counts down on its way to To.
-func TestScheduledTaskWaitsInTheBrokersWaitQueue(t *testing.T) {
+// On a broker a scheduled task waits in the wait queue the event names
+// (Via), labelled with its TTL, and moves on to To when the TTL expires.
+// In memory no queue holds it: it waits in the timers box (a time.AfterFunc
+// in the process's memory), and moves on to To when the timer fires.
+func TestScheduledTaskWaitsWhereTheBackendKeepsIt(t *testing.T) {
+	for _, c := range []struct {
+		backend lab.Backend
+		box     string
+	}{{lab.Rabbit, "retry.wait"}, {lab.InMem, timerNode}} {
+		t.Run(string(c.backend), func(t *testing.T) {
+			sc := newScene(nil)
+			wait := ev(100, lab.Scheduled, "C", "main", "retry.processing")
+			wait.Via, wait.DelayMs = "retry.wait", 1000
+			for i, e := range []lab.Event{
+				ev(0, lab.Enqueued, "C", "main", ""), ev(0, lab.Started, "C", "main", ""),
+				ev(100, lab.Failed, "C", "main", ""), wait,
+			} {
+				e.Backend = c.backend
+				sc.apply(e, i)
+			}
+			tok := sc.tokens["C"]
+			assert.Equal(t, c.box, tok.queue)
+			assert.Equal(t, delayed, tok.status)
+			assert.Equal(t, int64(1100), tok.due)
+			assert.Equal(t, []int64{1000}, sc.nodes[sc.index[c.box]].Delays, "the box carries the wait")
+			assert.Empty(t, sc.nodes[sc.index["retry.processing"]].Delays)
+			_, hasWaitQueue := sc.index["retry.wait"]
+			assert.Equal(t, c.backend == lab.Rabbit, hasWaitQueue, "a wait queue box only where a wait queue exists")
+
+			sc.advance(1099, 10)
+			assert.Equal(t, c.box, tok.queue, "not due yet")
+			sc.advance(1100, 11)
+			assert.Equal(t, "retry.processing", tok.queue, "due: the timer or the TTL sent it on")
+			assert.True(t, tok.inTransit(11), "and the hop is animated")
+
+			sc.apply(ev(1100, lab.Started, "C", "retry.processing", ""), 12)
+			assert.Equal(t, working, tok.status)
+			assert.False(t, tok.inTransit(12), "a worker has it: drawn in the box, not on the lane")
+		})
+	}
+}
+
+// A broker lesson that names no wait queue (Q11's schedulers) parks the
+// task in To itself, where it counts down; it stays until an event moves it.
+func TestScheduledWithoutWaitQueueOnBrokerWaitsInTo(t *testing.T) {
 	sc := newScene(nil)
-	wait := ev(100, lab.Scheduled, "C", "retry.wait", "retry.processing")
-	wait.DelayMs = 1000
+	s := ev(0, lab.Scheduled, "c-5s", "", "mail.wait.4s")
+	s.Backend, s.DelayMs = lab.Rabbit, 4999
+	sc.apply(ev(0, lab.Enqueued, "c-5s", "", ""), 0)
+	sc.apply(s, 0)
+	assert.Equal(t, "mail.wait.4s", sc.tokens["c-5s"].queue)
+	assert.Empty(t, sc.nodes[sc.index["mail.wait.4s"]].Delays, "a mail's delay is not the queue's TTL")
+	sc.advance(10_000, 5)
+	assert.Equal(t, "mail.wait.4s", sc.tokens["c-5s"].queue)
+}
+
+// Q01: C goes back to the tail and a worker takes it again at once; it is
+// then in the box being worked on, not still drawn on the lane.
+func TestStartedEndsTheTokensJourney(t *testing.T) {
+	sc := newScene(nil)
 	for i, e := range []lab.Event{
-		ev(0, lab.Enqueued, "C", "main", ""), ev(0, lab.Started, "C", "main", ""),
-		ev(100, lab.Failed, "C", "main", ""), wait,
+		ev(0, lab.Enqueued, "C", "queue", ""), ev(0, lab.Started, "C", "queue", ""),
+		ev(100, lab.Failed, "C", "queue", ""), ev(100, lab.Moved, "C", "queue", "queue"),
 	} {
 		sc.apply(e, i)
 	}
-	c := sc.tokens["C"]
-	assert.Equal(t, "retry.wait", c.queue, "the rejected task sits in the wait queue")
-	assert.Equal(t, delayed, c.status)
-	assert.Equal(t, int64(1100), c.due)
-	assert.Equal(t, []int64{1000}, sc.nodes[sc.index["retry.wait"]].Delays, "the wait queue carries the TTL")
-	assert.Empty(t, sc.nodes[sc.index["retry.processing"]].Delays)
+	require.True(t, sc.tokens["C"].inTransit(4))
+	sc.apply(ev(100, lab.Started, "C", "queue", ""), 4)
+	assert.False(t, sc.tokens["C"].inTransit(4))
+	assert.False(t, sc.prune(4), "no animation left to draw")
+}
 
-	sc.apply(ev(1100, lab.Started, "C", "retry.processing", ""), 10)
-	assert.Equal(t, "retry.processing", c.queue, "the TTL expired: the broker moved it on")
-	assert.True(t, c.moving, "and the hop is animated")
-
-	mem := newScene(nil)
-	timer := ev(100, lab.Scheduled, "C", "queue", "retryQueue")
-	timer.DelayMs = 1000
-	for i, e := range []lab.Event{ev(0, lab.Enqueued, "C", "queue", ""), ev(0, lab.Started, "C", "queue", ""), timer} {
-		mem.apply(e, i)
+// Q06: every ack is lost after a successful send, so each task is
+// delivered again; the second delivery is a duplicate the idempotency check
+// skips. The tally must end where the ledger does: four done, none pending.
+func TestQ06TallyCountsEachTaskOnce(t *testing.T) {
+	sc := newScene(nil)
+	ids := []string{"A", "B", "C", "D"}
+	for _, id := range ids {
+		sc.apply(ev(0, lab.Enqueued, id, "queue", ""), 0)
 	}
-	assert.Equal(t, "retryQueue", mem.tokens["C"].queue, "in memory it waits on its way to retryQueue")
-	assert.Equal(t, []int64{1000}, mem.nodes[mem.index["retryQueue"]].Delays)
+	for _, id := range ids {
+		sc.apply(ev(0, lab.Started, id, "queue", ""), 0)
+		sc.apply(ev(0, lab.Succeeded, id, "queue", ""), 0)
+		sc.apply(ev(0, lab.Redelivered, id, "queue", ""), 0)
+	}
+	assert.Equal(t, 4, sc.pending(), "redelivered: back in the queue, not done")
+	sc.apply(ev(0, lab.Started, "A", "queue", ""), 0)
+	sc.apply(ev(0, lab.Succeeded, "A", "queue", ""), 0) // the guard that failed: sent twice
+	for _, id := range ids[1:] {
+		sc.apply(ev(0, lab.Started, id, "queue", ""), 0)
+		sc.apply(ev(0, lab.Duplicate, id, "queue", ""), 0)
+	}
+	for _, id := range ids {
+		sc.apply(lab.Event{Kind: lab.Summary, Task: id, Fate: lab.FateDone}, 0)
+	}
+	assert.Equal(t, 4, sc.count[lab.FateDone])
+	assert.Equal(t, 0, sc.pending())
+	assert.Equal(t, ids, sc.doneIDs.ids, "each once")
+	for _, id := range ids {
+		assert.Equal(t, done, sc.tokens[id].status, "%s is not drawn as being worked on", id)
+	}
+	assert.Empty(t, sc.members["queue"])
+	m := testModel(fakeDLQ, 80, 24)
+	m.sc = sc
+	assert.Contains(t, m.View(), "done 4 · dead 0 · dropped 0 · lost 0 · pending 0 · attempts 8")
+}
+
+// kindCases is one case per kind of the event contract, listed here by
+// hand: the scene must have a rule for each, and each rule must show.
+// A kind added to lab.Kinds without a case here fails
+// TestSceneHasARuleForEveryKind.
+var kindCases = []struct {
+	kind  lab.Kind
+	event lab.Event // applied after C was enqueued in "q" and started there
+	check func(*testing.T, *scene)
+}{
+	{lab.Enqueued, ev(0, lab.Enqueued, "E", "q2", ""), func(t *testing.T, s *scene) {
+		assert.Equal(t, "q2", s.tokens["E"].queue)
+	}},
+	{lab.Started, ev(0, lab.Started, "C", "q", ""), func(t *testing.T, s *scene) {
+		assert.Equal(t, working, s.tokens["C"].status)
+		assert.Equal(t, 2, s.attempts)
+	}},
+	{lab.Succeeded, ev(0, lab.Succeeded, "C", "q", ""), func(t *testing.T, s *scene) {
+		assert.Equal(t, 1, s.count[lab.FateDone])
+	}},
+	{lab.Failed, ev(0, lab.Failed, "C", "q", ""), func(t *testing.T, s *scene) {
+		assert.Equal(t, failing, s.tokens["C"].status)
+	}},
+	{lab.Moved, ev(0, lab.Moved, "C", "q", "q2"), func(t *testing.T, s *scene) {
+		assert.Equal(t, "q2", s.tokens["C"].queue)
+	}},
+	{lab.Scheduled, lab.Event{Kind: lab.Scheduled, Task: "C", Queue: "q", To: "q2", DelayMs: 500}, func(t *testing.T, s *scene) {
+		assert.Equal(t, delayed, s.tokens["C"].status)
+	}},
+	{lab.DeadLettered, ev(0, lab.DeadLettered, "C", "q", "dlq"), func(t *testing.T, s *scene) {
+		assert.Equal(t, 1, s.count[lab.FateDead])
+		assert.Equal(t, "dlq", s.tokens["C"].queue)
+	}},
+	{lab.Dropped, ev(0, lab.Dropped, "C", "q", ""), func(t *testing.T, s *scene) {
+		assert.Equal(t, 1, s.count[lab.FateDropped])
+	}},
+	{lab.Alerted, ev(0, lab.Alerted, "C", "", ""), func(t *testing.T, s *scene) {
+		assert.Equal(t, []string{"C"}, s.alerts)
+	}},
+	{lab.Breaker, lab.Event{Kind: lab.Breaker, Note: "open"}, func(t *testing.T, s *scene) {
+		assert.Equal(t, "open", s.breaker.state)
+	}},
+	{lab.Rejected, ev(0, lab.Rejected, "C", "q", ""), func(t *testing.T, s *scene) {
+		assert.Equal(t, 1, s.breaker.rejected)
+		assert.True(t, s.tokens["C"].rejected)
+	}},
+	{lab.Duplicate, ev(0, lab.Duplicate, "C", "q", ""), func(t *testing.T, s *scene) {
+		assert.Equal(t, 1, s.count[lab.FateDone])
+		assert.Equal(t, done, s.tokens["C"].status)
+	}},
+	{lab.Redelivered, ev(0, lab.Redelivered, "C", "q2", ""), func(t *testing.T, s *scene) {
+		assert.Equal(t, "q2", s.tokens["C"].queue)
+		assert.Equal(t, waiting, s.tokens["C"].status)
+	}},
+	{lab.Lost, ev(0, lab.Lost, "C", "q", ""), func(t *testing.T, s *scene) {
+		assert.Equal(t, 1, s.count[lab.FateLost])
+	}},
+	{lab.Summary, lab.Event{Kind: lab.Summary, Task: "C", Fate: lab.FateLost}, func(t *testing.T, s *scene) {
+		assert.True(t, s.finished)
+		assert.Equal(t, 1, s.count[lab.FateLost])
+	}},
+	{lab.Phase, lab.Event{Kind: lab.Phase, Note: "Run 2"}, func(t *testing.T, s *scene) {
+		assert.Equal(t, "Run 2", s.phase)
+	}},
+	{lab.Received, ev(0, lab.Received, "C", "dlq", ""), func(t *testing.T, s *scene) {
+		assert.Equal(t, received, s.tokens["C"].status)
+		assert.Equal(t, "dlq", s.tokens["C"].queue)
+	}},
+}
+
+func TestSceneHasARuleForEveryKind(t *testing.T) {
+	var listed []lab.Kind
+	for _, c := range kindCases {
+		listed = append(listed, c.kind)
+		t.Run(string(c.kind), func(t *testing.T) {
+			sc := newScene(nil)
+			sc.apply(ev(0, lab.Enqueued, "C", "q", ""), 0)
+			sc.apply(ev(0, lab.Started, "C", "q", ""), 0)
+			require.True(t, sc.apply(c.event, 1), "the scene has no rule for %q", c.kind)
+			c.check(t, sc)
+		})
+	}
+	assert.ElementsMatch(t, lab.Kinds, listed, "every kind of lab.Kinds has a case here, and no other")
+	assert.False(t, newScene(nil).apply(lab.Event{Kind: "teleported", Task: "C"}, 0), "an unknown kind is reported")
 }

@@ -2,66 +2,86 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/charmbracelet/lipgloss"
+	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/render"
 )
 
-// Box geometry: a box is boxRows lines high; arrows between boxes are
-// arrowW columns wide.
+// Box geometry: a box is boxRows lines high (its name in the top border,
+// its tokens, its counts and wait in the bottom border); arrows between
+// boxes are arrowW columns wide. Boxes sit in a grid whose columns depend
+// only on the terminal's width, so a box found late never resizes the
+// others.
 const (
-	boxRows = 4
+	boxRows = 3
 	arrowW  = 3
-	minBox  = 10
-	maxBox  = 24
+	minBox  = 24 // a 20-column title: every queue name of the lab, abbreviated at worst
+	maxCols = 6
 )
 
 // slot is where one box sits on screen.
 type slot struct {
-	name  string // queue name, or alertNode
+	name  string // queue name, or a pseudo-box (alertNode, timerNode)
 	title string
 	row   int // which row of boxes
 	x, w  int
 }
 
+// grid returns how many boxes fit a row of width and how wide each is.
+func grid(width int) (cols, w int) {
+	cols = min(max((width+arrowW)/(minBox+arrowW), 1), maxCols)
+	return cols, max((width-arrowW*(cols-1))/cols, 8)
+}
+
 // slots lays the topology out left to right in the order it was found,
 // wrapping to further rows when the boxes do not fit the width.
 func (sc *scene) slots(width int) []slot {
-	var out []slot
-	names := make([]string, len(sc.nodes))
-	for i, n := range sc.nodes {
-		names[i] = n.Name
+	var names []string
+	for _, n := range sc.nodes {
+		if n.Name != timerNode {
+			names = append(names, n.Name)
+		}
 	}
 	shared := sharedPrefix(names)
+	cols, w := grid(width)
+	out := make([]slot, 0, len(sc.nodes)+1)
 	for _, n := range sc.nodes {
-		out = append(out, slot{name: n.Name, title: strings.TrimPrefix(n.Name, shared)})
+		title := timerTitle
+		if n.Name != timerNode {
+			title = abbreviate(strings.TrimPrefix(n.Name, shared), w-4)
+		}
+		out = append(out, slot{name: n.Name, title: title})
 	}
 	if len(sc.alerts) > 0 {
 		out = append(out, slot{name: alertNode, title: "alert"})
 	}
-	n := len(out)
-	if n == 0 {
-		return nil
-	}
-	w := min(max((width-arrowW*(n-1))/n, minBox), maxBox)
-	perRow := max(1, (width+arrowW)/(w+arrowW))
 	for i := range out {
-		out[i].row = i / perRow
-		out[i].x = (i % perRow) * (w + arrowW)
+		out[i].row = i / cols
+		out[i].x = (i % cols) * (w + arrowW)
 		out[i].w = w
 	}
 	return out
 }
 
+// timerTitle names the box of in-memory timers: a task waiting there is in
+// no queue, only in a time.AfterFunc of the process.
+const timerTitle = "timers (memory)"
+
 // stage draws the boxes, the arrows between them and, under each row of
 // boxes, the lane where tokens travel.
 func (m Model) stage(width int) []string {
 	sc := m.sc
+	var lines []string
+	if sc.phases > 0 {
+		lines = append(lines, m.st.paint(warn, clip(fmt.Sprintf("━━ part %d: %s ━━", sc.phases, sc.phase), width)))
+	}
 	slots := sc.slots(width)
 	if len(slots) == 0 {
-		return []string{m.st.paint(faint, "  (waiting for the first event…)")}
+		return append(lines, m.st.paint(faint, "  (waiting for the first event…)"))
 	}
 	where := make(map[string]int, len(slots))
 	for i, s := range slots {
@@ -69,12 +89,11 @@ func (m Model) stage(width int) []string {
 	}
 	arriving := map[string]int{}
 	for _, mv := range sc.movers {
-		if !mv.ghost && mv.tok.inTransit(m.frame) && mv.tok.queue == mv.to {
+		if !mv.ghost && !mv.trail && mv.live(m.frame) && mv.tok.queue == mv.to {
 			arriving[mv.to]++
 		}
 	}
 	rows := slots[len(slots)-1].row + 1
-	var lines []string
 	for r := 0; r < rows; r++ {
 		cv := make([]canvas, boxRows+1)
 		for i := range cv {
@@ -102,26 +121,46 @@ func (m Model) stage(width int) []string {
 }
 
 // drawBox draws one box: its name in the top border, the tokens in it on
-// the first line, counts and wait time on the second.
+// the middle line, counts and wait time in the bottom border.
 func (m Model) drawBox(cv []canvas, s slot, arriving int) {
 	inner := s.w - 2
-	title := clip(s.title, inner-2)
-	edge := faint
-	cv[0].put(s.x, "╭ "+title+" "+strings.Repeat("─", max(inner-len([]rune(title))-2, 0))+"╮", edge)
-	cv[1].put(s.x, "│", edge)
-	cv[2].put(s.x, "│", edge)
-	cv[1].put(s.x+s.w-1, "│", edge)
-	cv[2].put(s.x+s.w-1, "│", edge)
-	cv[3].put(s.x, "╰"+strings.Repeat("─", inner)+"╯", edge)
+	var info string
 	cw := inner - 2
 	if s.name == alertNode {
+		info = plural(len(m.sc.alerts), "mail")
+	} else {
+		info = m.boxInfo(s.name, len(m.sc.members[s.name])-arriving, arriving, inner-3)
+	}
+	cv[0].put(s.x, border("╭", s.title, inner, "╮"), faint)
+	cv[1].put(s.x, "│", faint)
+	cv[1].put(s.x+s.w-1, "│", faint)
+	cv[2].put(s.x, border("╰", info, inner, "╯"), faint)
+	if s.name == alertNode {
 		m.drawIDs(cv[1], s.x+2, cw, m.sc.alerts, warn)
-		cv[2].put(s.x+2, clip(plural(len(m.sc.alerts), "mail"), cw), faint)
 		return
 	}
-	present := len(m.sc.members[s.name]) - arriving
-	m.drawTokens(cv[1], s.x+2, cw, s.name, present)
-	cv[2].put(s.x+2, clip(m.boxInfo(s.name, present, arriving), cw), faint)
+	m.drawTokens(cv[1], s.x+2, cw, s.name, len(m.sc.members[s.name])-arriving)
+}
+
+// border is a box's top or bottom edge with text set into it.
+func border(left, text string, inner int, right string) string {
+	text = clip(text, inner-2)
+	if text == "" {
+		return left + strings.Repeat("─", inner) + right
+	}
+	return left + " " + text + " " + strings.Repeat("─", max(inner-len([]rune(text))-2, 0)) + right
+}
+
+// abbreviate fits a queue name into n columns: whole if it fits, else
+// with its leading dotted parts cut to their first letter
+// (second.retry.processing → s.retry.processing → s.r.processing), and
+// only then clipped.
+func abbreviate(name string, n int) string {
+	parts := strings.Split(name, ".")
+	for i := 0; i < len(parts)-1 && len([]rune(strings.Join(parts, "."))) > n; i++ {
+		parts[i] = string([]rune(parts[i])[:1])
+	}
+	return clip(strings.Join(parts, "."), n)
 }
 
 // drawTokens writes the tokens sitting in queue q (not those still on
@@ -168,7 +207,7 @@ func (m Model) drawIDs(c canvas, x, cw int, list []string, tn tone) {
 	c.put(x, strings.Join(parts, " "), tn)
 }
 
-// tokenText is how token t reads inside a box.
+// tokenText is how token t reads inside a box (see legend).
 func (m Model) tokenText(t *token) (string, tone) {
 	id := label(t.id)
 	switch {
@@ -180,42 +219,64 @@ func (m Model) tokenText(t *token) (string, tone) {
 		return "⊘" + id, warn
 	case t.status == delayed && t.due > m.clockMs:
 		return id + " " + seconds(t.due-m.clockMs), warn
+	case t.status == received:
+		return "✉" + id, bad
 	case t.status == dead:
 		return id, bad
 	}
 	return id, plain
 }
 
-// boxInfo is a box's second line: how many tokens it holds, how many are
-// on their way in and, for a wait queue, its wait time.
-func (m Model) boxInfo(q string, present, arriving int) string {
-	var parts []string
+// legend explains the marks tokenText uses.
+const legend = "▸ working · ✗ failed · ⊘ rejected · C 0.6s due in · ✉ read off the DLQ"
+
+// boxInfo is a box's bottom line in at most n columns: how many tokens it
+// holds, how many are on their way in and what its tasks wait there (a
+// wait queue's TTL, the timers' delays). The wait is the box's identity,
+// so the counts give way first.
+func (m Model) boxInfo(q string, present, arriving, n int) string {
+	var counts []string
 	switch {
 	case present > 0 && m.allDead(q):
-		parts = append(parts, fmt.Sprintf("%d dead", present))
+		counts = append(counts, fmt.Sprintf("%d dead", present))
 	case present > 0:
-		parts = append(parts, fmt.Sprintf("%d in", present))
+		counts = append(counts, fmt.Sprintf("%d in", present))
 	}
 	if arriving > 0 {
-		parts = append(parts, fmt.Sprintf("%d coming", arriving))
+		counts = append(counts, fmt.Sprintf("%d coming", arriving))
 	}
+	wait := ""
 	if d := m.sc.nodes[m.sc.index[q]].Delays; len(d) > 0 {
-		waits := make([]string, len(d))
+		waits := make([]string, 0, 3)
 		for i, ms := range d {
-			waits[i] = seconds(ms)
+			if i == 3 {
+				waits = append(waits, "…")
+				break
+			}
+			waits = append(waits, seconds(ms))
 		}
-		parts = append(parts, "wait "+strings.Join(waits, "/"))
+		wait = "wait " + strings.Join(waits, "/")
+		if q != timerNode {
+			wait = "ttl " + strings.Join(waits, "/")
+		}
 	}
-	if len(parts) == 0 {
-		return "empty"
+	for len(counts) > 0 {
+		line := strings.Join(append(slices.Clone(counts), wait), " · ")
+		if wait == "" {
+			line = strings.Join(counts, " · ")
+		}
+		if len([]rune(line)) <= n {
+			return line
+		}
+		counts = counts[:len(counts)-1]
 	}
-	return strings.Join(parts, " · ")
+	return wait
 }
 
 // allDead reports whether every token in queue q is dead-lettered: a DLQ.
 func (m Model) allDead(q string) bool {
 	for _, t := range m.sc.members[q] {
-		if t.status != dead {
+		if t.status != dead && t.status != received {
 			return false
 		}
 	}
@@ -224,31 +285,28 @@ func (m Model) allDead(q string) bool {
 
 // drawLane draws the tokens travelling into the boxes of row r: a faint
 // path from where they left to where they go, and the token on it at the
-// point the animation has reached.
+// point the animation has reached. Tokens never overwrite each other: one
+// that would is set beside the others, or counted in a "+N" at the end.
 func (m Model) drawLane(c canvas, slots []slot, where map[string]int, r int) {
+	taken := make([]bool, len(c))
+	hidden := 0
 	for _, mv := range m.sc.movers {
 		to, ok := where[mv.to]
-		if !ok || slots[to].row != r || m.frame >= mv.start+moveFrames {
+		if !ok || slots[to].row != r || !mv.live(m.frame) {
 			continue
 		}
-		dst := slots[to]
-		x0, x1 := dst.x-arrowW, dst.x+1 // from off-row: come in from the left
-		if from, ok := where[mv.from]; ok && slots[from].row == r {
-			src := slots[from]
-			switch {
-			case from < to:
-				x0, x1 = src.x+src.w-2, dst.x+1
-			case from > to:
-				x0, x1 = src.x+1, dst.x+dst.w-2
-			default: // back to the tail of the same queue
-				x0, x1 = src.x+src.w-2, src.x+1
-			}
-		}
+		x0, x1 := lanePath(slots, where, mv.from, to, r)
 		lo, hi := min(x0, x1), max(x0, x1)
-		for x := lo; x <= hi; x++ {
-			if x >= 0 && x < len(c) && c[x].r == ' ' {
+		for x := max(lo, 0); x <= hi && x < len(c); x++ {
+			if c[x].r == ' ' {
 				c[x] = cell{'┈', faint}
 			}
+		}
+		if mv.trail {
+			if x1 >= 0 && x1 < len(c) && !taken[x1] {
+				c[x1] = cell{map[bool]rune{true: '▸', false: '◂'}[x1 >= x0], faint}
+			}
+			continue
 		}
 		step := min(m.frame-mv.start+1, moveFrames)
 		x := x0 + (x1-x0)*step/moveFrames
@@ -262,21 +320,92 @@ func (m Model) drawLane(c canvas, slots []slot, where map[string]int, r int) {
 		} else {
 			text = "←" + text
 		}
-		c.put(max(x, lo), text, mv.tone)
+		roomLo, roomHi := laneRoom(slots, where, mv.from, to, r)
+		at, ok := freeSpan(taken, max(x, lo), len([]rune(text)), roomLo, roomHi)
+		if !ok {
+			hidden++
+			continue
+		}
+		c.put(at, text, mv.tone)
+		for i := at; i < at+len([]rune(text)) && i < len(taken); i++ {
+			taken[i] = true
+		}
 	}
+	if hidden > 0 {
+		more := "+" + strconv.Itoa(hidden)
+		if at, ok := freeSpan(taken, len(c)-len(more), len(more), 0, len(c)-1); ok {
+			c.put(at, more, faint)
+		}
+	}
+}
+
+// lanePath is where on row r's lane a token going from queue from to box
+// to travels: from the source box's edge to the destination's, or along
+// under the destination when it comes from another row.
+func lanePath(slots []slot, where map[string]int, from string, to, r int) (x0, x1 int) {
+	dst := slots[to]
+	x0, x1 = dst.x+dst.w-2, dst.x+1 // from another row: it slides in under the box
+	if f, ok := where[from]; ok && slots[f].row == r {
+		src := slots[f]
+		switch {
+		case f < to:
+			x0, x1 = src.x+src.w-2, dst.x+1
+		case f > to:
+			x0, x1 = src.x+1, dst.x+dst.w-2
+		default: // back to the tail of the same queue
+			x0, x1 = src.x+src.w-2, src.x+1
+		}
+	}
+	return x0, x1
+}
+
+// laneRoom is the stretch of row r's lane a token going from queue from to
+// box to may be set in when its own spot is taken: under both boxes and
+// between them.
+func laneRoom(slots []slot, where map[string]int, from string, to, r int) (lo, hi int) {
+	dst := slots[to]
+	lo, hi = dst.x, dst.x+dst.w-1
+	if f, ok := where[from]; ok && slots[f].row == r {
+		lo, hi = min(lo, slots[f].x), max(hi, slots[f].x+slots[f].w-1)
+	}
+	return lo, hi
+}
+
+// freeSpan finds n free columns nearest to x within columns lo..hi (one
+// blank column either side of other tokens), searching outwards.
+func freeSpan(taken []bool, x, n, lo, hi int) (int, bool) {
+	lo, hi = max(lo, 0), min(hi, len(taken)-1)
+	free := func(at int) bool {
+		if at < lo || at+n-1 > hi {
+			return false
+		}
+		for i := max(at-1, 0); i < min(at+n+1, len(taken)); i++ {
+			if taken[i] {
+				return false
+			}
+		}
+		return true
+	}
+	for d := 0; d <= hi-lo; d++ {
+		if free(x - d) {
+			return x - d, true
+		}
+		if free(x + d) {
+			return x + d, true
+		}
+	}
+	return 0, false
 }
 
 // header is the title line: lesson, backend, speed and run state.
 func (m Model) header(width int) string {
 	l := m.lesson()
-	state := "▶ running"
-	switch {
-	case m.seeking:
-		state = "… finding a broker"
-	case m.paused:
+	state := map[runState]string{
+		seeking: "… finding a broker", noBroker: "✗ no broker", running: "▶ running",
+		finished: "■ finished", failed: "✗ failed",
+	}[m.state]
+	if m.paused {
 		state = "❚❚ paused"
-	case m.runDone:
-		state = "■ finished"
 	}
 	speed := "speed " + speedText(m.speed)
 	if m.nextSpeed != m.speed {
@@ -306,10 +435,10 @@ func noticeLines(text string, width, n int) []string {
 func (m Model) fates(width int) string {
 	c := newCanvas(width)
 	x := c.put(0, "✔ done:", good)
-	x = m.tail(c, x+1, width/2-x-2, m.sc.doneIDs, len(m.sc.doneIDs), good)
+	x = m.tail(c, x+1, width/2-x-2, m.sc.doneIDs.ids, m.sc.count[lab.FateDone], good)
 	x = max(x+2, width/2)
 	x = c.put(x, "✗ dropped/lost:", bad)
-	m.tail(c, x+1, width-x-1, m.sc.goneIDs, len(m.sc.goneIDs), bad)
+	m.tail(c, x+1, width-x-1, m.sc.goneIDs.ids, m.sc.count[lab.FateDropped]+m.sc.count[lab.FateLost], bad)
 	return c.render(m.st)
 }
 
@@ -323,11 +452,13 @@ func (m Model) tail(c canvas, x, room int, ids []string, n int, tn tone) int {
 	for i := len(ids) - 1; i >= 0; i-- {
 		id := label(ids[i])
 		if used+len(id)+1 > room-2 {
-			parts = append([]string{"…"}, parts...)
 			break
 		}
 		parts = append([]string{id}, parts...)
 		used += len(id) + 1
+	}
+	if len(parts) < n {
+		parts = append([]string{"…"}, parts...) // older ones left out
 	}
 	x = c.put(x, "("+strconv.Itoa(n)+")", faint)
 	return c.put(x+1, strings.Join(parts, " "), tn)
@@ -354,17 +485,19 @@ func (m Model) breakerLine() string {
 		counts = fmt.Sprintf("  trial calls: %d failed of %d", b.fails, b.calls)
 	}
 	line := m.st.paint(tn, "breaker "+glyph+" "+name) + counts + fmt.Sprintf(" · rejected %d", b.rejected)
-	if len(b.recent) > 0 {
-		line += m.st.paint(warn, " ("+strings.Join(b.recent, " ")+")")
+	if ids := b.recent.ids; len(ids) > 0 {
+		line += m.st.paint(warn, " (latest "+strings.Join(ids, " ")+")")
 	}
 	return line
 }
 
-// statsLine is the run's tally.
+// statsLine is the run's tally, one count per fate as the closing
+// summary counts them.
 func (m Model) statsLine() string {
-	sc := m.sc
-	return fmt.Sprintf("done %d · dead %d · dropped %d · pending %d · attempts %d · %s",
-		len(sc.doneIDs), sc.dead, sc.dropped+sc.lost, sc.pending(), sc.attempts, render.Stamp(m.clockMs))
+	c := m.sc.count
+	return fmt.Sprintf("done %d · dead %d · dropped %d · lost %d · pending %d · attempts %d · %s",
+		c[lab.FateDone], c[lab.FateDead], c[lab.FateDropped], c[lab.FateLost], c[lab.FatePending],
+		m.sc.attempts, render.Stamp(m.clockMs))
 }
 
 // label shortens a task id for a token: A, B, C stay, UUIDs get cut.

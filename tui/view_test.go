@@ -11,6 +11,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/render"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -84,7 +85,7 @@ func TestGoldenChainDLQ(t *testing.T) {
 			frame := m.View()
 			golden(t, fmt.Sprintf("chain_dlq_%dx%d", size[0], size[1]), frame)
 			assert.Contains(t, frame, "1 dead")
-			assert.Contains(t, frame, "done 2 · dead 1 · dropped 0 · pending 0 · attempts 4")
+			assert.Contains(t, frame, "done 2 · dead 1 · dropped 0 · lost 0 · pending 0 · attempts 4")
 			assert.Equal(t, size[1], strings.Count(frame, "\n")+1, "the frame fills the screen exactly")
 		})
 	}
@@ -110,7 +111,7 @@ func TestGoldenBreakerLight(t *testing.T) {
 	m := testModel(fakeDLQ, 80, 24)
 	want := []struct{ name, light string }{
 		{"closed", "breaker ● CLOSED  1 of 1 calls failed · rejected 0"},
-		{"open", "breaker ○ OPEN  tripped by 2 failed of 2 calls · rejected 1 (C)"},
+		{"open", "breaker ○ OPEN  tripped by 2 failed of 2 calls · rejected 1 (latest C)"},
 		{"half_open", "breaker ◐ HALF-OPEN  trial calls: 0 failed of 0 · rejected 1"},
 		{"closed_again", "breaker ● CLOSED  0 of 0 calls failed · rejected 1"},
 	}
@@ -178,16 +179,16 @@ func TestBackendSwitchWithoutBrokerSaysSo(t *testing.T) {
 	m, err := New(Config{Lessons: []lessonsLesson{both}, Start: 98})
 	require.NoError(t, err)
 	m = step1(m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'b'}})
-	assert.Contains(t, m.View(), "needs RabbitMQ, which is not available in this build")
+	assert.Contains(t, m.View(), "needs RabbitMQ for that, which is not available in this build")
 	assert.Equal(t, lab.InMem, m.backend)
 
-	m, err = New(Config{Lessons: []lessonsLesson{both}, Start: 98, Broker: noBroker})
+	m, err = New(Config{Lessons: []lessonsLesson{both}, Start: 98, Broker: findNoBroker})
 	require.NoError(t, err)
 	next, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'b'}})
 	require.NotNil(t, cmd, "discovery runs in a command")
 	m = step1(next.(Model), cmd())
 	t.Cleanup(func() { m.stop() }) // its run command is never executed here
-	assert.Contains(t, m.View(), "no RabbitMQ broker: connection refused — showing inmem")
+	assert.Contains(t, m.View(), "no RabbitMQ broker: connection refused — staying in memory")
 	assert.Equal(t, lab.InMem, m.backend)
 
 	only := fakeDLQ
@@ -220,4 +221,146 @@ func TestSharedPrefixLeavesTheDifferingPart(t *testing.T) {
 	assert.Equal(t, "", sharedPrefix([]string{"email_queue", "email_queue_wait"}), "only dotted prefixes")
 	assert.Equal(t, "", sharedPrefix([]string{"mail.queue", "deadLetterQueue"}), "not shared by all")
 	assert.Equal(t, "", sharedPrefix([]string{"sequential.queue"}), "one box keeps its name")
+}
+
+// brokerLesson is the fake chain with a RabbitMQ variant (its runner
+// stands in: only its presence matters) and RabbitMQ as its default.
+func brokerLesson(inmem bool) lessonsLesson {
+	l := fakeDLQ
+	l.Rabbit, l.Default = runFakeDLQ, lab.Rabbit
+	if !inmem {
+		l.InMem = nil
+	}
+	return l
+}
+
+// discover runs the model's discovery command and hands back its answer.
+func discover(t *testing.T, m Model) Model {
+	t.Helper()
+	require.Equal(t, seeking, m.state)
+	m = step1(m, m.Init()())
+	t.Cleanup(func() { m.stop() })
+	return m
+}
+
+func TestNoBrokerIsAStateNotARun(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		lesson  lessonsLesson
+		backend lab.Backend
+		want    string
+	}{
+		{"broker-only lesson", brokerLesson(false), "", "no RabbitMQ broker: connection refused · r tries again"},
+		{"rabbit named on the command line", brokerLesson(true), lab.Rabbit, "· b runs it in memory"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m, err := New(Config{Lessons: []lessonsLesson{c.lesson}, Start: 98, Backend: c.backend, Broker: findNoBroker})
+			require.NoError(t, err)
+			m = discover(t, m)
+			assert.Equal(t, noBroker, m.state)
+			assert.Nil(t, m.run, "nothing runs")
+			assert.Equal(t, lab.Rabbit, m.backend, "the backend asked for is not replaced")
+			frame := m.View()
+			assert.Contains(t, frame, "rabbit · speed 0.25× · ✗ no broker")
+			assert.NotContains(t, frame, "running")
+			assert.Contains(t, frame, c.want)
+		})
+	}
+}
+
+// A lesson whose default is RabbitMQ, run without --backend and without a
+// broker, runs its in-memory twin and says so.
+func TestDefaultBrokerFallsBackToTheTwinAndSaysSo(t *testing.T) {
+	m, err := New(Config{Lessons: []lessonsLesson{brokerLesson(true)}, Start: 98, Broker: findNoBroker})
+	require.NoError(t, err)
+	m = step1(m, tea.WindowSizeMsg{Width: 120, Height: 30})
+	m = discover(t, m)
+	assert.Equal(t, running, m.state)
+	assert.Equal(t, lab.InMem, m.backend)
+	assert.Contains(t, m.View(), "no RabbitMQ broker, so Q98 runs its in-memory twin (start one, then b): connection refused")
+}
+
+func TestFinishedShowsResultsAndNext(t *testing.T) {
+	second := fakeDLQ
+	second.ID = "Q99"
+	m, err := New(Config{Lessons: []lessonsLesson{fakeDLQ, second}, Start: 98})
+	require.NoError(t, err)
+	m.state = running
+	m = step1(m, tea.WindowSizeMsg{Width: 80, Height: 30})
+	m = feed(m, append(chainStart(), chainEnd()...)...)
+	m = feed(m, lab.Event{Kind: lab.Summary, Task: "C", Fate: lab.FateDead, Attempt: 2})
+	m = step1(m, runDoneMsg{gen: m.gen, tables: []render.Table{{Title: "Measured thing", Header: []string{"x", "y"}, Rows: [][]string{{"1", "2"}}}}})
+	assert.Equal(t, running, m.state, "not finished while events may still come")
+	m = step1(m, eventsMsg{gen: m.gen, closed: true})
+	assert.Equal(t, finished, m.state)
+	frame := m.View()
+	assert.Contains(t, frame, "■ finished")
+	assert.Contains(t, frame, "finished · Next: qlab tui 99 (n)")
+	assert.Contains(t, frame, "── results (t: the log)")
+	assert.Contains(t, frame, "Measured thing")
+	assert.Contains(t, frame, "What happened")
+	m = step1(m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'t'}})
+	assert.Contains(t, m.View(), "── log ·", "t goes back to the log")
+
+	m.cur = 1
+	assert.Contains(t, m.View(), "that was the last lesson")
+}
+
+func TestPhaseIsMarked(t *testing.T) {
+	m := testModel(fakeDLQ, 80, 24)
+	m = feed(m, lab.Event{Kind: lab.Phase, Note: "Run 2 (b01…): with a breaker"}, ev(0, lab.Enqueued, "b01", "main", ""))
+	frame := m.View()
+	assert.Contains(t, frame, "━━ part 1: Run 2 (b01…): with a breaker ━━")
+	assert.Equal(t, 24, strings.Count(frame, "\n")+1, "the phase line is counted in the layout")
+}
+
+// At 80 columns and more, every box keeps its name readable (Q10's
+// longest is abbreviated, never cut) and boxes keep one width whatever
+// else appears.
+func TestBoxTitlesStayReadableAndWidthsStable(t *testing.T) {
+	names := []string{"sequential.queue", "sequential.retry.wait", "sequential.retry.processing",
+		"sequential.second.retry.wait", "sequential.second.retry.processing", "sequential.dlq"}
+	for _, c := range []struct {
+		width int
+		want  []string
+	}{
+		{80, []string{"queue", "retry.wait", "retry.processing", "second.retry.wait", "s.retry.processing", "dlq"}},
+		{120, []string{"queue", "retry.wait", "retry.processing", "second.retry.wait", "second.retry.processing", "dlq"}},
+	} {
+		sc := newScene(nil)
+		var widths []int
+		for i, n := range names {
+			sc.apply(ev(0, lab.Enqueued, fmt.Sprint(i), n, ""), 0)
+			for _, s := range sc.slots(c.width) {
+				widths = append(widths, s.w)
+			}
+		}
+		var titles []string
+		for _, s := range sc.slots(c.width) {
+			titles = append(titles, s.title)
+			assert.LessOrEqual(t, len([]rune(border("╭", s.title, s.w-2, "╮"))), s.w, "title fits its border at %d", c.width)
+		}
+		assert.Equal(t, c.want, titles, "at %d columns", c.width)
+		assert.Len(t, slices.Compact(widths), 1, "one box width throughout at %d: %v", c.width, widths)
+	}
+	assert.Equal(t, "s.r.processing", abbreviate("second.retry.processing", 14))
+	assert.Equal(t, "email_queue_w…", abbreviate("email_queue_wait", 14))
+}
+
+// Lane tokens never overwrite each other (Q12's b05→7←b08).
+func TestLaneTokensDoNotOverlap(t *testing.T) {
+	m := testModel(fakeDLQ, 80, 24)
+	var evs []lab.Event
+	for _, id := range []string{"b05", "b06", "b07", "b08"} {
+		evs = append(evs, ev(0, lab.Enqueued, id, "main", ""))
+	}
+	evs = append(evs, ev(0, lab.Enqueued, "x", "retry", ""))
+	m = feed(m, evs...)
+	m = feed(m, ev(0, lab.Moved, "b05", "main", "retry"), ev(0, lab.Moved, "b06", "main", "retry"),
+		ev(0, lab.Moved, "b07", "retry", "main"), ev(0, lab.Moved, "b08", "retry", "main"))
+	m = frames(m, moveFrames/2)
+	lane := laneOf(t, m.View())
+	for _, id := range []string{"b05", "b06", "b07", "b08"} {
+		assert.Contains(t, lane, id, "every token is whole on the lane: %q", lane)
+	}
 }

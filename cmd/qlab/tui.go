@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"io"
 	"os"
 
@@ -34,9 +35,9 @@ func brokerDiscovery(ctx context.Context) (string, error) {
 
 func cmdTui(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	fs := newFlagSet("tui", tuiHelp)
-	backend := fs.String("backend", "inmem", "backend to start on: inmem or rabbit")
+	backend := fs.String("backend", "", "backend to run on: inmem or rabbit (default: each lesson's own)")
 	var pf planFlags
-	pf.register(fs, 0.25, "lesson time per real time; the default is slow enough to follow the tokens")
+	pf.register(fs, 0, "lesson time per real time (default: each lesson's own, 0.25× to follow the tokens, up to 5× for the long lessons)")
 	noColor := fs.Bool("no-color", false, "plain text, no ANSI colour (NO_COLOR does the same)")
 	pos, err := parseInterspersed(fs, args, stdout)
 	if err != nil {
@@ -45,20 +46,30 @@ func cmdTui(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if len(pos) > 1 {
 		return usagef("tui takes at most one lesson number, e.g. qlab tui 7")
 	}
+	speedGiven := given(fs, "speed")
+	if !speedGiven {
+		pf.speed = 1 // a stand-in so check validates the other flags; the TUI picks each lesson's speed
+	}
 	if err := pf.check(); err != nil {
 		return err
 	}
-	if err := checkBackend(*backend); err != nil {
-		return err
+	cfg := tui.Config{Broker: brokerDiscovery}
+	if speedGiven {
+		cfg.Speed = pf.speed
 	}
-	cfg := tui.Config{Backend: lab.Backend(*backend), Speed: pf.speed, Broker: brokerDiscovery}
+	if given(fs, "backend") { // a backend the user names is honoured, never replaced
+		if err := checkBackend(*backend); err != nil {
+			return err
+		}
+		cfg.Backend = lab.Backend(*backend)
+	}
 	if len(pos) == 1 {
 		l, err := lessons.Parse(pos[0])
 		if err != nil {
 			return usageError{err}
 		}
-		if cfg.Backend, err = pickBackend(fs, l, *backend); err != nil {
-			return err
+		if cfg.Backend != "" && l.Runner(cfg.Backend) == nil {
+			return usageError{lessons.ErrNoBackend{Lesson: l, Backend: cfg.Backend}}
 		}
 		cfg.Start = l.Number()
 	}
@@ -68,6 +79,13 @@ func cmdTui(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	cfg.Plan = pf.plan()
 	cfg.Color = !*noColor && colorWanted(stdout)
 	return tui.Run(ctx, cfg)
+}
+
+// given reports whether flag name was set on the command line.
+func given(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // errNotATerminal is what `qlab tui` says when its output is piped.
