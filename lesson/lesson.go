@@ -39,6 +39,9 @@ type Lesson struct {
 	// enough for its waits to mean what they say on a loaded machine, fast
 	// enough for the suite. 0 means the harness's default.
 	TestSpeed float64
+	// WatchSpeed is the speed the TUI starts the lesson at where its
+	// default (0.25×) would make it too long a watch; 0 means the default.
+	WatchSpeed float64
 	// Parity says what the parity suite may compare between the backends
 	// of a lesson that has both (fates and attempts always).
 	Parity Parity

@@ -178,12 +178,6 @@ func New(cfg Config) (Model, error) {
 	return m, nil
 }
 
-// lessonSpeeds is the speed each lesson starts at in the TUI where the
-// default (defaultSpeed) would make it too long a watch: Q13's 2½ minutes
-// of lesson time take half a minute at 5×. The lead plans to move this
-// table into the lessons registry.
-var lessonSpeeds = map[string]float64{"Q05": 1, "Q11": 1, "Q12": 2, "Q13": 5}
-
 // defaultSpeed is slow enough to follow a token from box to box.
 const defaultSpeed = 0.25
 
@@ -193,7 +187,7 @@ func (m Model) lessonSpeed() float64 {
 	if m.cfg.Speed > 0 {
 		return m.cfg.Speed
 	}
-	if s, ok := lessonSpeeds[m.lesson().ID]; ok {
+	if s := m.lesson().WatchSpeed; s > 0 {
 		return s
 	}
 	return defaultSpeed

@@ -22,8 +22,9 @@ import (
 )
 
 var Lesson = lesson.Lesson{
-	ID:    "Q11",
-	Title: "Scheduled emails: timer, per-message TTL, delay levels",
+	ID:         "Q11",
+	WatchSpeed: 1, // a watchable pace in the TUI
+	Title:      "Scheduled emails: timer, per-message TTL, delay levels",
 	Notice: "Mails due in 5 s, 1 s and in the past, three ways. (a) An in-process timer is on time until the scheduler stops: the mails it held are lost. " +
 		"(b) One delay queue with a per-message TTL keeps them on the broker, but the 1 s mail waits behind the 5 s one (RabbitMQ only expires the head of a queue). " +
 		"(c) Wait queues with one fixed TTL each and a stateless router are on time, even across a restart of the scheduler.",

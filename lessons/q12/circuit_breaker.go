@@ -22,8 +22,9 @@ import (
 )
 
 var Lesson = lesson.Lesson{
-	ID:    "Q12",
-	Title: "Circuit breaker: fail fast while the mail service is down",
+	ID:         "Q12",
+	WatchSpeed: 2, // a watchable pace in the TUI
+	Title:      "Circuit breaker: fail fast while the mail service is down",
 	Notice: "The mail service is down from 5 s to 35 s. Without a breaker (mails n01…) every retry hits the dead service: a retry storm. " +
 		"With one (mails b01…) it opens once 2 of its 5 calls have failed (over 20 %), calls fail fast back to the wait queue, one trial call goes through every 10 s, and it closes once the service is back. No mail is lost.",
 	InMem:     runQ12,

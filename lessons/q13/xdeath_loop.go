@@ -28,8 +28,9 @@ const (
 )
 
 var Lesson = lesson.Lesson{
-	ID:    "Q13",
-	Title: "One wait-queue loop: x-death counting vs your own retry header",
+	ID:         "Q13",
+	WatchSpeed: 5, // a watchable pace in the TUI
+	Title:      "One wait-queue loop: x-death counting vs your own retry header",
 	Notice: fmt.Sprintf("Run 1 (A–D) is seed 000's loop: the worker only rejects, the broker parks the mail %s in email_queue_wait and sends it back, "+
 		"and x-death tells the worker the attempt; at attempt %d it publishes C to email_queue_dlq itself and acks. "+
 		"Run 2 (rA–rD) republishes failures with its own x-retries / x-retry-reason headers: once a worker republishes, what x-death counts depends on the broker version. "+
