@@ -110,6 +110,8 @@ type Env struct {
 	// SeedNames asks RabbitMQ lessons for the seed's exact queue names
 	// (rabbit.SeedNames) instead of a per-run prefix (rabbit.RunNames).
 	SeedNames bool
+	// Prefix puts the seed names under a person's prefix (with SeedNames).
+	Prefix string
 	// Interrupt, when > 0, asks the lesson to let its process "die" this
 	// long (lesson time) after its workers start (compare's persistence
 	// row): in memory that loses what memory held; on a broker the workers'

@@ -57,7 +57,7 @@ func runQ10Rabbit(ctx context.Context, env *Env) error {
 	if err := q10Produce(ctx, env, s); err != nil {
 		return err
 	}
-	return rabbit.WaitSettled(ctx, env.Stream, func() bool { return alerts.Load() == deadCount(env.Stream) })
+	return s.WaitSettled(ctx, env.Stream, func() bool { return alerts.Load() == deadCount(env.Stream) })
 }
 
 // q10Produce enqueues every task on sequential.queue, each publish

@@ -83,7 +83,7 @@ func q12RabbitScenario(ctx context.Context, env *Env, s *rabbit.Session, pub *ra
 	defer env.interruptAfter(s.InterruptConsumers)()
 	err = q12RabbitProduce(ctx, env, pub, sc)
 	if err == nil {
-		err = rabbit.WaitSettled(ctx, env.Stream, nil)
+		err = s.WaitSettled(ctx, env.Stream, nil)
 	}
 	c.Stop() // waits for the handler: res is ours from here on
 	res.service = service.Stats()

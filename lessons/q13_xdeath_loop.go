@@ -249,7 +249,7 @@ func q13RabbitLoop(ctx context.Context, env *Env, s *rabbit.Session, pub *rabbit
 			return err
 		}
 	}
-	return rabbit.WaitSettled(ctx, env.Stream, nil)
+	return s.WaitSettled(ctx, env.Stream, nil)
 }
 
 // q13Retry sends d round the wait queue once more. Counting by x-death,

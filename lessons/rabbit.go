@@ -12,12 +12,17 @@ import (
 var newRunNames = rabbit.RunNames
 
 // brokerNames picks a RabbitMQ lesson's queue names: the seed's exact names
-// with --names seed, otherwise a fresh per-run prefix so runs never collide.
+// with --names seed (under a person's prefix with --prefix), otherwise a
+// fresh per-run prefix so runs never collide. The caller checked the
+// prefix (rabbit.CheckPrefix); one that fails here is ignored.
 func brokerNames(env *Env) rabbit.Names {
-	if env.SeedNames {
-		return rabbit.SeedNames()
+	if !env.SeedNames {
+		return newRunNames()
 	}
-	return newRunNames()
+	if names, err := rabbit.PersonNames(env.Prefix); err == nil {
+		return names
+	}
+	return rabbit.SeedNames()
 }
 
 // topologyTable shows what a RabbitMQ lesson declared: each queue's broker
@@ -27,7 +32,7 @@ func topologyTable(topo rabbit.Topology, s *rabbit.Session) render.Table {
 		Title:  "Queues declared on the broker",
 		Header: []string{"queue", "role", "x-message-ttl", "dead-letters to"},
 		Notes: []string{
-			"The run deleted them when it ended. Watch a run live: rabbitmqctl list_queues name messages arguments",
+			"The run deleted them when it ended (only queues it created: it refuses names that already exist). Watch a run live: rabbitmqctl list_queues name messages arguments",
 			"(or the management UI on port 15672) while qlab run N --backend rabbit --names seed --speed 1 runs.",
 		},
 	}
