@@ -138,17 +138,15 @@ func (c *Consumer) connect(ctx context.Context) (<-chan amqp.Delivery, chan *amq
 	if err != nil {
 		return nil, nil, err
 	}
-	var deliveries <-chan amqp.Delivery
-	err = within(ctx, func() error {
+	deliveries, err := withinValue(ctx, func() (<-chan amqp.Delivery, error) {
 		ch, err := conn.Channel()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := ch.Qos(c.opts.Prefetch, 0, false); err != nil {
-			return err
+			return nil, err
 		}
-		deliveries, err = ch.Consume(c.s.Names.Of(c.opts.Queue), c.opts.Actor, false, false, false, false, nil)
-		return err
+		return ch.Consume(c.s.Names.Of(c.opts.Queue), c.opts.Actor, false, false, false, false, nil)
 	})
 	if err != nil {
 		conn.Close()

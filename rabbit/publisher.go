@@ -26,23 +26,21 @@ type Publisher struct {
 
 // Publisher opens a confirm-mode channel on the session's connection.
 func (s *Session) Publisher(ctx context.Context) (*Publisher, error) {
-	p := &Publisher{names: s.Names}
-	err := within(ctx, func() error {
+	ch, err := withinValue(ctx, func() (*amqp.Channel, error) {
 		ch, err := s.conn.Channel()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := ch.Confirm(false); err != nil {
 			ch.Close()
-			return err
+			return nil, err
 		}
-		p.ch = ch
-		return nil
+		return ch, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("opening a confirm channel: %w", err)
 	}
-	return p, nil
+	return &Publisher{names: s.Names, ch: ch}, nil
 }
 
 // TaskBody is the JSON body of a lab message when the caller gives none.

@@ -259,17 +259,14 @@ func (s *Session) inspect(ctx context.Context, name string) (amqp.Queue, error) 
 
 // inspectOn is inspect on connection conn.
 func inspectOn(ctx context.Context, conn *amqp.Connection, name string) (amqp.Queue, error) {
-	var q amqp.Queue
-	err := within(ctx, func() error {
+	return withinValue(ctx, func() (amqp.Queue, error) {
 		ch, err := conn.Channel()
 		if err != nil {
-			return err
+			return amqp.Queue{}, err
 		}
 		defer ch.Close()
-		q, err = ch.QueueDeclarePassive(name, true, false, false, false, nil)
-		return err
+		return ch.QueueDeclarePassive(name, true, false, false, false, nil)
 	})
-	return q, err
 }
 
 // isNotFound reports a 404 NOT_FOUND from the broker.
@@ -407,16 +404,32 @@ func (s *Session) deleteOwned(ctx context.Context, names []string) error {
 // within runs f, returning its error, or ctx's (or opTimeout's) error if f
 // has not returned by then. amqp091-go's synchronous methods take no
 // context; a stuck f is abandoned to finish on its own when its
-// connection closes.
+// connection closes. f must not write variables the caller reads: return
+// results through withinValue instead.
 func within(ctx context.Context, f func() error) error {
+	_, err := withinValue(ctx, func() (struct{}, error) { return struct{}{}, f() })
+	return err
+}
+
+// withinValue is within for an f that returns a value: the value is handed
+// over only when f finished in time, so an abandoned f races with no one.
+func withinValue[T any](ctx context.Context, f func() (T, error)) (T, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- f() }()
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := f()
+		done <- result{v, err}
+	}()
 	select {
-	case err := <-done:
-		return err
+	case r := <-done:
+		return r.v, r.err
 	case <-ctx.Done():
-		return fmt.Errorf("broker did not answer: %w", ctx.Err())
+		var zero T
+		return zero, fmt.Errorf("broker did not answer: %w", ctx.Err())
 	}
 }

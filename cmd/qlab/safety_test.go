@@ -217,3 +217,14 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(code)
 }
+
+// TestSpeedTooFastForTheBrokersTTL: at --speed 500, lesson 10's 1 s wait
+// would be 2 ms on the broker: refused as a usage error before anything
+// is declared.
+func TestSpeedTooFastForTheBrokersTTL(t *testing.T) {
+	rabbittest.NeedBroker(t)
+	code, _, errOut := qlab("run", "10", "--backend", "rabbit", "--speed", "500")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, "--speed 500 is too fast for the broker: sequential.retry.wait's TTL of 1s (lesson time) would be 2ms real")
+	assert.Contains(t, errOut, "use --speed 200 or less")
+}
