@@ -45,9 +45,13 @@ vet:
 # them, the suite still runs, without the race detector, and says so.
 RACE := $(shell [ "$$($(GO) env CGO_ENABLED)" = 1 ] && command -v "$$($(GO) env CC)" >/dev/null 2>&1 && echo -race)
 
-test: vet
+# Without a broker the broker tests skip (go test prints only "ok"), so say
+# so once, with the reason; under QLAB_REQUIRE_BROKER=1 they fail instead.
+test: vet $(QLAB)
 	$(if $(RACE),,@echo "make test: no C compiler for -race here; running the tests without it")
 	$(GO) test $(RACE) ./...
+	@[ "$$QLAB_REQUIRE_BROKER" = 1 ] || $(QLAB) broker status 2>&1 >/dev/null | \
+		sed 's/^qlab: /make test: the broker tests were skipped: /'
 
 # Every benchmark (in memory, broker, breaker, TUI); the broker ones need RabbitMQ.
 bench:

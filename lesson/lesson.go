@@ -120,6 +120,8 @@ type Env struct {
 	SeedNames bool
 	// Names, when set, are the broker names to declare under (Options.Names).
 	Names *rabbit.Names
+	// Prefix puts the seed names under a person's prefix (with SeedNames).
+	Prefix string
 	// Interrupt, when > 0, asks the lesson to let its process "die" this
 	// long (lesson time) after its workers start (compare's persistence
 	// row): in memory that loses what memory held; on a broker the workers'

@@ -8,16 +8,21 @@ import (
 )
 
 // BrokerNames picks a RabbitMQ lesson's queue names: the names the run was
-// given (Options.Names), the seed's exact names with --names seed, or a
-// fresh per-run prefix so runs never collide.
+// given (Options.Names), the seed's exact names with --names seed (under a
+// person's prefix with --prefix), or a fresh per-run prefix so runs never
+// collide. The caller checked the prefix (rabbit.CheckPrefix); one that
+// fails here is ignored.
 func BrokerNames(env *Env) rabbit.Names {
 	switch {
 	case env.Names != nil:
 		return *env.Names
-	case env.SeedNames:
-		return rabbit.SeedNames()
+	case !env.SeedNames:
+		return rabbit.RunNames()
 	}
-	return rabbit.RunNames()
+	if names, err := rabbit.PersonNames(env.Prefix); err == nil {
+		return names
+	}
+	return rabbit.SeedNames()
 }
 
 // TopologyTable shows what a RabbitMQ lesson declared: each queue's broker
@@ -27,7 +32,7 @@ func TopologyTable(topo rabbit.Topology, s *rabbit.Session) render.Table {
 		Title:  "Queues declared on the broker",
 		Header: []string{"queue", "role", "x-message-ttl", "dead-letters to"},
 		Notes: []string{
-			"The run deleted them when it ended. Watch a run live: rabbitmqctl list_queues name messages arguments",
+			"The run deleted them when it ended (only queues it created: it refuses names that already exist). Watch a run live: rabbitmqctl list_queues name messages arguments",
 			"(or the management UI on port 15672) while qlab run N --backend rabbit --names seed --speed 1 runs.",
 		},
 	}

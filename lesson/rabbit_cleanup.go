@@ -12,13 +12,19 @@ import (
 const sessionSettle = 10 * time.Second
 
 // CloseSession ends a RabbitMQ lesson's session whatever happened to ctx:
-// it stops the consumers and deletes the run's queues within sessionSettle.
-// A task still pending then (the run stopped early) was in a deleted
-// queue, so it gets a lost event: no message vanishes without one. If the
-// clean-up failed, the broker may still hold them and they stay pending.
+// it stops the consumers and deletes the queues the run created within
+// sessionSettle. A task still pending then is reported lost, so no message
+// vanishes without an event: with the session's failure as the reason
+// when the run could not go on (a queue deleted from outside, a broker
+// gone), otherwise because deleting the queues discarded it. If the
+// clean-up failed after a normal stop, the broker may still hold them and
+// they stay pending.
 func CloseSession(ctx context.Context, env *Env, s *rabbit.Session) {
 	cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), sessionSettle)
 	defer cancel()
+	if err := s.Err(); err != nil {
+		rabbit.ReportLost(env.Stream, "Cleanup", "the run could not go on: "+err.Error())
+	}
 	if s.Close(cleanup) == nil {
 		rabbit.ReportDiscarded(env.Stream, "Cleanup")
 	}

@@ -3,6 +3,7 @@ package lesson
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/queuelab/qlab/lab"
@@ -22,6 +23,9 @@ type Options struct {
 	// Names, when set, are the broker names the run declares under (a
 	// test that prepared queues of its own). It overrides SeedNames.
 	Names *rabbit.Names
+	// Prefix, with SeedNames, puts the seed's names under a person's
+	// prefix ("alice" → alice.sequential.queue; qlab run --prefix).
+	Prefix string
 	// Interrupt, when > 0, makes the process "die" this long (lesson time)
 	// after the lesson's workers start, in lessons that support it (see
 	// Env.Interrupt).
@@ -62,7 +66,11 @@ type ErrNoBackend struct {
 
 // Error names the lesson, the missing backend and the ones it has.
 func (e ErrNoBackend) Error() string {
-	return fmt.Sprintf("lesson %d has no %s variant (it runs on: %v)", e.Lesson.Number(), e.Backend, e.Lesson.Backends())
+	var has []string
+	for _, b := range e.Lesson.Backends() {
+		has = append(has, string(b))
+	}
+	return fmt.Sprintf("lesson %d has no %s variant (it runs on: %s)", e.Lesson.Number(), e.Backend, strings.Join(has, ", "))
 }
 
 // Run runs lesson l, sending every event to sinks, and always ends the
@@ -88,7 +96,7 @@ func Run(ctx context.Context, l Lesson, opts Options, sinks ...lab.Sink) (Result
 		Plan:   plan,
 		Broker: opts.Broker,
 	}
-	env.SeedNames, env.Names = opts.SeedNames, opts.Names
+	env.SeedNames, env.Names, env.Prefix = opts.SeedNames, opts.Names, opts.Prefix
 	env.Interrupt = opts.Interrupt
 	env.Consumers = max(opts.Consumers, 1)
 	stopSampling := env.sample(ctx, opts.Sample)

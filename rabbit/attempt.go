@@ -2,7 +2,6 @@ package rabbit
 
 import (
 	"context"
-	"time"
 
 	"github.com/queuelab/qlab/lab"
 )
@@ -36,44 +35,10 @@ func AttemptAs(ctx context.Context, stream *lab.Stream, actor string, d *Deliver
 	return stream.Attempt(at, func() error { return process(ctx, d.Task, n) })
 }
 
-// WaitSettled blocks until every task the stream has seen has a final fate
-// (done, dead, dropped or lost) and extra (if not nil) reports true, or
-// ctx ends. Broker runs have no idle signal like inmem.System's, so it
-// polls the ledger every few milliseconds.
-func WaitSettled(ctx context.Context, stream *lab.Stream, extra func() bool) error {
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if settled(stream) && (extra == nil || extra()) {
-			return nil
-		}
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-func settled(stream *lab.Stream) bool {
-	tasks := stream.Tasks()
-	for _, t := range tasks {
-		if t.Fate == lab.FatePending {
-			return false
-		}
-	}
-	return len(tasks) > 0
-}
-
 // ReportDiscarded emits a lost event for every task the stream still has
 // pending. Call it after a run that stopped early has deleted its queues:
 // the deletion discarded whatever messages they held, and no message may
 // vanish without an event saying so.
 func ReportDiscarded(stream *lab.Stream, actor string) {
-	for _, t := range stream.Tasks() {
-		if t.Fate == lab.FatePending {
-			stream.Emit(lab.Event{Kind: lab.Lost, Task: t.ID, Actor: actor,
-				Note: "the run stopped early; deleting its queues discarded the message"})
-		}
-	}
+	ReportLost(stream, actor, "the run stopped early; deleting its queues discarded the message")
 }

@@ -1,6 +1,7 @@
 package rabbit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -19,7 +20,16 @@ type ConsumerOptions struct {
 	Actor    string      // the worker's name in events, e.g. "Retry-Rabbit-Worker"
 	Prefetch int         // unacknowledged deliveries the broker may hand out at once; 0 means 1
 	Stream   *lab.Stream // where redelivered events go; nil reports none (benchmarks)
+	// GiveUpAfter bounds how long the consumer keeps redialling a broker
+	// that went away before it gives up and fails the session (see
+	// Session.Err); 0 means DefaultGiveUpAfter.
+	GiveUpAfter time.Duration
 }
+
+// DefaultGiveUpAfter is how long a consumer waits for a broker that went
+// away: long enough for a node restart, short enough that a broker that
+// stays down ends the run.
+const DefaultGiveUpAfter = 30 * time.Second
 
 // Delivery is one message handed to a Handler. The handler must Ack or
 // Reject it; a delivery left unsettled when the connection drops is
@@ -57,6 +67,17 @@ type Handler func(ctx context.Context, d *Delivery)
 // connection drops it logs the loss and reconnects; the broker then
 // redelivers every unacknowledged message, which the Consumer reports as a
 // redelivered event.
+//
+// It fails the session (Session.Err, which ends WaitSettled) instead of
+// reconnecting when its queue is gone (404: deleted from outside the run),
+// and when the broker stays away longer than GiveUpAfter.
+//
+// A message whose AppId is not the run's (Names.Run) is foreign: the run
+// did not publish it, so it is no task. The consumer never hands it to the
+// handler and reports no event for it; it logs a warning, counts it
+// (Session.Foreign), moves it to the run's hold queue with a reason header
+// and acks it (or, if that fails, rejects it without requeue). The hold
+// queue outlives the run while it holds anything.
 //
 // Why a small loop and not amqp091-go's opt-in recovery (Config.Recovery,
 // v1.12+): that recovery keeps the old delivery channel and re-consumes on
@@ -117,17 +138,15 @@ func (c *Consumer) connect(ctx context.Context) (<-chan amqp.Delivery, chan *amq
 	if err != nil {
 		return nil, nil, err
 	}
-	var deliveries <-chan amqp.Delivery
-	err = within(ctx, func() error {
+	deliveries, err := withinValue(ctx, func() (<-chan amqp.Delivery, error) {
 		ch, err := conn.Channel()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := ch.Qos(c.opts.Prefetch, 0, false); err != nil {
-			return err
+			return nil, err
 		}
-		deliveries, err = ch.Consume(c.s.Names.Of(c.opts.Queue), c.opts.Actor, false, false, false, false, nil)
-		return err
+		return ch.Consume(c.s.Names.Of(c.opts.Queue), c.opts.Actor, false, false, false, false, nil)
 	})
 	if err != nil {
 		conn.Close()
@@ -154,7 +173,11 @@ func (c *Consumer) run(ctx context.Context, deliveries <-chan amqp.Delivery, clo
 		var err error
 		deliveries, closed, err = c.reconnect(ctx)
 		if err != nil {
-			return // ctx ended while the broker was away
+			if ctx.Err() == nil {
+				c.s.fail(err)
+			}
+			c.closeConn()
+			return
 		}
 		c.s.Logger.Info("rabbit: consumer reconnected", "actor", c.opts.Actor, "queue", c.opts.Queue)
 	}
@@ -170,6 +193,10 @@ func (c *Consumer) serve(ctx context.Context, deliveries <-chan amqp.Delivery) {
 		case d, ok := <-deliveries:
 			if !ok {
 				return
+			}
+			if d.AppId != c.s.Names.Run {
+				c.s.holdForeign(ctx, c.opts.Queue, d)
+				continue
 			}
 			dl := &Delivery{Delivery: d, Task: d.MessageId, Queue: c.opts.Queue, Deaths: ReadDeaths(d.Headers), names: c.s.Names}
 			if d.Redelivered && c.opts.Stream != nil {
@@ -196,9 +223,11 @@ func (c *Consumer) lossReason(closed chan *amqp.Error) string {
 	return drain(closed).Error()
 }
 
-// reconnect redials with a doubling pause until it succeeds or ctx ends.
+// reconnect redials with a doubling pause until it succeeds, ctx ends, the
+// queue turns out to be gone, or GiveUpAfter has passed.
 func (c *Consumer) reconnect(ctx context.Context) (<-chan amqp.Delivery, chan *amqp.Error, error) {
 	pause := reconnectPause
+	giveUp := time.Now().Add(cmp.Or(c.opts.GiveUpAfter, DefaultGiveUpAfter))
 	for {
 		select {
 		case <-time.After(pause):
@@ -206,11 +235,17 @@ func (c *Consumer) reconnect(ctx context.Context) (<-chan amqp.Delivery, chan *a
 			return nil, nil, ctx.Err()
 		}
 		deliveries, closed, err := c.connect(ctx)
-		if err == nil {
+		switch {
+		case err == nil:
 			c.mu.Lock()
 			c.reconnects++
 			c.mu.Unlock()
 			return deliveries, closed, nil
+		case isNotFound(err):
+			return nil, nil, fmt.Errorf("queue %s was deleted while the run consumed it (not by this run)", c.s.Names.Of(c.opts.Queue))
+		case time.Now().After(giveUp):
+			return nil, nil, fmt.Errorf("%s lost the broker and could not reconnect within %v: %w",
+				c.opts.Actor, cmp.Or(c.opts.GiveUpAfter, DefaultGiveUpAfter), err)
 		}
 		c.s.Logger.Warn("rabbit: reconnect failed", "actor", c.opts.Actor, "err", err.Error())
 		pause = min(2*pause, time.Second)

@@ -1,13 +1,16 @@
 package rabbit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -19,12 +22,12 @@ const DefaultURL = "amqp://guest:guest@127.0.0.1:5672/"
 // EnvURL names the environment variable that points QueueLab at a broker.
 const EnvURL = "RABBITMQ_URL"
 
-// HowToGetABroker is the one line printed when no broker answers.
-const HowToGetABroker = "start one with `rabbitmq-server -detached` (Debian package rabbitmq-server), " +
-	"or `qlab broker up` where Docker runs, or set RABBITMQ_URL=amqp://user:pass@host:5672/"
+// HowToGetABroker is the short advice printed when no broker answers.
+const HowToGetABroker = "start one with `rabbitmq-server -detached`, or `qlab broker up` where Docker runs"
 
-// probeTimeout bounds each discovery step's dial.
-const probeTimeout = 3 * time.Second
+// probeTimeout bounds each discovery step's dial. RabbitMQ answers a wrong
+// password only after about 3 s, so less would report it as "no answer".
+const probeTimeout = 5 * time.Second
 
 // Broker is a broker that answered: its URL, how it was found and the
 // version it reported in the connection's server properties.
@@ -53,36 +56,87 @@ type DiscoverOptions struct {
 // ErrNoBroker is wrapped by Discover's error when no broker answered.
 var ErrNoBroker = errors.New("no RabbitMQ broker found")
 
-// Discover finds a broker, in order: $RABBITMQ_URL, DefaultURL (or
-// opts.DefaultURL), and (with opts.Docker) a dockertest container. Each dial is bounded by a few
-// seconds and by ctx. The error wraps ErrNoBroker, names every place tried
-// (passwords redacted) and ends with HowToGetABroker.
-func Discover(ctx context.Context, opts DiscoverOptions) (Broker, error) {
+// NoBrokerError is Discover's error: every place tried and why it failed,
+// passwords redacted. Error is one short line; Details has the libraries'
+// own messages.
+type NoBrokerError struct {
+	Tried []Tried
+	// EnvURL is true when RABBITMQ_URL was set: it was then the only place
+	// tried, and the advice is to fix it.
+	EnvURL bool
+}
+
+// Tried is one place Discover looked.
+type Tried struct {
+	Where  string // "RABBITMQ_URL=amqp://u:xxxxx@host/", "amqp://guest:xxxxx@127.0.0.1:5672/", "Docker"
+	Reason string // short: "connection refused", "authentication failed", "no Docker engine answers"
+	Detail string // the full error, password redacted
+}
+
+// Error says in one line where Discover looked and what to do.
+func (e *NoBrokerError) Error() string {
 	var tried []string
+	for _, t := range e.Tried {
+		tried = append(tried, t.Where+": "+t.Reason)
+	}
+	if e.EnvURL {
+		return fmt.Sprintf("%s: %s (RABBITMQ_URL is set, so no other broker is tried: fix or unset it)", ErrNoBroker, strings.Join(tried, "; "))
+	}
+	return fmt.Sprintf("%s (%s); %s", ErrNoBroker, strings.Join(tried, "; "), HowToGetABroker)
+}
+
+// Details lists every place tried with the full error, one per line.
+func (e *NoBrokerError) Details() string {
+	var b strings.Builder
+	for _, t := range e.Tried {
+		fmt.Fprintf(&b, "  %s: %s\n", t.Where, t.Detail)
+	}
+	return b.String()
+}
+
+// Unwrap makes errors.Is(err, ErrNoBroker) hold.
+func (e *NoBrokerError) Unwrap() error { return ErrNoBroker }
+
+// Discover finds a broker. When $RABBITMQ_URL is set it is the only place
+// tried. Otherwise: DefaultURL (or opts.DefaultURL), then (with
+// opts.Docker) a dockertest container. Each dial is bounded by a few
+// seconds and by ctx. The error is a *NoBrokerError (wrapping ErrNoBroker).
+func Discover(ctx context.Context, opts DiscoverOptions) (Broker, error) {
 	if env := strings.TrimSpace(os.Getenv(EnvURL)); env != "" {
 		b, err := Probe(ctx, env, EnvURL)
-		if err == nil {
-			return b, nil
+		if err != nil {
+			return Broker{}, &NoBrokerError{EnvURL: true, Tried: []Tried{triedURL(EnvURL+"="+Redact(env), err)}}
 		}
-		tried = append(tried, err.Error())
+		return b, nil
 	}
-	def := opts.DefaultURL
-	if def == "" {
-		def = DefaultURL
-	}
+	def := cmp.Or(opts.DefaultURL, DefaultURL)
 	b, err := Probe(ctx, def, "default URL")
 	if err == nil {
 		return b, nil
 	}
-	tried = append(tried, err.Error())
+	fail := &NoBrokerError{Tried: []Tried{triedURL(Redact(def), err)}}
 	if opts.Docker {
 		b, err := DockerUp(ctx)
 		if err == nil {
 			return b, nil
 		}
-		tried = append(tried, err.Error())
+		reason := "could not start a container"
+		if errors.Is(err, ErrNoDocker) {
+			reason = "no Docker engine answers"
+		}
+		fail.Tried = append(fail.Tried, Tried{Where: "Docker", Reason: reason, Detail: err.Error()})
 	}
-	return Broker{}, fmt.Errorf("%w (%s); %s", ErrNoBroker, strings.Join(tried, "; "), HowToGetABroker)
+	return Broker{}, fail
+}
+
+// triedURL describes a failed Probe of a URL.
+func triedURL(where string, err error) Tried {
+	t := Tried{Where: where, Reason: "failed", Detail: err.Error()}
+	var de *DialError
+	if errors.As(err, &de) {
+		t.Reason = de.Reason
+	}
+	return t
 }
 
 // Probe dials rawURL once, within a few seconds and ctx, reads the server
@@ -104,10 +158,52 @@ func ServerVersion(conn *amqp.Connection) string {
 	return "unknown"
 }
 
+// DialError is a failed connection to a broker, password-free.
+type DialError struct {
+	URL    string // redacted
+	Reason string // "connection refused", "authentication failed", "vhost not allowed", "no answer", "not an AMQP URL", ...
+	Detail string // the library's message with the password redacted ("" for a URL that does not parse)
+}
+
+// Error is the redacted URL, the reason and the detail.
+func (e *DialError) Error() string {
+	if e.Detail == "" {
+		return e.URL + ": " + e.Reason
+	}
+	return e.URL + ": " + e.Reason + ": " + e.Detail
+}
+
+// dialFailure classifies err, a failed dial of rawURL, and keeps the
+// password of rawURL out of every part of it.
+func dialFailure(rawURL string, err error) *DialError {
+	de := &DialError{URL: Redact(rawURL), Reason: "failed", Detail: redactIn(err.Error(), rawURL)}
+	var amqpErr *amqp.Error
+	var netErr net.Error
+	switch {
+	case errors.Is(err, amqp.ErrCredentials), errors.Is(err, amqp.ErrSASL):
+		de.Reason = "authentication failed"
+	case errors.Is(err, amqp.ErrVhost), errors.As(err, &amqpErr) && amqpErr.Code == amqp.NotAllowed:
+		de.Reason = "vhost not allowed (it does not exist or the user has no access)"
+	case errors.As(err, &amqpErr) && amqpErr.Code == amqp.AccessRefused:
+		de.Reason = "access refused"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		de.Reason = "connection refused"
+	case errors.As(err, &netErr) && netErr.Timeout():
+		de.Reason = "no answer"
+	case errors.As(err, new(*net.DNSError)):
+		de.Reason = "unknown host"
+	}
+	return de
+}
+
 // dial opens a connection bounded by probeTimeout and ctx. A non-nil
 // netDial replaces the TCP dial (the Consumer uses it to keep the socket).
-// Errors carry the redacted URL, never the password.
+// Errors are *DialError: the redacted URL, never the password.
 func dial(ctx context.Context, rawURL string, netDial func(network, addr string) (net.Conn, error)) (*amqp.Connection, error) {
+	if _, err := amqp.ParseURI(rawURL); err != nil {
+		// The parser's message may quote the URL: say only which form is expected.
+		return nil, &DialError{URL: Redact(rawURL), Reason: "not an AMQP URL (want amqp://user:pass@host:port/vhost)"}
+	}
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	cfg := amqp.Config{Dial: amqp.DefaultDial(probeTimeout), Properties: amqp.NewConnectionProperties()}
@@ -127,7 +223,7 @@ func dial(ctx context.Context, rawURL string, netDial func(network, addr string)
 	select {
 	case r := <-done:
 		if r.err != nil {
-			return nil, fmt.Errorf("%s: %s", Redact(rawURL), redactErr(r.err, rawURL))
+			return nil, dialFailure(rawURL, r.err)
 		}
 		return r.conn, nil
 	case <-ctx.Done():
@@ -136,33 +232,81 @@ func dial(ctx context.Context, rawURL string, netDial func(network, addr string)
 				r.conn.Close()
 			}
 		}()
-		return nil, fmt.Errorf("%s: no answer within %v", Redact(rawURL), probeTimeout)
+		return nil, &DialError{URL: Redact(rawURL), Reason: "no answer", Detail: fmt.Sprintf("nothing within %v", probeTimeout)}
 	}
 }
 
-// Redact returns rawURL with any password replaced by "xxxxx", so URLs can
-// be printed and logged. Strings that do not parse as URLs are returned
-// with everything between "://" and "@" hidden.
+// Redact returns rawURL with its password replaced by "xxxxx", so URLs can
+// be printed and logged, whether or not they parse. The userinfo is
+// everything between the scheme's "://" (or the start) and the last "@";
+// its password is everything after its first ":".
 func Redact(rawURL string) string {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		scheme, rest, ok := strings.Cut(rawURL, "://")
-		if at := strings.LastIndex(rest, "@"); ok && at >= 0 {
-			return scheme + "://xxxxx@" + rest[at+1:]
-		}
+	userinfo, rest, ok := splitUserinfo(rawURL)
+	if !ok {
 		return rawURL
 	}
-	return u.Redacted()
+	user, _, hasPassword := strings.Cut(userinfo, ":")
+	if !hasPassword {
+		return rawURL
+	}
+	return rawURL[:len(rawURL)-len(userinfo)-1-len(rest)] + user + ":xxxxx@" + rest
 }
 
-// redactErr renders err without the password of rawURL, in case a library
-// echoes the URL back.
-func redactErr(err error, rawURL string) string {
-	msg := err.Error()
-	if u, perr := url.Parse(rawURL); perr == nil && u.User != nil {
-		if pw, ok := u.User.Password(); ok && pw != "" {
-			msg = strings.ReplaceAll(msg, pw, "xxxxx")
+// splitUserinfo splits rawURL around its userinfo (see Redact): the
+// userinfo and what follows the last "@". ok is false without an "@".
+func splitUserinfo(rawURL string) (userinfo, rest string, ok bool) {
+	at := strings.LastIndex(rawURL, "@")
+	if at < 0 {
+		return "", "", false
+	}
+	start := 0
+	if i := strings.Index(rawURL[:at], "://"); i > 0 && isScheme(rawURL[:i]) {
+		start = i + 3
+	}
+	return rawURL[start:at], rawURL[at+1:], true
+}
+
+// isScheme reports whether s is a URL scheme: a letter, then letters,
+// digits, '+', '-' or '.'.
+func isScheme(s string) bool {
+	for i := range len(s) {
+		c := s[i]
+		letter := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+		if !letter && (i == 0 || !(c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.')) {
+			return false
 		}
 	}
-	return msg
+	return s != ""
+}
+
+// redactIn returns msg with rawURL's password hidden, in case a library
+// echoed the URL or the password: as they are, percent-decoded, or quoted
+// the way Go quotes strings (%q, which escapes bytes such as \x7f).
+func redactIn(msg, rawURL string) string {
+	userinfo, _, ok := splitUserinfo(rawURL)
+	if !ok {
+		return msg
+	}
+	_, pw, _ := strings.Cut(userinfo, ":")
+	secrets := []string{rawURL, pw}
+	if decoded, err := url.PathUnescape(pw); err == nil {
+		secrets = append(secrets, decoded)
+	}
+	var forms []string
+	for _, secret := range secrets {
+		for _, form := range []string{secret, quotedInner(secret, strconv.Quote), quotedInner(secret, strconv.QuoteToASCII)} {
+			if form != "" {
+				forms = append(forms, form, "xxxxx")
+			}
+		}
+	}
+	// One pass: a replacement is never searched again, so a password that
+	// occurs in "xxxxx" cannot make the message grow.
+	return strings.NewReplacer(forms...).Replace(msg)
+}
+
+// quotedInner is s quoted by quote, without the surrounding quotes.
+func quotedInner(s string, quote func(string) string) string {
+	q := quote(s)
+	return q[1 : len(q)-1]
 }

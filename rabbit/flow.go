@@ -231,12 +231,12 @@ func (f *Flow) unexpect(task string, expected bool) {
 }
 
 // Wait blocks until every message the run published or moved into a
-// consumed queue has been handled, or ctx ends.
+// consumed queue has been handled and every task has a final fate, within
+// the session's bounds (Session.WaitSettled: a queue deleted from outside,
+// a broker gone, no progress for its patience), or ctx ends.
 func (f *Flow) Wait(ctx context.Context) error {
-	select {
-	case <-f.work.idle():
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := f.s.WaitSettled(ctx, f.stream, f.work.idle); err != nil {
+		return err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -263,10 +263,15 @@ func (f *Flow) Peek(ctx context.Context, queue string, n int) ([]flow.Delivery, 
 func (f *Flow) Interrupt() { f.s.InterruptConsumers() }
 
 // Close deletes the flow's exchanges, stops the consumers and deletes the
-// run's queues. A task still pending then was in a deleted queue: it is
-// reported lost.
+// queues the run created. A task still pending then is reported lost: with
+// the session's failure as the reason when the run could not go on (a
+// queue deleted from outside, a broker gone), otherwise because deleting
+// the queues discarded it.
 func (f *Flow) Close(ctx context.Context) error {
 	_ = f.pub.Close()
+	if err := f.s.Err(); err != nil {
+		ReportLost(f.stream, "Cleanup", "the run could not go on: "+err.Error())
+	}
 	f.mu.Lock()
 	exchanges := f.exchanges
 	f.mu.Unlock()
@@ -295,23 +300,19 @@ func withCount(headers amqp.Table, header string, count int, reason string) amqp
 	return out
 }
 
-// inflight counts, per task, the messages the run expects to handle and
-// signals when none is left. Counting per task keeps a duplicate (an ack
-// lost with a dropped connection hands the message out twice) from
-// cancelling another task's count: a surplus handling is ignored.
+// inflight counts, per task, the messages the run expects to handle.
+// Counting per task keeps a duplicate (an ack lost with a dropped
+// connection hands the message out twice) from cancelling another task's
+// count: a surplus handling is ignored.
 type inflight struct {
-	mu   sync.Mutex
-	n    map[string]int
-	sum  int
-	zero chan struct{}
+	mu  sync.Mutex
+	n   map[string]int
+	sum int
 }
 
 func (w *inflight) add(task string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.sum == 0 {
-		w.zero = make(chan struct{})
-	}
 	if w.n == nil {
 		w.n = map[string]int{}
 	}
@@ -327,21 +328,13 @@ func (w *inflight) done(task string) {
 	}
 	w.n[task]--
 	w.sum--
-	if w.sum == 0 {
-		close(w.zero)
-	}
 }
 
-// idle returns a channel closed once nothing is in flight.
-func (w *inflight) idle() <-chan struct{} {
+// idle reports whether nothing is in flight.
+func (w *inflight) idle() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.sum == 0 {
-		c := make(chan struct{})
-		close(c)
-		return c
-	}
-	return w.zero
+	return w.sum == 0
 }
 
 var _ flow.Backend = (*Flow)(nil)

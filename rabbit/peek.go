@@ -11,21 +11,21 @@ import (
 // how a person (or a test) inspects a DLQ without draining it. The
 // returned deliveries must not be settled.
 func (s *Session) Peek(ctx context.Context, queue string, max int) ([]Delivery, error) {
-	var out []Delivery
-	err := within(ctx, func() error {
+	out, err := withinValue(ctx, func() ([]Delivery, error) {
 		ch, err := s.conn.Channel()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		defer ch.Close() // returns every unacknowledged get to the queue
+		var out []Delivery
 		for len(out) < max {
 			d, ok, err := ch.Get(s.Names.Of(queue), false)
 			if err != nil || !ok {
-				return err
+				return out, err
 			}
 			out = append(out, Delivery{Delivery: d, Task: d.MessageId, Queue: queue, Deaths: ReadDeaths(d.Headers)})
 		}
-		return nil
+		return out, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("peeking at %s: %w", s.Names.Of(queue), err)

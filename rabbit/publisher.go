@@ -15,7 +15,9 @@ import (
 var ErrNacked = errors.New("broker nacked the message")
 
 // Publisher publishes persistent JSON messages on a channel in confirm
-// mode. Safe for concurrent use.
+// mode, each stamped with the run's id as its AppId (see Names.Run), so the
+// run's consumers can tell its messages from foreign ones. Safe for
+// concurrent use.
 type Publisher struct {
 	names Names
 	ch    *amqp.Channel
@@ -24,23 +26,21 @@ type Publisher struct {
 
 // Publisher opens a confirm-mode channel on the session's connection.
 func (s *Session) Publisher(ctx context.Context) (*Publisher, error) {
-	p := &Publisher{names: s.Names}
-	err := within(ctx, func() error {
+	ch, err := withinValue(ctx, func() (*amqp.Channel, error) {
 		ch, err := s.conn.Channel()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := ch.Confirm(false); err != nil {
 			ch.Close()
-			return err
+			return nil, err
 		}
-		p.ch = ch
-		return nil
+		return ch, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("opening a confirm channel: %w", err)
 	}
-	return p, nil
+	return &Publisher{names: s.Names, ch: ch}, nil
 }
 
 // TaskBody is the JSON body of a lab message when the caller gives none.
@@ -50,7 +50,7 @@ type TaskBody struct {
 
 // Publishing is the message Publish sends for task with body: persistent,
 // content-type application/json, MessageId = task. A nil body becomes
-// {"task": task}.
+// {"task": task}. The Publisher adds the run's AppId when it sends it.
 func Publishing(task string, body []byte) amqp.Publishing {
 	if body == nil {
 		body, _ = json.Marshal(TaskBody{Task: task}) // a struct of one string always marshals
@@ -82,12 +82,19 @@ func (p *Publisher) PublishMessage(ctx context.Context, queue string, msg amqp.P
 	return WaitConfirm(ctx, dc)
 }
 
+// send stamps msg with the run's id and publishes it to seed queue.
 func (p *Publisher) send(ctx context.Context, queue string, msg amqp.Publishing) (*amqp.DeferredConfirmation, error) {
+	msg.AppId = p.names.Run
+	return p.sendTo(ctx, p.names.Of(queue), msg)
+}
+
+// sendTo publishes msg as it is to broker queue name.
+func (p *Publisher) sendTo(ctx context.Context, name string, msg amqp.Publishing) (*amqp.DeferredConfirmation, error) {
 	// amqp091-go serialises publishes itself; the lock keeps Close out of
 	// the way of a publish in progress.
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.ch.PublishWithDeferredConfirmWithContext(ctx, "", p.names.Of(queue), false, false, msg)
+	return p.ch.PublishWithDeferredConfirmWithContext(ctx, "", name, false, false, msg)
 }
 
 // Publish sends task's message to seed queue and waits for the broker's

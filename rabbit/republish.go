@@ -23,10 +23,7 @@ func (p *Publisher) Republish(ctx context.Context, queue string, d *Delivery, he
 		Type:          d.Type,
 		Body:          d.Body,
 	}
-	// The lock keeps Close out of the way of a publish in progress.
-	p.mu.Lock()
-	dc, err := p.ch.PublishWithDeferredConfirmWithContext(ctx, "", p.names.Of(queue), false, false, msg)
-	p.mu.Unlock()
+	dc, err := p.send(ctx, queue, msg) // stamped with this run's id
 	if err != nil {
 		return fmt.Errorf("republishing %s to %s: %w", d.Task, queue, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -22,33 +23,50 @@ const opTimeout = 5 * time.Second
 // publishing and cleaning up, the run's queue Names and the lesson Clock
 // that scales TTLs. Consumers get connections of their own and recover
 // from a drop; the session's connection does not (a loss is logged, and
-// later declares, publishes and the clean-up fail with an error). Create it
-// with Open; Close deletes every queue it declared.
+// later declares and publishes fail with an error; Close redials to clean
+// up). Create it with Open; Close deletes every queue the session created.
+//
+// A session owns only what it created: Declare refuses queues that already
+// exist, so a run never consumes, drains or deletes someone else's queue.
 type Session struct {
 	URL    string
 	Names  Names
 	Clock  lab.Clock
 	Logger *slog.Logger // connection trouble is logged here; never nil after Open
+	// Patience bounds WaitSettled: how much lesson time may pass without
+	// any task making progress before the run is given up. 0 means
+	// patienceFactor times the longest TTL declared, at least minPatience.
+	Patience time.Duration
 
 	conn *amqp.Connection
 
 	mu        sync.Mutex
-	declared  []string // broker names, in declaration order
+	declared  []string // broker names of the queues this session created, in order
+	longest   time.Duration
 	consumers []*Consumer
+	failure   error         // why the run cannot go on; see fail
+	failed    chan struct{} // closed by fail
+	foreign   int
+	holdPub   *Publisher // publishes to the hold queue; nil until the first foreign message
+	holdMu    sync.Mutex // serialises creating holdPub
 }
 
 // Open connects to the broker at url within a few seconds and ctx. names
-// picks the queue names (RunNames for a private prefix, SeedNames for the
-// seed's); clock scales TTLs. A nil logger means slog.Default().
+// picks the queue names (RunNames for a private prefix, SeedNames or
+// PersonNames for the seed's); a names without a Run gets a fresh one.
+// clock scales TTLs. A nil logger means slog.Default().
 func Open(ctx context.Context, url string, names Names, clock lab.Clock, logger *slog.Logger) (*Session, error) {
 	if logger == nil {
 		logger = slog.Default()
+	}
+	if names.Run == "" {
+		names.Run = newRunID()
 	}
 	conn, err := dial(ctx, url, nil)
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{URL: url, Names: names, Clock: clock, Logger: logger, conn: conn}
+	s := &Session{URL: url, Names: names, Clock: clock, Logger: logger, conn: conn, failed: make(chan struct{})}
 	go s.logClose(conn)
 	return s, nil
 }
@@ -64,55 +82,197 @@ func (s *Session) logClose(conn *amqp.Connection) {
 // Connection returns the session's connection (e.g. for ServerVersion).
 func (s *Session) Connection() *amqp.Connection { return s.conn }
 
+// fail records why the run cannot go on (a consumed queue was deleted, the
+// broker stayed away); the first reason wins. WaitSettled returns it.
+func (s *Session) fail(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failure == nil {
+		s.failure = err
+		close(s.failed)
+	}
+}
+
+// Err is why the run cannot go on, or nil.
+func (s *Session) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failure
+}
+
 // PreconditionError explains a 406 PRECONDITION_FAILED: the queue already
 // exists on the broker with other arguments than this run declares.
 type PreconditionError struct {
 	Queue  string // broker name
 	Detail string // the broker's reply text
-	// Siblings are the broker names of the other queues declared with it
-	// (its Topology): a run that left one stale queue behind usually left
-	// them all, so the reset deletes them together.
-	Siblings []string
 }
 
-// ResetCommand is the shell command that deletes the stale queue and its
-// siblings, so the next run declares them afresh.
-func (e *PreconditionError) ResetCommand() string {
-	if len(e.Siblings) == 0 {
-		return "rabbitmqctl delete_queue " + e.Queue
-	}
-	return "for q in " + strings.Join(append([]string{e.Queue}, e.Siblings...), " ") + "; do rabbitmqctl delete_queue $q; done"
-}
+// ResetCommand is the shell command that deletes that one queue.
+func (e *PreconditionError) ResetCommand() string { return "rabbitmqctl delete_queue " + e.Queue }
 
 // Error says what happened, why, and how to reset it, on one line.
 func (e *PreconditionError) Error() string {
 	return fmt.Sprintf("queue %s already exists on the broker with other arguments than this run declares (%s): "+
 		"an earlier run with other settings (e.g. another --speed with --names seed) left it behind; "+
-		"reset and run again: %s", e.Queue, e.Detail, e.ResetCommand())
+		"if it is yours, reset it and run again: %s", e.Queue, e.Detail, e.ResetCommand())
+}
+
+// ExistsError means queues the run would declare already exist on the
+// broker. The run did not create them, so it neither uses nor deletes
+// them: it refuses to start.
+type ExistsError struct {
+	Queues []string // broker names, in topology order
+	// Conflict explains the first of them that exists with other
+	// arguments (a 406), or is nil; errors.As finds it.
+	Conflict *PreconditionError
+}
+
+// ResetCommand deletes exactly the queues in the way.
+func (e *ExistsError) ResetCommand() string {
+	cmds := make([]string, len(e.Queues))
+	for i, q := range e.Queues {
+		cmds[i] = "rabbitmqctl delete_queue " + q
+	}
+	return strings.Join(cmds, "; ")
+}
+
+// Error names the queues and the command that removes them, on one line.
+func (e *ExistsError) Error() string {
+	msg := fmt.Sprintf("queue %s already exists on the broker", strings.Join(e.Queues, ", "))
+	if len(e.Queues) > 1 {
+		msg = fmt.Sprintf("queues %s already exist on the broker", strings.Join(e.Queues, ", "))
+	}
+	if e.Conflict != nil {
+		msg += fmt.Sprintf(" (%s with other arguments: %s)", e.Conflict.Queue, e.Conflict.Detail)
+	}
+	return msg + ": this run did not create them, so it leaves them alone and does not start " +
+		"(another person's run, or one that crashed, may be using them); if they are yours, remove them: " + e.ResetCommand()
+}
+
+// Unwrap returns the 406 explanation, if any.
+func (e *ExistsError) Unwrap() error {
+	if e.Conflict == nil {
+		return nil
+	}
+	return e.Conflict
 }
 
 // Declare declares every queue of t as durable, with its TTL and
-// dead-letter route, and remembers it for Close. A queue that exists with
-// other arguments yields a *PreconditionError.
+// dead-letter route, and remembers it for Close. If any of them already
+// exists it declares none and returns an *ExistsError (wrapping a
+// *PreconditionError when one exists with other arguments).
 func (s *Session) Declare(ctx context.Context, t Topology) error {
 	if err := t.Check(); err != nil {
 		return err
 	}
+	if err := checkTTLs(t, s.Clock); err != nil {
+		return err
+	}
+	if err := s.refuseExisting(ctx, t); err != nil {
+		return err
+	}
 	for _, q := range t.Queues {
-		err := s.declare(ctx, q.Name, Arguments(q, s.Names, s.Clock))
-		var pe *PreconditionError
-		if errors.As(err, &pe) {
-			for _, other := range t.Queues {
-				if other.Name != q.Name {
-					pe.Siblings = append(pe.Siblings, s.Names.Of(other.Name))
-				}
-			}
-		}
-		if err != nil {
+		if err := s.declare(ctx, q.Name, Arguments(q, s.Names, s.Clock)); err != nil {
 			return err
+		}
+		s.mu.Lock()
+		s.longest = max(s.longest, q.TTL)
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+// MinRealTTL is the shortest real x-message-ttl a lesson may ask of the
+// broker: below a few milliseconds its expiry timer and delivery (about
+// 2 ms on the project's machines, see qlab broker latency) outweigh the
+// wait, and "wait 1 s, then 2 s" stops being what the broker does.
+const MinRealTTL = 5 * time.Millisecond
+
+// SpeedError means the lesson clock is too fast for a queue's TTL: it
+// would be under MinRealTTL of real time.
+type SpeedError struct {
+	Queue    string        // seed name
+	TTL      time.Duration // lesson time
+	Speed    float64
+	MaxSpeed float64 // the highest speed at which that TTL stays meaningful
+}
+
+// Error names the queue, both times and the speed that works.
+func (e *SpeedError) Error() string {
+	return fmt.Sprintf("--speed %g is too fast for the broker: %s's TTL of %v (lesson time) would be %v real, under the %v "+
+		"the broker's expiry needs to mean what the lesson says; use --speed %g or less",
+		e.Speed, e.Queue, e.TTL, time.Duration(float64(e.TTL)/e.Speed).Round(time.Microsecond), MinRealTTL, e.MaxSpeed)
+}
+
+// checkTTLs returns a *SpeedError for the first queue of t whose TTL at
+// clock's speed is under MinRealTTL.
+func checkTTLs(t Topology, clock lab.Clock) error {
+	for _, q := range t.Queues {
+		if q.TTL > 0 && clock.Real(q.TTL) < MinRealTTL {
+			return &SpeedError{Queue: q.Name, TTL: q.TTL, Speed: clock.Speed(), MaxSpeed: math.Floor(float64(q.TTL) / float64(MinRealTTL))}
 		}
 	}
 	return nil
+}
+
+// refuseExisting returns an *ExistsError naming every queue of t that is
+// already on the broker (a passive declare finds them). It re-declares an
+// existing queue with t's arguments only to tell whether they differ: that
+// changes nothing on the broker either way.
+func (s *Session) refuseExisting(ctx context.Context, t Topology) error {
+	var found ExistsError
+	for _, q := range t.Queues {
+		name := s.Names.Of(q.Name)
+		exists, err := s.exists(ctx, name)
+		if err != nil {
+			return fmt.Errorf("checking queue %s: %w", name, err)
+		}
+		if !exists {
+			continue
+		}
+		found.Queues = append(found.Queues, name)
+		var pe *PreconditionError
+		if err := s.queueDeclare(ctx, name, Arguments(q, s.Names, s.Clock)); errors.As(err, &pe) && found.Conflict == nil {
+			found.Conflict = pe
+		}
+	}
+	if len(found.Queues) > 0 {
+		return &found
+	}
+	return nil
+}
+
+// exists reports whether broker queue name exists (a passive declare; the
+// 404 for a missing queue closes only its own channel).
+func (s *Session) exists(ctx context.Context, name string) (bool, error) {
+	_, err := s.inspect(ctx, name)
+	if isNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// inspect passively declares broker queue name on a channel of its own.
+func (s *Session) inspect(ctx context.Context, name string) (amqp.Queue, error) {
+	return inspectOn(ctx, s.conn, name)
+}
+
+// inspectOn is inspect on connection conn.
+func inspectOn(ctx context.Context, conn *amqp.Connection, name string) (amqp.Queue, error) {
+	return withinValue(ctx, func() (amqp.Queue, error) {
+		ch, err := conn.Channel()
+		if err != nil {
+			return amqp.Queue{}, err
+		}
+		defer ch.Close()
+		return ch.QueueDeclarePassive(name, true, false, false, false, nil)
+	})
+}
+
+// isNotFound reports a 404 NOT_FOUND from the broker.
+func isNotFound(err error) bool {
+	var amqpErr *amqp.Error
+	return errors.As(err, &amqpErr) && amqpErr.Code == amqp.NotFound
 }
 
 // declare declares one durable queue of the session's topology and
@@ -122,7 +282,7 @@ func (s *Session) declare(ctx context.Context, seedName string, args amqp.Table)
 	if err := s.queueDeclare(ctx, name, args); err != nil {
 		var pre *PreconditionError
 		if errors.As(err, &pre) {
-			return err
+			return err // created between our check and now, by someone else: not ours
 		}
 		return fmt.Errorf("declaring queue %s: %w", name, err)
 	}
@@ -165,18 +325,8 @@ func (s *Session) queueDeclare(ctx context.Context, name string, args amqp.Table
 // Depth returns how many messages are ready in seed queue name (a passive
 // declare: it fails if the queue does not exist).
 func (s *Session) Depth(ctx context.Context, name string) (int, error) {
-	var n int
-	err := within(ctx, func() error {
-		ch, err := s.conn.Channel()
-		if err != nil {
-			return err
-		}
-		defer ch.Close()
-		q, err := ch.QueueDeclarePassive(s.Names.Of(name), true, false, false, false, nil)
-		n = q.Messages
-		return err
-	})
-	return n, err
+	q, err := s.inspect(ctx, s.Names.Of(name))
+	return q.Messages, err
 }
 
 // InterruptConsumers cuts every consumer's connection at once, as a killed
@@ -193,31 +343,25 @@ func (s *Session) InterruptConsumers() {
 }
 
 // Close stops the session's consumers, deletes every queue the session
-// declared, and closes the connection, each step bounded by ctx. It
-// returns the first error.
+// created (a queue already gone counts as deleted) and closes the
+// connection, each step bounded by ctx. The hold queue stays when it holds
+// foreign messages: they were never the run's to delete. If the session's
+// connection was lost, Close dials a new one to clean up. It returns the
+// first error.
 func (s *Session) Close(ctx context.Context) error {
 	s.mu.Lock()
-	consumers, declared := s.consumers, s.declared
-	s.consumers, s.declared = nil, nil
+	consumers, declared, holdPub := s.consumers, s.declared, s.holdPub
+	s.consumers, s.declared, s.holdPub = nil, nil, nil
 	s.mu.Unlock()
 	for _, c := range consumers {
 		c.Stop()
 	}
+	if holdPub != nil {
+		_ = holdPub.Close()
+	}
 	var first error
 	if len(declared) > 0 {
-		first = within(ctx, func() error {
-			ch, err := s.conn.Channel()
-			if err != nil {
-				return err
-			}
-			defer ch.Close()
-			for _, name := range declared {
-				if _, err := ch.QueueDelete(name, false, false, false); err != nil {
-					return fmt.Errorf("deleting queue %s: %w", name, err)
-				}
-			}
-			return nil
-		})
+		first = s.deleteOwned(ctx, declared)
 	}
 	if err := s.conn.Close(); first == nil && err != nil && !errors.Is(err, amqp.ErrClosed) {
 		first = err
@@ -225,19 +369,67 @@ func (s *Session) Close(ctx context.Context) error {
 	return first
 }
 
+// deleteOwned deletes the queues the session created, on the session's
+// connection or, if that one is gone, on a fresh one.
+func (s *Session) deleteOwned(ctx context.Context, names []string) error {
+	conn := s.conn
+	if conn.IsClosed() {
+		fresh, err := dial(ctx, s.URL, nil)
+		if err != nil {
+			return fmt.Errorf("deleting the run's queues: %w", err)
+		}
+		defer fresh.Close()
+		conn = fresh
+	}
+	for _, name := range names {
+		if name == s.Names.hold() && s.keepHold(ctx, conn) {
+			continue
+		}
+		err := within(ctx, func() error {
+			ch, err := conn.Channel()
+			if err != nil {
+				return err
+			}
+			defer ch.Close()
+			_, err = ch.QueueDelete(name, false, false, false)
+			return err
+		})
+		if err != nil && !isNotFound(err) {
+			return fmt.Errorf("deleting queue %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
 // within runs f, returning its error, or ctx's (or opTimeout's) error if f
 // has not returned by then. amqp091-go's synchronous methods take no
 // context; a stuck f is abandoned to finish on its own when its
-// connection closes.
+// connection closes. f must not write variables the caller reads: return
+// results through withinValue instead.
 func within(ctx context.Context, f func() error) error {
+	_, err := withinValue(ctx, func() (struct{}, error) { return struct{}{}, f() })
+	return err
+}
+
+// withinValue is within for an f that returns a value: the value is handed
+// over only when f finished in time, so an abandoned f races with no one.
+func withinValue[T any](ctx context.Context, f func() (T, error)) (T, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- f() }()
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := f()
+		done <- result{v, err}
+	}()
 	select {
-	case err := <-done:
-		return err
+	case r := <-done:
+		return r.v, r.err
 	case <-ctx.Done():
-		return fmt.Errorf("broker did not answer: %w", ctx.Err())
+		var zero T
+		return zero, fmt.Errorf("broker did not answer: %w", ctx.Err())
 	}
 }

@@ -28,6 +28,7 @@ func cmdBroker(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	ttl := fs.Duration("ttl", time.Second, "latency: the wait queue's TTL")
 	n := fs.Int("n", 200, "latency: messages to measure")
 	gap := fs.Duration("gap", 5*time.Millisecond, "latency: pause between publishes")
+	verbose := verboseFlag(fs)
 	pos, err := parseInterspersed(fs, args, stdout)
 	if err != nil {
 		return err
@@ -41,7 +42,7 @@ func cmdBroker(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		opts.Docker = false // status looks; it never starts anything
 		b, err := rabbit.Discover(ctx, opts)
 		if err != nil {
-			return err
+			return withDetails(err, *verbose)
 		}
 		fmt.Fprintln(stdout, b)
 		return nil
@@ -77,7 +78,7 @@ func cmdBroker(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		if *n <= 0 || *ttl <= 0 || *gap < 0 {
 			return usagef("latency needs --n > 0, --ttl > 0 and --gap >= 0")
 		}
-		return brokerLatency(ctx, stdout, *ttl, *n, *gap)
+		return withDetails(brokerLatency(ctx, stdout, *ttl, *n, *gap), *verbose)
 	}
 	return usagef("unknown broker command %q: use status, up, down or latency", pos[0])
 }

@@ -31,7 +31,26 @@ func TestRunRabbitWithoutBrokerSaysHowToGetOne(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(errOut, "\n"), "one line: %q", errOut)
 	assert.Contains(t, errOut, "no RabbitMQ broker found")
 	assert.Contains(t, errOut, "rabbitmq-server -detached")
+	assert.Contains(t, errOut, "qlab broker up")
 	assert.NotContains(t, errOut, "sekrit")
+	assert.Less(t, len(errOut), 200, "short: %q", errOut)
+
+	code, _, errOut = qlab("run", "10", "--backend", "rabbit", "-v")
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, errOut, "dial tcp 127.0.0.1:1", "-v adds each step's full error")
+	assert.NotContains(t, errOut, "sekrit")
+}
+
+// TestRunHonoursBrokerURL: a RABBITMQ_URL that fails is the answer (exit
+// 1, one line, redacted), even though the default broker answers.
+func TestRunHonoursBrokerURL(t *testing.T) {
+	rabbittest.NeedBroker(t)
+	t.Setenv(rabbit.EnvURL, "amqp://guest:Wrong-Pw-31@127.0.0.1:5672/")
+	code, out, errOut := qlab("run", "10", "--backend", "rabbit", "--speed", "20")
+	assert.Equal(t, exitError, code)
+	assert.Empty(t, out)
+	assert.Equal(t, "qlab: no RabbitMQ broker found: RABBITMQ_URL=amqp://guest:xxxxx@127.0.0.1:5672/: authentication failed "+
+		"(RABBITMQ_URL is set, so no other broker is tried: fix or unset it)\n", errOut)
 }
 
 func TestBrokerStatusWithoutBroker(t *testing.T) {

@@ -8,10 +8,13 @@ import (
 	"io"
 	"math"
 	"os"
+	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lessons"
+	"github.com/queuelab/qlab/rabbit"
 )
 
 // Exit codes: 0 ok, 1 the run failed, 2 the command line was wrong.
@@ -74,13 +77,41 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	case errors.Is(err, flag.ErrHelp):
 		return exitOK
-	case errors.As(err, new(usageError)):
+	case errors.As(err, new(usageError)), errors.As(err, new(*rabbit.SpeedError)):
 		fmt.Fprintln(stderr, "qlab: "+err.Error())
 		return exitUsage
 	default:
 		fmt.Fprintln(stderr, "qlab: "+err.Error())
+		var d detailed
+		if errors.As(err, &d) {
+			fmt.Fprint(stderr, d.details)
+		}
 		return exitError
 	}
+}
+
+// detailed is an error with more to say under -v, printed after its line.
+type detailed struct {
+	error
+	details string
+}
+
+func (d detailed) Unwrap() error { return d.error }
+
+// verboseFlag registers -v and --verbose on fs.
+func verboseFlag(fs *flag.FlagSet) *bool {
+	v := fs.Bool("verbose", false, "on failure, print every step's full error (where qlab looked for a broker)")
+	fs.BoolVar(v, "v", false, "short for --verbose")
+	return v
+}
+
+// withDetails adds the full discovery errors to err when verbose is set.
+func withDetails(err error, verbose bool) error {
+	var nb *rabbit.NoBrokerError
+	if verbose && errors.As(err, &nb) {
+		return detailed{err, nb.Details()}
+	}
+	return err
 }
 
 const listHelp = `Usage: qlab list [flags]
@@ -89,7 +120,7 @@ Lists the lessons: number, title and the backends each runs on.`
 
 func cmdList(_ context.Context, args []string, stdout, _ io.Writer) error {
 	fs := newFlagSet("list", listHelp)
-	backend := fs.String("backend", "", "only lessons that run on this backend (inmem or rabbit)")
+	backend := fs.String("backend", "", "only lessons that run on this backend: inmem or rabbit")
 	numbers := fs.Bool("numbers", false, "print only the lesson numbers, one per line (for scripts)")
 	markdown := fs.Bool("markdown", false, "print the README's lesson table")
 	pos, err := parseInterspersed(fs, args, stdout)
@@ -98,6 +129,11 @@ func cmdList(_ context.Context, args []string, stdout, _ io.Writer) error {
 	}
 	if len(pos) > 0 {
 		return usagef("list takes no arguments, got %q", pos)
+	}
+	if *backend != "" {
+		if err := checkBackend(*backend); err != nil {
+			return err
+		}
 	}
 	var shown []lessons.Lesson
 	for _, l := range lessons.All {
@@ -113,9 +149,14 @@ func cmdList(_ context.Context, args []string, stdout, _ io.Writer) error {
 	case *markdown:
 		fmt.Fprint(stdout, lessonTable(shown))
 	default:
-		fmt.Fprintf(stdout, "%-4s %-52s %s\n", "N", "LESSON", "BACKENDS")
+		width := len("LESSON")
 		for _, l := range shown {
-			fmt.Fprintf(stdout, "%-4d %-52s %s\n", l.Number(), l.Title, backendList(l))
+			width = max(width, utf8.RuneCountInString(l.Title))
+		}
+		fmt.Fprintf(stdout, "%-4s %-*s  %s\n", "N", width, "LESSON", "BACKENDS")
+		for _, l := range shown {
+			pad := width - utf8.RuneCountInString(l.Title)
+			fmt.Fprintf(stdout, "%-4d %s%s  %s\n", l.Number(), l.Title, strings.Repeat(" ", pad), backendList(l))
 		}
 		fmt.Fprintln(stdout, "\nRun one with: qlab run N   (make lesson-N does the same)")
 	}
@@ -153,14 +194,24 @@ func newFlagSet(name, usage string) *flag.FlagSet {
 // helpText holds each flag set's usage text, for -h.
 var helpText = map[*flag.FlagSet]string{}
 
-// printHelp writes fs's usage text and flags to w.
+// printHelp writes fs's usage text and flags to w, spelled --name as
+// users type them.
 func printHelp(fs *flag.FlagSet, w io.Writer) {
 	fmt.Fprintln(w, helpText[fs])
 	fmt.Fprintln(w, "\nFlags:")
-	fs.SetOutput(w)
-	fs.PrintDefaults()
-	fs.SetOutput(io.Discard)
+	fs.VisitAll(func(f *flag.Flag) {
+		kind, usage := flag.UnquoteUsage(f)
+		fmt.Fprintf(w, "  --%s\n    \t%s", strings.TrimSpace(f.Name+" "+kind), usage)
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
+			fmt.Fprintf(w, " (default %s)", f.DefValue)
+		}
+		fmt.Fprintln(w)
+	})
 }
+
+// singleDash matches a flag name as the flag package prints it (-speed),
+// to be spelled as users type it (--speed).
+var singleDash = regexp.MustCompile(`(^|[\s:])-([a-zA-Z][\w-]*)`)
 
 // parseInterspersed parses flags that may come before or after the
 // positional arguments (`qlab run 7 --speed 10` and `qlab run --speed 10 7`).
@@ -172,7 +223,7 @@ func parseInterspersed(fs *flag.FlagSet, args []string, help io.Writer) ([]strin
 				printHelp(fs, help)
 				return nil, err
 			}
-			return nil, usagef("%v (see qlab %s --help)", err, fs.Name())
+			return nil, usagef("%s (see qlab %s --help)", singleDash.ReplaceAllString(err.Error(), "$1--$2"), fs.Name())
 		}
 		if fs.NArg() == 0 {
 			return pos, nil
@@ -198,10 +249,22 @@ func (p *planFlags) register(fs *flag.FlagSet, speed float64, speedHelp string) 
 	fs.Float64Var(&p.failRate, "fail-rate", 0, "chance 0..1 that a healthy task's attempt fails transiently")
 }
 
-// check validates the values: a positive finite speed, a rate in [0,1].
+// The speeds a run accepts. Faster than maxSpeed, a 100 ms step of lesson
+// time is 0.1 ms of real time: scheduling noise, not the lesson. (The
+// broker has its own, lower limit per TTL: rabbit.SpeedError.)
+const (
+	minSpeed = 0.01
+	maxSpeed = 1000.0
+)
+
+// check validates the values: a speed in [minSpeed, maxSpeed], a rate in
+// [0,1].
 func (p *planFlags) check() error {
 	if !(p.speed > 0) || math.IsInf(p.speed, 0) {
 		return usagef("--speed must be a positive number, got %v", p.speed)
+	}
+	if p.speed < minSpeed || p.speed > maxSpeed {
+		return usagef("--speed must be between %g and %g, got %g", minSpeed, maxSpeed, p.speed)
 	}
 	if p.failRate < 0 || p.failRate > 1 || math.IsNaN(p.failRate) {
 		return usagef("--fail-rate must be between 0 and 1, got %v", p.failRate)

@@ -27,21 +27,27 @@ func TestBadInputIsAUsageError(t *testing.T) {
 		args []string
 		want string
 	}{
-		"unknown lesson":  {[]string{"run", "99"}, "unknown lesson 99 (see qlab list)"},
-		"not a number":    {[]string{"run", "seven"}, "unknown lesson seven"},
-		"zero speed":      {[]string{"run", "1", "--speed", "0"}, "--speed must be a positive number"},
-		"negative speed":  {[]string{"run", "1", "--speed", "-3"}, "--speed must be a positive number"},
-		"unknown flag":    {[]string{"run", "1", "--bogus"}, "flag provided but not defined: -bogus"},
-		"bad backend":     {[]string{"run", "1", "--backend", "kafka"}, "--backend must be inmem or rabbit"},
-		"no lesson":       {[]string{"run"}, "run takes one lesson number"},
-		"two lessons":     {[]string{"run", "1", "2"}, "run takes one lesson number"},
-		"bad fail rate":   {[]string{"run", "1", "--fail-rate", "2"}, "--fail-rate must be between 0 and 1"},
-		"unknown command": {[]string{"frobnicate"}, `unknown command "frobnicate"`},
-		"no rabbit yet":   {[]string{"run", "1", "--backend", "rabbit"}, "lesson 1 has no rabbit variant"},
-		"tui bad lesson":  {[]string{"tui", "99"}, "unknown lesson 99 (see qlab list)"},
-		"tui bad speed":   {[]string{"tui", "1", "--speed", "0"}, "--speed must be a positive number"},
-		"tui two lessons": {[]string{"tui", "1", "2"}, "tui takes at most one lesson number"},
-		"tui bad backend": {[]string{"tui", "--backend", "kafka"}, "--backend must be inmem or rabbit"},
+		"unknown lesson":   {[]string{"run", "99"}, "unknown lesson 99 (see qlab list)"},
+		"not a number":     {[]string{"run", "seven"}, "unknown lesson seven"},
+		"zero speed":       {[]string{"run", "1", "--speed", "0"}, "--speed must be a positive number"},
+		"negative speed":   {[]string{"run", "1", "--speed", "-3"}, "--speed must be a positive number"},
+		"unknown flag":     {[]string{"run", "1", "--bogus"}, "flag provided but not defined: --bogus"},
+		"bad speed value":  {[]string{"run", "1", "--speed", "fast"}, `invalid value "fast" for flag --speed`},
+		"speed too high":   {[]string{"run", "1", "--speed", "1e9"}, "--speed must be between 0.01 and 1000"},
+		"speed too low":    {[]string{"run", "1", "--speed", "0.001"}, "--speed must be between 0.01 and 1000"},
+		"list bad backend": {[]string{"list", "--backend", "nats"}, "--backend must be inmem or rabbit"},
+		"bad prefix":       {[]string{"run", "10", "--names", "seed", "--prefix", "a.b"}, "may hold only letters, digits, - and _"},
+		"prefix, no seed":  {[]string{"run", "10", "--prefix", "alice"}, "--prefix goes with --names seed"},
+		"bad backend":      {[]string{"run", "1", "--backend", "kafka"}, "--backend must be inmem or rabbit"},
+		"no lesson":        {[]string{"run"}, "run takes one lesson number"},
+		"two lessons":      {[]string{"run", "1", "2"}, "run takes one lesson number"},
+		"bad fail rate":    {[]string{"run", "1", "--fail-rate", "2"}, "--fail-rate must be between 0 and 1"},
+		"unknown command":  {[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		"no rabbit yet":    {[]string{"run", "1", "--backend", "rabbit"}, "lesson 1 has no rabbit variant (it runs on: inmem)"},
+		"tui bad lesson":   {[]string{"tui", "99"}, "unknown lesson 99 (see qlab list)"},
+		"tui bad speed":    {[]string{"tui", "1", "--speed", "0"}, "--speed must be a positive number"},
+		"tui two lessons":  {[]string{"tui", "1", "2"}, "tui takes at most one lesson number"},
+		"tui bad backend":  {[]string{"tui", "--backend", "kafka"}, "--backend must be inmem or rabbit"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -151,4 +157,28 @@ func TestPickBackendFallsBackOnlyWhenNotAsked(t *testing.T) {
 	require.NoError(t, fs.Parse([]string{"--backend", "rabbit"}))
 	_, err = pickBackend(fs, q1, *backend)
 	assert.ErrorContains(t, err, "lesson 1 has no rabbit variant")
+}
+
+func TestHelpSpellsFlagsWithTwoDashes(t *testing.T) {
+	code, out, _ := qlab("run", "--help")
+	require.Equal(t, exitOK, code)
+	assert.Contains(t, out, "  --speed float\n")
+	assert.NotRegexp(t, `(?m)^  -[a-z]`, out)
+}
+
+func TestListAlignsLongTitles(t *testing.T) {
+	code, out, _ := qlab("list")
+	require.Equal(t, exitOK, code)
+	lines := strings.Split(out, "\n")
+	col := strings.Index(lines[0], "BACKENDS")
+	for _, l := range lessons.All {
+		row := lines[l.Number()]
+		assert.Equal(t, col, len([]rune(row))-len([]rune(backendList(l))), "row %q", row)
+	}
+}
+
+func TestCompareAcceptsNoColor(t *testing.T) {
+	code, _, errOut := qlab("compare", "1", "--no-color")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, "lesson 1 runs on inmem only", "got past the flags")
 }

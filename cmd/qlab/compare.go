@@ -27,6 +27,8 @@ func cmdCompare(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	pf.register(fs, 20, "lesson time per real time for every run")
 	asJSON := fs.Bool("json", false, "print one JSON document instead of text tables")
 	markdown := fs.Bool("markdown", false, "print Markdown tables to paste into slides")
+	fs.Bool("no-color", false, "plain text (compare prints no colour; accepted like run's --no-color)")
+	verbose := verboseFlag(fs)
 	pos, err := parseInterspersed(fs, args, stdout)
 	if err != nil {
 		return err
@@ -49,7 +51,7 @@ func cmdCompare(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	}
 	broker, err := rabbit.Discover(ctx, discoverOptions)
 	if err != nil {
-		return fmt.Errorf("compare needs a RabbitMQ broker: %w", err)
+		return withDetails(fmt.Errorf("compare needs a RabbitMQ broker: %w", err), *verbose)
 	}
 	rep, err := compare.Run(ctx, l, compare.Config{Speed: pf.speed, Plan: pf.plan(), Broker: broker.URL, BrokerInfo: broker.String()})
 	if err != nil {

@@ -14,6 +14,10 @@ import (
 func main() {
 	// SIGTERM too, so a stopped RabbitMQ run still deletes its queues.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// A closed stdout (qlab run 10 --json | head -1) must not kill the
+	// process mid-run: with SIGPIPE ignored the write returns EPIPE, and
+	// watchedOutput ends the run cleanly.
+	signal.Ignore(syscall.SIGPIPE)
 	code := Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

@@ -28,6 +28,8 @@ type runFlags struct {
 	mermaid bool
 	noColor bool
 	names   string
+	prefix  string
+	verbose *bool
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -37,6 +39,8 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.mermaid, "mermaid", false, "print a Mermaid sequence diagram of the run instead of the log")
 	fs.BoolVar(&f.noColor, "no-color", false, "plain text, no ANSI colour (NO_COLOR does the same)")
 	fs.StringVar(&f.names, "names", "run", "rabbit queue names: run (a private per-run prefix) or seed (the seed's exact names, for the management UI)")
+	fs.StringVar(&f.prefix, "prefix", "", "with --names seed: put the seed's names under your own prefix (alice → alice.sequential.queue), so several people can run the demo on one broker")
+	f.verbose = verboseFlag(fs)
 }
 
 // check validates the flags' values.
@@ -46,6 +50,14 @@ func (f *runFlags) check() error {
 	}
 	if f.names != "run" && f.names != "seed" {
 		return usagef("--names must be run or seed, got %q", f.names)
+	}
+	if f.prefix != "" {
+		if f.names != "seed" {
+			return usagef("--prefix goes with --names seed (run names have a private prefix already)")
+		}
+		if err := rabbit.CheckPrefix(f.prefix); err != nil {
+			return usagef("--prefix: %v", err)
+		}
 	}
 	return checkBackend(f.backend)
 }
@@ -64,6 +76,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := f.check(); err != nil {
 		return err
 	}
+	if f.json && f.mermaid {
+		return usagef("--json and --mermaid are two different outputs: pick one")
+	}
 	l, err := lessons.Parse(pos[0])
 	if err != nil {
 		return usageError{err}
@@ -72,43 +87,56 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	opts := lessons.Options{Backend: backend, Speed: f.speed, Plan: f.plan(), SeedNames: f.names == "seed"}
+	opts := lessons.Options{Backend: backend, Speed: f.speed, Plan: f.plan(), SeedNames: f.names == "seed", Prefix: f.prefix}
 	if backend == lab.Rabbit {
 		b, err := rabbit.Discover(ctx, discoverOptions)
 		if err != nil {
-			return err
+			return withDetails(err, *f.verbose)
 		}
 		opts.Broker = b.URL
 	}
-
-	if f.json && f.mermaid {
-		return usagef("--json and --mermaid are two different outputs: pick one")
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	out := &watchedOutput{w: stdout, stop: stop}
+	runErr := runLesson(ctx, l, opts, f, out, colorWanted(stdout))
+	if err := out.Err(); err != nil {
+		return fmt.Errorf("%w (%v): the run stopped and deleted the queues it created", errOutputClosed, err)
 	}
+	if errors.Is(runErr, context.Canceled) {
+		return errors.New("interrupted: the table above says what became of each task in flight")
+	}
+	var exists *rabbit.ExistsError
+	if errors.As(runErr, &exists) && f.names == "seed" && f.prefix == "" {
+		return fmt.Errorf("%w; or run under a prefix of your own: --names seed --prefix yourname", runErr)
+	}
+	return runErr
+}
+
+// runLesson runs l with opts and writes it to out as f asks: JSON lines, a
+// Mermaid diagram, or the notice, log and tables.
+func runLesson(ctx context.Context, l lessons.Lesson, opts lessons.Options, f runFlags, out io.Writer, color bool) error {
 	if f.json {
-		_, err := lessons.Run(ctx, l, opts, render.NewJSONSink(stdout))
+		_, err := lessons.Run(ctx, l, opts, render.NewJSONSink(out))
 		return err
 	}
 	if f.mermaid {
 		var rec lab.Recorder
 		_, err := lessons.Run(ctx, l, opts, &rec)
-		render.Mermaid(stdout, rec.Events)
+		render.Mermaid(out, rec.Events)
 		return err
 	}
-	style := render.Style{Color: !f.noColor && colorWanted(stdout)}
-	fmt.Fprintf(stdout, "%s · %s  (%s, speed %g×)\n", l.ID, l.Title, backend, f.speed)
-	fmt.Fprintf(stdout, "What to notice: %s\n\n", l.Notice)
+	style := render.Style{Color: !f.noColor && color}
+	fmt.Fprintf(out, "%s · %s  (%s, speed %g×)\n", l.ID, l.Title, opts.Backend, f.speed)
+	fmt.Fprintf(out, "What to notice: %s\n\n", l.Notice)
 	var rec lab.Recorder
-	res, runErr := lessons.Run(ctx, l, opts, render.LogSink{W: stdout, Style: style}, &rec)
+	res, runErr := lessons.Run(ctx, l, opts, render.LogSink{W: out, Style: style}, &rec)
 	if len(res.Tasks) > 0 { // a run that could not start (no broker, a stale queue) created none
-		fmt.Fprintln(stdout)
-		render.WhatHappened(rec.Events).Write(stdout)
+		fmt.Fprintln(out)
+		render.WhatHappened(rec.Events).Write(out)
 	}
 	for _, t := range res.Tables {
-		fmt.Fprintln(stdout)
-		t.Write(stdout)
-	}
-	if errors.Is(runErr, context.Canceled) {
-		return errors.New("interrupted: the table above says what became of each task in flight")
+		fmt.Fprintln(out)
+		t.Write(out)
 	}
 	return runErr
 }

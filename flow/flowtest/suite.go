@@ -197,6 +197,7 @@ func requeueRepeatsTheAttempt(t *testing.T, cfg Config) {
 			if len(seen[d.Task]) == 1 {
 				return flow.Requeue()
 			}
+			_ = h.attempt(d, false)
 			return flow.Ack()
 		}}))
 	events := h.run(t, work, "C")

@@ -118,7 +118,7 @@ func runQ11Rabbit(ctx context.Context, env *lesson.Env) error {
 		if err := st.run(ctx); err != nil {
 			return fmt.Errorf("strategy (%s): %w", st.name, err)
 		}
-		if err := rabbit.WaitSettled(ctx, env.Stream, nil); err != nil {
+		if err := s.WaitSettled(ctx, env.Stream, nil); err != nil {
 			return fmt.Errorf("strategy (%s): waiting for its mails: %w", st.name, err)
 		}
 	}
@@ -367,7 +367,7 @@ func (l *q11Lesson) runLevels(ctx context.Context) error {
 	}
 	defer second.stop(context.WithoutCancel(ctx))
 	l.restartStart = clock.Elapsed()
-	return rabbit.WaitSettled(ctx, l.env.Stream, nil)
+	return l.s.WaitSettled(ctx, l.env.Stream, nil)
 }
 
 // startLevelScheduler opens scheduler process gen: its connection, its

@@ -1,0 +1,230 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/rabbit/rabbittest"
+)
+
+// privatePrefix is a --prefix no other run uses, with an outsider's
+// channel on the test broker; queues named under it that still exist when
+// the test ends are deleted (only this test's names).
+func privatePrefix(t *testing.T) (string, *amqp.Channel) {
+	t.Helper()
+	conn, err := amqp.Dial(rabbittest.NeedBroker(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	ch, err := conn.Channel()
+	require.NoError(t, err)
+	prefix := strings.TrimPrefix(rabbit.RunNames().Run, "qlab-") + "-test"
+	t.Cleanup(func() {
+		ch, err := conn.Channel()
+		if err != nil {
+			return
+		}
+		for _, q := range rabbit.SequentialTopology().Queues {
+			_, _ = ch.QueueDelete(prefix+"."+q.Name, false, false, false)
+		}
+	})
+	return prefix, ch
+}
+
+// queueExists asks the broker on a channel of its own (a 404 closes it).
+func queueExists(t *testing.T, name string) bool {
+	t.Helper()
+	conn, err := amqp.Dial(rabbittest.NeedBroker(t))
+	require.NoError(t, err)
+	defer conn.Close()
+	ch, err := conn.Channel()
+	require.NoError(t, err)
+	_, err = ch.QueueDeclarePassive(name, true, false, false, false, nil)
+	return err == nil
+}
+
+// TestSeedNamesRefuseSomeoneElsesQueue: with --names seed, a lesson queue
+// that already exists (someone else's, holding a message) stops the run
+// before it declares anything; the message stays where it was.
+func TestSeedNamesRefuseSomeoneElsesQueue(t *testing.T) {
+	prefix, other := privatePrefix(t)
+	theirs := prefix + "." + rabbit.SequentialDLQ
+	_, err := other.QueueDeclare(theirs, true, false, false, false, nil)
+	require.NoError(t, err)
+	require.NoError(t, other.PublishWithContext(t.Context(), "", theirs, false, false, amqp.Publishing{Body: []byte("theirs")}))
+
+	code, out, errOut := qlab("run", "10", "--backend", "rabbit", "--names", "seed", "--prefix", prefix, "--speed", "20")
+	assert.Equal(t, exitError, code)
+	assert.Equal(t, 1, strings.Count(errOut, "\n"), "one line: %q", errOut)
+	assert.Contains(t, errOut, "queue "+theirs+" already exists")
+	assert.Contains(t, errOut, "rabbitmqctl delete_queue "+theirs)
+	assert.NotContains(t, out, "Done:", "nothing ran")
+	q, err := other.QueueDeclarePassive(theirs, true, false, false, false, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 1, q.Messages, "their message is still there")
+	assert.False(t, queueExists(t, prefix+"."+rabbit.SequentialQueue), "the refused run declared nothing")
+}
+
+// TestSeedNamesUnderAPrefix: --names seed --prefix NAME runs on
+// NAME.sequential.queue … and deletes them at the end.
+func TestSeedNamesUnderAPrefix(t *testing.T) {
+	prefix, _ := privatePrefix(t)
+	code, out, errOut := qlab("run", "10", "--backend", "rabbit", "--names", "seed", "--prefix", prefix, "--speed", "20", "--no-color")
+	require.Equal(t, exitOK, code, errOut)
+	assert.Contains(t, out, prefix+".sequential.retry.wait")
+	assert.False(t, queueExists(t, prefix+"."+rabbit.SequentialQueue), "deleted at the end")
+}
+
+// lineWriter hands each complete line to f, as a pipe reader would.
+type lineWriter struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	all  bytes.Buffer
+	line func(string)
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.all.Write(p)
+	w.buf.Write(p)
+	for {
+		i := bytes.IndexByte(w.buf.Bytes(), '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		w.line(string(w.buf.Next(i + 1)))
+	}
+}
+
+// TestDeletedWaitQueueEndsTheRun deletes the run's first wait queue from
+// outside while C waits in it: the run ends within its bound with one
+// error and exit 1, and C is reported lost with the reason.
+func TestDeletedWaitQueueEndsTheRun(t *testing.T) {
+	prefix, other := privatePrefix(t)
+	wait := prefix + "." + rabbit.SequentialRetryWait
+	out := &lineWriter{line: func(line string) {
+		var e lab.Event
+		if json.Unmarshal([]byte(line), &e) == nil && e.Kind == lab.Scheduled && e.Task == "C" && e.Via == rabbit.SequentialRetryWait {
+			_, err := other.QueueDelete(wait, false, false, false)
+			assert.NoError(t, err)
+		}
+	}}
+	var errOut bytes.Buffer
+	start := time.Now()
+	code := Main(t.Context(), []string{"run", "10", "--backend", "rabbit", "--names", "seed", "--prefix", prefix, "--speed", "20", "--json"}, out, &errOut)
+	assert.Equal(t, exitError, code)
+	assert.Less(t, time.Since(start), 15*time.Second, "ends within the bound")
+	assert.Contains(t, errOut.String(), "queue "+wait+" was deleted")
+	assert.Equal(t, 1, strings.Count(errOut.String(), "qlab: "), errOut.String())
+	var c lab.Event
+	sc := bufio.NewScanner(&out.all)
+	for sc.Scan() {
+		var e lab.Event
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &e))
+		if e.Kind == lab.Summary && e.Task == "C" {
+			c = e
+		}
+		if e.Kind == lab.Lost && e.Task == "C" {
+			assert.Contains(t, e.Note, wait+" was deleted")
+		}
+	}
+	assert.Equal(t, lab.FateLost, c.Fate)
+	assert.False(t, queueExists(t, prefix+"."+rabbit.SequentialQueue), "the run deleted what it created")
+}
+
+// binDir holds the binary buildQlab builds; TestMain removes it.
+var binDir string
+
+// buildQlab builds the binary once per test run.
+var buildQlab = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "qlab-bin-")
+	if err != nil {
+		return "", err
+	}
+	binDir = dir
+	bin := filepath.Join(dir, "qlab")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		return "", errors.New(string(out))
+	}
+	return bin, nil
+})
+
+// closeStdoutEarly runs the built qlab with args, reads one line of its
+// stdout through a real pipe and closes the pipe, as `| head -1` does.
+func closeStdoutEarly(t *testing.T, args ...string) (code int, stderr string, took time.Duration) {
+	t.Helper()
+	bin, err := buildQlab()
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	start := time.Now()
+	require.NoError(t, cmd.Start())
+	first, err := bufio.NewReader(stdout).ReadString('\n')
+	require.NoError(t, err)
+	assert.True(t, json.Valid([]byte(first)), first)
+	require.NoError(t, stdout.Close())
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "qlab must exit non-zero, not be killed: %v", err)
+	require.True(t, exit.Exited(), "killed by a signal: %v", err)
+	return exit.ExitCode(), errOut.String(), time.Since(start)
+}
+
+func TestClosedStdoutEndsAnInMemoryRun(t *testing.T) {
+	code, stderr, _ := closeStdoutEarly(t, "run", "7", "--json")
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, stderr, "output closed")
+}
+
+// TestClosedStdoutCleansUp: `qlab run 10 --backend rabbit --json | head -1`
+// stops the run, deletes its queues and exits 1.
+func TestClosedStdoutCleansUp(t *testing.T) {
+	prefix, _ := privatePrefix(t)
+	code, stderr, _ := closeStdoutEarly(t, "run", "10", "--backend", "rabbit", "--names", "seed", "--prefix", prefix, "--speed", "5", "--json")
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, stderr, "output closed")
+	for _, q := range rabbit.SequentialTopology().Queues {
+		assert.False(t, queueExists(t, prefix+"."+q.Name), "left behind: %s", q.Name)
+	}
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// TestSpeedTooFastForTheBrokersTTL: at --speed 500, lesson 10's 1 s wait
+// would be 2 ms on the broker: refused as a usage error before anything
+// is declared.
+func TestSpeedTooFastForTheBrokersTTL(t *testing.T) {
+	rabbittest.NeedBroker(t)
+	code, _, errOut := qlab("run", "10", "--backend", "rabbit", "--speed", "500")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, "--speed 500 is too fast for the broker: sequential.retry.wait's TTL of 1s (lesson time) would be 2ms real")
+	assert.Contains(t, errOut, "use --speed 200 or less")
+}

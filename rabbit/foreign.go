@@ -1,0 +1,110 @@
+package rabbit
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// ForeignReasonHeader is the header a foreign message carries in the hold
+// queue: why it was moved there and from where.
+const ForeignReasonHeader = "qlab-foreign-reason"
+
+// Foreign is how many foreign messages the session's consumers met: ones
+// the run did not publish (their AppId is not Names.Run), which no
+// handler ever sees.
+func (s *Session) Foreign() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.foreign
+}
+
+// holdForeign takes foreign delivery d, met on seed queue queue, out of
+// the run's way: it logs it, counts it, publishes a copy (properties and
+// headers kept, plus ForeignReasonHeader) to the run's hold queue, and
+// acks the original once the broker confirmed the copy. If that fails it
+// rejects d without requeue, so the broker dead-letters it along the
+// queue's route or drops it: requeueing would hand it straight back, a hot
+// loop.
+func (s *Session) holdForeign(ctx context.Context, queue string, d amqp.Delivery) {
+	s.mu.Lock()
+	s.foreign++
+	s.mu.Unlock()
+	reason := fmt.Sprintf("not published by run %s (app-id %q); found in %s", s.Names.Run, d.AppId, s.Names.Of(queue))
+	err := s.hold(ctx, d, reason)
+	if err == nil {
+		err = d.Ack(false)
+	}
+	if err != nil {
+		_ = d.Nack(false, false)
+		s.Logger.Warn("rabbit: foreign message rejected (not requeued): holding it failed",
+			"queue", s.Names.Of(queue), "message_id", d.MessageId, "app_id", d.AppId, "err", err.Error())
+		return
+	}
+	s.Logger.Warn("rabbit: foreign message moved to the hold queue; it is not a task of this run",
+		"queue", s.Names.Of(queue), "message_id", d.MessageId, "app_id", d.AppId, "hold", s.Names.hold())
+}
+
+// hold publishes a copy of d to the hold queue, declaring the queue first
+// if this is the run's first foreign message.
+func (s *Session) hold(ctx context.Context, d amqp.Delivery, reason string) error {
+	pub, err := s.holdPublisher(ctx)
+	if err != nil {
+		return err
+	}
+	headers := amqp.Table{}
+	maps.Copy(headers, d.Headers)
+	headers[ForeignReasonHeader] = reason
+	msg := amqp.Publishing{
+		Headers: headers, ContentType: d.ContentType, ContentEncoding: d.ContentEncoding,
+		DeliveryMode: d.DeliveryMode, Priority: d.Priority, CorrelationId: d.CorrelationId,
+		ReplyTo: d.ReplyTo, Expiration: d.Expiration, MessageId: d.MessageId, Timestamp: d.Timestamp,
+		Type: d.Type, UserId: d.UserId, AppId: d.AppId, Body: d.Body,
+	}
+	dc, err := pub.sendTo(ctx, s.Names.hold(), msg)
+	if err != nil {
+		return err
+	}
+	return WaitConfirm(ctx, dc)
+}
+
+// holdPublisher declares the hold queue (recorded for Close, which keeps
+// it while it holds anything) and opens its publisher, once.
+func (s *Session) holdPublisher(ctx context.Context) (*Publisher, error) {
+	s.holdMu.Lock()
+	defer s.holdMu.Unlock()
+	s.mu.Lock()
+	pub := s.holdPub
+	s.mu.Unlock()
+	if pub != nil {
+		return pub, nil
+	}
+	name := s.Names.hold()
+	if err := s.queueDeclare(ctx, name, nil); err != nil {
+		return nil, fmt.Errorf("declaring the hold queue %s: %w", name, err)
+	}
+	pub, err := s.Publisher(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.declared = append(s.declared, name)
+	s.holdPub = pub
+	s.mu.Unlock()
+	return pub, nil
+}
+
+// keepHold reports whether the hold queue holds messages, and if so logs
+// where they are and how to remove them once inspected.
+func (s *Session) keepHold(ctx context.Context, conn *amqp.Connection) bool {
+	q, _ := inspectOn(ctx, conn, s.Names.hold())
+	n := q.Messages
+	if n == 0 {
+		return false
+	}
+	s.Logger.Warn("rabbit: kept the hold queue: it holds messages this run did not publish",
+		"queue", s.Names.hold(), "messages", n, "remove_with", "rabbitmqctl delete_queue "+s.Names.hold())
+	return true
+}

@@ -1,0 +1,240 @@
+package rabbit_test
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/rabbit/rabbittest"
+)
+
+// outsider is someone else on the broker: a plain amqp091-go channel that
+// publishes without the run's id and deletes queues behind the run's back.
+func outsider(t *testing.T) *amqp.Channel {
+	t.Helper()
+	conn, err := amqp.Dial(rabbittest.NeedBroker(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	ch, err := conn.Channel()
+	require.NoError(t, err)
+	return ch
+}
+
+// depthOf reads a queue's ready messages without touching them.
+func depthOf(t *testing.T, ch *amqp.Channel, name string) int {
+	t.Helper()
+	q, err := ch.QueueDeclarePassive(name, true, false, false, false, nil)
+	require.NoError(t, err, "queue %s must still exist", name)
+	return q.Messages
+}
+
+// recorded is a stream with a recorder safe to read while consumers emit.
+func recorded() (*lab.Stream, func() []lab.Event) {
+	var mu sync.Mutex
+	var rec lab.Recorder
+	stream := lab.NewStream("test", lab.Rabbit, lab.NewClock(1), lab.SinkFunc(func(e lab.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		rec.Emit(e)
+	}))
+	return stream, func() []lab.Event {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]lab.Event(nil), rec.Events...)
+	}
+}
+
+// TestDeclareLeavesSomeoneElsesQueueAlone: a queue the run would declare
+// already exists and holds a message. The run refuses to start, says which
+// queue and how to remove it, and neither consumes nor deletes it.
+func TestDeclareLeavesSomeoneElsesQueueAlone(t *testing.T) {
+	url := rabbittest.NeedBroker(t)
+	ctx := testCtx(t)
+	names := rabbit.RunNames()
+	other := outsider(t)
+	theirs := names.Of(rabbit.SequentialDLQ)
+	_, err := other.QueueDeclare(theirs, true, false, false, false, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = other.QueueDelete(theirs, false, false, false) })
+	require.NoError(t, other.PublishWithContext(ctx, "", theirs, false, false, amqp.Publishing{Body: []byte("keep me")}))
+
+	s, err := rabbit.Open(ctx, url, names, lab.NewClock(20), rabbittest.Logger(t))
+	require.NoError(t, err)
+	err = s.Declare(ctx, rabbit.SequentialTopology())
+	var ee *rabbit.ExistsError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, []string{theirs}, ee.Queues)
+	assert.Contains(t, err.Error(), "queue "+theirs+" already exists")
+	assert.Contains(t, err.Error(), "rabbitmqctl delete_queue "+theirs)
+	require.NoError(t, s.Close(ctx))
+
+	assert.Equal(t, 1, depthOf(t, other, theirs), "their message is still there")
+	for _, q := range rabbit.SequentialTopology().Queues {
+		if q.Name != rabbit.SequentialDLQ { // each check on a channel of its own: a 404 closes it
+			_, err := outsider(t).QueueDeclarePassive(names.Of(q.Name), true, false, false, false, nil)
+			assert.Error(t, err, "the refused run declared nothing: %s", q.Name)
+		}
+	}
+}
+
+// TestForeignMessageIsHeldNotHandled: a message the run did not publish
+// arrives in the run's queue. The handler never sees it, the session
+// counts it, and it waits in the run's hold queue with the reason, which
+// outlives the run.
+func TestForeignMessageIsHeldNotHandled(t *testing.T) {
+	s := rabbittest.Session(t, 1)
+	ctx := testCtx(t)
+	require.NoError(t, s.Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "work", Role: rabbit.Work}}}))
+	other := outsider(t)
+	require.NoError(t, other.PublishWithContext(ctx, "", s.Names.Of("work"), false, false,
+		amqp.Publishing{MessageId: "", AppId: "someone-else", Body: []byte("not json")}))
+	pub, err := s.Publisher(ctx)
+	require.NoError(t, err)
+	require.NoError(t, pub.Publish(ctx, "work", "A", nil))
+
+	handled := make(chan string, 2)
+	_, err = s.Consume(ctx, rabbit.ConsumerOptions{Queue: "work", Actor: "W"}, func(_ context.Context, d *rabbit.Delivery) {
+		require.NoError(t, d.Ack())
+		handled <- d.Task
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "A", <-handled)
+	hold := s.Names.Run + ".foreign"
+	require.Eventually(t, func() bool { return s.Foreign() == 1 }, 10*time.Second, 10*time.Millisecond)
+	select {
+	case task := <-handled:
+		t.Fatalf("the handler got a foreign message as task %q", task)
+	default:
+	}
+	held, ok, err := other.Get(hold, true)
+	require.NoError(t, err)
+	require.True(t, ok, "the foreign message waits in %s", hold)
+	assert.Equal(t, "not json", string(held.Body))
+	assert.Equal(t, "someone-else", held.AppId)
+	assert.Contains(t, held.Headers[rabbit.ForeignReasonHeader], "not published by run "+s.Names.Run)
+	// Put it back, close the run: the hold queue stays while it holds it.
+	require.NoError(t, other.PublishWithContext(ctx, "", hold, false, false, amqp.Publishing{Body: held.Body}))
+	t.Cleanup(func() { _, _ = outsider(t).QueueDelete(hold, false, false, false) })
+	require.NoError(t, s.Close(ctx))
+	assert.Equal(t, 1, depthOf(t, other, hold))
+}
+
+// TestDeletedConsumedQueueEndsTheRun: someone deletes the queue a consumer
+// reads. The run ends with one error naming it, within the bound, instead
+// of reconnecting for ever.
+func TestDeletedConsumedQueueEndsTheRun(t *testing.T) {
+	s := rabbittest.Session(t, 20)
+	ctx := testCtx(t)
+	require.NoError(t, s.Declare(ctx, rabbit.EmailLoopTopology(time.Hour)))
+	stream, _ := recorded()
+	_, err := s.Consume(ctx, rabbit.ConsumerOptions{Queue: rabbit.EmailQueue, Actor: "W", Stream: stream}, func(_ context.Context, d *rabbit.Delivery) {
+		_ = d.Reject() // off to the wait queue, for an hour
+	})
+	require.NoError(t, err)
+	pub, err := s.Publisher(ctx)
+	require.NoError(t, err)
+	stream.Emit(lab.Event{Kind: lab.Enqueued, Task: "A", Queue: rabbit.EmailQueue})
+	require.NoError(t, pub.Publish(ctx, rabbit.EmailQueue, "A", nil))
+
+	_, err = outsider(t).QueueDelete(s.Names.Of(rabbit.EmailQueue), false, false, false)
+	require.NoError(t, err)
+	start := time.Now()
+	err = s.WaitSettled(ctx, stream, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "queue "+s.Names.Of(rabbit.EmailQueue)+" was deleted")
+	assert.Less(t, time.Since(start), 5*time.Second, "ends within the bound, not after a minute of retries")
+	assert.Equal(t, err, s.Err())
+}
+
+// TestDeletedWaitQueueEndsTheRun: the queue nobody consumes (a wait queue
+// holding a message) is deleted. WaitSettled notices and says which.
+func TestDeletedWaitQueueEndsTheRun(t *testing.T) {
+	s := rabbittest.Session(t, 1)
+	ctx := testCtx(t)
+	require.NoError(t, s.Declare(ctx, rabbit.EmailLoopTopology(time.Hour)))
+	stream, _ := recorded()
+	pub, err := s.Publisher(ctx)
+	require.NoError(t, err)
+	stream.Emit(lab.Event{Kind: lab.Enqueued, Task: "A", Queue: rabbit.EmailWait})
+	require.NoError(t, pub.Publish(ctx, rabbit.EmailWait, "A", nil))
+	_, err = outsider(t).QueueDelete(s.Names.Of(rabbit.EmailWait), false, false, false)
+	require.NoError(t, err)
+
+	err = s.WaitSettled(ctx, stream, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "queue "+s.Names.Of(rabbit.EmailWait)+" was deleted")
+	rabbit.ReportLost(stream, "Cleanup", err.Error())
+	tasks := stream.Finish()
+	require.Len(t, tasks, 1)
+	assert.Equal(t, lab.FateLost, tasks[0].Fate)
+}
+
+// TestStalledRunGivesUp: a task whose message never moves (here: it was
+// never published) ends the wait after the session's patience.
+func TestStalledRunGivesUp(t *testing.T) {
+	s := rabbittest.Session(t, 1)
+	s.Patience = time.Second
+	stream, _ := recorded()
+	stream.Emit(lab.Event{Kind: lab.Enqueued, Task: "A", Queue: "nowhere"})
+	start := time.Now()
+	err := s.WaitSettled(testCtx(t), stream, nil)
+	require.ErrorIs(t, err, rabbit.ErrStalled)
+	assert.Contains(t, err.Error(), "still pending: A")
+	assert.Less(t, time.Since(start), 10*time.Second)
+}
+
+// TestBrokerURLIsTheOnlyBrokerTried: with RABBITMQ_URL set, its failure is
+// the answer, one line, classified and redacted, even though the default
+// broker answers.
+func TestBrokerURLIsTheOnlyBrokerTried(t *testing.T) {
+	good, err := url.Parse(rabbittest.NeedBroker(t))
+	require.NoError(t, err)
+	wrongPassword := *good
+	wrongPassword.User = url.UserPassword(good.User.Username(), "Not-The-Pw-42")
+	noVhost := *good
+	noVhost.Path = "/" + rabbit.RunNames().Run
+	cases := map[string]struct{ url, reason, secret string }{
+		"refused":        {"amqp://guest:Hidden-Pw-7@127.0.0.1:1/", "connection refused", "Hidden-Pw-7"},
+		"authentication": {wrongPassword.String(), "authentication failed", "Not-The-Pw-42"},
+		"vhost":          {noVhost.String(), "vhost not allowed", ""},
+		"unparsable":     {"00:Secret-Pw-9@0", "not an AMQP URL", "Secret-Pw-9"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv(rabbit.EnvURL, c.url)
+			_, err := rabbit.Discover(testCtx(t), rabbit.DiscoverOptions{})
+			require.ErrorIs(t, err, rabbit.ErrNoBroker, "no fall-back to the default broker")
+			msg := err.Error()
+			assert.Contains(t, msg, "RABBITMQ_URL="+rabbit.Redact(c.url)+": "+c.reason)
+			assert.Contains(t, msg, "no other broker is tried")
+			assert.NotContains(t, msg, "\n")
+			var nb *rabbit.NoBrokerError
+			require.ErrorAs(t, err, &nb)
+			if c.secret != "" {
+				assert.NotContains(t, msg+nb.Details(), c.secret)
+			}
+		})
+	}
+}
+
+// TestRedactHidesPasswordsInLibraryMessages: whatever a library echoes of
+// the URL, the password does not survive.
+func TestRedactHidesPasswordsInLibraryMessages(t *testing.T) {
+	const raw = "amqp://u:s%40cret@%0"
+	_, err := rabbit.Probe(testCtx(t), raw, "test")
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "s%40cret")
+	assert.NotContains(t, err.Error(), "s@cret")
+	assert.True(t, errors.As(err, new(*rabbit.DialError)))
+	assert.False(t, strings.Contains(rabbit.Broker{URL: raw}.String(), "cret"))
+}

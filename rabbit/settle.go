@@ -1,0 +1,146 @@
+package rabbit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/queuelab/qlab/lab"
+)
+
+// How long WaitSettled waits without progress, unless Session.Patience
+// says otherwise: patienceFactor times the longest TTL the session
+// declared, at least minPatience of lesson time, and never less than
+// minRealPatience of real time (a loaded machine's scheduling noise).
+const (
+	patienceFactor  = 4
+	minPatience     = 10 * time.Second
+	minRealPatience = 2 * time.Second
+)
+
+// checkEvery is how often, in real time, WaitSettled checks that the
+// session's queues still exist and that tasks still move.
+const checkEvery = 100 * time.Millisecond
+
+// ErrStalled is wrapped by WaitSettled's error when no task made progress
+// within the session's patience.
+var ErrStalled = errors.New("no task made progress")
+
+// patience is the lesson time WaitSettled allows without progress.
+func (s *Session) patience() time.Duration {
+	if s.Patience > 0 {
+		return s.Patience
+	}
+	s.mu.Lock()
+	longest := s.longest
+	s.mu.Unlock()
+	return max(patienceFactor*longest, minPatience)
+}
+
+// WaitSettled blocks until every task the stream has seen has a final fate
+// (done, dead, dropped or lost) and extra (if not nil) reports true. Every
+// way it can end besides that is an error: ctx ends; the session failed
+// (Err: a consumed queue deleted, the broker away too long); a queue the
+// session created is gone; or no task made progress (a started attempt, a
+// new task, a fate) for the session's Patience. Broker runs have no idle
+// signal like inmem.System's, so it polls the ledger every few
+// milliseconds.
+func (s *Session) WaitSettled(ctx context.Context, stream *lab.Stream, extra func() bool) error {
+	patience := s.patience()
+	realPatience := max(s.Clock.Real(patience), minRealPatience)
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	last, moved := progressOf(stream.Tasks()), time.Now()
+	nextCheck := time.Now().Add(checkEvery)
+	for {
+		tasks := stream.Tasks()
+		if settledAll(tasks) && (extra == nil || extra()) {
+			return nil
+		}
+		if time.Now().After(nextCheck) {
+			nextCheck = time.Now().Add(checkEvery)
+			if now := progressOf(tasks); !slices.Equal(now, last) {
+				last, moved = now, time.Now()
+			}
+			if err := s.checkQueues(ctx); err != nil {
+				return err
+			}
+			if time.Since(moved) > realPatience {
+				s.fail(fmt.Errorf("%w for %v of lesson time (%v real); still pending: %s; "+
+					"a message may have been removed from outside the run",
+					ErrStalled, patience, realPatience.Round(time.Millisecond), pendingIDs(tasks)))
+				return s.Err()
+			}
+		}
+		select {
+		case <-tick.C:
+		case <-s.failed:
+			return s.Err()
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// checkQueues fails the session if a queue it created is gone.
+func (s *Session) checkQueues(ctx context.Context) error {
+	s.mu.Lock()
+	owned := slices.Clone(s.declared)
+	s.mu.Unlock()
+	for _, name := range owned {
+		if _, err := s.inspect(ctx, name); isNotFound(err) {
+			s.fail(fmt.Errorf("queue %s was deleted while the run used it (not by this run)", name))
+			return s.Err()
+		}
+	}
+	return nil
+}
+
+// mark is what changes whenever a task moves: its attempts and its fate.
+type mark struct {
+	attempts int
+	fate     lab.Fate
+}
+
+func progressOf(tasks []lab.TaskRecord) []mark {
+	out := make([]mark, len(tasks))
+	for i, t := range tasks {
+		out[i] = mark{t.Attempts, t.Fate}
+	}
+	return out
+}
+
+func settledAll(tasks []lab.TaskRecord) bool {
+	for _, t := range tasks {
+		if t.Fate == lab.FatePending {
+			return false
+		}
+	}
+	return len(tasks) > 0
+}
+
+func pendingIDs(tasks []lab.TaskRecord) string {
+	var ids []string
+	for _, t := range tasks {
+		if t.Fate == lab.FatePending {
+			ids = append(ids, t.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return "none"
+	}
+	return strings.Join(ids, ", ")
+}
+
+// ReportLost emits a lost event, with reason as its note, for every task
+// the stream still has pending: the run is ending without them.
+func ReportLost(stream *lab.Stream, actor, reason string) {
+	for _, t := range stream.Tasks() {
+		if t.Fate == lab.FatePending {
+			stream.Emit(lab.Event{Kind: lab.Lost, Task: t.ID, Actor: actor, Note: reason})
+		}
+	}
+}
