@@ -182,3 +182,16 @@ func TestCompareAcceptsNoColor(t *testing.T) {
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, errOut, "lesson 1 runs on inmem only", "got past the flags")
 }
+
+// TestTuiDiscoveryReportsABadBrokerURL: with RABBITMQ_URL set and failing,
+// the TUI says what is wrong with it (password hidden), not the generic
+// advice, and never falls back to the default broker.
+func TestTuiDiscoveryReportsABadBrokerURL(t *testing.T) {
+	t.Setenv("RABBITMQ_URL", "amqp://guest:secret@127.0.0.1:1/")
+	url, err := brokerDiscovery(t.Context())
+	require.Error(t, err)
+	assert.Empty(t, url)
+	assert.Contains(t, err.Error(), "RABBITMQ_URL")
+	assert.Contains(t, err.Error(), "refused")
+	assert.NotContains(t, err.Error(), "secret")
+}

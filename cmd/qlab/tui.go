@@ -21,12 +21,18 @@ of the next run, r restarts, n/p change lesson, b switches backend, q quits.`
 
 // brokerDiscovery finds a RabbitMQ broker for the TUI's backend switch. It
 // only looks (RABBITMQ_URL, then the default URL) and never starts a
-// container from inside the UI; a miss is shown in the view.
+// container from inside the UI; a miss is shown in the view, with
+// RABBITMQ_URL's own failure when it is set.
 func brokerDiscovery(ctx context.Context) (string, error) {
 	opts := discoverOptions
 	opts.Docker = false
 	b, err := rabbit.Discover(ctx, opts)
-	if errors.Is(err, rabbit.ErrNoBroker) {
+	var nb *rabbit.NoBrokerError
+	switch {
+	case errors.As(err, &nb) && nb.EnvURL:
+		// RABBITMQ_URL is the only broker tried: say what is wrong with it.
+		return "", err
+	case errors.Is(err, rabbit.ErrNoBroker):
 		// The view has one line for it: what to do beats where we looked.
 		return "", errors.New("none answers; start one with `rabbitmq-server -detached` (or qlab broker up with Docker)")
 	}
