@@ -69,6 +69,16 @@ func Find(n int) (Lesson, bool) {
 	return Lesson{}, false
 }
 
+// Next returns the lesson after l in the curriculum, if there is one.
+func Next(l Lesson) (Lesson, bool) {
+	for i, x := range All {
+		if x.ID == l.ID && i+1 < len(All) {
+			return All[i+1], true
+		}
+	}
+	return Lesson{}, false
+}
+
 // Parse finds a lesson from user input: "7", "07", "q7" or "Q07".
 func Parse(s string) (Lesson, error) {
 	n, err := strconv.Atoi(strings.TrimLeft(strings.TrimPrefix(strings.ToLower(s), "q"), "0"))

@@ -195,3 +195,17 @@ func TestTuiDiscoveryReportsABadBrokerURL(t *testing.T) {
 	assert.Contains(t, err.Error(), "refused")
 	assert.NotContains(t, err.Error(), "secret")
 }
+
+// TestRunEndsWithWhatToDoNext: every finished run points to the next
+// lesson, and a lesson with both backends to the other one and compare.
+func TestRunEndsWithWhatToDoNext(t *testing.T) {
+	var out, errOut bytes.Buffer
+	require.Equal(t, exitOK, Main(t.Context(), []string{"run", "7", "--speed", "50", "--no-color"}, &out, &errOut), errOut.String())
+	assert.True(t, strings.HasSuffix(out.String(), "Next: qlab run 8   (Dead-letter queue instead of dropping)\n"), out.String())
+
+	q12, _ := lessons.Parse("12")
+	steps := nextSteps(q12, lab.InMem)
+	assert.Contains(t, steps, "qlab run 12 --backend rabbit")
+	assert.Contains(t, steps, "qlab compare 12")
+	assert.Contains(t, steps, "Next: qlab run 13")
+}

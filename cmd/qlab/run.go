@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lessons"
@@ -138,5 +139,28 @@ func runLesson(ctx context.Context, l lessons.Lesson, opts lessons.Options, f ru
 		fmt.Fprintln(out)
 		t.Write(out)
 	}
+	if runErr == nil {
+		fmt.Fprintln(out)
+		fmt.Fprint(out, nextSteps(l, opts.Backend))
+	}
 	return runErr
+}
+
+// nextSteps is what a finished run points to: the other backend and
+// compare for a lesson that has both, and the next lesson.
+func nextSteps(l lessons.Lesson, ran lab.Backend) string {
+	var b strings.Builder
+	if l.Dual() {
+		other := lab.InMem
+		if ran == lab.InMem {
+			other = lab.Rabbit
+		}
+		fmt.Fprintf(&b, "Try:  qlab run %d --backend %s   (the same flow, the other mechanism), or qlab compare %d\n", l.Number(), other, l.Number())
+	}
+	if next, ok := lessons.Next(l); ok {
+		fmt.Fprintf(&b, "Next: qlab run %d   (%s)\n", next.Number(), next.Title)
+	} else {
+		b.WriteString("Next: you have run every lesson; write the mechanisms yourself with qlab ex\n")
+	}
+	return b.String()
 }
