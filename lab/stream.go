@@ -41,18 +41,21 @@ func (s *Stream) Emit(e Event) {
 	if s.finished {
 		return
 	}
-	s.emitLocked(e)
+	s.emitLocked(&e)
 }
 
-func (s *Stream) emitLocked(e Event) {
+// emitLocked stamps *e, records it in the ledger and hands it to every
+// sink; the caller holds mu. It takes a pointer so the event is copied
+// once per sink rather than again on the way in.
+func (s *Stream) emitLocked(e *Event) {
 	s.seq++
 	e.Seq = s.seq
 	e.TMs = s.clock.Elapsed().Milliseconds()
 	e.Lesson = s.lesson
 	e.Backend = s.backend
-	s.ledger.observe(&e)
+	s.ledger.observe(e)
 	for _, sink := range s.sinks {
-		sink.Emit(e)
+		sink.Emit(*e)
 	}
 }
 
@@ -84,7 +87,7 @@ func (s *Stream) Finish() []TaskRecord {
 		return tasks
 	}
 	for _, t := range tasks {
-		s.emitLocked(Event{Kind: Summary, Task: t.ID, Fate: t.Fate, Attempt: t.Attempts})
+		s.emitLocked(&Event{Kind: Summary, Task: t.ID, Fate: t.Fate, Attempt: t.Attempts})
 	}
 	s.finished = true
 	return tasks
