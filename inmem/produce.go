@@ -10,9 +10,9 @@ import "time"
 // the producer; ids not yet enqueued are never created.
 func (s *System) Produce(actor string, q *Queue, ids []string, every time.Duration) {
 	s.work.add()
-	s.workers.Add(1)
+	s.begin()
 	go func() {
-		defer s.workers.Done()
+		defer s.end()
 		defer s.work.done()
 		for i, id := range ids {
 			if i > 0 && s.Sleep(s.ctx, every) != nil {

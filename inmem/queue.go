@@ -48,7 +48,10 @@ func (q *Queue) DeadLetter(actor string, t *Task, dlq *Queue, reason string) {
 
 // put counts the task as in flight, then hands it to the channel. The count
 // comes first so the System can never look idle while a task is on its way.
-// A task put on a parking queue is at rest and not counted.
+// A task put on a parking queue is at rest and not counted. A put that
+// finds the queue full waits for room until the system stops; then it gives
+// up, because no worker will make room any more, and the task ends the run
+// pending (its last event said where it was going).
 func (q *Queue) put(t *Task) {
 	if q.sys.dead.Load() {
 		// The process has died: what it tries to put in memory now is gone
@@ -60,5 +63,16 @@ func (q *Queue) put(t *Task) {
 	if !q.hold {
 		q.sys.work.add()
 	}
-	q.ch <- t
+	select {
+	case q.ch <- t: // room, the common case: as cheap as a plain send
+		return
+	default:
+	}
+	select {
+	case q.ch <- t:
+	case <-q.sys.ctx.Done():
+		if !q.hold {
+			q.sys.work.done()
+		}
+	}
 }

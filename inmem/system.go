@@ -32,17 +32,22 @@ type System struct {
 	// may replace it before starting workers.
 	Process ProcessFunc
 
-	ctx     context.Context
-	cancel  context.CancelFunc
-	work    tracker
-	workers sync.WaitGroup
-	live    atomic.Int64 // worker goroutines running
-	dead    atomic.Bool  // set by Crash: memory can hold nothing any more
+	ctx    context.Context
+	cancel context.CancelFunc
+	work   tracker
+	// running is every goroutine the system started (worker loops,
+	// producers, timers delivering a task): Stop waits for all of them.
+	running    sync.WaitGroup
+	goroutines atomic.Int64 // how many of them are running
+	live       atomic.Int64 // of those, worker loops
+	dead       atomic.Bool  // set by Crash: memory can hold nothing any more
 
-	mu      sync.Mutex
-	queues  []*Queue
-	timers  map[*time.Timer]timed
-	crashed bool
+	mu         sync.Mutex
+	queues     []*Queue
+	timers     map[*time.Timer]timed // pending, and kept once stopped so Crash can report them
+	delivering int                   // timers whose task is being put on its queue
+	stopped    bool                  // Stop began: timers deliver nothing more
+	crashed    bool
 	// crashDone is closed once Crash has reported every lost task, so Wait
 	// never lets the run end (and summarise) halfway through a crash.
 	crashDone chan struct{}
@@ -101,10 +106,10 @@ func (s *System) Queue(name string, capacity int) *Queue {
 // q must not be a holding queue (see HoldingQueue).
 func (s *System) Worker(actor string, q *Queue, handle func(t *Task)) {
 	q.mustConsume()
-	s.workers.Add(1)
+	s.begin()
 	s.live.Add(1)
 	go func() {
-		defer s.workers.Done()
+		defer s.end()
 		defer s.live.Add(-1)
 		for {
 			t, ok := s.next(q)
@@ -121,6 +126,35 @@ func (s *System) Worker(actor string, q *Queue, handle func(t *Task)) {
 // design costs in goroutines, counted exactly (runtime.NumGoroutine counts
 // the whole process, whose other goroutines come and go).
 func (s *System) Workers() int { return int(s.live.Load()) }
+
+// Goroutines is how many goroutines of the system are running: worker
+// loops, producers (Produce) and timers delivering a task. It is zero once
+// Stop (or Wait) has returned, which is what a leak check asserts.
+func (s *System) Goroutines() int { return int(s.goroutines.Load()) }
+
+// Timers is how many delayed moves (Schedule) are still waiting for their
+// timer or putting their task on its queue. It is zero once Stop (or Wait)
+// has returned: stopped timers never fire.
+func (s *System) Timers() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return s.delivering
+	}
+	return len(s.timers) + s.delivering
+}
+
+// begin counts a goroutine of the system that Stop must wait for; end
+// uncounts it when it returns.
+func (s *System) begin() {
+	s.running.Add(1)
+	s.goroutines.Add(1)
+}
+
+func (s *System) end() {
+	s.goroutines.Add(-1)
+	s.running.Done()
+}
 
 // next takes the next task from q, blocking until there is one; ok is false
 // once the system stops. A task already waiting is taken without a select
@@ -168,15 +202,39 @@ func (s *System) schedule(e lab.Event, t *Task, to *Queue, d time.Duration) {
 	var timer *time.Timer
 	timer = s.clock.AfterFunc(d, func() {
 		s.mu.Lock()
-		_, live := s.timers[timer]
-		delete(s.timers, timer)
+		claimed := s.claimLocked(timer) // timer is read under mu, which Schedule holds while it sets it
 		s.mu.Unlock()
-		if live {
-			to.put(t)
-			s.work.done()
+		if !claimed {
+			return
 		}
+		defer s.delivered()
+		to.put(t)
+		s.work.done()
 	})
 	s.timers[timer] = timed{task: t, from: e.Queue, to: to}
+}
+
+// claimLocked takes a fired timer's task for delivery and counts the
+// delivery as a goroutine Stop waits for. It refuses once Stop has begun,
+// leaving the task recorded for Crash: Stop's timer.Stop can lose the race
+// with a timer that has just fired, and that timer must then deliver
+// nothing. The caller holds mu.
+func (s *System) claimLocked(timer *time.Timer) bool {
+	if _, pending := s.timers[timer]; !pending || s.stopped {
+		return false
+	}
+	delete(s.timers, timer)
+	s.delivering++
+	s.begin()
+	return true
+}
+
+// delivered ends a delivery claimLocked started.
+func (s *System) delivered() {
+	s.mu.Lock()
+	s.delivering--
+	s.mu.Unlock()
+	s.end()
 }
 
 // Drop discards t after its final failure at the queue named from. The
@@ -207,16 +265,20 @@ func (s *System) Wait(ctx context.Context) error {
 	return err
 }
 
-// Stop stops the workers and pending timers without touching queued tasks.
-// It waits for handlers in progress to return.
+// Stop stops the workers, producers and pending timers without touching
+// queued tasks. It waits for handlers in progress and timers delivering a
+// task to return; a put that finds its queue full gives up (see Queue.put),
+// so none of them blocks for ever. When Stop returns, no goroutine of the
+// system is left (Goroutines and Timers are zero).
 func (s *System) Stop() {
 	s.cancel()
 	s.mu.Lock()
+	s.stopped = true
 	for timer := range s.timers {
 		timer.Stop()
 	}
 	s.mu.Unlock()
-	s.workers.Wait()
+	s.running.Wait()
 }
 
 // Crash simulates the process dying: workers and timers stop, and every task

@@ -15,10 +15,13 @@ type TaskRecord struct {
 // lost → lost, duplicate → done (the work was already done); a task that
 // re-enters the system (enqueued again, moved, scheduled, redelivered)
 // becomes pending until decided again. Ledger is not safe for concurrent
-// use; Stream serialises access.
+// use; Stream serialises access. The zero Ledger is empty and ready.
 type Ledger struct {
-	order []string
-	tasks map[string]*TaskRecord
+	// records holds every task in creation order; index maps an id to its
+	// record. A flat slice keeps the records together and costs no
+	// allocation per task, which matters on the Stream's hot path.
+	records []TaskRecord
+	index   map[string]int
 }
 
 // Observe updates the ledger with e. Events about unknown tasks (other than
@@ -30,18 +33,19 @@ func (l *Ledger) observe(e *Event) {
 	if e.Task == "" || e.Kind == Summary {
 		return
 	}
-	r, ok := l.tasks[e.Task]
+	i, ok := l.index[e.Task]
 	if !ok {
 		if e.Kind != Enqueued {
 			return
 		}
-		if l.tasks == nil {
-			l.tasks = map[string]*TaskRecord{}
+		if l.index == nil {
+			l.index = map[string]int{}
 		}
-		r = &TaskRecord{ID: e.Task, Fate: FatePending, FirstFail: -1, Settled: -1}
-		l.tasks[e.Task] = r
-		l.order = append(l.order, e.Task)
+		i = len(l.records)
+		l.index[e.Task] = i
+		l.records = append(l.records, TaskRecord{ID: e.Task, Fate: FatePending, FirstFail: -1, Settled: -1})
 	}
+	r := &l.records[i]
 	switch e.Kind {
 	case Started:
 		r.Attempts++
@@ -68,18 +72,16 @@ func (r *TaskRecord) settle(f Fate, tms int64) { r.Fate, r.Settled = f, tms }
 
 // Tasks returns a copy of every task's record in creation order.
 func (l *Ledger) Tasks() []TaskRecord {
-	out := make([]TaskRecord, len(l.order))
-	for i, id := range l.order {
-		out[i] = *l.tasks[id]
-	}
+	out := make([]TaskRecord, len(l.records))
+	copy(out, l.records)
 	return out
 }
 
 // Task returns the record for id and whether the task exists.
 func (l *Ledger) Task(id string) (TaskRecord, bool) {
-	r, ok := l.tasks[id]
+	i, ok := l.index[id]
 	if !ok {
 		return TaskRecord{}, false
 	}
-	return *r, true
+	return l.records[i], true
 }

@@ -13,6 +13,7 @@ type Stream struct {
 
 	mu       sync.Mutex
 	seq      int
+	lastMs   int64 // the latest t_ms stamped
 	sinks    []Sink
 	ledger   Ledger
 	finished bool
@@ -36,23 +37,32 @@ func (s *Stream) Clock() Clock { return s.clock }
 // Emit stamps e and delivers it to every sink. Events emitted after Finish
 // are dropped: the summaries are the last word of a run.
 func (s *Stream) Emit(e Event) {
+	// Read the clock before taking the lock: the read is the costliest part
+	// of a stamp, and every other emitter waits while the lock is held.
+	// emitLocked keeps t_ms from going back when two emitters cross.
+	now := s.clock.Elapsed().Milliseconds()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.finished {
 		return
 	}
-	s.emitLocked(e)
+	s.emitLocked(&e, now)
 }
 
-func (s *Stream) emitLocked(e Event) {
+// emitLocked stamps *e with the next Seq and lesson time now (or the last
+// stamp, if another emitter read the clock later but took the lock first,
+// so t_ms never decreases along Seq), records it in the ledger and hands it
+// to every sink. The caller holds mu.
+func (s *Stream) emitLocked(e *Event, now int64) {
 	s.seq++
 	e.Seq = s.seq
-	e.TMs = s.clock.Elapsed().Milliseconds()
+	e.TMs = max(now, s.lastMs)
+	s.lastMs = e.TMs
 	e.Lesson = s.lesson
 	e.Backend = s.backend
-	s.ledger.observe(&e)
+	s.ledger.observe(e)
 	for _, sink := range s.sinks {
-		sink.Emit(e)
+		sink.Emit(*e)
 	}
 }
 
@@ -84,7 +94,7 @@ func (s *Stream) Finish() []TaskRecord {
 		return tasks
 	}
 	for _, t := range tasks {
-		s.emitLocked(Event{Kind: Summary, Task: t.ID, Fate: t.Fate, Attempt: t.Attempts})
+		s.emitLocked(&Event{Kind: Summary, Task: t.ID, Fate: t.Fate, Attempt: t.Attempts}, s.clock.Elapsed().Milliseconds())
 	}
 	s.finished = true
 	return tasks

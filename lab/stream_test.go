@@ -26,3 +26,22 @@ func TestStreamAttemptReportsStartAndOutcome(t *testing.T) {
 	}
 	assert.Equal(t, []string{"started:", "succeeded:", "started:", "failed:boom"}, got)
 }
+
+// Emit reads the clock before it takes the lock, so an emitter that read
+// the clock earlier can be sequenced after one that read it later; its
+// stamp is then raised to the later one and t_ms never goes back along Seq.
+func TestStreamStampsNeverGoBackAlongSeq(t *testing.T) {
+	var rec Recorder
+	s := NewStream("q00", InMem, NewClock(1), &rec)
+	s.mu.Lock()
+	s.emitLocked(&Event{Kind: Enqueued, Task: "A"}, 10) // read the clock at 10 ms, locked first
+	s.emitLocked(&Event{Kind: Enqueued, Task: "B"}, 7)  // read it at 7 ms, locked second
+	s.emitLocked(&Event{Kind: Started, Task: "A"}, 12)
+	s.mu.Unlock()
+
+	var got [][2]int64
+	for _, e := range rec.Events {
+		got = append(got, [2]int64{int64(e.Seq), e.TMs})
+	}
+	assert.Equal(t, [][2]int64{{1, 10}, {2, 10}, {3, 12}}, got)
+}
