@@ -160,7 +160,7 @@ func nextSteps(l lessons.Lesson, ran lab.Backend) string {
 	if next, ok := lessons.Next(l); ok {
 		fmt.Fprintf(&b, "Next: qlab run %d   (%s)\n", next.Number(), next.Title)
 	} else {
-		b.WriteString("Next: you have run every lesson; write the mechanisms yourself with qlab ex\n")
+		b.WriteString("Next: you have run every lesson; qlab tui replays any of them, qlab compare N measures the two backends\n")
 	}
 	return b.String()
 }
