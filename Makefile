@@ -16,7 +16,7 @@ lesson-%: $(QLAB)
 	@$(QLAB) run $* --speed $(SPEED) $(FLAGS)
 
 # Lesson 10 is the RabbitMQ half: it runs on the broker (qlab run 10 runs
-# its in-memory twin). FLAGS="--names seed" still works.
+# its in-memory twin). FLAGS="--names exact" still works.
 lesson-10: override FLAGS += --backend rabbit
 
 # Lesson 11 (scheduled emails) runs only on the broker.

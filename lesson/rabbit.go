@@ -8,7 +8,7 @@ import (
 )
 
 // BrokerNames picks a RabbitMQ lesson's queue names: the names the run was
-// given (Options.Names), the seed's exact names with --names seed (under a
+// given (Options.Names), the seed's exact names with --names exact (under a
 // person's prefix with --prefix), or a fresh per-run prefix so runs never
 // collide. The caller checked the prefix (rabbit.CheckPrefix); one that
 // fails here is ignored.
@@ -33,7 +33,7 @@ func TopologyTable(topo rabbit.Topology, s *rabbit.Session) render.Table {
 		Header: []string{"queue", "role", "x-message-ttl", "dead-letters to"},
 		Notes: []string{
 			"The run deleted them when it ended (only queues it created: it refuses names that already exist). Watch a run live: rabbitmqctl list_queues name messages arguments",
-			"(or the management UI on port 15672) while qlab run N --backend rabbit --names seed --speed 1 runs.",
+			"(or the management UI on port 15672) while qlab run N --backend rabbit --names exact --speed 1 runs.",
 		},
 	}
 	for _, q := range topo.Queues {

@@ -18,7 +18,7 @@ type Options struct {
 	Plan    *lab.Plan   // default lab.DefaultPlan()
 	Broker  string      // AMQP URL, for the RabbitMQ backend
 	// SeedNames makes RabbitMQ lessons declare the seed's exact queue
-	// names instead of a private per-run prefix (qlab run --names seed).
+	// names instead of a private per-run prefix (qlab run --names exact).
 	SeedNames bool
 	// Names, when set, are the broker names the run declares under (a
 	// test that prepared queues of its own). It overrides SeedNames.

@@ -113,7 +113,7 @@ func (e *PreconditionError) ResetCommand() string { return "rabbitmqctl delete_q
 // Error says what happened, why, and how to reset it, on one line.
 func (e *PreconditionError) Error() string {
 	return fmt.Sprintf("queue %s already exists on the broker with other arguments than this run declares (%s): "+
-		"an earlier run with other settings (e.g. another --speed with --names seed) left it behind; "+
+		"an earlier run with other settings (e.g. another --speed with --names exact) left it behind; "+
 		"if it is yours, reset it and run again: %s", e.Queue, e.Detail, e.ResetCommand())
 }
 

@@ -39,8 +39,8 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.json, "json", false, "print the event stream as JSON lines instead of the log")
 	fs.BoolVar(&f.mermaid, "mermaid", false, "print a Mermaid sequence diagram of the run instead of the log")
 	fs.BoolVar(&f.noColor, "no-color", false, "plain text, no ANSI colour (NO_COLOR does the same)")
-	fs.StringVar(&f.names, "names", "run", "rabbit queue names: run (a private per-run prefix) or seed (the seed's exact names, for the management UI)")
-	fs.StringVar(&f.prefix, "prefix", "", "with --names seed: put the seed's names under your own prefix (alice → alice.sequential.queue), so several people can run the demo on one broker")
+	fs.StringVar(&f.names, "names", "run", "rabbit queue names: run (a private per-run prefix) or exact (the seed document's exact names, for the management UI; the old spelling seed still works)")
+	fs.StringVar(&f.prefix, "prefix", "", "with --names exact: put the seed's names under your own prefix (alice → alice.sequential.queue), so several people can run the demo on one broker")
 	f.verbose = verboseFlag(fs)
 }
 
@@ -49,12 +49,15 @@ func (f *runFlags) check() error {
 	if err := f.planFlags.check(); err != nil {
 		return err
 	}
-	if f.names != "run" && f.names != "seed" {
-		return usagef("--names must be run or seed, got %q", f.names)
+	if f.names == "seed" { // the old spelling, which read too much like --seed
+		f.names = "exact"
+	}
+	if f.names != "run" && f.names != "exact" {
+		return usagef("--names must be run or exact, got %q", f.names)
 	}
 	if f.prefix != "" {
-		if f.names != "seed" {
-			return usagef("--prefix goes with --names seed (run names have a private prefix already)")
+		if f.names != "exact" {
+			return usagef("--prefix goes with --names exact (run names have a private prefix already)")
 		}
 		if err := rabbit.CheckPrefix(f.prefix); err != nil {
 			return usagef("--prefix: %v", err)
@@ -88,7 +91,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	opts := lessons.Options{Backend: backend, Speed: f.speed, Plan: f.plan(), SeedNames: f.names == "seed", Prefix: f.prefix}
+	opts := lessons.Options{Backend: backend, Speed: f.speed, Plan: f.plan(), SeedNames: f.names == "exact", Prefix: f.prefix}
 	if backend == lab.Rabbit {
 		b, err := rabbit.Discover(ctx, discoverOptions)
 		if err != nil {
@@ -107,8 +110,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return errors.New("interrupted: the table above says what became of each task in flight")
 	}
 	var exists *rabbit.ExistsError
-	if errors.As(runErr, &exists) && f.names == "seed" && f.prefix == "" {
-		return fmt.Errorf("%w; or run under a prefix of your own: --names seed --prefix yourname", runErr)
+	if errors.As(runErr, &exists) && f.names == "exact" && f.prefix == "" {
+		return fmt.Errorf("%w; or run under a prefix of your own: --names exact --prefix yourname", runErr)
 	}
 	return runErr
 }

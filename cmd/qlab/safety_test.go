@@ -58,7 +58,7 @@ func queueExists(t *testing.T, name string) bool {
 	return err == nil
 }
 
-// TestSeedNamesRefuseSomeoneElsesQueue: with --names seed, a lesson queue
+// TestSeedNamesRefuseSomeoneElsesQueue: with --names exact, a lesson queue
 // that already exists (someone else's, holding a message) stops the run
 // before it declares anything; the message stays where it was.
 func TestSeedNamesRefuseSomeoneElsesQueue(t *testing.T) {
@@ -68,7 +68,7 @@ func TestSeedNamesRefuseSomeoneElsesQueue(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, other.PublishWithContext(t.Context(), "", theirs, false, false, amqp.Publishing{Body: []byte("theirs")}))
 
-	code, out, errOut := qlab("run", "10", "--backend", "rabbit", "--names", "seed", "--prefix", prefix, "--speed", "20")
+	code, out, errOut := qlab("run", "10", "--backend", "rabbit", "--names", "exact", "--prefix", prefix, "--speed", "20")
 	assert.Equal(t, exitError, code)
 	assert.Equal(t, 1, strings.Count(errOut, "\n"), "one line: %q", errOut)
 	assert.Contains(t, errOut, "queue "+theirs+" already exists")
@@ -80,11 +80,11 @@ func TestSeedNamesRefuseSomeoneElsesQueue(t *testing.T) {
 	assert.False(t, queueExists(t, prefix+"."+rabbit.SequentialQueue), "the refused run declared nothing")
 }
 
-// TestSeedNamesUnderAPrefix: --names seed --prefix NAME runs on
+// TestSeedNamesUnderAPrefix: --names exact --prefix NAME runs on
 // NAME.sequential.queue … and deletes them at the end.
 func TestSeedNamesUnderAPrefix(t *testing.T) {
 	prefix, _ := privatePrefix(t)
-	code, out, errOut := qlab("run", "10", "--backend", "rabbit", "--names", "seed", "--prefix", prefix, "--speed", "20", "--no-color")
+	code, out, errOut := qlab("run", "10", "--backend", "rabbit", "--names", "exact", "--prefix", prefix, "--speed", "20", "--no-color")
 	require.Equal(t, exitOK, code, errOut)
 	assert.Contains(t, out, prefix+".sequential.retry.wait")
 	assert.False(t, queueExists(t, prefix+"."+rabbit.SequentialQueue), "deleted at the end")
@@ -127,7 +127,7 @@ func TestDeletedWaitQueueEndsTheRun(t *testing.T) {
 	}}
 	var errOut bytes.Buffer
 	start := time.Now()
-	code := Main(t.Context(), []string{"run", "10", "--backend", "rabbit", "--names", "seed", "--prefix", prefix, "--speed", "20", "--json"}, out, &errOut)
+	code := Main(t.Context(), []string{"run", "10", "--backend", "rabbit", "--names", "exact", "--prefix", prefix, "--speed", "20", "--json"}, out, &errOut)
 	assert.Equal(t, exitError, code)
 	assert.Less(t, time.Since(start), 15*time.Second, "ends within the bound")
 	assert.Contains(t, errOut.String(), "queue "+wait+" was deleted")
@@ -202,7 +202,7 @@ func TestClosedStdoutEndsAnInMemoryRun(t *testing.T) {
 // stops the run, deletes its queues and exits 1.
 func TestClosedStdoutCleansUp(t *testing.T) {
 	prefix, _ := privatePrefix(t)
-	code, stderr, _ := closeStdoutEarly(t, "run", "10", "--backend", "rabbit", "--names", "seed", "--prefix", prefix, "--speed", "5", "--json")
+	code, stderr, _ := closeStdoutEarly(t, "run", "10", "--backend", "rabbit", "--names", "exact", "--prefix", prefix, "--speed", "5", "--json")
 	assert.Equal(t, exitError, code)
 	assert.Contains(t, stderr, "output closed")
 	for _, q := range rabbit.SequentialTopology().Queues {
