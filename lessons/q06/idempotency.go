@@ -27,9 +27,9 @@ import (
 var Lesson = lesson.Lesson{
 	ID:    "Q06",
 	Title: "Idempotency: which guard loses or doubles an email",
-	Notice: "Each task owes one email, and the plan's failures strike between the handler's two steps (C, the poison task, on every attempt). " +
-		"Send-then-record sends again on the retry; mark-then-send (PENDING→SENT first) skips an email it never sent; a stored result plus the mail server's idempotency key sends once. " +
-		"Two consumers holding one message: check-then-act sends twice, an atomic claim once. The table sets emails owed against emails sent.",
+	Notice: "Each task owes one email, and the plan's failures (C on every attempt) strike between sending it and writing that down. " +
+		"Send-then-record sends again on the retry, mark-then-send (PENDING→SENT first) skips an email it never sent, and only a stored result with the mail server's idempotency key sends once. " +
+		"With two consumers holding one message, check-then-act sends twice and an atomic claim once: the table sets emails owed against emails sent.",
 	InMem: runQ06,
 }
 
