@@ -46,7 +46,7 @@ const dropAfter = 30 * time.Millisecond
 type step struct {
 	ctx    context.Context
 	task   string
-	key    string // the plan's id the task stands for; keys the plan's failures
+	planID string // the plan's id the task stands for: the plan's failures and work time are its
 	n      int    // attempt number
 	fail   error
 	mail   *mailServer
@@ -194,7 +194,7 @@ func (m *mailServer) send(s step, key string) string {
 	}
 	m.mu.Unlock()
 	m.sys.Stream().Emit(lab.Event{Kind: lab.Alerted, Task: s.task, Actor: "Mail-Server", Note: "email " + msg + " to the customer of " + s.task})
-	wire := m.plan.WorkTime(s.key, s.n)
+	wire := m.plan.WorkTime(s.planID, s.n)
 	_ = m.sys.Sleep(s.ctx, min(dropAfter, wire)) // a cancelled run only ends the wait early
 	if s.onWire != nil {
 		s.onWire()
@@ -372,8 +372,8 @@ func (p *phase) twoConsumers(ctx context.Context) error {
 // is spent. onWire, if set, runs while the email is on the wire.
 func (p *phase) deliver(ctx context.Context, actor string, q *inmem.Queue, t *inmem.Task, onWire func()) {
 	p.begin(actor, q, t)
-	s := step{ctx: ctx, task: t.ID, key: p.planID[t.ID], n: t.Attempt, mail: p.mail, store: p.store}
-	s.fail = p.plan.Fails(s.key, t.Attempt)
+	s := step{ctx: ctx, task: t.ID, planID: p.planID[t.ID], n: t.Attempt, mail: p.mail, store: p.store}
+	s.fail = p.plan.Fails(s.planID, t.Attempt)
 	if onWire != nil {
 		s.onWire = func() { p.dropped = true; onWire() }
 	}
