@@ -66,6 +66,9 @@ func Message(e lab.Event) (text, tone string) {
 	case lab.Enqueued:
 		return fmt.Sprintf("📥 Enqueued task %s -> %s", t, e.Queue) + withNote(e.Note), ""
 	case lab.Started:
+		if e.Note != "" { // the emitter says what this attempt is (a redelivery is not a retry)
+			return fmt.Sprintf("▶ Starting task again: %s (attempt %d, %s)", t, e.Attempt, e.Note), ""
+		}
 		if e.Attempt > 1 {
 			return fmt.Sprintf("♻️ Retrying task: %s (attempt %d)", t, e.Attempt), amber
 		}
@@ -97,7 +100,7 @@ func Message(e lab.Event) (text, tone string) {
 	case lab.Duplicate:
 		return "⏭️ Duplicate delivery skipped: " + t + withNote(e.Note), ""
 	case lab.Redelivered:
-		return "📬 Delivered again: " + t + withNote(e.Note), amber
+		return "📬 Redelivered (the same message again, not a retry): " + t + withNote(e.Note), amber
 	case lab.Lost:
 		return "🕳️ Lost: " + t + withNote(e.Note), red
 	case lab.Received:
