@@ -29,7 +29,7 @@ var Lesson = lesson.Lesson{
 	ID:    "Q03",
 	Title: "Benefits of the retry queue, measured",
 	Notice: "The same stream of 200 tasks, 10 % poison, runs through three designs with the same budget of 2 attempts per task: fast retry with 1 worker (lesson 1), fast retry with 2 workers on the one queue, and the retry queue with 2 workers, one per queue (lesson 2). " +
-		"Rows 1 and 3 show what lesson 2 gained; rows 2 and 3 differ only in the quarantine. Here the second worker is what shortens the healthy tasks' wait: the quarantine alone gains them nothing (two workers sharing one queue do as well or better). " +
+		"Rows 1 and 3 show what lesson 2 gained; rows 2 and 3 differ only in the quarantine. Measured exactly (go test), the second worker is what shortens the healthy tasks' wait and the quarantine alone gains them nothing (two workers sharing one queue do as well or better); live, timer noise inflates every time and can swap rows 2 and 3 (the last note says by how much). " +
 		"What it buys is that the main queue never meets a poison task twice, which starts to matter when retries are many or slow.",
 	InMem: runQ03,
 }
