@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lab"
@@ -107,7 +108,8 @@ func (f *Flow) apply(c flow.Consumer, q *Queue, t *Task, dec flow.Decision) {
 			to := f.queue(topo.Settle(via.Name))
 			f.sys.schedule(lab.Event{Kind: lab.Scheduled, Task: t.ID, Queue: q.name, Via: via.Name, To: to.name, Actor: actor,
 				Attempt: t.Attempt, DelayMs: via.TTL.Milliseconds(),
-				Note: "in memory: a time.AfterFunc timer stands in for it"}, t, to, via.TTL)
+				Note: "in memory: a time.AfterFunc timer stands in for it"}, t, to,
+				func(move func()) *time.Timer { return f.sys.clock.AfterFunc(via.TTL, move) })
 		default:
 			q.MoveTo(actor, t, f.queue(via.Name))
 		}

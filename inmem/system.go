@@ -187,22 +187,36 @@ func (s *System) Attempt(actor string, q *Queue, t *Task) error {
 }
 
 // Schedule moves t from the queue named from to queue to after lesson
-// duration d, with time.AfterFunc: the task waits in this process's memory,
-// so it is lost if the process dies first (see Crash).
+// duration d, with time.AfterFunc on the lesson clock: the task waits in
+// this process's memory, so it is lost if the process dies first (see
+// Crash). ScheduleOn is the same with the timer on the caller's page.
 func (s *System) Schedule(actor string, t *Task, from string, to *Queue, d time.Duration) {
-	s.schedule(lab.Event{Kind: lab.Scheduled, Task: t.ID, Queue: from, To: to.name, Actor: actor, Attempt: t.Attempt, DelayMs: d.Milliseconds()}, t, to, d)
+	s.ScheduleOn(actor, t, from, to, d, func(move func()) *time.Timer { return s.clock.AfterFunc(d, move) })
 }
 
-// schedule emits e (a scheduled event) and puts t on to after d.
-func (s *System) schedule(e lab.Event, t *Task, to *Queue, d time.Duration) {
+// ScheduleOn is Schedule with the timer in the caller's hands: start must
+// arm a timer that calls move once, after d (the lesson clock's AfterFunc),
+// and return it. move puts t on to. The System keeps the bookkeeping: the
+// scheduled event, t counted in flight until move, the timer stopped by
+// Stop and reported by Crash.
+func (s *System) ScheduleOn(actor string, t *Task, from string, to *Queue, d time.Duration, start func(move func()) *time.Timer) {
+	s.schedule(lab.Event{Kind: lab.Scheduled, Task: t.ID, Queue: from, To: to.name, Actor: actor, Attempt: t.Attempt, DelayMs: d.Milliseconds()}, t, to, start)
+}
+
+// Clock is the lesson clock the system keeps time with.
+func (s *System) Clock() lab.Clock { return s.clock }
+
+// schedule emits e (a scheduled event) and has start arm the timer that
+// puts t on to.
+func (s *System) schedule(e lab.Event, t *Task, to *Queue, start func(move func()) *time.Timer) {
 	s.emit(e)
 	s.work.add()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var timer *time.Timer
-	timer = s.clock.AfterFunc(d, func() {
+	timer = start(func() {
 		s.mu.Lock()
-		claimed := s.claimLocked(timer) // timer is read under mu, which Schedule holds while it sets it
+		claimed := s.claimLocked(timer) // timer is read under mu, which schedule holds while it sets it
 		s.mu.Unlock()
 		if !claimed {
 			return

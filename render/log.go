@@ -90,7 +90,7 @@ func Message(e lab.Event) (text, tone string) {
 	case lab.DeadLettered:
 		return fmt.Sprintf("💀 Moving to Dead Letter Queue (%s): %s", e.To, t), red
 	case lab.Dropped:
-		return fmt.Sprintf("🗑️ Permanently failed, dropped: %s (the message is lost)", t), red
+		return fmt.Sprintf("🗑️ Permanently failed, dropped: %s (discarded on purpose: no copy is kept)", t), red
 	case lab.Alerted:
 		return "📧 Sending email\n" + e.Note, amber
 	case lab.Breaker:

@@ -196,3 +196,36 @@ func FmtCount(n, total int) string { return fmt.Sprintf("%d/%d", n, total) }
 func SpeedNote(speed float64) string {
 	return fmt.Sprintf(", their clock at %g× whatever --speed says (under go test the figures are exact; live, timer noise makes times read a little high).", speed)
 }
+
+// Attempt is one processing attempt read back from a run's events, with
+// its attempt number and length in lesson ms.
+type Attempt struct {
+	Task    string
+	Attempt int
+	Ms      int64
+}
+
+// AttemptLengths pairs every started event with the succeeded or failed
+// event of the same task and attempt. An attempt cut short has no end and
+// is left out.
+func AttemptLengths(events []lab.Event) []Attempt {
+	type key struct {
+		task    string
+		attempt int
+	}
+	started := map[key]int64{}
+	var out []Attempt
+	for _, e := range events {
+		k := key{e.Task, e.Attempt}
+		switch e.Kind {
+		case lab.Started:
+			started[k] = e.TMs
+		case lab.Succeeded, lab.Failed:
+			if at, ok := started[k]; ok {
+				out = append(out, Attempt{Task: e.Task, Attempt: e.Attempt, Ms: e.TMs - at})
+				delete(started, k)
+			}
+		}
+	}
+	return out
+}

@@ -54,3 +54,19 @@ func TestFmtMs(t *testing.T) {
 	assert.Equal(t, "4.27 s", FmtMs(4270))
 	assert.Equal(t, "-", FmtMs(-1))
 }
+
+// Two workers interleave attempts of different tasks: each length pairs a
+// start with the end of the same task and attempt; an unfinished attempt
+// is left out.
+func TestAttemptLengthsPairsTaskAndAttempt(t *testing.T) {
+	events := []lab.Event{
+		{Kind: lab.Started, Task: "A", Attempt: 1, TMs: 0},
+		{Kind: lab.Started, Task: "B", Attempt: 1, TMs: 10},
+		{Kind: lab.Failed, Task: "A", Attempt: 1, TMs: 100},
+		{Kind: lab.Started, Task: "A", Attempt: 2, TMs: 100},
+		{Kind: lab.Succeeded, Task: "B", Attempt: 1, TMs: 160},
+		{Kind: lab.Started, Task: "C", Attempt: 1, TMs: 170},
+		{Kind: lab.Succeeded, Task: "A", Attempt: 2, TMs: 230},
+	}
+	assert.Equal(t, []Attempt{{"A", 1, 100}, {"B", 1, 150}, {"A", 2, 130}}, AttemptLengths(events))
+}

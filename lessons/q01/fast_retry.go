@@ -31,7 +31,7 @@ var Lesson = lesson.Lesson{
 func runQ01(ctx context.Context, env *lesson.Env) error {
 	sys, queue, _ := lesson.PlanQueue(ctx, env)
 	var gaveUp []string
-	StartFastRetry(sys, queue, func(t *inmem.Task) {
+	StartFastRetry(sys, queue, "Sequential-Worker", MaxAttempts, func(_ string, t *inmem.Task) {
 		gaveUp = append(gaveUp, t.ID) // only the one worker calls this
 	})
 	err := sys.Wait(ctx)
@@ -46,19 +46,20 @@ func runQ01(ctx context.Context, env *lesson.Env) error {
 	return err
 }
 
-// StartFastRetry starts the Q01 design on queue: one Sequential-Worker that
-// puts a failed task straight back at the tail of the same queue. After
-// q01MaxAttempts the lesson gives up on the task (giveUp is told) and
-// leaves it pending; the design itself would loop forever.
-func StartFastRetry(sys *inmem.System, queue *inmem.Queue, giveUp func(*inmem.Task)) {
-	sys.Worker("Sequential-Worker", queue, func(t *inmem.Task) {
-		if sys.Attempt("Sequential-Worker", queue, t) == nil {
+// StartFastRetry starts the Q01 design on queue: a worker goroutine named
+// actor that puts a failed task straight back at the tail of the same
+// queue. After maxAttempts giveUp decides what becomes of the task (the
+// lesson leaves it pending; the design itself would loop forever). Call it
+// again with another actor for a second worker on the same queue.
+func StartFastRetry(sys *inmem.System, queue *inmem.Queue, actor string, maxAttempts int, giveUp func(actor string, t *inmem.Task)) {
+	sys.Worker(actor, queue, func(t *inmem.Task) {
+		if sys.Attempt(actor, queue, t) == nil {
 			return
 		}
-		if t.Attempt >= MaxAttempts {
-			giveUp(t)
+		if t.Attempt >= maxAttempts {
+			giveUp(actor, t)
 			return
 		}
-		queue.Requeue("Sequential-Worker", t)
+		queue.Requeue(actor, t) // the channel send: back at the tail
 	})
 }

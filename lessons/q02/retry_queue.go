@@ -2,8 +2,8 @@
 //
 // Notice: when C fails, the Sequential-Worker moves it to retryQueue and
 // starts D at once; a second goroutine, the Retry-Worker, retries C in
-// parallel. When that retry fails as well, C is dropped: the message is
-// gone, and the dropped line in the log is all that is left of it.
+// parallel. When that retry fails as well, C is dropped: discarded on
+// purpose, and the dropped line in the log is all that is left of it.
 package q02
 
 import (
@@ -17,7 +17,7 @@ var Lesson = lesson.Lesson{
 	ID:    "Q02",
 	Title: "Retry queue and a Retry-Worker",
 	Notice: "When C fails, the Sequential-Worker moves it to retryQueue and starts D at once, while a second goroutine, the Retry-Worker, tries C again. " +
-		"When that retry fails too, C is dropped: the message is lost for good, and the dropped line in the log is its only trace.",
+		"When that retry fails too, C is dropped: discarded on purpose, no copy kept, and the dropped line in the log is its only trace.",
 	InMem: runQ02,
 }
 
@@ -40,7 +40,7 @@ func StartRetryQueue(sys *inmem.System, queue *inmem.Queue, room int) {
 	})
 	sys.Worker("Retry-Worker", retryQueue, func(t *inmem.Task) {
 		if err := sys.Attempt("Retry-Worker", retryQueue, t); err != nil {
-			sys.Drop("Retry-Worker", t, retryQueue.Name(), "no retries left, the message is lost: "+err.Error())
+			sys.Drop("Retry-Worker", t, retryQueue.Name(), "no retries left: "+err.Error())
 		}
 	})
 }

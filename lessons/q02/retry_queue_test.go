@@ -46,6 +46,9 @@ func TestQ02RetryQueue(t *testing.T) {
 
 	dropped := labtest.Find(t, events, lab.Dropped, "C", 2)
 	assert.Equal(t, "Retry-Worker", dropped.Actor)
-	assert.Contains(t, dropped.Note, "the message is lost")
-	assert.Contains(t, render.Style{}.Line(dropped), "the message is lost", "the log says it plainly")
+	assert.Contains(t, dropped.Note, "no retries left")
+	// Dropped, not lost: the log names the decision (the glossary's words).
+	line := render.Style{}.Line(dropped)
+	assert.Contains(t, line, "dropped: C (discarded on purpose", "the log says it plainly")
+	assert.NotContains(t, line, "lost")
 }

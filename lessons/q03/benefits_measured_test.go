@@ -1,14 +1,15 @@
 package q03
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/queuelab/qlab/lessons/measure"
 	"github.com/queuelab/qlab/lessons/measure/measuretest"
-	"github.com/queuelab/qlab/lessons/q01"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -22,8 +23,7 @@ func TestQ03BenefitsMeasured(t *testing.T) {
 	fate, _ := labtest.Summary(t, events, "C")
 	assert.Equal(t, lab.FateDropped, fate)
 
-	require.Len(t, runs, 2)
-	fast, retry := runs[0].Events(), runs[1].Events()
+	require.Len(t, runs, 3)
 	for _, r := range runs {
 		t.Run(r.Design, func(t *testing.T) {
 			labtest.AssertAccounted(t, r.Events())
@@ -31,49 +31,60 @@ func TestQ03BenefitsMeasured(t *testing.T) {
 			// The tasks arrive as a stream, one every 125 ms.
 			assert.Equal(t, int64(125), labtest.Find(t, r.Events(), lab.Enqueued, "T002", 0).TMs-labtest.Find(t, r.Events(), lab.Enqueued, "T001", 0).TMs)
 			for _, id := range w.Plan.Tasks {
-				if !w.IsPoison(id) {
-					fate, _ := labtest.Summary(t, r.Events(), id)
+				fate, attempts := labtest.Summary(t, r.Events(), id)
+				if w.IsPoison(id) {
+					// The same budget everywhere: two attempts, then dropped.
+					assert.Equal(t, lab.FateDropped, fate, id)
+					assert.Equal(t, q03Attempts, attempts, id)
+				} else {
 					assert.Equal(t, lab.FateDone, fate, id)
 				}
 			}
 		})
 	}
+	fast1, fast2, retry := runs[0].Events(), runs[1].Events(), runs[2].Events()
 
-	// Poison: the fast-retry worker tries each one 5 times itself; with a
-	// retry queue the main worker meets it once and the Retry-Worker once.
-	for _, id := range w.Plan.Poison {
-		fate, attempts := labtest.Summary(t, fast, id)
-		assert.Equal(t, lab.FatePending, fate, id)
-		assert.Equal(t, q01.MaxAttempts, attempts, id)
-		fate, attempts = labtest.Summary(t, retry, id)
-		assert.Equal(t, lab.FateDropped, fate, id)
-		assert.Equal(t, 2, attempts, id)
-	}
+	// Who made the poison attempts: one worker, two workers sharing the
+	// main queue, or the main worker once and the Retry-Worker once.
 	poison := len(w.Plan.Poison)
-	assert.Equal(t, map[string]int{"Sequential-Worker": poison * q01.MaxAttempts}, measuretest.AttemptsBy(fast, w.IsPoison))
+	assert.Equal(t, map[string]int{"Sequential-Worker": 2 * poison}, measuretest.AttemptsBy(fast1, w.IsPoison))
+	shared := measuretest.AttemptsBy(fast2, w.IsPoison)
+	assert.Len(t, shared, 2)
+	assert.Equal(t, 2*poison, shared["Sequential-Worker-1"]+shared["Sequential-Worker-2"])
 	assert.Equal(t, map[string]int{"Sequential-Worker": poison, "Retry-Worker": poison}, measuretest.AttemptsBy(retry, w.IsPoison))
 
-	// Healthy tasks: with the retry queue even the slowest one finishes
-	// sooner than the typical one with fast retry.
-	fastTimes, retryTimes := healthyCompletion(fast, w), healthyCompletion(retry, w)
-	assert.Less(t, slices.Max(retryTimes), measure.Percentile(fastTimes, 50))
-
-	// The table shows exactly these runs' figures.
+	// The table shows exactly these runs' figures, with each design's
+	// workers (the goroutines that made its attempts) and attempt budget.
 	require.Len(t, tables, 1)
 	rows := tables[0].Rows
-	require.Len(t, rows, 2)
-	for i, times := range [][]int64{fastTimes, retryTimes} {
-		assert.Equal(t, "180/180", rows[i][1])
-		assert.Equal(t, measure.FmtMs(medianLow(times)), rows[i][2], "p50 of %s", rows[i][0])
-		assert.Equal(t, measure.FmtMs(slices.Max(times)), rows[i][3], "max of %s", rows[i][0])
+	require.Len(t, rows, 3)
+	times := make([][]int64, len(runs))
+	for i, r := range runs {
+		times[i] = healthyCompletion(r.Events(), w)
+		assert.Equal(t, fmt.Sprint(len(measuretest.AttemptsBy(r.Events(), func(string) bool { return true }))), rows[i][1], "workers of %s", r.Design)
+		assert.Equal(t, "2", rows[i][2], "attempts of %s", r.Design)
+		assert.Equal(t, "180/180", rows[i][3])
+		assert.Equal(t, measure.FmtMs(medianLow(times[i])), rows[i][4], "p50 of %s", r.Design)
+		assert.Equal(t, measure.FmtMs(slices.Max(times[i])), rows[i][5], "max of %s", r.Design)
+		assert.Equal(t, "dropped", rows[i][8])
 	}
-	assert.Equal(t, measure.FmtMs(poisonTime(fast, w, "Sequential-Worker")), rows[0][4])
-	assert.Equal(t, measure.FmtMs(poisonTime(retry, w, "Sequential-Worker")), rows[1][4])
-	assert.Equal(t, measure.FmtMs(poisonTime(retry, w, "Retry-Worker")), rows[1][5])
-	assert.Greater(t, poisonTime(fast, w, "Sequential-Worker"), 4*poisonTime(retry, w, "Sequential-Worker"),
-		"fast retry costs the main worker five attempts per poison task, the retry queue one")
-	assert.Equal(t, []string{"pending", "dropped"}, []string{rows[0][6], rows[1][6]})
-	assert.Equal(t, "0 ms", rows[0][5], "fast retry has no retry worker")
+	assert.Equal(t, []string{"1", "2", "2"}, []string{rows[0][1], rows[1][1], rows[2][1]})
+	assert.Equal(t, measure.FmtMs(poisonTime(fast1, w, "Sequential-Worker")), rows[0][6])
+	assert.Equal(t, measure.FmtMs(poisonTime(fast2, w, "Sequential-Worker-1")+poisonTime(fast2, w, "Sequential-Worker-2")), rows[1][6])
+	assert.Equal(t, measure.FmtMs(poisonTime(retry, w, "Sequential-Worker")), rows[2][6])
+	assert.Equal(t, measure.FmtMs(poisonTime(retry, w, "Retry-Worker")), rows[2][7])
+	assert.Equal(t, "0 ms", rows[0][7], "fast retry has no retry queue")
+
+	// A second worker is what shortens the wait; with the same two workers
+	// and attempts, the quarantine alone does not beat sharing one queue.
+	assert.Less(t, medianLow(times[1]), medianLow(times[0]))
+	assert.Less(t, medianLow(times[2]), medianLow(times[0]))
+	assert.LessOrEqual(t, medianLow(times[1]), medianLow(times[2]))
+	notes := strings.Join(tables[0].Notes, "\n")
+	assert.Contains(t, notes, fmt.Sprintf("Quarantine alone (2 workers and 2 attempts both): healthy p50 %s → %s, max %s → %s",
+		rows[1][4], rows[2][4], rows[1][5], rows[2][5]))
+	// Under synctest the timers run exactly to plan, and the note says so.
+	assert.Contains(t, notes, "Timers ran exactly to plan")
 }
 
 // healthyCompletion lists succeeded − enqueued for every healthy task, read

@@ -17,7 +17,7 @@ import (
 var Lesson = lesson.Lesson{
 	ID:    "Q04",
 	Title: "A second retry queue and worker",
-	Notice: "C travels queue → retryQueue → secondRetryQueue, with one worker goroutine per queue, and is dropped (lost) only when the Second-Retry-Worker's attempt fails too. " +
+	Notice: "C travels queue → retryQueue → secondRetryQueue, with one worker goroutine per queue, and is dropped (discarded on purpose) only when the Second-Retry-Worker's attempt fails too. " +
 		"D is not held up, but every extra retry costs one more queue and one more goroutine.",
 	InMem: runQ04,
 }
@@ -58,7 +58,7 @@ func startMoveOnFailure(sys *inmem.System, actor string, from, to *inmem.Queue) 
 func startDropOnFailure(sys *inmem.System, actor string, last *inmem.Queue) {
 	sys.Worker(actor, last, func(t *inmem.Task) {
 		if err := sys.Attempt(actor, last, t); err != nil {
-			sys.Drop(actor, t, last.Name(), "permanently failed, the message is lost: "+err.Error())
+			sys.Drop(actor, t, last.Name(), "permanently failed: "+err.Error())
 		}
 	})
 }

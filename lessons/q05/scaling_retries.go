@@ -75,7 +75,10 @@ func startDelayedRetry(sys *inmem.System, queue *inmem.Queue, retries, room int)
 			from.DeadLetter(actor, t, dlq, fmt.Sprintf("failed after %d retries: %v", retried, err))
 			return
 		}
-		sys.Schedule(actor, t, from.Name(), retryQueue, backoff(retried+1))
+		delay := backoff(retried + 1)
+		sys.ScheduleOn(actor, t, from.Name(), retryQueue, delay, func(move func()) *time.Timer {
+			return sys.Clock().AfterFunc(delay, move) // no goroutine waits: the timer holds t, then moves it
+		})
 	}
 	worker := func(actor string, q *inmem.Queue) {
 		sys.Worker(actor, q, func(t *inmem.Task) {

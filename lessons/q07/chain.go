@@ -2,21 +2,14 @@ package q07
 
 import (
 	"context"
-	"time"
 
 	"github.com/queuelab/qlab/inmem"
 	"github.com/queuelab/qlab/lesson"
 )
 
-// The backoff waits of lessons Q07–Q09, in lesson time.
-const (
-	FirstBackoff  = 1 * time.Second // main queue failure → retryQueue
-	SecondBackoff = 2 * time.Second // retryQueue failure → secondRetryQueue
-)
-
 // Chain is the in-memory retry chain that lessons Q07, Q08 and Q09
-// share: three queues, one worker each, and a time.AfterFunc wait between
-// them that doubles (1 s, then 2 s).
+// share: three queues, one worker each, and between them the backoff of
+// backoff.go (retryAfter: a timer that waits 1 s, then 2 s).
 //
 //	queue ──fail, wait 1s──▶ retryQueue ──fail, wait 2s──▶ secondRetryQueue ──fail──▶ exhausted
 //
@@ -56,11 +49,11 @@ func (c *Chain) Run(ctx context.Context, env *lesson.Env, exhausted Exhausted) e
 	}
 	for i := range env.Consumers {
 		c.stage(lesson.WorkerName("Sequential-Worker", i, env.Consumers), c.Main, func(actor string, t *inmem.Task) {
-			c.Sys.Schedule(actor, t, c.Main.Name(), c.Retry, FirstBackoff)
+			retryAfter(c.Sys, actor, t, c.Main, c.Retry)
 		})
 	}
 	c.stage("Retry-Worker", c.Retry, func(actor string, t *inmem.Task) {
-		c.Sys.Schedule(actor, t, c.Retry.Name(), c.SecondRetry, SecondBackoff)
+		retryAfter(c.Sys, actor, t, c.Retry, c.SecondRetry)
 	})
 	c.stage("Second-Retry-Worker", c.SecondRetry, func(actor string, t *inmem.Task) {
 		exhausted(actor, c.SecondRetry, t)

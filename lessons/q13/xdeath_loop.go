@@ -31,7 +31,7 @@ var Lesson = lesson.Lesson{
 	ID:         "Q13",
 	WatchSpeed: 5, // a watchable pace in the TUI
 	Title:      "One wait-queue loop: x-death counting vs your own retry header",
-	Notice: fmt.Sprintf("Run 1 (A–D) is seed 000's loop: the worker only rejects, the broker parks the mail %s in email_queue_wait and sends it back, "+
+	Notice: fmt.Sprintf("Run 1 (A–D) is the NestJS email service's loop: the worker only rejects, the broker parks the mail %s in email_queue_wait and sends it back, "+
 		"and x-death tells the worker the attempt; at attempt %d it publishes C to email_queue_dlq itself and acks. "+
 		"Run 2 (rA–rD) republishes failures with its own x-retries / x-retry-reason headers: once a worker republishes, what x-death counts depends on the broker version. "+
 		"In memory, the task's attempt field plays both parts.", q13Wait, q13MaxAttempts),
@@ -238,7 +238,7 @@ func q13CounterTable(version, poison string, readings *q13Readings) render.Table
 		Rows: [][]string{
 			{poison, "x-death rejects (attempt - 1)", series(poison, rejects)},
 			{poison, "x-death expiries in email_queue_wait", series(poison, expired)},
-			{poison, "x-death[0].count ?? 1 (seed 000's reading)", series(poison, first)},
+			{poison, "x-death[0].count ?? 1 (the NestJS email service's reading)", series(poison, first)},
 			{byHeader, "x-retries (attempt - 1)", series(byHeader, retries)},
 			{byHeader, "x-death rejects", series(byHeader, rejects)},
 			{byHeader, "x-death expiries, header copied back", series(byHeader, expired)},
