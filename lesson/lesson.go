@@ -30,6 +30,10 @@ type Lesson struct {
 	ID     string  // zero-padded, "Q07", so `go test -run Q1` does not match Q10
 	Title  string  // short, for menus and tables
 	Notice string  // two or three sentences: what the student should notice
+	// Notices holds the notice for a backend on which Notice would not be
+	// true (Q10's broker story, run in memory); Notice serves the others,
+	// and menus and tables. Read it through NoticeFor.
+	Notices map[lab.Backend]string
 	InMem  RunFunc // nil when the lesson has no in-memory variant
 	Rabbit RunFunc // nil when the lesson has no RabbitMQ variant
 	// Default is the backend `qlab run N` uses without --backend; empty
@@ -70,6 +74,15 @@ func (l Lesson) DefaultBackend() lab.Backend {
 		return b[0]
 	}
 	return lab.InMem
+}
+
+// NoticeFor is what to notice when the lesson runs on backend b: its
+// notice for b if it has one, else Notice.
+func (l Lesson) NoticeFor(b lab.Backend) string {
+	if n, ok := l.Notices[b]; ok {
+		return n
+	}
+	return l.Notice
 }
 
 // Dual reports whether the lesson runs on both backends (and so joins the
