@@ -27,15 +27,15 @@ type RunFunc func(ctx context.Context, env *Env) error
 
 // Lesson is one entry of the curriculum.
 type Lesson struct {
-	ID     string  // zero-padded, "Q07", so `go test -run Q1` does not match Q10
-	Title  string  // short, for menus and tables
-	Notice string  // two or three sentences: what the student should notice
+	ID     string // zero-padded, "Q07", so `go test -run Q1` does not match Q10
+	Title  string // short, for menus and tables
+	Notice string // two or three sentences: what the student should notice
 	// Notices holds the notice for a backend on which Notice would not be
 	// true (Q10's broker story, run in memory); Notice serves the others,
 	// and menus and tables. Read it through NoticeFor.
 	Notices map[lab.Backend]string
-	InMem  RunFunc // nil when the lesson has no in-memory variant
-	Rabbit RunFunc // nil when the lesson has no RabbitMQ variant
+	InMem   RunFunc // nil when the lesson has no in-memory variant
+	Rabbit  RunFunc // nil when the lesson has no RabbitMQ variant
 	// Default is the backend `qlab run N` uses without --backend; empty
 	// means the first of Backends. A lesson about the broker defaults to it.
 	Default lab.Backend
