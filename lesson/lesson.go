@@ -63,6 +63,14 @@ type Parity struct {
 	// Plans are failure plans the suite runs besides its own (the
 	// default and seeded fail rates).
 	Plans []lab.Plan
+	// ExactTimes says the lesson's timings follow from its plan alone:
+	// each retry starts no sooner than its configured wait after the
+	// failure. The suite then checks each task's gaps (failure → next
+	// attempt): exactly equal between backends that both keep exact
+	// lesson time (flow.Features.ExactTime), and on a backend that
+	// measures real time never earlier than the wait. Unset, it compares
+	// no timings.
+	ExactTimes bool
 }
 
 // DefaultBackend is the backend the lesson runs on when none is named.

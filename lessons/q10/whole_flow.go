@@ -33,7 +33,8 @@ var Lesson = lesson.Lesson{
 	InMem:     runQ10,
 	Rabbit:    runQ10,
 	Default:   lab.Rabbit,
-	TestSpeed: 4, // the 1 s and 2 s waits take 250 and 500 ms
+	TestSpeed: 4,                               // the 1 s and 2 s waits take 250 and 500 ms
+	Parity:    lesson.Parity{ExactTimes: true}, // each retry waits its queue's TTL, in memory and on the broker
 }
 
 // Seed 001's queues for the RabbitMQ half, as the seed spells them.
