@@ -1,8 +1,10 @@
 // Package flowtest is the contract every flow.Backend must keep, as one
 // suite each backend runs (watermill's pubsub/tests, for the lab's seam):
 // inmem runs it under testing/synctest, rabbit against the real broker.
-// Both must report the same events for the same decisions; what a
-// backend cannot do is said by its flow.Features.
+// Every case holds on both alike: the same decisions give the same fates,
+// attempts, routes and waits. What differs between them (flow.Features:
+// surviving a crash, a wait queue's depth, exact time) is checked by the
+// lessons' parity suite (lessons/parity_test.go), not here.
 package flowtest
 
 import (
