@@ -11,16 +11,10 @@ build: $(QLAB)
 $(QLAB): FORCE
 	@$(GO) build -o $(QLAB) ./cmd/qlab
 
-# make lesson-7 [SPEED=10] [FLAGS="--backend rabbit"]
+# make lesson-7 [SPEED=10] [FLAGS="--backend rabbit"]. Each lesson runs on
+# its default backend (lessons 10 and 11 on the broker: Lesson.Default).
 lesson-%: $(QLAB)
 	@$(QLAB) run $* --speed $(SPEED) $(FLAGS)
-
-# Lesson 10 is the RabbitMQ half: it runs on the broker (qlab run 10 runs
-# its in-memory twin). FLAGS="--names exact" still works.
-lesson-10: override FLAGS += --backend rabbit
-
-# Lesson 11 (scheduled emails) runs only on the broker.
-lesson-11: override FLAGS += --backend rabbit
 
 # make compare-10 [COMPARE_SPEED=20]: lesson 10 on both backends, measured
 # side by side (needs a broker; see README "For instructors").

@@ -18,6 +18,7 @@ package flow
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/queuelab/qlab/lab"
 )
@@ -127,6 +128,15 @@ type Backend interface {
 	// Publish puts a new task on queue on behalf of actor, reporting it
 	// as enqueued. It returns once the backend holds the message.
 	Publish(ctx context.Context, actor, queue, task string) error
+	// PublishTo puts a new task on exchange with routing key: the
+	// exchange's bindings (direct, topic or fanout, as the Topology
+	// declares them) decide which queues get it, each reported as
+	// enqueued. A key no binding matches loses the task, and the stream
+	// says so: PublishTo returns ErrUnroutable (on RabbitMQ the broker
+	// returns the message, published mandatory). An exchange the topology
+	// does not declare is ErrNoRoute. It returns once the backend holds
+	// the message or has reported it lost.
+	PublishTo(ctx context.Context, actor, exchange, key, task string) error
 	// Wait blocks until no message is queued, waiting or being handled in
 	// a consumed queue, or ctx ends (then it returns ctx's error).
 	Wait(ctx context.Context) error
@@ -159,3 +169,25 @@ type Features struct {
 // with the consumer's counting (for example a broker-counted retry into a
 // wait queue its queue does not dead-letter to): a lesson's mistake.
 var ErrNoRoute = errors.New("flow: no such route in the topology")
+
+// ErrUnroutable means a message published to an exchange matched none of
+// its bindings: no queue took it, and the stream reports it lost.
+var ErrUnroutable = errors.New("flow: no binding matches the routing key")
+
+// Unroutable is the event that reports task, published by actor to
+// exchange with key, lost because no binding matched: the task is
+// created (enqueued at the exchange) and lost in the same breath, so its
+// summary says what became of it.
+func Unroutable(actor, exchange, key, task, how string) []lab.Event {
+	at := lab.Event{Task: task, Queue: exchange, Actor: actor}
+	enq, lost := at, at
+	enq.Kind, enq.Note = lab.Enqueued, fmt.Sprintf("to exchange %s with key %q", exchange, key)
+	lost.Kind, lost.Note = lab.Lost, fmt.Sprintf("unroutable: no binding of %s matches key %q; %s", exchange, key, how)
+	return []lab.Event{enq, lost}
+}
+
+// RoutedNote is the note of the enqueued event of a task that reached its
+// queue through exchange with key.
+func RoutedNote(exchange, key string) string {
+	return fmt.Sprintf("via exchange %s, key %q", exchange, key)
+}

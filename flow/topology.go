@@ -94,6 +94,16 @@ func (t Topology) Queue(name string) (Queue, bool) {
 	return Queue{}, false
 }
 
+// HasExchange reports whether t declares exchange name.
+func (t Topology) HasExchange(name string) bool {
+	for _, x := range t.Exchanges {
+		if x.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
 // DeadLetterTarget is the queue a message rejected or expired in queue
 // name goes to, following the default exchange or a dead-letter exchange
 // and its bindings; "" when it has no route (the broker drops it).

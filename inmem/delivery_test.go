@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -26,7 +27,7 @@ func TestHoldingQueueDoesNotBlockWait(t *testing.T) {
 		})
 		require.NoError(t, sys.Wait(context.Background()))
 		assert.Equal(t, 1, dlq.Len(), "the task rests in the DLQ")
-		assert.Len(t, eventsOf(&rec, lab.DeadLettered), 1)
+		assert.Len(t, labtest.OfKind(rec.Events, lab.DeadLettered), 1)
 	})
 }
 
@@ -66,15 +67,15 @@ func TestRedeliverAndSkip(t *testing.T) {
 		require.NoError(t, sys.Wait(context.Background()))
 
 		assert.Equal(t, []string{"A", "B", "A"}, order, "the redelivery goes to the tail")
-		dup := eventsOf(&rec, lab.Duplicate)
+		dup := labtest.OfKind(rec.Events, lab.Duplicate)
 		require.Len(t, dup, 1)
 		assert.Equal(t, "A", dup[0].Task)
 		assert.Equal(t, 2, dup[0].Attempt)
 		assert.Equal(t, "seen", dup[0].Note)
-		red := eventsOf(&rec, lab.Redelivered)
+		red := labtest.OfKind(rec.Events, lab.Redelivered)
 		require.Len(t, red, 1)
 		assert.Equal(t, 1, red[0].Attempt)
-		assert.Equal(t, "did it", eventsOf(&rec, lab.Succeeded)[0].Note)
+		assert.Equal(t, "did it", labtest.OfKind(rec.Events, lab.Succeeded)[0].Note)
 		fates := map[string]lab.Fate{}
 		for _, r := range sys.Stream().Tasks() {
 			fates[r.ID] = r.Fate

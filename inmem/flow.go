@@ -149,6 +149,28 @@ func (f *Flow) Publish(_ context.Context, actor, queue, task string) error {
 	return nil
 }
 
+// PublishTo routes task through exchange's bindings in the topology, as a
+// broker's exchange would, and puts one copy on each queue it reaches.
+func (f *Flow) PublishTo(_ context.Context, actor, exchange, key, task string) error {
+	topo := f.topology()
+	if !topo.HasExchange(exchange) {
+		return fmt.Errorf("inmem: publishing to exchange %s: %w", exchange, flow.ErrNoRoute)
+	}
+	routes := topo.Route(exchange, key)
+	if len(routes) == 0 {
+		for _, e := range flow.Unroutable(actor, exchange, key, task, "in memory nothing holds it") {
+			f.sys.emit(e)
+		}
+		return fmt.Errorf("inmem: %s to exchange %s, key %q: %w", task, exchange, key, flow.ErrUnroutable)
+	}
+	for _, name := range routes {
+		q := f.queue(name)
+		f.sys.emit(lab.Event{Kind: lab.Enqueued, Task: task, Queue: name, Actor: actor, Note: flow.RoutedNote(exchange, key)})
+		q.put(&Task{ID: task})
+	}
+	return nil
+}
+
 // Wait blocks until no task is queued, on a timer or being handled in a
 // consumed queue (System.Wait), then stops the workers.
 func (f *Flow) Wait(ctx context.Context) error {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -43,7 +44,7 @@ func TestWaitLeavesNoGoroutineOrTimer(t *testing.T) {
 		assert.Equal(t, 3, sys.Goroutines(), "two workers and the producer while running")
 
 		require.NoError(t, sys.Wait(context.Background()))
-		assert.Len(t, eventsOf(&rec, lab.Dropped), 1, "the run went through the retry timer")
+		assert.Len(t, labtest.OfKind(rec.Events, lab.Dropped), 1, "the run went through the retry timer")
 		assertNothingLeft(t, sys)
 	})
 }
@@ -96,7 +97,7 @@ func TestStopRacingAFiringTimer(t *testing.T) {
 			assertNothingLeft(t, sys)
 
 			sys.Crash("process")
-			lost := eventsOf(&rec, lab.Lost)
+			lost := labtest.OfKind(rec.Events, lab.Lost)
 			require.Len(t, lost, 1, "the task is accounted for exactly once")
 			assert.Equal(t, "X", lost[0].Task)
 		})

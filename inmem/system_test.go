@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -18,17 +19,6 @@ import (
 func newTestSystem(rec *lab.Recorder, plan lab.Plan) *System {
 	stream := lab.NewStream("q00", lab.InMem, lab.NewClock(1), rec)
 	return New(context.Background(), stream, plan)
-}
-
-// eventsOf returns rec's events of kind k.
-func eventsOf(rec *lab.Recorder, k lab.Kind) []lab.Event {
-	var out []lab.Event
-	for _, e := range rec.Events {
-		if e.Kind == k {
-			out = append(out, e)
-		}
-	}
-	return out
 }
 
 func TestScheduleMovesAfterTheDelayInLessonTime(t *testing.T) {
@@ -46,7 +36,7 @@ func TestScheduleMovesAfterTheDelayInLessonTime(t *testing.T) {
 
 		assert.Equal(t, 2*time.Second, <-arrived, "2 s of lesson time")
 		assert.Equal(t, 200*time.Millisecond, time.Since(start), "0.2 s of real time at speed 10")
-		s := eventsOf(&rec, lab.Scheduled)
+		s := labtest.OfKind(rec.Events, lab.Scheduled)
 		require.Len(t, s, 1)
 		assert.Equal(t, int64(2000), s[0].DelayMs)
 		assert.Equal(t, "to", s[0].To)
@@ -83,7 +73,7 @@ func TestWaitCountsHandlersInProgress(t *testing.T) {
 		start := time.Now()
 		require.NoError(t, sys.Wait(context.Background()))
 		assert.Equal(t, 600*time.Millisecond, time.Since(start))
-		assert.Len(t, eventsOf(&rec, lab.Succeeded), 2)
+		assert.Len(t, labtest.OfKind(rec.Events, lab.Succeeded), 2)
 	})
 }
 
@@ -110,7 +100,7 @@ func TestCrashReportsQueuedAndScheduledTasksLost(t *testing.T) {
 		sys.Schedule("W", &Task{ID: "C"}, "queue", retry, time.Second)
 
 		sys.Crash("process")
-		lost := eventsOf(&rec, lab.Lost)
+		lost := labtest.OfKind(rec.Events, lab.Lost)
 		require.Len(t, lost, 3)
 		byTask := map[string]lab.Event{}
 		for _, e := range lost {
@@ -122,7 +112,7 @@ func TestCrashReportsQueuedAndScheduledTasksLost(t *testing.T) {
 
 		time.Sleep(2 * time.Second)
 		assert.Equal(t, 0, retry.Len(), "a stopped timer never delivers")
-		assert.Len(t, eventsOf(&rec, lab.Lost), 3, "nothing is reported twice")
+		assert.Len(t, labtest.OfKind(rec.Events, lab.Lost), 3, "nothing is reported twice")
 		assert.ErrorIs(t, sys.Wait(context.Background()), ErrCrashed, "Wait says the run crashed")
 	})
 }
@@ -156,9 +146,9 @@ func TestWaitReturnsAfterTheCrashIsReported(t *testing.T) {
 		q.Enqueue("P", "B")
 		time.AfterFunc(time.Second, func() { sys.Crash("process") })
 		require.ErrorIs(t, sys.Wait(context.Background()), ErrCrashed)
-		assert.Len(t, eventsOf(&rec, lab.Lost), 2, "both waiting tasks reported lost before Wait returned")
+		assert.Len(t, labtest.OfKind(rec.Events, lab.Lost), 2, "both waiting tasks reported lost before Wait returned")
 		sys.Crash("process") // a process dies once: a second crash changes nothing
-		assert.Len(t, eventsOf(&rec, lab.Lost), 2)
+		assert.Len(t, labtest.OfKind(rec.Events, lab.Lost), 2)
 	})
 }
 
@@ -188,7 +178,7 @@ func TestPutAfterCrashIsLost(t *testing.T) {
 		q := sys.Queue("queue", 2)
 		sys.Crash("process")
 		q.Enqueue("Producer", "late")
-		lost := eventsOf(&rec, lab.Lost)
+		lost := labtest.OfKind(rec.Events, lab.Lost)
 		require.Len(t, lost, 1)
 		assert.Equal(t, "late", lost[0].Task)
 		assert.Equal(t, 0, q.Len())

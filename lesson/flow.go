@@ -36,6 +36,15 @@ func (e *Env) Open(ctx context.Context) (flow.Backend, error) {
 	return b, nil
 }
 
+// FeaturesOf is what the flow mechanism of backend b can do (see
+// flow.Features), known without opening one.
+func FeaturesOf(b lab.Backend) flow.Features {
+	if b == lab.Rabbit {
+		return (*rabbit.Flow)(nil).Features()
+	}
+	return (*inmem.Flow)(nil).Features()
+}
+
 // Close ends backend b whatever happened to ctx, bounded by
 // sessionSettle: the consumers stop and a broker run deletes its queues
 // (reporting what they still held as lost).

@@ -27,11 +27,15 @@ type RunFunc func(ctx context.Context, env *Env) error
 
 // Lesson is one entry of the curriculum.
 type Lesson struct {
-	ID     string  // zero-padded, "Q07", so `go test -run Q1` does not match Q10
-	Title  string  // short, for menus and tables
-	Notice string  // two or three sentences: what the student should notice
-	InMem  RunFunc // nil when the lesson has no in-memory variant
-	Rabbit RunFunc // nil when the lesson has no RabbitMQ variant
+	ID     string // zero-padded, "Q07", so `go test -run Q1` does not match Q10
+	Title  string // short, for menus and tables
+	Notice string // two or three sentences: what the student should notice
+	// Notices holds the notice for a backend on which Notice would not be
+	// true (Q10's broker story, run in memory); Notice serves the others,
+	// and menus and tables. Read it through NoticeFor.
+	Notices map[lab.Backend]string
+	InMem   RunFunc // nil when the lesson has no in-memory variant
+	Rabbit  RunFunc // nil when the lesson has no RabbitMQ variant
 	// Default is the backend `qlab run N` uses without --backend; empty
 	// means the first of Backends. A lesson about the broker defaults to it.
 	Default lab.Backend
@@ -59,6 +63,14 @@ type Parity struct {
 	// Plans are failure plans the suite runs besides its own (the
 	// default and seeded fail rates).
 	Plans []lab.Plan
+	// ExactTimes says the lesson's timings follow from its plan alone:
+	// each retry starts no sooner than its configured wait after the
+	// failure. The suite then checks each task's gaps (failure → next
+	// attempt): exactly equal between backends that both keep exact
+	// lesson time (flow.Features.ExactTime), and on a backend that
+	// measures real time never earlier than the wait. Unset, it compares
+	// no timings.
+	ExactTimes bool
 }
 
 // DefaultBackend is the backend the lesson runs on when none is named.
@@ -70,6 +82,15 @@ func (l Lesson) DefaultBackend() lab.Backend {
 		return b[0]
 	}
 	return lab.InMem
+}
+
+// NoticeFor is what to notice when the lesson runs on backend b: its
+// notice for b if it has one, else Notice.
+func (l Lesson) NoticeFor(b lab.Backend) string {
+	if n, ok := l.Notices[b]; ok {
+		return n
+	}
+	return l.Notice
 }
 
 // Dual reports whether the lesson runs on both backends (and so joins the

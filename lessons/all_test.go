@@ -2,6 +2,7 @@ package lessons
 
 import (
 	"bytes"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,8 +18,9 @@ func goldenPath(l Lesson) string {
 	return filepath.Join("..", "testdata", "golden", l.Slug()+".inmem.log")
 }
 
-// TestGolden compares every in-memory lesson's transcript and Mermaid
-// diagram with their golden files (testdata/golden/qNN.inmem.log and .mmd);
+// TestGolden compares every in-memory lesson's transcript, Mermaid
+// diagram and JSON stream (the public contract of qlab run N --json) with
+// their golden files (testdata/golden/qNN.inmem.log, .mmd and .json);
 // `go test ./lessons -run Golden -update` rewrites them.
 func TestGolden(t *testing.T) {
 	for _, l := range All {
@@ -27,12 +29,27 @@ func TestGolden(t *testing.T) {
 		}
 		t.Run(l.ID, func(t *testing.T) {
 			events, res := lessontest.RunInMem(t, l, Options{})
-			var log, diagram bytes.Buffer
+			var log, diagram, stream bytes.Buffer
 			render.Transcript(&log, events, res.Tables)
 			render.Mermaid(&diagram, events)
+			writeJSONLines(&stream, events)
+			base := strings.TrimSuffix(goldenPath(l), ".log")
 			labtest.Golden(t, goldenPath(l), log.String())
-			labtest.Golden(t, strings.TrimSuffix(goldenPath(l), ".log")+".mmd", diagram.String())
+			labtest.Golden(t, base+".mmd", diagram.String())
+			labtest.Golden(t, base+".json", stream.String())
 		})
+	}
+}
+
+// writeJSONLines writes events as qlab run N --json does, in the
+// canonical order of render.Canonical (goroutines that woke at one
+// instant emit in any order) with seq counted in that order, so the
+// golden is the same on every run.
+func writeJSONLines(w io.Writer, events []lab.Event) {
+	sink := render.NewJSONSink(w)
+	for i, e := range render.Canonical(events) {
+		e.Seq = i + 1
+		sink.Emit(e)
 	}
 }
 

@@ -1,14 +1,22 @@
 package lessons
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
+	"github.com/queuelab/qlab/flow"
+	"github.com/queuelab/qlab/inmem"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lab/labtest"
+	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lesson/lessontest"
 )
 
@@ -18,22 +26,172 @@ import (
 // failure plans, and what must match, matches: every task's fate, its
 // attempts, and the configured delay of every wait it sat out, in order
 // (a lesson that says why its outcome depends on real time is held to
-// less: see Parity).
+// less: see Parity). What a backend can do (flow.Features) decides the
+// rest: a wait queue's depth is visible mid-retry only where WaitDepth
+// holds; timings are compared exactly only where the lesson declares them
+// exact and both backends keep exact time; see TestParityInterrupted for
+// SurvivesCrash.
 func TestParity(t *testing.T) {
-	for _, l := range All {
-		if !l.Dual() {
-			continue
-		}
+	mem, broker := lesson.FeaturesOf(lab.InMem), lesson.FeaturesOf(lab.Rabbit)
+	for _, l := range dualLessons() {
 		for _, p := range parityPlans(l) {
 			t.Run(l.ID+"/"+p.name, func(t *testing.T) {
-				mem, _ := lessontest.RunInMem(t, l, Options{Plan: p.plan})
-				broker, _ := lessontest.RunRabbit(t, l, Options{Plan: p.plan})
-				labtest.AssertAccounted(t, broker)
-				assert.Equal(t, outcomes(mem, l.Parity), outcomes(broker, l.Parity), "fates (and attempts) per task")
-				assert.Equal(t, waits(mem, l.Parity), waits(broker, l.Parity), "each task's configured waits")
+				opts := Options{Plan: p.plan}
+				if p.name == "default" {
+					opts.Sample = sampleEvery(l)
+				}
+				memEvents, memRes := lessontest.RunInMem(t, l, opts)
+				brokerEvents, brokerRes := lessontest.RunRabbit(t, l, opts)
+				labtest.AssertAccounted(t, memEvents)
+				labtest.AssertAccounted(t, brokerEvents)
+				assert.Equal(t, outcomes(memEvents, l.Parity), outcomes(brokerEvents, l.Parity), "fates (and attempts) per task")
+				assert.Equal(t, waits(memEvents, l.Parity), waits(brokerEvents, l.Parity), "each task's configured waits")
+				if opts.Sample > 0 {
+					assertWaitDepth(t, mem, memEvents, memRes, opts.Sample)
+					assertWaitDepth(t, broker, brokerEvents, brokerRes, opts.Sample)
+				}
+				if l.Parity.ExactTimes {
+					assertTimings(t, l, [2]flow.Features{mem, broker}, [2][]lab.Event{memEvents, brokerEvents})
+				}
 			})
 		}
 	}
+}
+
+// TestParityInterrupted runs every dual-backend lesson with its process
+// dying mid-run. Where the backend SurvivesCrash (the broker) no task is
+// lost; where it does not (memory), tasks in flight are lost, and the
+// stream says so: on both, every task ends with a summary that agrees with
+// its events, and none is left pending.
+func TestParityInterrupted(t *testing.T) {
+	for _, l := range dualLessons() {
+		for _, b := range l.Backends() {
+			t.Run(l.ID+"/"+string(b), func(t *testing.T) {
+				events, res := runInterrupted(t, b, l)
+				require.True(t, res.Interrupted, "%s takes an interrupt (Env.InterruptAfter)", l.ID)
+				labtest.AssertAccounted(t, events)
+				lost := 0
+				for id, r := range labtest.Fates(events) {
+					assert.NotEqual(t, lab.FatePending, r.Fate, "task %s", id)
+					if r.Fate == lab.FateLost {
+						lost++
+					}
+				}
+				if lesson.FeaturesOf(b).SurvivesCrash {
+					assert.Zero(t, lost, "the broker keeps every message through the crash")
+				} else {
+					t.Logf("%s in memory: the crash lost %d task(s), each reported lost", l.ID, lost)
+				}
+			})
+		}
+	}
+}
+
+// interruptAt is when the process dies in TestParityInterrupted, in lesson
+// time from the workers' start: while retries wait (as in compare).
+const interruptAt = 2 * time.Second
+
+// runInterrupted runs l on backend b with the process dying at
+// interruptAt; in memory the run ends in inmem.ErrCrashed, as it should.
+func runInterrupted(t *testing.T, b lab.Backend, l Lesson) ([]lab.Event, Result) {
+	t.Helper()
+	opts := Options{Plan: lessontest.SeededPlan(3), Interrupt: interruptAt}
+	if b == lab.Rabbit {
+		return lessontest.RunRabbit(t, l, opts)
+	}
+	var rec lab.Recorder
+	var res Result
+	opts.Backend = lab.InMem
+	synctest.Test(t, func(t *testing.T) {
+		var err error
+		res, err = lesson.Run(context.Background(), l, opts, &rec)
+		if !errors.Is(err, inmem.ErrCrashed) {
+			require.NoError(t, err)
+		}
+	})
+	return rec.Events, res
+}
+
+func dualLessons() []Lesson {
+	var out []Lesson
+	for _, l := range All {
+		if l.Dual() {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// sampleEvery is how often the default-plan runs sample queue depths: 5
+// ms of real time on the broker at l's test speed, in lesson time.
+func sampleEvery(l Lesson) time.Duration {
+	speed := float64(lessontest.RabbitSpeed)
+	if l.TestSpeed > 0 {
+		speed = l.TestSpeed
+	}
+	return time.Duration(speed * float64(5*time.Millisecond))
+}
+
+// assertWaitDepth checks what a backend's WaitDepth says of every wait
+// queue a task sat out a delay in (long enough for several samples): with
+// it, the queue's depth was seen above zero mid-retry; without it (a task
+// waiting on a timer), never.
+func assertWaitDepth(t *testing.T, f flow.Features, events []lab.Event, res Result, sample time.Duration) {
+	t.Helper()
+	peak := map[string]int{}
+	for _, s := range res.Depths {
+		peak[s.Queue] = slices.Max(append(s.Samples, 0))
+	}
+	for _, e := range labtest.OfKind(events, lab.Scheduled) {
+		if time.Duration(e.DelayMs)*time.Millisecond < 4*sample {
+			continue
+		}
+		if f.WaitDepth {
+			assert.Positive(t, peak[e.Via], "%s waits in %s: its depth shows it", e.Task, e.Via)
+		} else {
+			assert.Zero(t, peak[e.Via], "%s waits on a timer, in no queue: %s stays empty", e.Task, e.Via)
+		}
+	}
+}
+
+// assertTimings checks each task's gaps from a failure to its next
+// attempt: equal between two backends that keep exact lesson time, and on
+// each backend never shorter than the configured wait (one real ms of
+// rounding allowed where time is measured: stamps round to a real ms).
+func assertTimings(t *testing.T, l Lesson, fs [2]flow.Features, runs [2][]lab.Event) {
+	t.Helper()
+	if fs[0].ExactTime && fs[1].ExactTime {
+		assert.Equal(t, gaps(runs[0]), gaps(runs[1]), "exact time on both: the same gaps")
+	}
+	for i, events := range runs {
+		slack := int64(0)
+		if !fs[i].ExactTime {
+			slack = int64(max(l.TestSpeed, lessontest.RabbitSpeed))
+		}
+		for task, gs := range gaps(events) {
+			for _, g := range gs {
+				assert.GreaterOrEqual(t, g.took, g.wait-slack, "%s started again %d ms after a %d ms wait", task, g.took, g.wait)
+			}
+		}
+	}
+}
+
+// gap is one retry: its configured wait and how long after the failure
+// the next attempt started, in lesson ms.
+type gap struct{ wait, took int64 }
+
+// gaps maps each task to its retries' gaps, in order.
+func gaps(events []lab.Event) map[string][]gap {
+	out := map[string][]gap{}
+	for _, e := range labtest.OfKind(events, lab.Scheduled) {
+		for _, s := range labtest.Of(events, e.Task, lab.Started) {
+			if s.Seq > e.Seq {
+				out[e.Task] = append(out[e.Task], gap{e.DelayMs, s.TMs - e.TMs})
+				break
+			}
+		}
+	}
+	return out
 }
 
 type namedPlan struct {

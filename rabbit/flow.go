@@ -28,6 +28,11 @@ type Flow struct {
 	pub    *Publisher
 	work   inflight
 
+	// returns gets the messages the broker hands back from a mandatory
+	// publish to an exchange (PublishTo, one at a time under routeMu).
+	returns chan amqp.Return
+	routeMu sync.Mutex
+
 	mu        sync.Mutex
 	topo      flow.Topology
 	exchanges []string // broker names of the exchanges the flow declared
@@ -42,7 +47,10 @@ func NewFlow(ctx context.Context, s *Session, stream *lab.Stream) (*Flow, error)
 	if err != nil {
 		return nil, err
 	}
-	return &Flow{s: s, stream: stream, pub: pub, consumed: map[string]bool{}}, nil
+	// Only PublishTo publishes mandatory on this channel, so only its
+	// messages come back here; it drains what it finds after each publish.
+	returns := pub.ch.NotifyReturn(make(chan amqp.Return, 8))
+	return &Flow{s: s, stream: stream, pub: pub, returns: returns, consumed: map[string]bool{}}, nil
 }
 
 // Kind is lab.Rabbit.
@@ -115,6 +123,82 @@ func (f *Flow) Publish(ctx context.Context, actor, queue, task string) error {
 		return err
 	}
 	return nil
+}
+
+// PublishTo publishes task to exchange with routing key, mandatory, and
+// waits for the broker's confirm. The enqueued events name the queues the
+// topology's bindings route it to; a message the broker returns (no
+// binding matched) is reported lost.
+func (f *Flow) PublishTo(ctx context.Context, actor, exchange, key, task string) error {
+	topo := f.topology()
+	if !topo.HasExchange(exchange) {
+		return fmt.Errorf("rabbit: publishing to exchange %s: %w", exchange, flow.ErrNoRoute)
+	}
+	f.routeMu.Lock()
+	defer f.routeMu.Unlock()
+	routes := topo.Route(exchange, key)
+	expected := make([]bool, len(routes))
+	for i, q := range routes {
+		expected[i] = f.expect(task, q)
+		f.stream.Emit(lab.Event{Kind: lab.Enqueued, Task: task, Queue: q, Actor: actor, Note: flow.RoutedNote(exchange, key)})
+	}
+	returned, err := f.publishMandatory(ctx, exchange, key, task)
+	if err != nil || returned {
+		for i := range routes {
+			f.unexpect(task, expected[i])
+		}
+	}
+	switch {
+	case err != nil:
+		return err
+	case !returned:
+		return nil
+	case len(routes) == 0:
+		for _, e := range flow.Unroutable(actor, exchange, key, task, "the broker returned it (published mandatory)") {
+			f.stream.Emit(e)
+		}
+	default: // the broker disagrees with the topology it was given
+		for _, q := range routes {
+			f.stream.Emit(lab.Event{Kind: lab.Lost, Task: task, Queue: q, Actor: actor, Note: "the broker returned it as unroutable (published mandatory)"})
+		}
+	}
+	return fmt.Errorf("rabbit: %s to exchange %s, key %q: %w", task, exchange, key, flow.ErrUnroutable)
+}
+
+// publishMandatory publishes task's message to exchange with key,
+// mandatory, waits for the confirm and reports whether the broker
+// returned it. RabbitMQ sends the basic.return of an unroutable mandatory
+// message before its basic.ack, and amqp091-go (v1.16.0) hands the return
+// to f.returns before it resolves the confirm (one reader goroutine does
+// both), so once the confirm is in, a return is too if there is one.
+func (f *Flow) publishMandatory(ctx context.Context, exchange, key, task string) (returned bool, err error) {
+	msg := Publishing(task, nil)
+	msg.AppId = f.s.Names.Run
+	f.pub.mu.Lock()
+	dc, err := f.pub.ch.PublishWithDeferredConfirmWithContext(ctx, f.s.Names.Of(exchange), key,
+		true,  // mandatory: a message no binding matches comes back (basic.return)
+		false, // immediate: RabbitMQ does not support it
+		msg)
+	f.pub.mu.Unlock()
+	if err != nil {
+		return false, fmt.Errorf("publishing %s to exchange %s: %w", task, exchange, err)
+	}
+	if err := WaitConfirm(ctx, dc); err != nil {
+		return false, err
+	}
+	for {
+		select {
+		case r, ok := <-f.returns:
+			if !ok {
+				return false, nil // the channel closed; the confirm came first
+			}
+			if r.MessageId == task && r.AppId == msg.AppId {
+				return true, nil
+			}
+		default:
+			return false, nil
+		}
+	}
 }
 
 // apply carries out dec on delivery d from consumer c. The event comes

@@ -623,7 +623,7 @@ func (m Model) chromeRows() int {
 		boxLines++
 	}
 	// header, notice, status line, boxes, fates, stats, log rule, help
-	n := 1 + len(noticeLines(m.lesson().Notice, m.width, m.noticeRows())) + 1 + boxLines + 1 + 1 + 1 + 1
+	n := 1 + len(noticeLines(m.lesson().NoticeFor(m.backend), m.width, m.noticeRows())) + 1 + boxLines + 1 + 1 + 1 + 1
 	if m.sc.breaker.seen {
 		n++
 	}
@@ -638,7 +638,7 @@ func (m Model) View() string {
 	w := m.width
 	var out []string
 	out = append(out, m.header(w))
-	out = append(out, noticeLines(m.lesson().Notice, w, m.noticeRows())...)
+	out = append(out, noticeLines(m.lesson().NoticeFor(m.backend), w, m.noticeRows())...)
 	out = append(out, m.statusLine(w))
 	out = append(out, m.stage(w)...)
 	out = append(out, m.fates(w))

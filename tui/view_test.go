@@ -1,9 +1,7 @@
 package tui
 
 import (
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,28 +9,17 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/queuelab/qlab/render"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// updating reports -update, the flag charmbracelet/x/exp/golden (pulled in
-// by teatest) already defines: it rewrites the golden frames too.
-func updating() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
-
-// golden compares a frame with testdata/golden/tui_<name>.txt.
+// golden compares a frame with testdata/golden/tui_<name>.txt, through
+// the lab's one golden helper (and its -update flag).
 func golden(t *testing.T, name, frame string) {
 	t.Helper()
-	path := filepath.Join("..", "testdata", "golden", "tui_"+name+".txt")
-	if updating() {
-		require.NoError(t, os.WriteFile(path, []byte(frame), 0o644))
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "no golden frame: go test ./tui -run Golden -update")
-	assert.Equal(t, string(want), frame)
+	labtest.Golden(t, filepath.Join("..", "testdata", "golden", "tui_"+name+".txt"), frame)
 }
 
 func TestGoldenMoveMidFlight(t *testing.T) {
@@ -363,4 +350,15 @@ func TestLaneTokensDoNotOverlap(t *testing.T) {
 	for _, id := range []string{"b05", "b06", "b07", "b08"} {
 		assert.Contains(t, lane, id, "every token is whole on the lane: %q", lane)
 	}
+}
+
+// TestViewShowsTheNoticeOfItsBackend: a lesson with a notice of its own
+// for memory shows that one when it runs in memory.
+func TestViewShowsTheNoticeOfItsBackend(t *testing.T) {
+	l := fakeDLQ
+	l.Notice = "The broker holds it."
+	l.Notices = map[lab.Backend]string{lab.InMem: "A timer holds it."}
+	frame := testModel(l, 80, 24).View()
+	assert.Contains(t, frame, "A timer holds it.")
+	assert.NotContains(t, frame, "The broker holds it.")
 }

@@ -131,7 +131,7 @@ func runLesson(ctx context.Context, l lessons.Lesson, opts lessons.Options, f ru
 	}
 	style := render.Style{Color: !f.noColor && color}
 	fmt.Fprintf(out, "%s · %s  (%s, speed %g×)\n", l.ID, l.Title, opts.Backend, f.speed)
-	fmt.Fprintf(out, "What to notice: %s\n\n", l.Notice)
+	fmt.Fprintf(out, "What to notice: %s\n\n", l.NoticeFor(opts.Backend))
 	var rec lab.Recorder
 	res, runErr := lessons.Run(ctx, l, opts, render.LogSink{W: out, Style: style}, &rec)
 	if len(res.Tasks) > 0 { // a run that could not start (no broker, a stale queue) created none

@@ -1,8 +1,10 @@
 // Package flowtest is the contract every flow.Backend must keep, as one
 // suite each backend runs (watermill's pubsub/tests, for the lab's seam):
 // inmem runs it under testing/synctest, rabbit against the real broker.
-// Both must report the same events for the same decisions; what a
-// backend cannot do is said by its flow.Features.
+// Every case holds on both alike: the same decisions give the same fates,
+// attempts, routes and waits. What differs between them (flow.Features:
+// surviving a crash, a wait queue's depth, exact time) is checked by the
+// lessons' parity suite (lessons/parity_test.go), not here.
 package flowtest
 
 import (
@@ -40,12 +42,36 @@ const (
 	ttl    = time.Second
 )
 
-var topology = flow.Topology{Queues: []flow.Queue{
-	{Name: work, Role: flow.Work, DeadLetterTo: wait},
-	{Name: wait, Role: flow.Wait, TTL: ttl, DeadLetterTo: work},
-	{Name: direct, Role: flow.Work, DeadLetterTo: dlq},
-	{Name: dlq, Role: flow.DLQ},
-}}
+// The suite's exchanges, one of each kind: tasks (direct) routes key
+// "work" to work; events (topic) routes order.* to orders and everything
+// to audit; all (fanout) reaches orders and audit
+// whatever the key.
+const (
+	orders = "orders"
+	audit  = "audit"
+	tasksX = "tasks"
+	events = "events"
+	allX   = "all"
+)
+
+var topology = flow.Topology{
+	Queues: []flow.Queue{
+		{Name: work, Role: flow.Work, DeadLetterTo: wait},
+		{Name: wait, Role: flow.Wait, TTL: ttl, DeadLetterTo: work},
+		{Name: direct, Role: flow.Work, DeadLetterTo: dlq},
+		{Name: dlq, Role: flow.DLQ},
+		{Name: orders, Role: flow.Work},
+		{Name: audit, Role: flow.Work},
+	},
+	Exchanges: []flow.Exchange{{Name: tasksX, Kind: flow.Direct}, {Name: events, Kind: flow.Topic}, {Name: allX, Kind: flow.Fanout}},
+	Bindings: []flow.Binding{
+		{Exchange: tasksX, Queue: work, Key: work},
+		{Exchange: events, Queue: orders, Key: "order.*"},
+		{Exchange: events, Queue: audit, Key: "#"},
+		{Exchange: allX, Queue: orders},
+		{Exchange: allX, Queue: audit},
+	},
+}
 
 // Run runs every contract case against cfg's backend.
 func Run(t *testing.T, cfg Config) {
@@ -58,6 +84,8 @@ func Run(t *testing.T, cfg Config) {
 		"RequeueRepeatsTheAttempt": requeueRepeatsTheAttempt,
 		"ImpossibleRouteIsAnError": impossibleRouteIsAnError,
 		"EveryTaskIsAccountedFor":  everyTaskIsAccountedFor,
+		"ExchangesRouteByKind":     exchangesRouteByKind,
+		"UnroutableIsReportedLost": unroutableIsReportedLost,
 	}
 	names := make([]string, 0, len(cases))
 	for name := range cases {
@@ -249,4 +277,73 @@ func everyTaskIsAccountedFor(t *testing.T, cfg Config) {
 		counts[r.Fate]++
 	}
 	assert.Equal(t, map[lab.Fate]int{lab.FateDone: 10, lab.FateDead: 5, lab.FateDropped: 5}, counts)
+}
+
+// exchangesRouteByKind publishes through a direct, a topic and a fanout
+// exchange: each copy reaches the queues the bindings say, and only those.
+func exchangesRouteByKind(t *testing.T, cfg Config) {
+	h := open(t, cfg)
+	ack := func(_ context.Context, d *flow.Delivery) flow.Decision { _ = h.attempt(d, false); return flow.Ack() }
+	require.NoError(t, h.b.Consume(h.ctx, flow.Consumer{Queue: work, Actor: "Worker", Handle: ack}))
+	require.NoError(t, h.b.Consume(h.ctx, flow.Consumer{Queue: orders, Actor: "Orders", Handle: ack}))
+	require.NoError(t, h.b.Consume(h.ctx, flow.Consumer{Queue: audit, Actor: "Auditor", Handle: ack}))
+	sends := []struct{ exchange, key, task string }{
+		{tasksX, work, "D"},            // direct: the key names the binding
+		{events, "order.created", "O"}, // topic: order.* and #
+		{events, "user.created", "U"},  // topic: # only
+		{allX, "whatever", "F"},        // fanout: every bound queue
+	}
+	for _, p := range sends {
+		require.NoError(t, h.b.PublishTo(h.ctx, "Producer", p.exchange, p.key, p.task))
+	}
+	require.NoError(t, h.b.Wait(h.ctx))
+	h.stream.Finish()
+	got := h.rec.Events()
+	reached := func(task string) []string {
+		var qs []string
+		for _, e := range labtest.Of(got, task, lab.Enqueued) {
+			qs = append(qs, e.Queue)
+			assert.Contains(t, e.Note, "via exchange", "the enqueued event says how it came")
+		}
+		return qs
+	}
+	assert.Equal(t, []string{work}, reached("D"))
+	assert.Equal(t, []string{orders, audit}, reached("O"))
+	assert.Equal(t, []string{audit}, reached("U"))
+	assert.Equal(t, []string{orders, audit}, reached("F"))
+	for _, task := range []string{"D", "O", "U", "F"} {
+		fate, _ := labtest.Summary(t, got, task)
+		assert.Equal(t, lab.FateDone, fate, task)
+	}
+	audited := map[string]bool{}
+	for _, e := range labtest.OfKind(got, lab.Started) {
+		if e.Queue == audit {
+			audited[e.Task] = true
+		}
+	}
+	assert.Equal(t, map[string]bool{"O": true, "U": true, "F": true}, audited, "the auditor saw a copy of every event and fanout message")
+	labtest.AssertAccounted(t, got)
+}
+
+// unroutableIsReportedLost publishes with a key no binding matches: the
+// task is reported lost (on a broker, it came back from a mandatory
+// publish), and an exchange the topology lacks is a lesson's mistake.
+func unroutableIsReportedLost(t *testing.T, cfg Config) {
+	h := open(t, cfg)
+	err := h.b.PublishTo(h.ctx, "Producer", tasksX, "nobody", "U")
+	require.ErrorIs(t, err, flow.ErrUnroutable)
+	require.ErrorIs(t, h.b.PublishTo(h.ctx, "Producer", "no-such-exchange", "work", "V"), flow.ErrNoRoute)
+	require.NoError(t, h.b.Wait(h.ctx))
+	h.stream.Finish()
+	got := h.rec.Events()
+	lost := labtest.Of(got, "U", lab.Lost)
+	require.Len(t, lost, 1)
+	assert.Contains(t, lost[0].Note, "unroutable")
+	fate, _ := labtest.Summary(t, got, "U")
+	assert.Equal(t, lab.FateLost, fate)
+	assert.Empty(t, labtest.Of(got, "V"), "nothing was published for V")
+	n, err := h.b.Depth(h.ctx, work)
+	require.NoError(t, err)
+	assert.Zero(t, n, "no queue took U")
+	labtest.AssertAccounted(t, got)
 }

@@ -12,21 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// alertsOf returns the run's alerted events.
-func alertsOf(events []lab.Event) []lab.Event {
-	var out []lab.Event
-	for _, e := range events {
-		if e.Kind == lab.Alerted {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
 func TestQ09DLQAlert(t *testing.T) {
 	events, _ := lessontest.RunInMem(t, Lesson, lesson.Options{})
 
-	alerts := alertsOf(events)
+	alerts := labtest.OfKind(events, lab.Alerted)
 	require.Len(t, alerts, 1)
 	a := alerts[0]
 	assert.Equal(t, "C", a.Task)

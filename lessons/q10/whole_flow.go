@@ -27,10 +27,14 @@ var Lesson = lesson.Lesson{
 	Notice: "No worker sleeps or moves a message: a failing worker rejects it, the broker dead-letters it into a wait queue nobody consumes, " +
 		"and that queue's TTL (1 s, then 2 s) sends it on to the next worker, then to the DLQ and its alert. Same story as Q09, but the broker holds every delay. " +
 		"With --backend inmem the same decisions run on time.AfterFunc timers instead; qlab compare 10 sets the two side by side.",
+	Notices: map[lab.Backend]string{lab.InMem: "No worker sleeps or moves a message: a failing worker hands it back with a decision, " +
+		"and here in memory each retry becomes a time.AfterFunc timer (1 s, then 2 s) that brings it to the next worker, then the DLQ and its alert. " +
+		"The waiting task sits in this process's memory, in no queue: a crash loses it. On the broker (qlab run 10) the same decisions reject into TTL wait queues; qlab compare 10 sets the two side by side."},
 	InMem:     runQ10,
 	Rabbit:    runQ10,
 	Default:   lab.Rabbit,
-	TestSpeed: 4, // the 1 s and 2 s waits take 250 and 500 ms
+	TestSpeed: 4,                               // the 1 s and 2 s waits take 250 and 500 ms
+	Parity:    lesson.Parity{ExactTimes: true}, // each retry waits its queue's TTL, in memory and on the broker
 }
 
 // Seed 001's queues for the RabbitMQ half, as the seed spells them.

@@ -101,3 +101,14 @@ func TestQ10InterruptedRunReportsDiscardedTasks(t *testing.T) {
 	fate, _ := labtest.Summary(t, events, "C")
 	assert.Equal(t, lab.FateLost, fate, "deleting the run's queues discarded C, and an event says so")
 }
+
+// TestQ10NoticeIsTrueOnEachBackend: the broker's story (rejects, the broker
+// holding the delays) is told on the broker only.
+func TestQ10NoticeIsTrueOnEachBackend(t *testing.T) {
+	mem, broker := Lesson.NoticeFor(lab.InMem), Lesson.NoticeFor(lab.Rabbit)
+	assert.NotEqual(t, mem, broker)
+	assert.Contains(t, broker, "the broker holds every delay")
+	assert.NotContains(t, mem, "the broker holds")
+	assert.Contains(t, mem, "time.AfterFunc")
+	assert.Contains(t, mem, "a crash loses it")
+}
