@@ -151,4 +151,3 @@ func TestUntrustedAttemptCountIsHeld(t *testing.T) {
 		})
 	}
 }
-
