@@ -151,3 +151,27 @@ func TestUntrustedAttemptCountIsHeld(t *testing.T) {
 		})
 	}
 }
+
+// TestUnroutablePublishIsConfirmedAndGone pins the NestJS email service's
+// second trap on the broker: a publish to a queue nobody declared is
+// confirmed (ack) all the same and the message is nowhere; only mandatory
+// brings it back, as a basic.return 312 NO_ROUTE before the ack.
+func TestUnroutablePublishIsConfirmedAndGone(t *testing.T) {
+	s := rabbittest.Session(t, 1)
+	ctx := testCtx(t)
+	lost, err := s.PublishUnroutable(ctx, "email_queue_dlq", "C", false)
+	require.NoError(t, err)
+	assert.Equal(t, rabbit.Unroutable{Confirmed: true}, lost, "acked, not returned, no queue: gone")
+
+	back, err := s.PublishUnroutable(ctx, "email_queue_dlq", "C", true)
+	require.NoError(t, err)
+	assert.True(t, back.Confirmed)
+	assert.True(t, back.Returned)
+	assert.Equal(t, uint16(amqp.NoRoute), back.ReplyCode)
+	assert.Equal(t, "NO_ROUTE", back.ReplyText)
+	assert.False(t, back.QueueExists)
+
+	require.NoError(t, s.Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "email_queue_dlq", Role: rabbit.DLQ}}}))
+	_, err = s.PublishUnroutable(ctx, "email_queue_dlq", "C", false)
+	assert.ErrorContains(t, err, "must not exist", "it never publishes into an existing queue")
+}
