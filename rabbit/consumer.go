@@ -49,8 +49,12 @@ func (d *Delivery) Died(queue string) int64 { return d.Deaths.Count(d.names.Of(q
 
 // Attempt is the processing attempt this delivery stands for: one more
 // than the times it was rejected before. A redelivery repeats the attempt
-// it interrupted.
-func (d *Delivery) Attempt() int { return 1 + int(d.Deaths.Reason("rejected")) }
+// it interrupted. It is always in [1, MaxRetryCount+1]: a forged x-death
+// cannot make it negative or huge (Deaths.Attempt says when it was capped).
+func (d *Delivery) Attempt() int {
+	n, _ := d.Deaths.Attempt()
+	return n
+}
 
 // Ack acknowledges the delivery: the broker forgets the message.
 func (d *Delivery) Ack() error { return d.Delivery.Ack(false) }

@@ -16,11 +16,16 @@
 //   - Consumer is a manual-ack consumer with a prefetch, which survives a
 //     dropped connection by reconnecting (the broker redelivers what was
 //     unacknowledged) and reports redeliveries as lab events.
-//   - Deaths reads the x-death header the broker adds on dead-lettering.
-//   - Retries, RetryReason and WithRetry read and write seed 004's own
-//     retry headers (x-retries, x-retry-reason) for a worker that
-//     republishes failed messages itself (Publisher.Republish) instead of
-//     rejecting them; WithoutBrokerHeaders drops the broker's x-death.
+//   - ParseDeaths (strict) and ReadDeaths (lenient) read the x-death
+//     header the broker adds on dead-lettering.
+//   - ReadRetries reads a retry counter a worker that republishes failed
+//     messages itself keeps: the lab's qlab-retries (no x- prefix: the
+//     broker owns those) or seed 004's x-retries; it refuses anything but
+//     an integer in [0, MaxRetryCount]. RetryReason and WithRetry read and
+//     write the last error beside it; WithoutBrokerHeaders drops the
+//     broker's x-death.
+//   - Session.PublishUnroutable shows what a publish to an undeclared
+//     queue gets: a confirm, and a basic.return only with mandatory.
 //   - Session.Peek reads the head of a queue with basic.get and leaves it
 //     there, to inspect a DLQ.
 //

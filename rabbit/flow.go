@@ -84,7 +84,12 @@ func (f *Flow) Consume(ctx context.Context, c flow.Consumer) error {
 	f.mu.Unlock()
 	opts := ConsumerOptions{Queue: c.Queue, Actor: c.Actor, Prefetch: 1, Stream: f.stream}
 	_, err := f.s.Consume(ctx, opts, func(ctx context.Context, d *Delivery) {
-		fd := &flow.Delivery{Task: d.Task, Queue: d.Queue, Attempt: attemptOf(d, c.RetryHeader),
+		attempt, err := attemptOf(d, c.RetryHeader)
+		if err != nil {
+			f.holdUncounted(ctx, c, d, err)
+			return
+		}
+		fd := &flow.Delivery{Task: d.Task, Queue: d.Queue, Attempt: attempt,
 			Redelivered: d.Redelivered, Body: d.Body, Headers: headersOf(d)}
 		f.apply(ctx, c, d, fd, c.Handle(ctx, fd))
 	})
@@ -106,12 +111,19 @@ func headersOf(d *Delivery) amqp.Table {
 }
 
 // attemptOf is the attempt delivery d stands for: 1 + the rejects x-death
-// counted, or 1 + the consumer's own retry header.
-func attemptOf(d *Delivery, header string) int {
+// counted, or 1 + the consumer's own retry header. Both come from outside
+// the process, so both are validated (ParseDeaths, ReadRetries): an error
+// means the message cannot say which attempt it is.
+func attemptOf(d *Delivery, header string) (int, error) {
 	if header == "" {
-		return d.Attempt()
+		deaths, err := ParseDeaths(d.Headers)
+		if err != nil {
+			return 0, err
+		}
+		return deaths.Attempt()
 	}
-	return 1 + int(max(toInt64(d.Headers[header]), 0))
+	n, err := ReadRetries(d.Headers, header)
+	return 1 + n, err
 }
 
 // Publish publishes task to queue and waits for the broker's confirm.
@@ -376,11 +388,11 @@ func (f *Flow) topology() flow.Topology {
 }
 
 // withCount returns a copy of headers with header set to count and the
-// last error under RetryReasonHeader.
+// last error beside it (reasonHeaderFor).
 func withCount(headers amqp.Table, header string, count int, reason string) amqp.Table {
 	out := CopyHeaders(headers)
 	out[header] = int64(count)
-	out[RetryReasonHeader] = reason
+	out[reasonHeaderFor(header)] = reason
 	return out
 }
 

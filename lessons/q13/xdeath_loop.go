@@ -1,14 +1,20 @@
-// Package q13 is lesson Q13 — one wait-queue loop, counted by x-death, then by a header of your own.
+// Package q13 is lesson Q13 — one wait-queue loop, counted by x-death, then by a header of your own, and the NestJS email service's two traps.
 //
 // Notice: run 1 (A–D) only rejects; the broker loops the mail through
 // email_queue_wait and x-death counts the attempts, up to the DLQ at 15.
-// Run 2 (rA–rD) republishes with its own x-retries, because a republished
-// x-death is counted (or not) as the broker version pleases.
+// Run 2 (rA–rD) republishes with its own qlab-retries header: no "x-"
+// prefix, because RabbitMQ owns x- headers and 4.0 no longer reads an
+// x-death a client republishes. Run 3 (nA–nD) is the service's nack(msg):
+// amqplib requeues by default, so C loops hot at attempt 1 and never sees
+// the wait queue. On the broker the lesson ends by publishing to the
+// email_queue_dlq nobody declared: confirmed, and gone.
 package q13
 
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -21,10 +27,14 @@ import (
 	"github.com/queuelab/qlab/render"
 )
 
-// Seed 000's numbers, in lesson time.
+// The NestJS email service's numbers, in lesson time, and the lab's guard.
 const (
-	q13MaxAttempts = 15              // the seed's maxRetries: the attempt after which a mail goes to the DLQ
+	q13MaxAttempts = 15              // the service's maxRetries: the attempt after which a mail goes to the DLQ
 	q13Wait        = 5 * time.Second // email_queue_wait's x-message-ttl
+	// q13HotLoopGuard stops run 3's requeue loop (not the service's: it has
+	// none). 20 is the delivery-limit RabbitMQ 4.0 gives quorum queues by
+	// default; classic queues, like this one, have no limit at all.
+	q13HotLoopGuard = 20
 )
 
 var Lesson = lesson.Lesson{
@@ -33,8 +43,12 @@ var Lesson = lesson.Lesson{
 	Title:      "One wait-queue loop: x-death counting vs your own retry header",
 	Notice: fmt.Sprintf("Run 1 (A–D) is the NestJS email service's loop: the worker only rejects, the broker parks the mail %s in email_queue_wait and sends it back, "+
 		"and x-death tells the worker the attempt; at attempt %d it publishes C to email_queue_dlq itself and acks. "+
-		"Run 2 (rA–rD) republishes failures with its own x-retries / x-retry-reason headers: once a worker republishes, what x-death counts depends on the broker version. "+
-		"In memory, the task's attempt field plays both parts.", q13Wait, q13MaxAttempts),
+		"Run 2 (rA–rD) republishes failures with a header of its own, %s: no x- prefix, because RabbitMQ owns x- headers "+
+		"(the RaffleAPI's x-retries works on 3.10.8 but sits in the broker's namespace, and 4.0 no longer reads an x-death a client republishes). "+
+		"Run 3 (nA–nD) is the service's nack(msg): amqplib's nack requeues by default, so C comes straight back at attempt 1, "+
+		"never visits the wait queue and never reaches %d; the lab stops it after %d deliveries. "+
+		"On the broker, a last step publishes to an email_queue_dlq nobody declared: confirmed, and gone, unless mandatory brings it back. "+
+		"In memory, the task's attempt field plays every counter.", q13Wait, q13MaxAttempts, rabbit.RetryCountHeader, q13MaxAttempts, q13HotLoopGuard),
 	InMem:     runQ13,
 	Rabbit:    runQ13,
 	TestSpeed: 200, // the 5 s wait takes 25 ms
@@ -46,14 +60,17 @@ type q13Loop struct {
 	actor   string
 	counter string // what the attempt number is read from, for notes and tables
 	header  string // the retry header the worker counts in; "" lets the broker count (x-death)
+	requeue bool   // a failure is amqplib's nack(msg): requeued at once, not retried
 	title   string
 }
 
-// The lesson's two runs, in order.
+// The lesson's three runs, in order.
 var q13Loops = []q13Loop{
 	{prefix: "", actor: "XDeath-Worker", counter: "x-death", title: "Run 1 (A–D): the worker rejects, x-death counts"},
-	{prefix: "r", actor: "Retries-Worker", counter: "x-retries", header: rabbit.RetriesHeader,
-		title: "Run 2 (rA–rD): the worker republishes with its own x-retries header"},
+	{prefix: "r", actor: "Retries-Worker", counter: rabbit.RetryCountHeader, header: rabbit.RetryCountHeader,
+		title: "Run 2 (rA–rD): the worker republishes with its own " + rabbit.RetryCountHeader + " header"},
+	{prefix: "n", actor: "Nack-Worker", counter: "x-death", requeue: true,
+		title: "Run 3 (nA–nD): the service's nack(msg), which amqplib turns into a requeue"},
 }
 
 // planID is the plan's id of task id: the plan decides which attempts of
@@ -67,8 +84,9 @@ type q13Parked struct {
 	reason string // its last error
 }
 
-// runQ13 runs both loops, each on a fresh backend, then shows what each
-// left in the DLQ and, on the broker, what the counters read.
+// runQ13 runs the three loops, each on a fresh backend, then shows what
+// each left in the DLQ, what the counters read on the broker, and what
+// the service's two traps did.
 func runQ13(ctx context.Context, env *lesson.Env) error {
 	var parked []q13Parked
 	var readings q13Readings
@@ -82,21 +100,27 @@ func runQ13(ctx context.Context, env *lesson.Env) error {
 		}
 	}
 	if version == "" {
-		env.Report(q13ParkedTable(parked, "attempt field", "In memory the task's own attempt field plays both counters."))
+		env.Report(q13ParkedTable(parked, "attempt field", "In memory the task's own attempt field plays every counter."))
+		env.Report(q13TrapTable(version, env.Plan.Poison, &readings, nil))
 		return nil
 	}
-	env.Report(q13ParkedTable(parked, "x-death rejects / expiries, x-retries",
+	env.Report(q13ParkedTable(parked, "x-death rejects / expiries, "+rabbit.RetryCountHeader,
 		"Read back with basic.get and left in place: the headers travelled with the message."))
 	if len(env.Plan.Poison) > 0 {
 		env.Report(q13CounterTable(version, env.Plan.Poison[0], &readings))
 	}
+	undeclared, err := q13Unroutable(ctx, env)
+	if err != nil {
+		return err
+	}
+	env.Report(q13TrapTable(version, env.Plan.Poison, &readings, undeclared))
 	return nil
 }
 
 // q13Run runs one loop: a worker on email_queue, the plan's tasks
 // published to it, until every task is done or parked. A failed attempt
-// retries through email_queue_wait (q13Wait); attempt q13MaxAttempts
-// parks the mail. It returns what the DLQ holds and the broker's version
+// retries through email_queue_wait (q13Wait), or in run 3 is requeued
+// (q13Nack); attempt q13MaxAttempts parks the mail. It returns what the DLQ holds and the broker's version
 // ("" in memory).
 func q13Run(ctx context.Context, env *lesson.Env, loop q13Loop, readings *q13Readings) ([]q13Parked, string, error) {
 	b, err := env.Open(ctx)
@@ -117,6 +141,9 @@ func q13Run(ctx context.Context, env *lesson.Env, loop q13Loop, readings *q13Rea
 			return flow.Ack()
 		}
 		lastErr[d.Task] = err.Error()
+		if loop.requeue {
+			return q13Nack(readings, d)
+		}
 		if d.Attempt >= q13MaxAttempts {
 			return flow.Park(q12.EmailDLQ, fmt.Sprintf("%s (counted by %s)", q13GaveUp(d.Attempt), loop.counter))
 		}
@@ -178,16 +205,17 @@ func q13ParkedIn(dlq []flow.Delivery, lastErr map[string]string) []q13Parked {
 
 // q13Reading is what one delivery's counters said.
 type q13Reading struct {
-	first   int64 // x-death[0].count, 1 without x-death: seed 000's reading
+	first   int64 // x-death[0].count, 1 without x-death: the service's reading
 	rejects int64 // x-death: times rejected (in email_queue)
 	expired int64 // x-death: times expired (in email_queue_wait)
-	retries int   // x-retries
+	retries int   // qlab-retries
 }
 
 // readCounters reads every counter a delivery's headers carry.
 func readCounters(headers map[string]any) q13Reading {
 	deaths := rabbit.ReadDeaths(headers)
-	r := q13Reading{first: 1, rejects: deaths.Reason("rejected"), expired: deaths.Reason("expired"), retries: rabbit.Retries(headers)}
+	retries, _ := rabbit.ReadRetries(headers, rabbit.RetryCountHeader) // a handler only sees counts the flow validated
+	r := q13Reading{first: 1, rejects: deaths.Reason("rejected"), expired: deaths.Reason("expired"), retries: retries}
 	if len(deaths) > 0 {
 		r.first = deaths[0].Count // the broker keeps the latest death first
 	}
@@ -197,8 +225,34 @@ func readCounters(headers map[string]any) q13Reading {
 // q13Readings records, per task, what every delivery's counters said.
 // Consumers write from their goroutines, the run reads at the end.
 type q13Readings struct {
-	mu sync.Mutex
-	by map[string][]q13Reading
+	mu    sync.Mutex
+	by    map[string][]q13Reading
+	nacks map[string][]int // run 3: the attempt of each requeued delivery, per task
+}
+
+// nacked records a run-3 delivery of task at attempt and returns how many
+// that task has had.
+func (r *q13Readings) nacked(task string, attempt int) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.nacks == nil {
+		r.nacks = map[string][]int{}
+	}
+	r.nacks[task] = append(r.nacks[task], attempt)
+	return len(r.nacks[task])
+}
+
+func (r *q13Readings) nackAttempts(task string) []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]int(nil), r.nacks[task]...)
+}
+
+// nackedTasks are the tasks run 3 requeued, sorted.
+func (r *q13Readings) nackedTasks() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Sorted(maps.Keys(r.nacks))
 }
 
 func (r *q13Readings) add(task string, x q13Reading) {
@@ -238,8 +292,8 @@ func q13CounterTable(version, poison string, readings *q13Readings) render.Table
 		Rows: [][]string{
 			{poison, "x-death rejects (attempt - 1)", series(poison, rejects)},
 			{poison, "x-death expiries in email_queue_wait", series(poison, expired)},
-			{poison, "x-death[0].count ?? 1 (the NestJS email service's reading)", series(poison, first)},
-			{byHeader, "x-retries (attempt - 1)", series(byHeader, retries)},
+			{poison, "x-death[0].count ?? 1 (the service's reading)", series(poison, first)},
+			{byHeader, rabbit.RetryCountHeader + " (attempt - 1)", series(byHeader, retries)},
 			{byHeader, "x-death rejects", series(byHeader, rejects)},
 			{byHeader, "x-death expiries, header copied back", series(byHeader, expired)},
 		},
@@ -265,11 +319,11 @@ func q13CounterNotes(rs []q13Reading) []string {
 	switch {
 	case last == int64(len(rs)-1):
 		notes = append(notes, "The x-death copied back into each republished message kept counting: this broker reads a client's x-death. "+
-			"RabbitMQ 3.13.0-3.13.2 did not, and 4.x treats x- headers as the broker's own: do not build on it.")
+			"RabbitMQ 3.13.0-3.13.2 did not, and 4.x no longer reads an x-death a client publishes: do not build on it.")
 	case last == 1:
 		notes = append(notes, "The x-death copied back restarted at 1 every round: this broker ignores a client's x-death.")
 	default:
 		notes = append(notes, fmt.Sprintf("The x-death copied back ended at %d after %d rounds.", last, len(rs)-1))
 	}
-	return append(notes, "x-retries counted every round: the worker writes it and reads it back; the broker only carries it.")
+	return append(notes, rabbit.RetryCountHeader+" counted every round: the worker writes it and reads it back; the broker only carries it.")
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lesson/lessontest"
+	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
 )
 
@@ -60,6 +61,34 @@ func assertQ13Fates(t *testing.T, events []lab.Event) {
 			assert.Equal(t, i+1, n, "%sC's attempt numbers count 1, 2, 3 …", prefix)
 		}
 	}
+	assertQ13HotLoop(t, events)
+}
+
+// assertQ13HotLoop checks run 3: nack(msg) requeues, so nC is handed out
+// again at once, at attempt 1 every time, never through the wait queue,
+// until the lab's guard parks it.
+func assertQ13HotLoop(t *testing.T, events []lab.Event) {
+	t.Helper()
+	for _, id := range []string{"nA", "nB", "nD"} {
+		fate, attempts := labtest.Summary(t, events, id)
+		assert.Equal(t, lab.FateDone, fate, id)
+		assert.Equal(t, 1, attempts, id)
+	}
+	fate, attempts := labtest.Summary(t, events, "nC")
+	assert.Equal(t, lab.FateDead, fate)
+	assert.Equal(t, q13HotLoopGuard, attempts, "nC is delivered until the guard stops it")
+	assert.Empty(t, labtest.Of(events, "nC", lab.Scheduled), "a requeue never visits email_queue_wait")
+	moved := labtest.Of(events, "nC", lab.Moved)
+	require.Len(t, moved, q13HotLoopGuard-1)
+	for _, e := range moved {
+		assert.Equal(t, q12.EmailQueue, e.To, "straight back to email_queue")
+	}
+	for _, e := range labtest.Of(events, "nC", lab.Started) {
+		assert.Equal(t, 1, e.Attempt, "a requeue repeats the attempt")
+	}
+	parked := labtest.Of(events, "nC", lab.DeadLettered)
+	require.Len(t, parked, 1)
+	assert.Contains(t, parked[0].Note, "the lab's guard")
 }
 
 func TestQ13InMemory(t *testing.T) {
@@ -81,16 +110,26 @@ func TestQ13InMemory(t *testing.T) {
 			}
 		}
 	}
-	require.Len(t, res.Tables, 1)
+	parked := lessontest.TableTitled(t, res.Tables, "What the DLQ holds")
 	assert.Equal(t, [][]string{
 		{"C", fmt.Sprintf("attempt %d", q13MaxAttempts), lab.ErrPoison.Error()},
 		{"rC", fmt.Sprintf("attempt %d", q13MaxAttempts), lab.ErrPoison.Error()},
-	}, res.Tables[0].Rows)
+		{"nC", "attempt 1", lab.ErrPoison.Error()},
+	}, parked.Rows)
+	traps := lessontest.TableTitled(t, res.Tables, "What happened to the NestJS email service's two traps")
+	require.Len(t, traps.Rows, 2)
+	assert.Equal(t, fmt.Sprintf("nC: %d deliveries in a row, attempts all 1; no timer: it never waited", q13HotLoopGuard), traps.Rows[0][2])
+	assert.Contains(t, traps.Rows[1][2], "broker only")
+	assert.Contains(t, traps.Notes[0], "d.Nack(false, true)", "the Go equivalent of amqplib's default")
 }
 
 func TestQ13NoticeShowsTheMaximum(t *testing.T) {
 	assert.Contains(t, Lesson.Notice, fmt.Sprintf("attempt %d", q13MaxAttempts))
-	assert.Contains(t, Lesson.Notice, "x-retries")
+	assert.Contains(t, Lesson.Notice, rabbit.RetryCountHeader)
+	assert.Contains(t, Lesson.Notice, "x-retries", "the RaffleAPI's way is named, with why it is risky")
+	assert.Contains(t, Lesson.Notice, "requeues by default")
+	assert.NotContains(t, Lesson.Notice, "seed 000")
+	assert.False(t, strings.HasPrefix(rabbit.RetryCountHeader, "x-"), "the lab's own counter stays out of the broker's x- namespace")
 }
 
 // TestQ13RabbitMQ runs the lesson on the broker: the same fates as in
@@ -102,13 +141,14 @@ func TestQ13RabbitMQ(t *testing.T) {
 	assertQ13Fates(t, events)
 
 	parked := lessontest.TableTitled(t, res.Tables, "What the DLQ holds")
-	require.Len(t, parked.Rows, 2, "C and rC, and nothing else, in the DLQ")
+	require.Len(t, parked.Rows, 3, "C, rC and nC, and nothing else, in the DLQ")
 	max := q13MaxAttempts - 1
 	assert.Equal(t, []string{"C", fmt.Sprintf("%d / %d, 0", max, max), "(not kept: x-death records no error)"}, parked.Rows[0],
 		"x-death counted C's rejects up to the maximum; the copy kept them")
 	assert.Equal(t, "rC", parked.Rows[1][0])
 	assert.Regexp(t, fmt.Sprintf(`^0 / \d+, %d$`, max), parked.Rows[1][1], "rC never rejected and carries the lab's own count")
 	assert.Equal(t, lab.ErrPoison.Error(), parked.Rows[1][2], "and its last error")
+	assert.Equal(t, []string{"nC", "0 / 0, 0", "(not kept: x-death records no error)"}, parked.Rows[2], "a requeue leaves no trace in x-death")
 
 	counters := lessontest.TableTitled(t, res.Tables, "What the counters read")
 	series := func(i int) string { return counters.Rows[i][2] }
@@ -124,6 +164,15 @@ func TestQ13RabbitMQ(t *testing.T) {
 	assert.Equal(t, upTo(0, max), series(3), "rC: x-retries")
 	assert.Equal(t, strings.TrimSpace(strings.Repeat("0 ", q13MaxAttempts)), series(4), "rC: no rejects")
 	assert.Contains(t, counters.Title, "RabbitMQ 3.")
+
+	traps := lessontest.TableTitled(t, res.Tables, "What happened to the NestJS email service's two traps")
+	require.Len(t, traps.Rows, 3)
+	assert.Equal(t, fmt.Sprintf("nC: %d deliveries in a row, attempts all 1; x-death[0].count ?? 1 read all 1; trips through %s: all 0",
+		q13HotLoopGuard, q12.EmailWait), traps.Rows[0][2])
+	assert.Equal(t, "confirm: ack; basic.return: none; email_queue_dlq afterwards: does not exist → the mail is gone, and the worker acks the original",
+		traps.Rows[1][2], "without mandatory an unroutable publish is confirmed and lost")
+	assert.Equal(t, "confirm: ack; basic.return: 312 NO_ROUTE; email_queue_dlq afterwards: does not exist → the publisher learns that nothing took it",
+		traps.Rows[2][2], "mandatory brings it back")
 }
 
 // TestQ13StoppedEarlyReportsLost: a run cut short deletes its queues with

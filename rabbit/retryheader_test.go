@@ -1,0 +1,177 @@
+package rabbit_test
+
+import (
+	"context"
+	"math"
+	"sync"
+	"testing"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/queuelab/qlab/flow"
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lab/labtest"
+	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/rabbit/rabbittest"
+)
+
+// forgedRetries is the x-retries value property fuzzing found read as an
+// attempt number (issue 14).
+const forgedRetries = int64(-4165776671792680912)
+
+func TestReadRetriesValidates(t *testing.T) {
+	h := rabbit.RetryCountHeader
+	for _, tc := range []struct {
+		name  string
+		value any
+		want  int
+		bad   bool
+	}{
+		{"missing", nil, 0, false},
+		{"int64 as the lab writes it", int64(3), 3, false},
+		{"int32 from another client", int32(14), 14, false},
+		{"uint8", uint8(1), 1, false},
+		{"the bound", int64(rabbit.MaxRetryCount), rabbit.MaxRetryCount, false},
+		{"the forged value", forgedRetries, 0, true},
+		{"negative", int32(-4), 0, true},
+		{"above the bound", int64(1001), 0, true},
+		{"MaxInt64", int64(math.MaxInt64), 0, true},
+		{"huge unsigned", uint64(math.MaxUint64), 0, true},
+		{"a string", "3", 0, true},
+		{"a float", 3.0, 0, true},
+		{"a table", amqp.Table{"n": 1}, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			headers := amqp.Table{}
+			if tc.value != nil {
+				headers[h] = tc.value
+			}
+			n, err := rabbit.ReadRetries(headers, h)
+			if tc.bad {
+				require.ErrorIs(t, err, rabbit.ErrBadCount)
+				assert.Contains(t, err.Error(), h, "the error names the header")
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, n)
+		})
+	}
+}
+
+func TestParseDeathsValidates(t *testing.T) {
+	death := func(reason string, count any) amqp.Table {
+		return amqp.Table{"queue": "q", "reason": reason, "count": count}
+	}
+	good := amqp.Table{"x-death": []any{death("rejected", int64(2)), death("expired", int64(2))}}
+	ds, err := rabbit.ParseDeaths(good)
+	require.NoError(t, err)
+	n, err := ds.Attempt()
+	require.NoError(t, err)
+	assert.Equal(t, 3, n)
+
+	for name, h := range map[string]amqp.Table{
+		"not an array":   {"x-death": "rejected twice"},
+		"not a table":    {"x-death": []any{"rejected"}},
+		"negative count": {"x-death": []any{death("rejected", int64(-99))}},
+		"no count":       {"x-death": []any{amqp.Table{"queue": "q", "reason": "rejected"}}},
+		"text count":     {"x-death": []any{death("rejected", "2")}},
+	} {
+		_, err := rabbit.ParseDeaths(h)
+		assert.ErrorIs(t, err, rabbit.ErrBadDeaths, name)
+	}
+
+	huge := amqp.Table{"x-death": []any{death("rejected", int64(math.MaxInt64)), death("rejected", int64(math.MaxInt64))}}
+	ds, err = rabbit.ParseDeaths(huge)
+	require.NoError(t, err, "well formed, just implausible")
+	assert.Equal(t, int64(math.MaxInt64), ds.Reason("rejected"), "the sum saturates instead of wrapping negative")
+	n, err = ds.Attempt()
+	require.ErrorIs(t, err, rabbit.ErrBadCount)
+	assert.Equal(t, rabbit.MaxRetryCount+1, n, "still in range for a caller that ignores the error")
+
+	lenient := rabbit.ReadDeaths(amqp.Table{"x-death": []any{death("rejected", int64(-4)), death("rejected", int64(1))}})
+	assert.Equal(t, int64(1), lenient.Reason("rejected"), "ReadDeaths skips the negative entry")
+	assert.Equal(t, 2, (&rabbit.Delivery{Deaths: lenient}).Attempt())
+}
+
+// TestUntrustedAttemptCountIsHeld: messages carrying the run's id but a
+// forged attempt count (the fuzzer's x-retries, a negative x-death) reach
+// no handler. Each goes to the run's hold queue with the reason, and the
+// stream says so with a dead_lettered event; the run's own task goes on.
+func TestUntrustedAttemptCountIsHeld(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		header  string // the consumer's retry header, "" for x-death
+		headers amqp.Table
+		want    string
+	}{
+		{"forged qlab-retries", rabbit.RetryCountHeader, amqp.Table{rabbit.RetryCountHeader: forgedRetries}, "-4165776671792680912 is negative"},
+		{"x-retries above the bound", rabbit.RetriesHeader, amqp.Table{rabbit.RetriesHeader: int64(1001)}, "1001 is above 100"},
+		{"negative x-death", "", amqp.Table{"x-death": []any{amqp.Table{"queue": "q", "reason": "rejected", "count": int64(-99)}}}, "malformed x-death"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := rabbittest.Session(t, 20)
+			ctx := testCtx(t)
+			stream, events := recorded()
+			b, err := rabbit.NewFlow(ctx, s, stream)
+			require.NoError(t, err)
+			require.NoError(t, b.Declare(ctx, flow.Topology{Queues: []flow.Queue{{Name: "work", Role: flow.Work}}}))
+			var mu sync.Mutex
+			var handled []string
+			require.NoError(t, b.Consume(ctx, flow.Consumer{Queue: "work", Actor: "W", RetryHeader: tc.header,
+				Handle: func(_ context.Context, d *flow.Delivery) flow.Decision {
+					mu.Lock()
+					defer mu.Unlock()
+					handled = append(handled, d.Task)
+					_ = stream.Attempt(d.Event("W"), func() error { return nil })
+					return flow.Ack()
+				}}))
+			other := outsider(t)
+			hold := s.Names.Run + ".foreign"
+			t.Cleanup(func() { _, _ = outsider(t).QueueDelete(hold, false, false, false) })
+			require.NoError(t, other.PublishWithContext(ctx, "", s.Names.Of("work"), false, false,
+				amqp.Publishing{MessageId: "F", AppId: s.Names.Run, Headers: tc.headers, Body: []byte(`{"task":"F"}`)}))
+			require.NoError(t, b.Publish(ctx, "Producer", "work", "A"))
+			require.NoError(t, b.Wait(ctx))
+
+			mu.Lock()
+			assert.Equal(t, []string{"A"}, handled, "the forged message reaches no handler")
+			mu.Unlock()
+			parked := labtest.Of(events(), "F", lab.DeadLettered)
+			require.Len(t, parked, 1)
+			assert.Equal(t, hold, parked[0].To)
+			assert.Contains(t, parked[0].Note, tc.want)
+			held, ok, err := other.Get(hold, true)
+			require.NoError(t, err)
+			require.True(t, ok, "the message waits in %s", hold)
+			assert.Equal(t, "F", held.MessageId)
+			assert.Contains(t, held.Headers[rabbit.ForeignReasonHeader], tc.want)
+			require.NoError(t, b.Close(ctx))
+		})
+	}
+}
+
+// TestUnroutablePublishIsConfirmedAndGone pins the NestJS email service's
+// second trap on the broker: a publish to a queue nobody declared is
+// confirmed (ack) all the same and the message is nowhere; only mandatory
+// brings it back, as a basic.return 312 NO_ROUTE before the ack.
+func TestUnroutablePublishIsConfirmedAndGone(t *testing.T) {
+	s := rabbittest.Session(t, 1)
+	ctx := testCtx(t)
+	lost, err := s.PublishUnroutable(ctx, "email_queue_dlq", "C", false)
+	require.NoError(t, err)
+	assert.Equal(t, rabbit.Unroutable{Confirmed: true}, lost, "acked, not returned, no queue: gone")
+
+	back, err := s.PublishUnroutable(ctx, "email_queue_dlq", "C", true)
+	require.NoError(t, err)
+	assert.True(t, back.Confirmed)
+	assert.True(t, back.Returned)
+	assert.Equal(t, uint16(amqp.NoRoute), back.ReplyCode)
+	assert.Equal(t, "NO_ROUTE", back.ReplyText)
+	assert.False(t, back.QueueExists)
+
+	require.NoError(t, s.Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "email_queue_dlq", Role: rabbit.DLQ}}}))
+	_, err = s.PublishUnroutable(ctx, "email_queue_dlq", "C", false)
+	assert.ErrorContains(t, err, "must not exist", "it never publishes into an existing queue")
+}

@@ -1,0 +1,81 @@
+package rabbit
+
+import (
+	"context"
+	"fmt"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// Unroutable is what the broker answered to a message no queue took.
+type Unroutable struct {
+	Confirmed   bool   // the publisher confirm was an ack: "the broker has it"
+	Returned    bool   // a basic.return came back (only a mandatory publish gets one)
+	ReplyCode   uint16 // the return's code: 312 NO_ROUTE
+	ReplyText   string // the return's text
+	QueueExists bool   // the queue exists after the publish
+}
+
+// PublishUnroutable publishes task's message to seed queue queue, which
+// must not exist, through the default exchange: the NestJS email service's
+// sendToQueue('email_queue_dlq') when nobody declared that queue. It uses a
+// confirm channel of its own with mandatory as given, listens for
+// basic.return (Channel.NotifyReturn), waits for the confirm, then checks
+// that the queue still does not exist. It refuses when the queue exists:
+// the message would land in someone's queue.
+//
+// amqp091-go hands a basic.return to the NotifyReturn channel before it
+// processes the confirm that follows it on the same channel, so once the
+// confirm is in, a return for the message is already in the channel.
+func (s *Session) PublishUnroutable(ctx context.Context, queue, task string, mandatory bool) (Unroutable, error) {
+	name := s.Names.Of(queue)
+	if exists, err := s.queueExists(ctx, name); err != nil || exists {
+		return Unroutable{}, fmt.Errorf("queue %s must not exist for this demonstration (exists %v, err %v)", name, exists, err)
+	}
+	var u Unroutable
+	err := within(ctx, func() error {
+		ch, err := s.conn.Channel()
+		if err != nil {
+			return err
+		}
+		defer ch.Close()
+		if err := ch.Confirm(false); err != nil {
+			return err
+		}
+		returns := ch.NotifyReturn(make(chan amqp.Return, 1))
+		msg := Publishing(task, nil)
+		msg.AppId = s.Names.Run
+		dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", name, mandatory, false /* immediate */, msg)
+		if err != nil {
+			return err
+		}
+		u.Confirmed, err = dc.WaitContext(ctx)
+		if err != nil {
+			return err
+		}
+		select {
+		case r := <-returns:
+			u.Returned, u.ReplyCode, u.ReplyText = true, r.ReplyCode, r.ReplyText
+		default:
+		}
+		return nil
+	})
+	if err != nil {
+		return u, fmt.Errorf("publishing %s to the undeclared %s: %w", task, name, err)
+	}
+	u.QueueExists, err = s.queueExists(ctx, name)
+	return u, err
+}
+
+// queueExists reports whether broker queue name exists (a passive declare;
+// 404 is "no").
+func (s *Session) queueExists(ctx context.Context, name string) (bool, error) {
+	_, err := inspectOn(ctx, s.conn, name)
+	switch {
+	case err == nil:
+		return true, nil
+	case isNotFound(err):
+		return false, nil
+	}
+	return false, err
+}
