@@ -38,6 +38,7 @@ Usage:
                             find the RabbitMQ broker, start one with Docker, measure TTL delays
   qlab compare N [flags]    run lesson N on both backends and measure the difference
   qlab tui [N] [flags]      watch lessons animate in the terminal (qlab tui --help)
+  qlab ex [command]         exercises: write the mechanism, qlab checks it (qlab ex --help)
   qlab help                 this text
 
 Start with: qlab run 1`
@@ -51,6 +52,7 @@ var commands = map[string]command{
 	"broker":  cmdBroker,
 	"compare": cmdCompare,
 	"tui":     cmdTui,
+	"ex":      cmdEx,
 }
 
 // Main runs qlab with args (without the program name) and returns the exit
