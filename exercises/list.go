@@ -12,4 +12,34 @@ var All = []Exercise{
 			{Text: "queue.Requeue(actor, t) puts t back at the tail of the same queue and says so in the log."},
 		},
 	},
+	{
+		Dir: "02_retry_queue", File: "retry_queue.go", Lesson: "Q02",
+		Title: "A retry queue and a Retry-Worker",
+		Hints: []Hint{
+			{When: "a failed task moves to retryQueue", Text: "In the Sequential-Worker, after a failed attempt, queue.MoveTo(actor, t, retryQueue) hands the task over and says so in the log."},
+			{When: "the Retry-Worker gives it a second attempt", Text: "A second sys.Worker(\"Retry-Worker\", retryQueue, …) runs in its own goroutine: that is what lets the Sequential-Worker go on with D."},
+			{When: "a task ends done if its retry succeeds, dropped if not", Text: "In the Retry-Worker, sys.Attempt returns the attempt's error; when it is not nil, sys.Drop the task with a reason."},
+			{When: "the next task starts as soon as one fails (it is not held up)", Text: "Retrying inside the Sequential-Worker (a second sys.Attempt there) holds up every task behind the failed one."},
+		},
+	},
+	{
+		Dir: "03_delayed_retry", File: "delayed_retry.go", Lesson: "Q05",
+		Title: "Retry after a delay with time.AfterFunc",
+		Hints: []Hint{
+			{When: "nothing lost: every task ends done or dropped", Text: "RetryLater must hand the task to something: until it calls sys.ScheduleOn, a failed task simply vanishes."},
+			{When: "the worker does not wait with the task (no sleep): the schedule is at the failure", Text: "time.Sleep (or sys.Sleep) inside RetryLater holds the worker: D waits behind C. A timer holds the task instead."},
+			{When: "the retry starts exactly when the delay is over", Text: "Arm the timer with the same Delay you pass to ScheduleOn; sys.Clock().AfterFunc(Delay, move) runs move once, after Delay of lesson time."},
+			{Text: "sys.ScheduleOn(actor, t, from.Name(), retryQueue, Delay, func(move func()) *time.Timer { return sys.Clock().AfterFunc(Delay, move) })"},
+		},
+	},
+	{
+		Dir: "04_backoff", File: "backoff.go", Lesson: "Q07",
+		Title: "Exponential backoff: wait 1 s, then 2 s, then 4 s",
+		Hints: []Hint{
+			{When: "Backoff doubles: 1 s, 2 s, 4 s …", Text: "Backoff(n) is FirstBackoff times 2 to the power n-1. A shift does it: FirstBackoff << (n - 1)."},
+			{When: "after a failure the task is scheduled for retryQueue with the right delay", Text: "RetryAfter still waits FirstBackoff every time: use Backoff(t.Attempt), the number of the attempt that just failed."},
+			{When: "the retry starts exactly when the delay is over", Text: "The delay you pass to ScheduleOn and the one you give AfterFunc must be the same value."},
+			{Text: "Compare the gaps in the transcript: 1000 ms after the first failure, 2000 ms after the second."},
+		},
+	},
 }
