@@ -42,4 +42,24 @@ var All = []Exercise{
 			{Text: "Compare the gaps in the transcript: 1000 ms after the first failure, 2000 ms after the second."},
 		},
 	},
+	{
+		Dir: "05_dead_letter", File: "dead_letter.go", Lesson: "Q08",
+		Title: "Park a failed task in the dead-letter queue instead of dropping it",
+		Hints: []Hint{
+			{When: "nothing lost: every task ends done or dead", Text: "A dropped task is gone: the log's dropped line is all that is left. Park it instead, so someone can look at it later."},
+			{When: "a task that failed every retry is parked in deadLetterQueue with a reason", Text: "from.DeadLetter(actor, t, dlq, reason) parks t in dlq and logs why; say why in reason."},
+			{When: "the dead-letter queue holds the parked tasks at the end", Text: "Nothing consumes the dead-letter queue here: a parked task stays in it for a person. Park each exhausted task exactly once."},
+			{Text: "Replace the sys.Drop call, do not add to it: a task must end in one place."},
+		},
+	},
+	{
+		Dir: "06_dlq_alert", File: "dlq_alert.go", Lesson: "Q09",
+		Title: "Alert from a separate DLQ-Worker",
+		Hints: []Hint{
+			{When: "one alert per task in the dead-letter queue, none for the others", Text: "Start a worker on dlq: sys.Worker(\"DLQ-Worker\", dlq, func(t *inmem.Task) { … }). It runs once per task that lands there."},
+			{When: "one alert per task in the dead-letter queue, none for the others", Text: "The mail is sent by mailer.Send(t.ID, inmem.DLQAlert(t.ID)) inside the DLQ-Worker's function, so its 5 s never hold up a retry worker."},
+			{When: "a separate DLQ-Worker takes the task off the queue, then alerts", Text: "Emit the received event before sending: sys.Stream().Emit(lab.Event{Kind: lab.Received, Task: t.ID, Queue: dlq.Name(), Actor: \"DLQ-Worker\"})."},
+			{When: "nothing lost: every task ends done or dead", Text: "Until a worker consumes dlq, the run cannot end: the dead-letter queue here is a working queue, not a holding one."},
+		},
+	},
 }

@@ -3,6 +3,7 @@ package check
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/queuelab/qlab/inmem"
 	"github.com/queuelab/qlab/lab"
@@ -68,4 +69,36 @@ func (c *Checker) Waits(r Run, maxAttempts int, want func(n int) int64) {
 				fmt.Sprintf("%s failed at %d ms, scheduled at %d ms", id, f.TMs, f.TMs), id)
 		}
 	}
+}
+
+// Exhausted is the student's last step: task t failed its last attempt at
+// queue from on actor's goroutine.
+type Exhausted func(actor string, from *inmem.Queue, t *inmem.Task)
+
+// Chain runs lesson Q08/Q09's chain — queue, then retryQueue after 1 s,
+// then secondRetryQueue after 2 s — with the checker's own backoff, and
+// hands a task whose third attempt failed to exhausted. setup, called
+// first, returns exhausted and may create more queues and workers (a
+// dead-letter queue, a DLQ-Worker).
+func Chain(t *testing.T, n Named, setup func(sys *inmem.System, room int) Exhausted) Run {
+	t.Helper()
+	return OnQueue(t, n, func(sys *inmem.System, queue *inmem.Queue, room int) {
+		exhausted := setup(sys, room)
+		retry, second := sys.Queue("retryQueue", room), sys.Queue("secondRetryQueue", room)
+		stages := []struct {
+			actor    string
+			from, to *inmem.Queue
+		}{{"Sequential-Worker", queue, retry}, {"Retry-Worker", retry, second}, {"Second-Retry-Worker", second, nil}}
+		for _, st := range stages {
+			sys.Worker(st.actor, st.from, func(task *inmem.Task) {
+				switch {
+				case sys.Attempt(st.actor, st.from, task) == nil:
+				case st.to == nil:
+					exhausted(st.actor, st.from, task)
+				default:
+					sys.Schedule(st.actor, task, st.from.Name(), st.to, time.Second<<(task.Attempt-1))
+				}
+			})
+		}
+	})
 }
