@@ -63,7 +63,8 @@ func runExercise(ctx context.Context, root string, ex exercises.Exercise) exRun 
 	if ex.Broker {
 		limit, count = exTimeoutBroker, []string{"-count=1"} // the broker is outside what the cache knows
 	}
-	args := append([]string{"test", "-tags", "qlabex", "-timeout", limit.String()}, count...)
+	// -v: go test shows a passing package's output (the checks) only then.
+	args := append([]string{"test", "-v", "-tags", "qlabex", "-timeout", limit.String()}, count...)
 	args = append(args, ex.Package())
 	start := time.Now()
 	cmd := exec.CommandContext(ctx, "go", args...)

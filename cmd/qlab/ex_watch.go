@@ -172,7 +172,7 @@ func (m exModel) key(k string) (tea.Model, tea.Cmd) {
 	case "n":
 		return m.next()
 	case "h":
-		m.hints++
+		m.hints = max(m.hints, 1) + 1
 		m.mode = exShowResult
 	case "l":
 		m.mode = map[exMode]exMode{exShowResult: exShowList, exShowList: exShowResult}[m.mode]
@@ -222,9 +222,11 @@ func (m exModel) View() string {
 		}
 	}
 	var foot []string
-	if m.hints > 0 && m.last != nil && m.mode == exShowResult {
-		text, n := exHint(*m.last, m.hints)
-		foot = append(foot, "", wrap(fmt.Sprintf("Hint %d/%d: %s", min(m.hints, n), n, text), m.width))
+	if failing := m.last != nil && m.last.Status != exPass && m.last.Status != exSkip; failing && m.mode == exShowResult {
+		text, n := exHint(*m.last, max(m.hints, 1)) // the first hint comes with the failure; h shows the next
+		if n > 0 {
+			foot = append(foot, "", wrap(fmt.Sprintf("Hint %d/%d: %s", min(max(m.hints, 1), n), n, text), m.width))
+		}
 	}
 	if m.note != "" {
 		foot = append(foot, "", m.note)
@@ -249,7 +251,7 @@ func (m exModel) keysLine() string {
 	case m.manual:
 		return "c check · h hint · l list · r reset · q quit"
 	}
-	return "save to check · h hint · l list · r reset · q quit · no re-check on save? press c (or qlab ex --manual)"
+	return "save to check · h next hint · l list · r reset · q quit\nno re-check when you save? press c (or run qlab ex --manual)"
 }
 
 func (m exModel) listLines() []string {
