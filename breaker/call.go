@@ -37,20 +37,19 @@ func (b *Breaker) call(ctx context.Context, fn func(context.Context) error) outc
 	defer t.Stop()
 	h := &handoff{done: make(chan outcome, 1)}
 	go h.run(cctx, fn)
-	var out outcome
+	timedOut := outcome{err: fmt.Errorf("%w after %s", ErrTimeout, b.s.Timeout), timedOut: true}
 	select {
-	case out = <-h.done:
-	case <-expired:
-		var ok bool
-		if out, ok = h.abandon(); !ok {
-			return outcome{err: fmt.Errorf("%w after %s", ErrTimeout, b.s.Timeout), timedOut: true}
+	case out := <-h.done:
+		if out.err != nil && !out.panicked && context.Cause(cctx) == ErrTimeout {
+			return timedOut // it gave up because the deadline cancelled it
 		}
+		return out
+	case <-expired:
+		if out, ok := h.abandon(); ok && (out.err == nil || out.panicked) {
+			return out // it finished at the very deadline
+		}
+		return timedOut
 	}
-	if out.err != nil && context.Cause(cctx) == ErrTimeout {
-		// fn gave up because the deadline cancelled it
-		out.err, out.timedOut = fmt.Errorf("%w after %s: %w", ErrTimeout, b.s.Timeout, out.err), true
-	}
-	return out
 }
 
 // handoff passes fn's outcome from its goroutine to the caller, unless the

@@ -42,8 +42,12 @@ func TestQ12RabbitMQ(t *testing.T) {
 		assert.Equal(t, lab.FateDone, rec.Fate, "mail %s must be delivered", rec.ID)
 	}
 	tb := lessontest.TableTitled(t, res.Tables, "Without and with a circuit breaker")
+	// A call the timeout cut off just after the service sent its mail is
+	// retried and sends it again: on a loaded machine real time can do
+	// that, so the service may count more mails sent than there are.
 	delivered, deliveredB := q12TableCount(t, tb, "mails delivered")
-	assert.Equal(t, []int{q12Mails, q12Mails}, []int{delivered, deliveredB})
+	assert.GreaterOrEqual(t, delivered, q12Mails)
+	assert.GreaterOrEqual(t, deliveredB, q12Mails)
 	downPlain, downGuarded := q12TableCount(t, tb, "calls while it was down")
 	assert.Greater(t, downPlain, 3*downGuarded, "the breaker must spare the dead service most calls")
 	callsPlain, callsGuarded := q12TableCount(t, tb, "calls to the mail service")
