@@ -30,9 +30,9 @@ var Lesson = lesson.Lesson{
 	ID:         "Q12",
 	WatchSpeed: 2, // a watchable pace in the TUI
 	Title:      "Circuit breaker: fail fast while the mail service is down",
-	Notice: "The mail service is down from 5 s to 35 s; until 15 s each call hangs 5 s before its 503. Without a breaker (mails n01…) every retry hits the dead service and a hung call holds the worker: a retry storm. " +
-		"With the NestJS email service's opossum breaker (mails b01…: timeout 3 s, opens above 20 % failed, reset 10 s) the first hung call times out at 3 s and opens it, calls fail fast back to the wait queue, a timer lets one trial through every 10 s, and it closes once the service is back. " +
-		"Every delivery spends one of a mail's 15, fast fails too, as in the seed. No mail is lost. " + q12NotFromSeed(lab.DefaultPlan().Work),
+	Notice: "The mail service is down from 5 s to 35 s; until 15 s each call hangs 5 s before its 503. Without a breaker (n01…) every retry hits the dead service and a hung call holds the worker. " +
+		"With the NestJS email service's opossum breaker (b01…: timeout 3 s, opens above 20 % failed, reset 10 s) the first hung call times out and opens it, calls fail fast back to the wait queue, a timer lets one trial through every 10 s, and it closes once the service is back. " +
+		"Every delivery, fast fails too, spends one of a mail's 15, as in the seed. " + q12NotFromSeed(lab.DefaultPlan().Work),
 	InMem:     runQ12,
 	Rabbit:    runQ12,
 	TestSpeed: 100, // the 30 s outage takes 0.3 s
