@@ -29,6 +29,7 @@ var Lesson = lesson.Lesson{
 		"With --backend inmem the same decisions run on time.AfterFunc timers instead; qlab compare 10 sets the two side by side.",
 	InMem:     runQ10,
 	Rabbit:    runQ10,
+	Faults:    true, // in the fault suite (lessons/faults)
 	Default:   lab.Rabbit,
 	TestSpeed: 4, // the 1 s and 2 s waits take 250 and 500 ms
 }

@@ -29,6 +29,7 @@ var Lesson = lesson.Lesson{
 		"(b) One delay queue with a per-message TTL keeps them on the broker, but the 1 s mail waits behind the 5 s one (RabbitMQ only expires the head of a queue). " +
 		"(c) Wait queues with one fixed TTL each and a stateless router are on time, even across a restart of the scheduler.",
 	Rabbit: runQ11Rabbit,
+	Faults: true, // in the fault suite (lessons/faults)
 }
 
 // The lesson's queues (seed names; the run adds its prefix).

@@ -29,7 +29,8 @@ var Lesson = lesson.Lesson{
 		"With one (mails b01…) it opens once 2 of its 5 calls have failed (over 20 %), calls fail fast back to the wait queue, one trial call goes through every 10 s, and it closes once the service is back. No mail is lost.",
 	InMem:     runQ12,
 	Rabbit:    runQ12,
-	TestSpeed: 100, // the 30 s outage takes 0.3 s
+	Faults:    true, // in the fault suite (lessons/faults)
+	TestSpeed: 100,  // the 30 s outage takes 0.3 s
 	Parity: lesson.Parity{TimingSensitive: "whether a retry lands inside the outage, what the breaker's window holds, and (with a fail rate) " +
 		"which mails spend their deliveries on fast fails depend on when calls happen: real time on the broker"},
 }
