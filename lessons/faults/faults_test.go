@@ -126,7 +126,7 @@ type trigger struct {
 func (tr *trigger) Emit(e lab.Event) {
 	tr.Recorder.Emit(e)
 	tr.mu.Lock()
-	if tr.first.Queue == "" && e.Kind == lab.Enqueued {
+	if tr.first.Queue == "" && e.Kind == lab.Enqueued && e.Queue != "" {
 		tr.first = e
 	}
 	tr.count++
@@ -140,7 +140,7 @@ func (tr *trigger) Emit(e lab.Event) {
 // tally is what a faulted run did, for the report line.
 type tally struct {
 	tasks, done, dead, dropped, lost, pending, dup, redelivered int
-	lostNoReason                                               int
+	lostNoReason                                                int
 }
 
 func tallyOf(events []lab.Event) tally {
@@ -215,9 +215,36 @@ var brokerFaults = []fault{
 		return err
 	}},
 	{name: "delete", mayFail: true, fire: func(ctx context.Context, n *rabbittest.Node, names rabbit.Names, first lab.Event) error {
-		_, err := n.Ctl(ctx, "delete_queue", names.Of(first.Queue))
+		q, err := victim(ctx, n, names, first)
+		if err != nil {
+			return err
+		}
+		_, err = n.Ctl(ctx, "delete_queue", q)
 		return err
 	}},
+}
+
+// victim is the queue the delete fault removes: the broker queue of the
+// run's first enqueued task if it is one (Q11's first "queue" is the
+// scheduler's memory), else the first of the run's queues on the node.
+func victim(ctx context.Context, n *rabbittest.Node, names rabbit.Names, first lab.Event) (string, error) {
+	queues, err := n.Queues(ctx)
+	if err != nil {
+		return "", err
+	}
+	var own []string
+	for _, q := range queues {
+		if q == names.Of(first.Queue) {
+			return q, nil
+		}
+		if strings.HasPrefix(q, names.Prefix) {
+			own = append(own, q)
+		}
+	}
+	if len(own) == 0 {
+		return "", fmt.Errorf("the run has no queue on the node to delete")
+	}
+	return own[0], nil
 }
 
 // TestBrokerFaults runs every enrolled lesson under every broker fault.
