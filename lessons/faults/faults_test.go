@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -43,6 +44,9 @@ func TestMain(m *testing.M) {
 			fmt.Fprintf(os.Stderr, "faults: removing the private node: %v\n", err)
 			code = 1
 		}
+	}
+	if qlabBin != "" {
+		os.RemoveAll(filepath.Dir(qlabBin))
 	}
 	writeReport()
 	os.Exit(code)
