@@ -35,7 +35,8 @@ var Lesson = lesson.Lesson{
 		"Every delivery, fast fails too, spends one of a mail's 15, as in the seed. " + q12NotFromSeed(lab.DefaultPlan().Work),
 	InMem:     runQ12,
 	Rabbit:    runQ12,
-	TestSpeed: 100, // the 30 s outage takes 0.3 s
+	Faults:    true, // in the fault suite (lessons/faults)
+	TestSpeed: 100,  // the 30 s outage takes 0.3 s
 	Parity: lesson.Parity{TimingSensitive: "whether a retry lands inside the outage, what the breaker's window holds, and (with a fail rate) " +
 		"which mails spend their deliveries on fast fails depend on when calls happen: real time on the broker"},
 }
