@@ -337,6 +337,11 @@ func (s *Session) InterruptConsumers() {
 	s.mu.Lock()
 	consumers := append([]*Consumer(nil), s.consumers...)
 	s.mu.Unlock()
+	cut := fmt.Sprintf("%d consumer connections", len(consumers))
+	if len(consumers) == 1 {
+		cut = "1 consumer connection"
+	}
+	s.Logger.Info("rabbit: planned interruption: " + cut + " cut; the consumers reconnect")
 	for _, c := range consumers {
 		c.Interrupt()
 	}
