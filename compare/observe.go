@@ -40,27 +40,29 @@ type partSeries struct {
 
 // byPart assigns each series to the part that declared it (a lesson in
 // parts declares its queues again for each: the k-th series of a name
-// belongs to part k) and trims it to that part's time.
+// belongs to part k) and trims it to that part's samples.
 func byPart(s Side, series []lessons.Series) []partSeries {
-	parts := Phases(s)
-	end := int64(0)
-	if n := len(s.Events); n > 0 {
-		end = s.Events[n-1].TMs
-	}
+	parts := len(Phases(s))
 	seen := map[string]int{}
 	out := make([]partSeries, 0, len(series))
 	for _, sr := range series {
 		seen[sr.Queue]++
 		ps := partSeries{queue: sr.Queue, samples: sr.Samples}
-		if len(parts) > 1 && seen[sr.Queue] <= len(parts) {
+		if parts > 1 && seen[sr.Queue] <= parts {
 			ps.part = seen[sr.Queue]
-			if ps.part < len(parts) {
-				after := (end - parts[ps.part].At) / sampleEvery.Milliseconds()
-				keep := max(len(sr.Samples)-int(after), 1)
-				ps.samples = sr.Samples[:min(keep, len(sr.Samples))]
-			}
 		}
 		out = append(out, ps)
+	}
+	// Every tick samples every series registered so far, so part k's
+	// series has, beyond its own part, exactly the samples of the next
+	// part's series of the same queue: cut those off.
+	for i := range out {
+		for _, later := range out[i+1:] {
+			if later.queue == out[i].queue && out[i].part > 0 && later.part == out[i].part+1 {
+				out[i].samples = out[i].samples[:max(len(out[i].samples)-len(later.samples), 1)]
+				break
+			}
+		}
 	}
 	return out
 }
@@ -98,6 +100,9 @@ func ObservabilityTable(sides [2]Side, depths [2][]lessons.Series) render.Table 
 	}
 	if group > 1 {
 		t.Notes = append(t.Notes, fmt.Sprintf("Sampled every %s; each mark is the peak of %d samples.", sampleEvery, group))
+	}
+	if len(depths[1]) > 0 {
+		t.Notes = append(t.Notes, "A busy machine skips samples (a broker probe is a round trip), so lines may differ in length.")
 	}
 	if parted {
 		for i, p := range Phases(sides[0]) {
@@ -148,7 +153,7 @@ func setupTable(cfg Config, broker Side, series []lessons.Series) render.Table {
 	}
 	again := ""
 	if parts := len(Phases(broker)); parts > 1 && len(names) > 0 && declared[names[0]] == parts {
-		again = fmt.Sprintf(", declared again for each of the %d parts", parts)
+		again = fmt.Sprintf(", declared in each of %d parts", parts)
 	}
 	t.Rows = append(t.Rows, []string{"", fmt.Sprintf("%d durable queues with their TTL and dead-letter arguments%s:", len(names), again)})
 	for _, line := range wrap(strings.Join(names, ", "), 80) {

@@ -123,7 +123,10 @@ func interrupted(ctx context.Context, l lessons.Lesson, cfg Config, b lab.Backen
 	cut := &phaseCut{after: interruptAt.Milliseconds(), stop: cancel}
 	side, res, err := run(ctx, l, cfg, lessons.Options{Backend: b, Plan: persistPlan(cfg.Plan), Interrupt: interruptAt}, cut)
 	switch {
-	case errors.Is(err, inmem.ErrCrashed), cut.stopped && errors.Is(err, context.Canceled):
+	case errors.Is(err, inmem.ErrCrashed):
+	case cut.stopped:
+		// The part measured ended; what the stop did to the next one
+		// (it never opened its backend) is no part of the row.
 	case err != nil:
 		return side, fmt.Errorf("%s interrupted run: %w", b, err)
 	}
@@ -317,22 +320,54 @@ func scalability(ctx context.Context, l lessons.Lesson, cfg Config) (render.Tabl
 }
 
 // throughputs runs plan on b with 4 consumers and then with 1, and
-// returns each run's throughput, or why it was not measured.
+// returns each run's throughput, or why it was not measured. A lesson
+// that turns out to run fewer consumers is stopped as soon as that shows.
 func throughputs(ctx context.Context, l lessons.Lesson, cfg Config, b lab.Backend, plan *lab.Plan) (one, four float64, why string, err error) {
 	var rate [2]float64
 	for i, n := range []int{4, 1} {
-		side, _, err := run(ctx, l, cfg, lessons.Options{Backend: b, Plan: plan, Consumers: n})
+		runCtx, cancel := context.WithCancel(ctx)
+		few := &fewConsumers{want: n, stop: cancel}
+		side, _, err := run(runCtx, l, cfg, lessons.Options{Backend: b, Plan: plan, Consumers: n}, few)
+		cancel()
+		if got := MainConsumers(side); few.stopped || got < n {
+			return 0, 0, fmt.Sprintf("lesson %s runs %d consumer(s) on its main queue", l.ID, got), nil
+		}
 		if err != nil {
 			return 0, 0, "", fmt.Errorf("%s run with %d consumers: %w", b, n, err)
-		}
-		if got := MainConsumers(side); got < n {
-			return 0, 0, fmt.Sprintf("lesson %s runs %d consumer(s) on its main queue", l.ID, got), nil
 		}
 		if rate[i] = Throughput(side); rate[i] == 0 {
 			return 0, 0, fmt.Sprintf("no task succeeded with %d consumer(s)", n), nil
 		}
 	}
 	return rate[1], rate[0], "", nil
+}
+
+// fewConsumers is a sink that stops a run once 2×want attempts on the
+// main queue (the queue of the first enqueued task) came from fewer than
+// want workers: the lesson does not run want consumers there, and the
+// rest of the run would measure nothing.
+type fewConsumers struct {
+	want    int
+	stop    func()
+	main    string
+	starts  int
+	actors  map[string]bool
+	stopped bool
+}
+
+// Emit watches attempts; the stream calls it under its lock.
+func (f *fewConsumers) Emit(e lab.Event) {
+	switch {
+	case f.main == "" && e.Kind == lab.Enqueued:
+		f.main, f.actors = e.Queue, map[string]bool{}
+	case e.Kind == lab.Started && e.Queue == f.main && f.main != "" && !f.stopped:
+		f.starts++
+		f.actors[e.Actor] = true
+		if f.starts >= 2*f.want && len(f.actors) < f.want {
+			f.stopped = true
+			f.stop()
+		}
+	}
 }
 
 // MainConsumers counts the workers that started attempts on the main queue

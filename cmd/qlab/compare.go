@@ -71,18 +71,26 @@ func cmdCompare(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	case *markdown:
-		fmt.Fprintf(stdout, "## %s · %s: in memory vs RabbitMQ (speed %g×, %d runs each)\n\n", l.ID, l.Title, pf.speed, rep.Repeat)
+		fmt.Fprintf(stdout, "## %s · %s: in memory vs RabbitMQ (speed %g×, %s)\n\n", l.ID, l.Title, pf.speed, runsEach(rep.Repeat))
 		for _, t := range rep.Tables {
 			t.Markdown(stdout)
 		}
 	default:
-		fmt.Fprintf(stdout, "%s · %s: in memory vs RabbitMQ (speed %g×, %d runs each)\n", l.ID, l.Title, pf.speed, rep.Repeat)
+		fmt.Fprintf(stdout, "%s · %s: in memory vs RabbitMQ (speed %g×, %s)\n", l.ID, l.Title, pf.speed, runsEach(rep.Repeat))
 		for _, t := range rep.Tables {
 			fmt.Fprintln(stdout)
 			t.Write(stdout)
 		}
 	}
 	return nil
+}
+
+// runsEach says how many runs each measured row had: "3 runs each".
+func runsEach(n int) string {
+	if n == 1 {
+		return "1 run each"
+	}
+	return fmt.Sprintf("%d runs each", n)
 }
 
 // dualLessons lists the numbers of the lessons that run on both backends,
