@@ -7,6 +7,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/queuelab/qlab/rabbit/rabbittest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -103,4 +104,15 @@ func acceptedValues(errOut string) []string {
 		return nil
 	}
 	return strings.FieldsFunc(strings.ReplaceAll(m[1], " or ", ","), func(r rune) bool { return r == ',' || r == ' ' })
+}
+
+// TestReadmeSpeedError runs the README's `--speed 500` example on the
+// broker (it stops at the first declare, before a message is sent) and
+// compares the error with the README's: exit 2, the same line.
+func TestReadmeSpeedError(t *testing.T) {
+	rabbittest.NeedBroker(t)
+	want := readmeBlock(t, "`--speed 200`, and `--speed 500` stops with exit 2:")
+	code, _, errOut := qlab("run", "10", "--backend", "rabbit", "--speed", "500")
+	assert.Equal(t, exitUsage, code, errOut)
+	assert.Equal(t, want, errOut, "README's --speed example is stale; paste this line")
 }
