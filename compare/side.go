@@ -55,7 +55,7 @@ func Tasks(a, b []Side, timingSensitive string) render.Table {
 		t.Rows = append(t.Rows, append(append([]string{id}, ra.cells()...), append(rb.cells(), yesNo(agree))...))
 	}
 	if len(a) > 1 {
-		t.Notes = append(t.Notes, fmt.Sprintf("%d runs per backend: a value that changed between runs reads done/dead or 5–6; fail→final is the median.", len(a)))
+		t.Notes = append(t.Notes, fmt.Sprintf("%d runs per backend: a value that changed reads done/dead or 5–6; fail→final is the median.", len(a)))
 	}
 	if timingSensitive != "" {
 		t.Notes = append(t.Notes, wrap("Timing-sensitive lesson, so only fates are compared: "+timingSensitive+".", noteWidth)...)

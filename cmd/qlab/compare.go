@@ -71,12 +71,12 @@ func cmdCompare(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	case *markdown:
-		fmt.Fprintf(stdout, "## %s · %s: in memory vs RabbitMQ (speed %g×, %s)\n\n", l.ID, l.Title, pf.speed, runsEach(rep.Repeat))
+		fmt.Fprintf(stdout, "## %s · %s\n\nIn memory vs RabbitMQ · speed %g× · %s\n\n", l.ID, l.Title, pf.speed, runsEach(rep.Repeat))
 		for _, t := range rep.Tables {
 			t.Markdown(stdout)
 		}
 	default:
-		fmt.Fprintf(stdout, "%s · %s: in memory vs RabbitMQ (speed %g×, %s)\n", l.ID, l.Title, pf.speed, runsEach(rep.Repeat))
+		fmt.Fprintf(stdout, "%s · %s\nin memory vs RabbitMQ · speed %g× · %s\n", l.ID, l.Title, pf.speed, runsEach(rep.Repeat))
 		for _, t := range rep.Tables {
 			fmt.Fprintln(stdout)
 			t.Write(stdout)
