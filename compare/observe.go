@@ -106,7 +106,7 @@ func ObservabilityTable(sides [2]Side, depths [2][]lessons.Series) render.Table 
 	}
 	if parted {
 		for i, p := range Phases(sides[0]) {
-			t.Notes = append(t.Notes, wrap(fmt.Sprintf("part %d: %s", i+1, p.Title), noteWidth)...)
+			t.Notes = append(t.Notes, noteLines(fmt.Sprintf("part %d: %s", i+1, p.Title))...)
 		}
 	}
 	t.Notes = append(t.Notes, "In memory a waiting retry sits in a timer, in no queue: nothing shows it.",

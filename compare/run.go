@@ -213,18 +213,17 @@ func PersistenceTable(a, b []Side) render.Table {
 	}
 	t.Notes = append(t.Notes,
 		"inmem: the queues and the timers lived in the process's memory and died with it.",
-		fmt.Sprintf("rabbit: the process and the broker lived on; the consumers reconnected; %s unacked",
-			redeliveries(b)),
-		"  redelivered; messages waiting in the broker's queues never left it.")
+		"rabbit: the process and the broker lived on, and the consumers reconnected: "+redeliveries(b)+" unacked",
+		"  messages were redelivered; messages waiting in the broker's queues never left it.")
 	if part := interruptedPart(a, b); part != "" {
-		t.Notes = append(t.Notes, wrap("Each run stops at the end of the part it was interrupted in ("+part+"), so both sides count the same tasks.", noteWidth)...)
+		t.Notes = append(t.Notes, noteLines("Each run stops after the part it was interrupted in ("+part+"), so both sides count the same tasks.")...)
 	}
 	if len(a) > 1 {
 		t.Notes = append(t.Notes, fmt.Sprintf("Counts: median [min–max] over %d runs per backend.", len(a)))
 	}
 	t.Notes = append(t.Notes,
 		"A broker restart (stop and start the node) is not measured by compare: it needs a private",
-		"node. See the README's Reliability section and the fault suite.")
+		"  node. See the README's Reliability section and the fault suite.")
 	return t
 }
 
@@ -315,7 +314,7 @@ func scalability(ctx context.Context, l lessons.Lesson, cfg Config) (render.Tabl
 		t.Notes = append(t.Notes, unsteadyNote)
 	}
 	t.Notes = append(t.Notes, "Both scale inside one process; only the broker lets consumers in other processes or",
-		"machines share the queue.")
+		"  machines share the queue.")
 	return t, nil
 }
 

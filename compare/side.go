@@ -58,13 +58,10 @@ func Tasks(a, b []Side, timingSensitive string) render.Table {
 		t.Notes = append(t.Notes, fmt.Sprintf("%d runs per backend: a value that changed reads done/dead or 5–6; fail→final is the median.", len(a)))
 	}
 	if timingSensitive != "" {
-		t.Notes = append(t.Notes, wrap("Timing-sensitive lesson, so only fates are compared: "+timingSensitive+".", noteWidth)...)
+		t.Notes = append(t.Notes, noteLines("Timing-sensitive lesson, so only fates are compared: "+timingSensitive+".")...)
 	}
 	return t
 }
-
-// noteWidth keeps a table's notes inside a 100-column slide.
-const noteWidth = 96
 
 func yesNo(ok bool) string {
 	if ok {

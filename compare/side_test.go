@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/render"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -121,4 +122,16 @@ func TestMainConsumersCountsDistinctWorkersOnTheFirstQueue(t *testing.T) {
 		{Kind: lab.Started, Task: "A", Queue: "retry", Actor: "Retry"},
 	}}
 	assert.Equal(t, 2, MainConsumers(s))
+}
+
+func TestNoteLinesFitAndUnwrapJoinsThem(t *testing.T) {
+	text := strings.TrimSpace(strings.Repeat("a timing-sensitive lesson ", 12))
+	lines := noteLines(text)
+	require.Greater(t, len(lines), 2)
+	for i, l := range lines {
+		assert.LessOrEqual(t, len(l), noteWidth)
+		assert.Equal(t, i > 0, strings.HasPrefix(l, "  "), "continuations are indented: %q", l)
+	}
+	tab := Unwrapped(render.Table{Notes: append(append([]string{"first"}, lines...), "last")})
+	assert.Equal(t, []string{"first", text, "last"}, tab.Notes)
 }

@@ -5,6 +5,8 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/queuelab/qlab/render"
 )
 
 // DefaultRepeat is how many times Run repeats each measured row per
@@ -66,6 +68,39 @@ func intRange(xs []int) string {
 		return fmt.Sprint(lo)
 	}
 	return fmt.Sprintf("%d–%d", lo, hi)
+}
+
+// noteWidth keeps a table's notes inside a 100-column slide (the table
+// indents them by two).
+const noteWidth = 96
+
+// noteLines wraps a long note for text output; continuation lines start
+// with two spaces, so Unwrapped can join them again.
+func noteLines(text string) []string {
+	lines := wrap(text, noteWidth)
+	if len(lines) < 2 {
+		return lines
+	}
+	rest := wrap(strings.Join(lines[1:], " "), noteWidth-2)
+	for i := range rest {
+		rest[i] = "  " + rest[i]
+	}
+	return append(lines[:1], rest...)
+}
+
+// Unwrapped returns t with each wrapped note joined into one line again,
+// for Markdown and JSON, whose readers wrap text themselves.
+func Unwrapped(t render.Table) render.Table {
+	var notes []string
+	for _, n := range t.Notes {
+		if rest, ok := strings.CutPrefix(n, "  "); ok && len(notes) > 0 {
+			notes[len(notes)-1] += " " + rest
+			continue
+		}
+		notes = append(notes, n)
+	}
+	t.Notes = notes
+	return t
 }
 
 // wrap breaks text into lines of at most width runes at spaces, for notes

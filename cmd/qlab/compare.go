@@ -67,13 +67,16 @@ func cmdCompare(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	}
 	switch {
 	case *asJSON:
+		for i, t := range rep.Tables {
+			rep.Tables[i] = compare.Unwrapped(t)
+		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	case *markdown:
 		fmt.Fprintf(stdout, "## %s · %s\n\nIn memory vs RabbitMQ · speed %g× · %s\n\n", l.ID, l.Title, pf.speed, runsEach(rep.Repeat))
 		for _, t := range rep.Tables {
-			t.Markdown(stdout)
+			compare.Unwrapped(t).Markdown(stdout)
 		}
 	default:
 		fmt.Fprintf(stdout, "%s · %s\nin memory vs RabbitMQ · speed %g× · %s\n", l.ID, l.Title, pf.speed, runsEach(rep.Repeat))
