@@ -259,17 +259,24 @@ func redeliveries(sides []Side) string {
 	return intRange(n)
 }
 
-// interruptedPart names the lesson part the interrupted runs ended in, ""
-// for a lesson in one part.
+// interruptedPart names the lesson part the interrupted runs ended in
+// (the part of their last enqueued task), "" for a lesson in one part.
 func interruptedPart(sides ...[]Side) string {
+	part := ""
 	for _, runs := range sides {
 		for _, s := range runs {
-			if p := Phases(s); len(p) > 0 {
-				return p[len(p)-1].Title
+			current := ""
+			for _, e := range s.Events {
+				switch e.Kind {
+				case lab.Phase:
+					current = e.Note
+				case lab.Enqueued:
+					part = current
+				}
 			}
 		}
 	}
-	return ""
+	return part
 }
 
 // scalability measures healthy-task throughput with 1 and 4 consumers on
