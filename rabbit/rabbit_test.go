@@ -63,6 +63,7 @@ func TestDiscoverTellsHowToGetABroker(t *testing.T) {
 	require.ErrorAs(t, err, &nb)
 	assert.Contains(t, nb.Details(), "dial tcp 127.0.0.1:1", "the library's message is kept for -v")
 	assert.NotContains(t, nb.Details(), "guest2")
+	assert.Equal(t, 1, strings.Count(nb.Details(), "127.0.0.1:1/"), "the URL is named once: %s", nb.Details())
 }
 
 func TestTopologyDeclaresTTLAndDeadLetterRoutes(t *testing.T) {

@@ -172,15 +172,15 @@ func (e *ExistsError) ResetCommand() string {
 
 // Error names the queues and the command that removes them, on one line.
 func (e *ExistsError) Error() string {
-	msg := fmt.Sprintf("queue %s already exists on the broker", strings.Join(e.Queues, ", "))
+	msg, it, is := fmt.Sprintf("queue %s already exists on the broker", strings.Join(e.Queues, ", ")), "it", "it is"
 	if len(e.Queues) > 1 {
-		msg = fmt.Sprintf("queues %s already exist on the broker", strings.Join(e.Queues, ", "))
+		msg, it, is = fmt.Sprintf("queues %s already exist on the broker", strings.Join(e.Queues, ", ")), "them", "they are"
 	}
 	if e.Conflict != nil {
 		msg += fmt.Sprintf(" (%s with other arguments: %s)", e.Conflict.Queue, e.Conflict.Detail)
 	}
-	return msg + ": this run did not create them, so it leaves them alone and does not start " +
-		"(another person's run, or one that crashed, may be using them); if they are yours, remove them: " + e.ResetCommand()
+	return msg + fmt.Sprintf(": this run did not create %[1]s, so it leaves %[1]s alone and does not start "+
+		"(another person's run, or one that crashed, may be using %[1]s); if %[2]s yours, remove %[1]s: ", it, is) + e.ResetCommand()
 }
 
 // Unwrap returns the 406 explanation, if any.
@@ -375,6 +375,11 @@ func (s *Session) InterruptConsumers() {
 	s.mu.Lock()
 	consumers := append([]*Consumer(nil), s.consumers...)
 	s.mu.Unlock()
+	cut := fmt.Sprintf("%d consumer connections", len(consumers))
+	if len(consumers) == 1 {
+		cut = "1 consumer connection"
+	}
+	s.Logger.Info("rabbit: planned interruption: " + cut + " cut; the consumers reconnect")
 	for _, c := range consumers {
 		c.Interrupt()
 	}
