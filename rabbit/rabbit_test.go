@@ -313,3 +313,17 @@ func TestRunNamesNeverCollide(t *testing.T) {
 	assert.Equal(t, "x", a.Seed(a.Of("x")))
 	assert.Equal(t, "sequential.queue", rabbit.SeedNames().Of("sequential.queue"))
 }
+
+// TestClosedSessionDialsNoMore: a probe that comes after Close (a depth
+// sample still ticking) gets an error instead of a fresh connection that
+// nobody would close.
+func TestClosedSessionDialsNoMore(t *testing.T) {
+	url := rabbittest.NeedBroker(t)
+	ctx := context.Background()
+	s, err := rabbit.Open(ctx, url, rabbit.RunNames(), lab.NewClock(1), rabbittest.Logger(t))
+	require.NoError(t, err)
+	require.NoError(t, s.Close(ctx))
+	_, err = s.Depth(ctx, "anything")
+	require.ErrorIs(t, err, amqp.ErrClosed)
+	assert.True(t, s.Connection().IsClosed(), "no new connection was dialled")
+}

@@ -38,8 +38,9 @@ type Session struct {
 	// patienceFactor times the longest TTL declared, at least minPatience.
 	Patience time.Duration
 
-	connMu sync.Mutex // guards conn
+	connMu sync.Mutex // guards conn and closed
 	conn   *amqp.Connection
+	closed bool // Close has run: live dials no more
 
 	mu        sync.Mutex
 	declared  []string // broker names of the queues this session created, in order
@@ -96,6 +97,9 @@ func (s *Session) live(ctx context.Context) (*amqp.Connection, error) {
 	defer s.connMu.Unlock()
 	if !s.conn.IsClosed() {
 		return s.conn, nil
+	}
+	if s.closed { // a late probe (a depth sample) must not dial a connection nobody closes
+		return nil, amqp.ErrClosed
 	}
 	conn, err := dial(ctx, s.URL, nil)
 	if err != nil {
@@ -406,10 +410,19 @@ func (s *Session) Close(ctx context.Context) error {
 	if len(declared) > 0 {
 		first = s.deleteOwned(ctx, declared)
 	}
-	if err := s.Connection().Close(); first == nil && err != nil && !errors.Is(err, amqp.ErrClosed) {
+	if err := s.closeConn(); first == nil && err != nil && !errors.Is(err, amqp.ErrClosed) {
 		first = err
 	}
 	return first
+}
+
+// closeConn closes the session's connection for good: live dials no new
+// one after it.
+func (s *Session) closeConn() error {
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	s.closed = true
+	return s.conn.Close()
 }
 
 // deleteOwned deletes the queues the session created, on the session's
