@@ -41,9 +41,13 @@ RACE := $(shell [ "$$($(GO) env CGO_ENABLED)" = 1 ] && command -v "$$($(GO) env 
 
 # Without a broker the broker tests skip (go test prints only "ok"), so say
 # so once, with the reason; under QLAB_REQUIRE_BROKER=1 they fail instead.
+# The fault suite (lessons/faults) appends one line per fault case to
+# bin/faults.txt; go test shows a passing package's output only with -v.
 test: vet $(QLAB)
 	$(if $(RACE),,@echo "make test: no C compiler for -race here; running the tests without it")
-	$(GO) test $(RACE) ./...
+	@rm -f bin/faults.txt
+	QLAB_FAULT_REPORT=$(CURDIR)/bin/faults.txt $(GO) test $(RACE) ./...
+	@[ ! -s bin/faults.txt ] || { echo "fault suite (private RabbitMQ node):"; cat bin/faults.txt; }
 	@[ "$$QLAB_REQUIRE_BROKER" = 1 ] || $(QLAB) broker status 2>&1 >/dev/null | \
 		sed 's/^qlab: /make test: the broker tests were skipped: /'
 

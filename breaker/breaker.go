@@ -1,14 +1,22 @@
-// Package breaker is a circuit breaker with the semantics of Node's opossum
-// (the breaker seed 000 configures), written in the style of sony/gobreaker:
-// one state machine in one file.
+// Package breaker is a circuit breaker that behaves as Node's opossum v10
+// does (the breaker the NestJS email service configures), written in the
+// style of sony/gobreaker: one state machine in one file.
 //
-// A Breaker wraps calls to a service that may go down. While it is closed it
-// runs every call, with a per-call timeout, and keeps the outcomes in a
-// rolling window of time buckets. When a call fails and the window holds at
-// least VolumeThreshold calls of which more than ErrorThresholdPercentage
-// per cent failed, it opens: calls fail fast with ErrOpen and the service
-// gets a rest. ResetTimeout later it lets exactly one trial call through
-// (half-open): success closes it, failure opens it for another ResetTimeout.
+// A Breaker wraps calls to a service that may go down. Every call it is
+// asked to make counts in a rolling window of time buckets as a fire,
+// including the calls it refuses. While closed it runs every call, each cut
+// off at Timeout. When a call fails and the window holds at least
+// VolumeThreshold fires of which more than ErrorThresholdPercentage per
+// cent failed, it opens: calls fail fast with ErrOpen. A timer moves it to
+// half-open ResetTimeout later; the first call then goes through as a
+// trial, and while it runs the others fail fast. Any success while
+// half-open closes it; any failure opens it again. Closing does not clear
+// the window.
+//
+// Where opossum and gobreaker differ and gobreaker's way is safer, a
+// Settings field picks gobreaker's way explicitly (IgnoreStaleOutcomes);
+// the default is opossum's. Line references in comments are to opossum
+// v10.0.0, lib/circuit.js and lib/status.js.
 //
 // Time comes from a Clock, never from a global, so a lesson can run the
 // breaker in lesson time (see LessonClock) and a test can step it by hand.
@@ -48,31 +56,40 @@ func (s State) String() string {
 	return fmt.Sprintf("state(%d)", int(s))
 }
 
-// Errors Execute returns instead of running the call.
+// Errors Execute returns instead of, or besides, the call's own error.
 var (
-	// ErrOpen: the breaker is open and the call was not made.
+	// ErrOpen: the breaker is open and the call was not made (opossum's
+	// EOPENBREAKER, circuit.js:711).
 	ErrOpen = errors.New("circuit breaker is open")
 	// ErrTooManyRequests: the breaker is half-open and its one trial call
-	// is already in flight, so this call was not made.
-	ErrTooManyRequests = errors.New("circuit breaker is half-open: trial call already in flight")
-	// ErrTimeout wraps the outcome of a call that ran longer than Timeout.
-	// The call counts as a failure.
+	// is already in flight, so this call was not made. It wraps ErrOpen:
+	// opossum gives both cases the same EOPENBREAKER.
+	ErrTooManyRequests = fmt.Errorf("%w (half-open: trial call already in flight)", ErrOpen)
+	// ErrTimeout: the call ran longer than Timeout. Execute returns it at
+	// the deadline and counts a failure (opossum's ETIMEDOUT).
 	ErrTimeout = errors.New("circuit breaker: call timed out")
+	// ErrShutdown: Close was called; no call is made any more (opossum's
+	// ESHUTDOWN).
+	ErrShutdown = errors.New("circuit breaker is shut down")
 )
 
+// Timer is a pending call a Clock will make; Stop cancels it and reports
+// whether it was still pending. *time.Timer is one.
+type Timer interface{ Stop() bool }
+
 // Clock is the breaker's source of time. Every duration in Settings is in
-// this clock's time; Real converts such a duration into the real time a
-// timer has to wait (the per-call timeout is a real context deadline).
+// this clock's time: Now reads it, AfterFunc runs f once d of it has
+// passed (the reset timer and the per-call timeout).
 type Clock interface {
 	Now() time.Time
-	Real(d time.Duration) time.Duration
+	AfterFunc(d time.Duration, f func()) Timer
 }
 
-// realClock is wall-clock time, where a duration is its own real duration.
+// realClock is wall-clock time.
 type realClock struct{}
 
-func (realClock) Now() time.Time                     { return time.Now() }
-func (realClock) Real(d time.Duration) time.Duration { return d }
+func (realClock) Now() time.Time                            { return time.Now() }
+func (realClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
 
 // lessonClock reads a lab.Clock's lesson time as a time.Time.
 type lessonClock struct{ c lab.Clock }
@@ -80,8 +97,10 @@ type lessonClock struct{ c lab.Clock }
 // lessonEpoch anchors lesson time; only differences between readings matter.
 var lessonEpoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func (l lessonClock) Now() time.Time                     { return lessonEpoch.Add(l.c.Elapsed()) }
-func (l lessonClock) Real(d time.Duration) time.Duration { return l.c.Real(d) }
+func (l lessonClock) Now() time.Time { return lessonEpoch.Add(l.c.Elapsed()) }
+func (l lessonClock) AfterFunc(d time.Duration, f func()) Timer {
+	return l.c.AfterFunc(d, f) // stands still while the lesson is paused
+}
 
 // LessonClock makes the breaker keep lesson time: its 10 s reset timeout is
 // 10 s of lesson time, which at --speed 100 passes in 100 ms of real time,
@@ -89,36 +108,50 @@ func (l lessonClock) Real(d time.Duration) time.Duration { return l.c.Real(d) }
 func LessonClock(c lab.Clock) Clock { return lessonClock{c} }
 
 // Settings configures a Breaker. The zero value of every field picks the
-// default given in its comment (opossum's defaults, except where noted).
+// default given in its comment (opossum's defaults, circuit.js:179-184,238).
 type Settings struct {
 	// Name identifies the breaker to its owner (logs, events); the breaker
 	// only keeps it. Default "".
 	Name string
-	// Timeout is the longest one call may run; a slower call counts as a
-	// failure and Execute returns ErrTimeout. The call's context carries
-	// the deadline, and Execute waits for the call to return, so a call
-	// should honour its context. Default 10 s; negative: no timeout.
+	// Timeout is the longest one call may run. At the deadline Execute
+	// returns ErrTimeout and counts a failure without waiting for the call
+	// (circuit.js:733-754): the call runs on its own goroutine, its context
+	// is cancelled, and whatever it returns later is ignored. Default 10 s;
+	// negative: no timeout, the call runs on the caller's goroutine.
 	Timeout time.Duration
-	// ErrorThresholdPercentage: the breaker opens when more than this share
-	// of the calls in the rolling window failed. Default 50.
+	// ErrorThresholdPercentage: a failure opens the breaker when more than
+	// this share of the fires in the rolling window failed. Default 50.
 	ErrorThresholdPercentage float64
-	// VolumeThreshold is the least number of calls the rolling window must
-	// hold before the breaker may open. Default 0: no minimum.
+	// VolumeThreshold is the least number of fires (calls made or refused)
+	// the rolling window must hold before a failure may open the breaker.
+	// Default 0: no minimum.
 	VolumeThreshold int
-	// ResetTimeout is how long the breaker stays open before it lets one
-	// trial call through. Default 30 s.
+	// ResetTimeout is how long the breaker stays open before its timer
+	// moves it to half-open. Default 30 s.
 	ResetTimeout time.Duration
-	// RollingWindow is how far back outcomes count. Default 10 s.
+	// RollingWindow is how far back outcomes count (rollingCountTimeout).
+	// Default 10 s.
 	RollingWindow time.Duration
 	// Buckets is how many slices the rolling window is cut into; outcomes
-	// leave the window one whole bucket at a time. Default 10.
+	// leave the window one whole bucket at a time (rollingCountBuckets).
+	// Default 10.
 	Buckets int
+	// IgnoreStaleOutcomes picks gobreaker's way over opossum's for a call
+	// that finishes after the breaker changed state since it was let in
+	// (a slow call from before it opened, say). false (opossum): its
+	// outcome counts like any other, so a stale success arriving while
+	// half-open closes the breaker although the service may still be down.
+	// true (gobreaker's generation check): it is not counted and moves
+	// nothing, so only the trial call decides a half-open breaker. Default
+	// false.
+	IgnoreStaleOutcomes bool
 	// Clock supplies the time. Default: wall-clock time.
 	Clock Clock
-	// OnStateChange, if set, is called on every transition, synchronously,
-	// on the goroutine of the Execute call that caused it and with ctx
-	// being that call's context. It must not call back into the Breaker.
-	// Default nil.
+	// OnStateChange, if set, is called on every transition, synchronously
+	// and under the breaker's lock, so it must not call back into the
+	// Breaker. A transition caused by a call runs on that call's goroutine
+	// with its ctx; the reset timer's move to half-open runs on the timer's
+	// goroutine with context.Background(). Default nil.
 	OnStateChange func(ctx context.Context, from, to State)
 }
 
@@ -145,16 +178,22 @@ func (s Settings) withDefaults() Settings {
 	return s
 }
 
-// Counts is what the rolling window holds: calls made while closed that
-// finished inside the window.
+// Counts is what the rolling window holds (opossum's status.stats).
 type Counts struct {
-	Successes, Failures int
+	Fires     int // every Execute while not shut down, refused ones too
+	Successes int // calls that returned nil
+	Failures  int // calls that failed, timed out or panicked
+	Rejects   int // fires refused without a call (ErrOpen)
+	Timeouts  int // failures that were timeouts
 }
 
-// Total is Successes + Failures.
-func (c Counts) Total() int { return c.Successes + c.Failures }
+// add sums two counts.
+func (c Counts) add(o Counts) Counts {
+	return Counts{c.Fires + o.Fires, c.Successes + o.Successes, c.Failures + o.Failures,
+		c.Rejects + o.Rejects, c.Timeouts + o.Timeouts}
+}
 
-// bucket holds the outcomes of one slice of the rolling window. id is the
+// bucket holds the counts of one slice of the rolling window. id is the
 // slice's number since the window's epoch, so a stale bucket is recognised
 // (and reset) when the ring comes round to it again.
 type bucket struct {
@@ -162,18 +201,21 @@ type bucket struct {
 	counts Counts
 }
 
-// Breaker is a circuit breaker. Create it with New; safe for concurrent use.
+// Breaker is a circuit breaker. Create it with New; safe for concurrent
+// use. Close it when done, so a pending reset timer does not outlive it.
 type Breaker struct {
 	s     Settings
 	width time.Duration // one bucket's share of the rolling window
 
-	mu         sync.Mutex
-	state      State
-	generation uint64    // bumped on every transition
-	openedAt   time.Time // when the breaker last opened
-	trial      bool      // half-open: the trial call is in flight
-	epoch      time.Time // bucket ids count from here
-	buckets    []bucket
+	mu           sync.Mutex
+	state        State
+	generation   uint64    // bumped on every transition
+	openedAt     time.Time // when the breaker last opened
+	pendingClose bool      // half-open and the trial call not yet let in
+	reset        Timer     // the reset timer while open, else nil
+	shutdown     bool
+	epoch        time.Time // bucket ids count from here
+	buckets      []bucket
 }
 
 // New returns a closed Breaker configured by s (zero fields get defaults).
@@ -185,20 +227,21 @@ func New(s Settings) *Breaker {
 	}
 	b := &Breaker{s: s, width: width, buckets: make([]bucket, s.Buckets)}
 	b.epoch = s.Clock.Now()
-	b.clearWindow()
+	for i := range b.buckets {
+		b.buckets[i].id = -1
+	}
 	return b
 }
 
 // Settings returns the breaker's settings with defaults filled in.
 func (b *Breaker) Settings() Settings { return b.s }
 
-// State returns the current state. Like a call, it moves an open breaker
-// whose ResetTimeout has passed to half-open (reporting the transition
-// with a background context).
+// State returns the current state. An open breaker whose ResetTimeout has
+// passed reads half-open even if its timer has not run yet.
 func (b *Breaker) State() State {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.advance(context.Background(), b.s.Clock.Now())
+	b.due(context.Background(), b.s.Clock.Now())
 	return b.state
 }
 
@@ -209,115 +252,146 @@ func (b *Breaker) Counts() Counts {
 	return b.window(b.s.Clock.Now())
 }
 
-// Execute runs fn through the breaker. It returns ErrOpen or
-// ErrTooManyRequests without calling fn when the breaker says no;
-// otherwise it calls fn with a context bounded by Timeout, records the
-// outcome (any non-nil error is a failure) and returns fn's error, wrapped
-// in ErrTimeout if the call ran out of time. An outcome that arrives after
-// the breaker changed state (a slow call from an older generation) is not
-// counted.
+// Close shuts the breaker down (opossum's shutdown, circuit.js:440): it
+// stops the reset timer, so nothing of the breaker outlives its use, and
+// every later Execute returns ErrShutdown. Calls in flight finish.
+func (b *Breaker) Close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.shutdown = true
+	b.stopReset()
+}
+
+// Execute runs fn through the breaker. It counts a fire, then returns
+// ErrOpen (or ErrTooManyRequests, which wraps it) without calling fn when
+// the breaker says no. Otherwise it calls fn with a context that is
+// cancelled at Timeout, and returns fn's error, or ErrTimeout at the
+// deadline. Any non-nil error is a failure. If fn panics, the panic is
+// counted as a failure and Execute panics again with the same value, as
+// gobreaker does (a panic after the deadline is re-raised on fn's own
+// goroutine: nobody is left to hand it to).
 func (b *Breaker) Execute(ctx context.Context, fn func(context.Context) error) error {
 	gen, err := b.before(ctx)
 	if err != nil {
 		return err
 	}
-	err = b.call(ctx, fn)
-	b.after(ctx, gen, err)
-	return err
+	out := b.call(ctx, fn)
+	b.after(ctx, gen, out)
+	if out.panicked {
+		panic(out.value)
+	}
+	return out.err
 }
 
-// call runs fn under the per-call timeout.
-func (b *Breaker) call(ctx context.Context, fn func(context.Context) error) error {
-	if b.s.Timeout < 0 {
-		return fn(ctx)
-	}
-	tctx, cancel := context.WithTimeout(ctx, b.s.Clock.Real(b.s.Timeout))
-	defer cancel()
-	err := fn(tctx)
-	if errors.Is(tctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
-		if err == nil {
-			return ErrTimeout
-		}
-		return fmt.Errorf("%w: %w", ErrTimeout, err)
-	}
-	return err
-}
-
-// before decides whether a call may run and returns the generation it runs
-// in.
+// before counts the fire and decides whether the call may run; it returns
+// the generation the call runs in (circuit.js:656,711-724).
 func (b *Breaker) before(ctx context.Context) (uint64, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.advance(ctx, b.s.Clock.Now())
-	switch b.state {
-	case StateOpen:
-		return 0, ErrOpen
-	case StateHalfOpen:
-		if b.trial {
-			return 0, ErrTooManyRequests
-		}
-		b.trial = true
+	if b.shutdown {
+		return 0, ErrShutdown
 	}
+	now := b.s.Clock.Now()
+	b.due(ctx, now)
+	b.count(now, Counts{Fires: 1})
+	switch {
+	case b.state == StateOpen:
+		b.count(now, Counts{Rejects: 1})
+		return 0, ErrOpen
+	case b.state == StateHalfOpen && !b.pendingClose:
+		b.count(now, Counts{Rejects: 1})
+		return 0, ErrTooManyRequests
+	}
+	b.pendingClose = false // the trial, if half-open
 	return b.generation, nil
 }
 
-// after records the outcome of a call admitted in generation gen.
-func (b *Breaker) after(ctx context.Context, gen uint64, err error) {
+// after records the outcome of a call let in during generation gen.
+func (b *Breaker) after(ctx context.Context, gen uint64, out outcome) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.s.Clock.Now()
-	b.advance(ctx, now)
-	if gen != b.generation {
-		return // the state changed while the call ran: its outcome is stale
+	b.due(ctx, now)
+	if b.s.IgnoreStaleOutcomes && gen != b.generation {
+		return // gobreaker: the state changed while the call ran
 	}
-	switch b.state {
-	case StateClosed:
-		b.record(now, err == nil)
-		if err != nil && b.shouldTrip(now) {
-			b.setState(ctx, StateOpen, now)
-		}
-	case StateHalfOpen:
-		if err == nil {
+	if out.err == nil {
+		b.count(now, Counts{Successes: 1})
+		if b.state == StateHalfOpen { // any success closes (circuit.js:349-353)
 			b.setState(ctx, StateClosed, now)
-		} else {
-			b.setState(ctx, StateOpen, now)
 		}
+		return
+	}
+	b.count(now, Counts{Failures: 1, Timeouts: out.timeouts()})
+	if b.shouldOpen(now) {
+		b.setState(ctx, StateOpen, now)
 	}
 }
 
-// advance moves an open breaker to half-open once ResetTimeout has passed.
-func (b *Breaker) advance(ctx context.Context, now time.Time) {
-	if b.state == StateOpen && !now.Before(b.openedAt.Add(b.s.ResetTimeout)) {
-		b.setState(ctx, StateHalfOpen, now)
-	}
-}
-
-// shouldTrip: enough calls in the window, and more than the threshold
-// share of them failed.
-func (b *Breaker) shouldTrip(now time.Time) bool {
-	c := b.window(now)
-	total := c.Total()
-	if total == 0 || total < b.s.VolumeThreshold {
+// shouldOpen is opossum's fail() (circuit.js:981-996): half-open, any
+// failure opens; closed, it opens with enough fires in the window and more
+// than the threshold share of them failed; open, it stays as it is.
+func (b *Breaker) shouldOpen(now time.Time) bool {
+	switch b.state {
+	case StateHalfOpen:
+		return true
+	case StateOpen:
 		return false
 	}
-	return float64(c.Failures)*100 > b.s.ErrorThresholdPercentage*float64(total)
+	c := b.window(now)
+	if c.Fires < b.s.VolumeThreshold {
+		return false
+	}
+	return float64(c.Failures)*100 > b.s.ErrorThresholdPercentage*float64(c.Fires)
 }
 
-// setState enters state to: a new generation, a clean slate for it, and a
-// report to OnStateChange.
+// setState enters state to and reports it to OnStateChange. Opening
+// starts the reset timer (circuit.js:315-324,348); closing stops it
+// (circuit.js:398-401) and keeps the window: opossum's close only marks
+// the current bucket (status.js:182).
 func (b *Breaker) setState(ctx context.Context, to State, now time.Time) {
 	from := b.state
 	b.state = to
 	b.generation++
-	b.trial = false
-	switch to {
-	case StateOpen:
+	b.pendingClose = to == StateHalfOpen
+	b.stopReset()
+	if to == StateOpen {
 		b.openedAt = now
-	case StateClosed:
-		b.clearWindow()
+		gen := b.generation
+		b.reset = b.s.Clock.AfterFunc(b.s.ResetTimeout, func() { b.resetFired(gen) })
 	}
 	if b.s.OnStateChange != nil {
 		b.s.OnStateChange(ctx, from, to)
+	}
+}
+
+// resetFired is the reset timer: the breaker opened in generation gen goes
+// half-open, unless something moved it meanwhile.
+func (b *Breaker) resetFired(gen uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.shutdown || b.state != StateOpen || b.generation != gen {
+		return
+	}
+	b.setState(context.Background(), StateHalfOpen, b.s.Clock.Now())
+}
+
+// due moves an open breaker whose ResetTimeout has passed to half-open,
+// as its timer is about to. The timer is opossum's mechanism; this check
+// only settles a call that lands on the very instant the timer is due:
+// it finds the breaker half-open whichever goroutine runs first, so a run
+// under testing/synctest is deterministic.
+func (b *Breaker) due(ctx context.Context, now time.Time) {
+	if b.state == StateOpen && !b.shutdown && !now.Before(b.openedAt.Add(b.s.ResetTimeout)) {
+		b.setState(ctx, StateHalfOpen, now)
+	}
+}
+
+// stopReset cancels a pending reset timer.
+func (b *Breaker) stopReset() {
+	if b.reset != nil {
+		b.reset.Stop()
+		b.reset = nil
 	}
 }
 
@@ -330,36 +404,24 @@ func (b *Breaker) bucketID(now time.Time) int64 {
 	return int64(d / b.width)
 }
 
-// record counts one outcome in the bucket of now.
-func (b *Breaker) record(now time.Time, ok bool) {
+// count adds c to the bucket of now (status.js:169 increments window[0]).
+func (b *Breaker) count(now time.Time, c Counts) {
 	id := b.bucketID(now)
 	bk := &b.buckets[id%int64(len(b.buckets))]
 	if bk.id != id {
 		*bk = bucket{id: id}
 	}
-	if ok {
-		bk.counts.Successes++
-	} else {
-		bk.counts.Failures++
-	}
+	bk.counts = bk.counts.add(c)
 }
 
-// window sums the buckets that are still inside the rolling window at now.
+// window sums the buckets still inside the rolling window at now.
 func (b *Breaker) window(now time.Time) Counts {
 	cur := b.bucketID(now)
 	var c Counts
 	for _, bk := range b.buckets {
 		if bk.id <= cur && bk.id > cur-int64(len(b.buckets)) {
-			c.Successes += bk.counts.Successes
-			c.Failures += bk.counts.Failures
+			c = c.add(bk.counts)
 		}
 	}
 	return c
-}
-
-// clearWindow forgets every outcome.
-func (b *Breaker) clearWindow() {
-	for i := range b.buckets {
-		b.buckets[i] = bucket{id: -1}
-	}
 }

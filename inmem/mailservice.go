@@ -14,19 +14,29 @@ var ErrMailServiceDown = errors.New("mail service unavailable (503)")
 
 // Outage is a window of lesson time, measured from when a MailService
 // starts, during which the service is down: From inclusive, Until
-// exclusive.
+// exclusive. It may open with a slow phase, from From until SlowUntil,
+// in which the service hangs before it answers: that is what a caller's
+// timeout is for.
 type Outage struct {
 	From, Until time.Duration
+	// SlowUntil ends the slow phase; zero or From: no slow phase.
+	SlowUntil time.Duration
+	// Hang is how long a call that starts in the slow phase hangs before
+	// it fails with ErrMailServiceDown (instead of taking Plan.Work).
+	Hang time.Duration
 }
 
 // Covers reports whether lesson time at (since the service started) falls
 // in the outage.
 func (o Outage) Covers(at time.Duration) bool { return at >= o.From && at < o.Until }
 
+// Hangs reports whether a call starting at at falls in the slow phase.
+func (o Outage) Hangs(at time.Duration) bool { return o.Covers(at) && at < o.SlowUntil }
+
 // MailService is a mock downstream mail API that goes down for an Outage.
-// Each call takes Work of lesson time; a call that starts inside the
-// outage fails with ErrMailServiceDown, any other fails as Plan says (or
-// succeeds). It counts every call, so a lesson can show how hard its
+// Each call takes Work of lesson time (Hang in the outage's slow phase);
+// a call that starts inside the outage fails with ErrMailServiceDown, any
+// other fails as Plan says (or succeeds). It counts every call, so a lesson can show how hard its
 // clients hit it while it was down. It does not emit events: the caller
 // reports its own attempts. Backend-neutral, so the in-memory and the
 // RabbitMQ variants of a lesson share it. Safe for concurrent use.
@@ -44,6 +54,7 @@ type MailService struct {
 type MailStats struct {
 	Calls     int // every call that reached the service
 	CallsDown int // calls that arrived during the outage
+	CallsHung int // of those, calls that arrived in its slow phase
 	Delivered int // calls that succeeded
 }
 
@@ -60,14 +71,22 @@ func (m *MailService) Since() time.Duration { return m.clock.Elapsed() - m.start
 // Send delivers one mail for task on its attempt (1-based). It honours
 // ctx: a cancelled or timed-out call returns ctx's error.
 func (m *MailService) Send(ctx context.Context, task string, attempt int) error {
-	down := m.outage.Covers(m.Since())
+	at := m.Since()
+	down, hangs := m.outage.Covers(at), m.outage.Hangs(at)
 	m.count(func(s *MailStats) {
 		s.Calls++
 		if down {
 			s.CallsDown++
 		}
+		if hangs {
+			s.CallsHung++
+		}
 	})
-	if err := m.clock.Wait(ctx, m.plan.Work); err != nil {
+	takes := m.plan.Work
+	if hangs {
+		takes = m.outage.Hang
+	}
+	if err := m.clock.Wait(ctx, takes); err != nil {
 		return err
 	}
 	if down {

@@ -39,3 +39,30 @@ func TestMailServiceHonoursContextAndPlan(t *testing.T) {
 		assert.Equal(t, MailStats{Calls: 2}, svc.Stats())
 	})
 }
+
+// TestMailServiceHangs: in the outage's slow phase a call hangs for Hang
+// before its 503, or until its context is done; after it, the 503 is quick.
+func TestMailServiceHangs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clock := lab.NewClock(1)
+		outage := Outage{From: time.Second, Until: 20 * time.Second, SlowUntil: 10 * time.Second, Hang: 5 * time.Second}
+		svc := NewMailService(clock, outage, lab.Plan{Work: 100 * time.Millisecond})
+		clock.Sleep(time.Second)
+
+		start := clock.Elapsed()
+		assert.ErrorIs(t, svc.Send(context.Background(), "m1", 1), ErrMailServiceDown)
+		assert.Equal(t, 5*time.Second, clock.Elapsed()-start, "hung for Hang")
+
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		start = clock.Elapsed()
+		assert.ErrorIs(t, svc.Send(ctx, "m2", 1), context.DeadlineExceeded, "a caller's timeout cuts the hang")
+		assert.Equal(t, 3*time.Second, clock.Elapsed()-start)
+
+		clock.Sleep(time.Second) // 10 s: the slow phase is over, the outage is not
+		start = clock.Elapsed()
+		assert.ErrorIs(t, svc.Send(context.Background(), "m3", 1), ErrMailServiceDown)
+		assert.Equal(t, 100*time.Millisecond, clock.Elapsed()-start, "a quick 503 again")
+		assert.Equal(t, MailStats{Calls: 3, CallsDown: 3, CallsHung: 2}, svc.Stats())
+	})
+}

@@ -49,6 +49,11 @@ type Lesson struct {
 	// Parity says what the parity suite may compare between the backends
 	// of a lesson that has both (fates and attempts always).
 	Parity Parity
+	// Faults enrols a broker lesson in the fault suite (lessons/faults):
+	// it runs on a private node while the broker closes its connections,
+	// restarts, loses a queue and the process is killed, and must still
+	// account for every task within its bound.
+	Faults bool
 }
 
 // Parity is what a dual-backend lesson declares to the parity suite,

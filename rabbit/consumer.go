@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"sync"
 	"time"
@@ -103,6 +104,7 @@ type Consumer struct {
 	conn       *amqp.Connection
 	sock       net.Conn
 	reconnects int
+	planned    bool // the next connection loss is an Interrupt, not a fault
 }
 
 // reconnectPause is the first pause before redialling; it doubles up to a
@@ -172,8 +174,13 @@ func (c *Consumer) run(ctx context.Context, deliveries <-chan amqp.Delivery, clo
 			c.closeConn()
 			return
 		}
-		c.s.Logger.Warn("rabbit: consumer connection lost; reconnecting",
-			"actor", c.opts.Actor, "queue", c.opts.Queue, "err", c.lossReason(closed))
+		// A planned cut was announced once by InterruptConsumers: its
+		// loss and reconnection are routine, so they log at debug level.
+		level, what := slog.LevelWarn, "rabbit: consumer connection lost; reconnecting"
+		if c.takePlanned() {
+			level, what = slog.LevelDebug, "rabbit: consumer connection cut as planned; reconnecting"
+		}
+		c.s.Logger.Log(ctx, level, what, "actor", c.opts.Actor, "queue", c.opts.Queue, "err", c.lossReason(closed))
 		var err error
 		deliveries, closed, err = c.reconnect(ctx)
 		if err != nil {
@@ -183,7 +190,7 @@ func (c *Consumer) run(ctx context.Context, deliveries <-chan amqp.Delivery, clo
 			c.closeConn()
 			return
 		}
-		c.s.Logger.Info("rabbit: consumer reconnected", "actor", c.opts.Actor, "queue", c.opts.Queue)
+		c.s.Logger.Log(ctx, min(level, slog.LevelInfo), "rabbit: consumer reconnected", "actor", c.opts.Actor, "queue", c.opts.Queue)
 	}
 }
 
@@ -284,8 +291,19 @@ func (c *Consumer) Interrupt() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.sock != nil {
+		c.planned = true
 		c.sock.Close()
 	}
+}
+
+// takePlanned reports whether the last connection loss was an Interrupt,
+// and clears the mark.
+func (c *Consumer) takePlanned() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.planned
+	c.planned = false
+	return p
 }
 
 // Stop stops consuming and closes the consumer's connection; unacked

@@ -13,7 +13,7 @@ import (
 func (s *Session) declareRoutes(ctx context.Context, t flow.Topology) ([]string, error) {
 	var declared []string
 	err := within(ctx, func() error {
-		ch, err := s.conn.Channel()
+		ch, err := s.channel(ctx)
 		if err != nil {
 			return err
 		}
@@ -48,7 +48,7 @@ func (s *Session) deleteExchanges(ctx context.Context, names []string) error {
 		return nil
 	}
 	return within(ctx, func() error {
-		ch, err := s.conn.Channel()
+		ch, err := s.channel(ctx)
 		if err != nil {
 			return err
 		}

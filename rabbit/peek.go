@@ -12,7 +12,7 @@ import (
 // returned deliveries must not be settled.
 func (s *Session) Peek(ctx context.Context, queue string, max int) ([]Delivery, error) {
 	out, err := withinValue(ctx, func() ([]Delivery, error) {
-		ch, err := s.conn.Channel()
+		ch, err := s.channel(ctx)
 		if err != nil {
 			return nil, err
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 )
@@ -16,9 +17,14 @@ var ErrNacked = errors.New("broker nacked the message")
 
 // Publisher publishes persistent JSON messages on a channel in confirm
 // mode, each stamped with the run's id as its AppId (see Names.Run), so the
-// run's consumers can tell its messages from foreign ones. Safe for
-// concurrent use.
+// run's consumers can tell its messages from foreign ones. When the broker
+// closes the channel (a connection closed, a restart) Publish and
+// PublishMessage reopen it on the session's live connection and publish
+// again until the broker confirms, for at most DefaultGiveUpAfter: a
+// message whose confirm was lost may then be stored twice (at least once,
+// never silently dropped). Safe for concurrent use.
 type Publisher struct {
+	s     *Session
 	names Names
 	ch    *amqp.Channel
 	mu    sync.Mutex
@@ -26,8 +32,17 @@ type Publisher struct {
 
 // Publisher opens a confirm-mode channel on the session's connection.
 func (s *Session) Publisher(ctx context.Context) (*Publisher, error) {
+	ch, err := s.confirmChannel(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &Publisher{s: s, names: s.Names, ch: ch}, nil
+}
+
+// confirmChannel opens a channel in confirm mode on the live connection.
+func (s *Session) confirmChannel(ctx context.Context) (*amqp.Channel, error) {
 	ch, err := withinValue(ctx, func() (*amqp.Channel, error) {
-		ch, err := s.conn.Channel()
+		ch, err := s.channel(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -40,7 +55,56 @@ func (s *Session) Publisher(ctx context.Context) (*Publisher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening a confirm channel: %w", err)
 	}
-	return &Publisher{names: s.Names, ch: ch}, nil
+	return ch, nil
+}
+
+// closed reports whether the publisher's channel is gone.
+func (p *Publisher) closed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ch.IsClosed()
+}
+
+// reopen replaces a closed channel with a new one on the live connection.
+func (p *Publisher) reopen(ctx context.Context) error {
+	ch, err := p.s.confirmChannel(ctx)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	old := p.ch
+	p.ch = ch
+	_ = old.Close()
+	return nil
+}
+
+// confirmed runs publish (a send and its confirm) until the broker
+// confirms it, reopening the channel after a loss, with a doubling pause,
+// until ctx ends or DefaultGiveUpAfter has passed. An error with the
+// channel still open (a nack, a context) is returned at once.
+func (p *Publisher) confirmed(ctx context.Context, what string, publish func() error) error {
+	giveUp := time.Now().Add(DefaultGiveUpAfter)
+	pause := reconnectPause
+	for {
+		err := publish()
+		if err == nil || ctx.Err() != nil || !p.closed() {
+			return err
+		}
+		if time.Now().After(giveUp) {
+			return fmt.Errorf("the broker did not take %s back within %v: %w", what, DefaultGiveUpAfter, err)
+		}
+		p.s.Logger.Warn("rabbit: publish lost its channel; publishing again", "message", what, "err", err.Error())
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+			return err
+		}
+		pause = min(2*pause, time.Second)
+		if rerr := p.reopen(ctx); rerr != nil {
+			p.s.Logger.Warn("rabbit: reopening the publish channel failed", "err", rerr.Error())
+		}
+	}
 }
 
 // TaskBody is the JSON body of a lab message when the caller gives none.
@@ -75,11 +139,13 @@ func (p *Publisher) PublishAsync(ctx context.Context, queue, task string, body [
 // such as x-retries) or a per-message Expiration; start from
 // Publishing(task, body) to keep the lab's properties.
 func (p *Publisher) PublishMessage(ctx context.Context, queue string, msg amqp.Publishing) error {
-	dc, err := p.send(ctx, queue, msg)
-	if err != nil {
-		return fmt.Errorf("publishing %s to %s: %w", msg.MessageId, queue, err)
-	}
-	return WaitConfirm(ctx, dc)
+	return p.confirmed(ctx, msg.MessageId, func() error {
+		dc, err := p.send(ctx, queue, msg)
+		if err != nil {
+			return fmt.Errorf("publishing %s to %s: %w", msg.MessageId, queue, err)
+		}
+		return WaitConfirm(ctx, dc)
+	})
 }
 
 // send stamps msg with the run's id and publishes it to seed queue.
@@ -101,11 +167,7 @@ func (p *Publisher) sendTo(ctx context.Context, name string, msg amqp.Publishing
 // confirm, bounded by ctx (and at most a few seconds). It returns nil only
 // once the broker has taken responsibility for the message.
 func (p *Publisher) Publish(ctx context.Context, queue, task string, body []byte) error {
-	dc, err := p.PublishAsync(ctx, queue, task, body)
-	if err != nil {
-		return fmt.Errorf("publishing %s to %s: %w", task, queue, err)
-	}
-	return WaitConfirm(ctx, dc)
+	return p.PublishMessage(ctx, queue, Publishing(task, body))
 }
 
 // WaitConfirm waits for one deferred confirm, bounded by ctx and a few

@@ -22,9 +22,9 @@ const opTimeout = 5 * time.Second
 // Session is one run's link to the broker: a connection for declaring,
 // publishing and cleaning up, the run's queue Names and the lesson Clock
 // that scales TTLs. Consumers get connections of their own and recover
-// from a drop; the session's connection does not (a loss is logged, and
-// later declares and publishes fail with an error; Close redials to clean
-// up). Create it with Open; Close deletes every queue the session created.
+// from a drop, and so does the session's: a loss is logged, and the next
+// declare, publish or clean-up dials a new connection (see live).
+// Create it with Open; Close deletes every queue the session created.
 //
 // A session owns only what it created: Declare refuses queues that already
 // exist, so a run never consumes, drains or deletes someone else's queue.
@@ -38,7 +38,9 @@ type Session struct {
 	// patienceFactor times the longest TTL declared, at least minPatience.
 	Patience time.Duration
 
-	conn *amqp.Connection
+	connMu sync.Mutex // guards conn and closed
+	conn   *amqp.Connection
+	closed bool // Close has run: live dials no more
 
 	mu        sync.Mutex
 	declared  []string // broker names of the queues this session created, in order
@@ -79,8 +81,44 @@ func (s *Session) logClose(conn *amqp.Connection) {
 	}
 }
 
-// Connection returns the session's connection (e.g. for ServerVersion).
-func (s *Session) Connection() *amqp.Connection { return s.conn }
+// Connection returns the session's current connection (e.g. for
+// ServerVersion); it may have closed since.
+func (s *Session) Connection() *amqp.Connection {
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	return s.conn
+}
+
+// live returns the session's connection, dialling a new one within ctx if
+// the broker closed it (close_all_connections, a restart, a network cut),
+// so a run's declares, publishes and clean-up outlive a drop.
+func (s *Session) live(ctx context.Context) (*amqp.Connection, error) {
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	if !s.conn.IsClosed() {
+		return s.conn, nil
+	}
+	if s.closed { // a late probe (a depth sample) must not dial a connection nobody closes
+		return nil, amqp.ErrClosed
+	}
+	conn, err := dial(ctx, s.URL, nil)
+	if err != nil {
+		return nil, err
+	}
+	s.Logger.Info("rabbit: session reconnected", "url", Redact(s.URL))
+	s.conn = conn
+	go s.logClose(conn)
+	return conn, nil
+}
+
+// channel opens a channel on the session's live connection.
+func (s *Session) channel(ctx context.Context) (*amqp.Channel, error) {
+	conn, err := s.live(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return conn.Channel()
+}
 
 // fail records why the run cannot go on (a consumed queue was deleted, the
 // broker stayed away); the first reason wins. WaitSettled returns it.
@@ -138,15 +176,15 @@ func (e *ExistsError) ResetCommand() string {
 
 // Error names the queues and the command that removes them, on one line.
 func (e *ExistsError) Error() string {
-	msg := fmt.Sprintf("queue %s already exists on the broker", strings.Join(e.Queues, ", "))
+	msg, it, is := fmt.Sprintf("queue %s already exists on the broker", strings.Join(e.Queues, ", ")), "it", "it is"
 	if len(e.Queues) > 1 {
-		msg = fmt.Sprintf("queues %s already exist on the broker", strings.Join(e.Queues, ", "))
+		msg, it, is = fmt.Sprintf("queues %s already exist on the broker", strings.Join(e.Queues, ", ")), "them", "they are"
 	}
 	if e.Conflict != nil {
 		msg += fmt.Sprintf(" (%s with other arguments: %s)", e.Conflict.Queue, e.Conflict.Detail)
 	}
-	return msg + ": this run did not create them, so it leaves them alone and does not start " +
-		"(another person's run, or one that crashed, may be using them); if they are yours, remove them: " + e.ResetCommand()
+	return msg + fmt.Sprintf(": this run did not create %[1]s, so it leaves %[1]s alone and does not start "+
+		"(another person's run, or one that crashed, may be using %[1]s); if %[2]s yours, remove %[1]s: ", it, is) + e.ResetCommand()
 }
 
 // Unwrap returns the 406 explanation, if any.
@@ -254,7 +292,11 @@ func (s *Session) exists(ctx context.Context, name string) (bool, error) {
 
 // inspect passively declares broker queue name on a channel of its own.
 func (s *Session) inspect(ctx context.Context, name string) (amqp.Queue, error) {
-	return inspectOn(ctx, s.conn, name)
+	conn, err := s.live(ctx)
+	if err != nil {
+		return amqp.Queue{}, err
+	}
+	return inspectOn(ctx, conn, name)
 }
 
 // inspectOn is inspect on connection conn.
@@ -307,7 +349,7 @@ func (s *Session) Redeclare(ctx context.Context, q Queue, args amqp.Table) error
 // turns a 406 PRECONDITION_FAILED into a *PreconditionError.
 func (s *Session) queueDeclare(ctx context.Context, name string, args amqp.Table) error {
 	err := within(ctx, func() error {
-		ch, err := s.conn.Channel()
+		ch, err := s.channel(ctx)
 		if err != nil {
 			return err
 		}
@@ -337,6 +379,11 @@ func (s *Session) InterruptConsumers() {
 	s.mu.Lock()
 	consumers := append([]*Consumer(nil), s.consumers...)
 	s.mu.Unlock()
+	cut := fmt.Sprintf("%d consumer connections", len(consumers))
+	if len(consumers) == 1 {
+		cut = "1 consumer connection"
+	}
+	s.Logger.Info("rabbit: planned interruption: " + cut + " cut; the consumers reconnect")
 	for _, c := range consumers {
 		c.Interrupt()
 	}
@@ -363,23 +410,27 @@ func (s *Session) Close(ctx context.Context) error {
 	if len(declared) > 0 {
 		first = s.deleteOwned(ctx, declared)
 	}
-	if err := s.conn.Close(); first == nil && err != nil && !errors.Is(err, amqp.ErrClosed) {
+	if err := s.closeConn(); first == nil && err != nil && !errors.Is(err, amqp.ErrClosed) {
 		first = err
 	}
 	return first
 }
 
+// closeConn closes the session's connection for good: live dials no new
+// one after it.
+func (s *Session) closeConn() error {
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	s.closed = true
+	return s.conn.Close()
+}
+
 // deleteOwned deletes the queues the session created, on the session's
-// connection or, if that one is gone, on a fresh one.
+// live connection (a fresh one if the broker closed it).
 func (s *Session) deleteOwned(ctx context.Context, names []string) error {
-	conn := s.conn
-	if conn.IsClosed() {
-		fresh, err := dial(ctx, s.URL, nil)
-		if err != nil {
-			return fmt.Errorf("deleting the run's queues: %w", err)
-		}
-		defer fresh.Close()
-		conn = fresh
+	conn, err := s.live(ctx)
+	if err != nil {
+		return fmt.Errorf("deleting the run's queues: %w", err)
 	}
 	for _, name := range names {
 		if name == s.Names.hold() && s.keepHold(ctx, conn) {

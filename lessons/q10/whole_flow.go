@@ -32,6 +32,7 @@ var Lesson = lesson.Lesson{
 		"The waiting task sits in this process's memory, in no queue: a crash loses it. On the broker (qlab run 10) the same decisions reject into TTL wait queues; qlab compare 10 sets the two side by side."},
 	InMem:     runQ10,
 	Rabbit:    runQ10,
+	Faults:    true, // in the fault suite (lessons/faults)
 	Default:   lab.Rabbit,
 	TestSpeed: 4,                               // the 1 s and 2 s waits take 250 and 500 ms
 	Parity:    lesson.Parity{ExactTimes: true}, // each retry waits its queue's TTL, in memory and on the broker

@@ -33,6 +33,7 @@ var Lesson = lesson.Lesson{
 		"(c) Wait queues with one fixed TTL each and a stateless router are on time, even across a restart of the scheduler. " +
 		"The seed's native answer, the rabbitmq-delayed-message-exchange plugin, is not used: its team no longer maintains it beyond new builds, and it keeps delayed messages on one node only, so they are lost with that node.",
 	Rabbit: runQ11Rabbit,
+	Faults: true, // in the fault suite (lessons/faults)
 }
 
 // The lesson's queues (seed names; the run adds its prefix).
@@ -340,6 +341,10 @@ type levelScheduler struct {
 	gen int
 	s   *rabbit.Session
 	pub *rabbit.Publisher
+	// failedHops counts each mail's failed re-publishes, so a hop that
+	// keeps failing ends in a lost event instead of a hot requeue loop.
+	// Only the router's one consumer goroutine touches it.
+	failedHops map[string]int
 }
 
 func (l *q11Lesson) runLevels(ctx context.Context) error {
@@ -454,10 +459,7 @@ func (ls *levelScheduler) route(ctx context.Context, d *rabbit.Delivery) {
 	hop, cancel := context.WithTimeout(context.WithoutCancel(ctx), q11HopTimeout)
 	defer cancel()
 	if err := ls.publish(hop, next, d.Task, d.Body, scheduled); err != nil {
-		// Not acked: the broker hands the mail out again (to this router
-		// or the next scheduler's) and the consumer reports the redelivery.
-		l.s.Logger.Warn("q11: router could not re-publish; the mail stays in mail.router", "task", d.Task, "err", err.Error())
-		_ = d.Nack(false, true)
+		ls.hopFailed(d, err)
 		return
 	}
 	_ = d.Ack() // a lost ack means a redelivery: the mail hops twice, but no mail is lost
@@ -465,6 +467,31 @@ func (ls *levelScheduler) route(ctx context.Context, d *rabbit.Delivery) {
 
 // q11HopTimeout bounds one router hop (publish and confirm) in real time.
 const q11HopTimeout = 5 * time.Second
+
+// q11HopTries is how many times the router tries to forward one mail.
+// The publisher already rides out a dropped channel or a restart, so a hop
+// that fails this often will not succeed by trying again at once.
+const q11HopTries = 3
+
+// hopFailed settles a mail the router could not forward. Under
+// q11HopTries it is requeued (not acked: the broker hands it out again and
+// the consumer reports the redelivery); after that it is rejected and
+// reported lost with the reason, so a broken route ends instead of
+// spinning.
+func (ls *levelScheduler) hopFailed(d *rabbit.Delivery, err error) {
+	if ls.failedHops == nil {
+		ls.failedHops = map[string]int{}
+	}
+	ls.failedHops[d.Task]++
+	if ls.failedHops[d.Task] < q11HopTries {
+		ls.l.s.Logger.Warn("q11: router could not re-publish; the mail stays in mail.router", "task", d.Task, "err", err.Error())
+		_ = d.Nack(false, true)
+		return
+	}
+	ls.l.env.Stream.Emit(lab.Event{Kind: lab.Lost, Task: d.Task, Queue: q11RouterQueue, Actor: ls.router(),
+		Note: fmt.Sprintf("the router could not forward it in %d tries: %v", q11HopTries, err)})
+	_ = d.Reject()
+}
 
 // dueNote says how close to its due time a mail goes to the mail queue.
 func dueNote(remaining time.Duration) string {

@@ -1,10 +1,15 @@
 // Package q12 is lesson Q12 — circuit breaker.
 //
-// Notice: the mail service is down from 5 s to 35 s. Without a breaker
-// (mails n01…) every retry from the wait queue hits the dead service: a
-// retry storm. With one (mails b01…) 2 failed calls of 5 (over 20 %) open it, calls fail fast
-// and go back to the wait queue, one trial call goes through every 10 s,
-// and the first trial after the service is back closes it. No mail is lost.
+// Notice: the mail service is down from 5 s to 35 s, and for its first
+// 10 s every call hangs 5 s before the 503. Without a breaker (mails
+// n01…) every retry from the wait queue hits the dead service and a hung
+// call holds the worker 5 s: a retry storm. With the NestJS email
+// service's opossum breaker (mails b01…: timeout 3 s, over 20 % failed
+// opens it, reset 10 s) the first hung call times out at 3 s and opens it;
+// calls fail fast back to the wait queue, a timer lets one trial through
+// every 10 s, and the first trial after the service is back closes it.
+// Every delivery, fast fails too, spends one of a mail's 15. No mail is
+// lost.
 package q12
 
 import (
@@ -25,26 +30,30 @@ var Lesson = lesson.Lesson{
 	ID:         "Q12",
 	WatchSpeed: 2, // a watchable pace in the TUI
 	Title:      "Circuit breaker: fail fast while the mail service is down",
-	Notice: "The mail service is down from 5 s to 35 s. Without a breaker (mails n01…) every retry hits the dead service: a retry storm. " +
-		"With one (mails b01…) it opens once 2 of its 5 calls have failed (over 20 %), calls fail fast back to the wait queue, one trial call goes through every 10 s, and it closes once the service is back. No mail is lost.",
+	Notice: "The mail service is down from 5 s to 35 s; until 15 s each call hangs 5 s before its 503. Without a breaker (n01…) every retry hits the dead service and a hung call holds the worker. " +
+		"With the NestJS email service's opossum breaker (b01…: timeout 3 s, opens above 20 % failed, reset 10 s) the first hung call times out and opens it, calls fail fast back to the wait queue, a timer lets one trial through every 10 s, and it closes once the service is back. " +
+		"Every delivery, fast fails too, spends one of a mail's 15, as in the seed. " + q12NotFromSeed(lab.DefaultPlan().Work),
 	InMem:     runQ12,
 	Rabbit:    runQ12,
-	TestSpeed: 100, // the 30 s outage takes 0.3 s
+	Faults:    true, // in the fault suite (lessons/faults)
+	TestSpeed: 100,  // the 30 s outage takes 0.3 s
 	Parity: lesson.Parity{TimingSensitive: "whether a retry lands inside the outage, what the breaker's window holds, and (with a fail rate) " +
 		"which mails spend their deliveries on fast fails depend on when calls happen: real time on the broker"},
 }
 
-// Seed 000's queues: one work queue, one wait queue that sends failures
-// back after its TTL, and the DLQ the worker publishes to at the end.
+// The NestJS email service's queues (seed 000): one work queue, one wait
+// queue that sends failures back after its TTL, and the DLQ the worker
+// publishes to at the end.
 const (
 	EmailQueue = "email_queue"
 	EmailWait  = "email_queue_wait"
 	EmailDLQ   = "email_queue_dlq"
 )
 
-// EmailLoop is seed 000's single wait-queue loop: email_queue dead-letters
-// rejected messages into email_queue_wait, whose TTL dead-letters them
-// back; the worker itself publishes a message that gave up to the DLQ.
+// EmailLoop is the email service's single wait-queue loop: email_queue
+// dead-letters rejected messages into email_queue_wait, whose TTL
+// dead-letters them back; the worker itself publishes a message that gave
+// up to the DLQ.
 //
 //	email_queue ─reject→ email_queue_wait (TTL) ─→ email_queue … worker ─publish→ email_queue_dlq
 func EmailLoop(wait time.Duration) flow.Topology {
@@ -55,73 +64,69 @@ func EmailLoop(wait time.Duration) flow.Topology {
 	}}
 }
 
-// The seed's (000) settings and the lesson's workload, in lesson time.
+// The seed's settings and the lesson's workload, in lesson time.
 const (
-	q12Mails    = 20
-	q12Wait     = 5 * time.Second // email_queue_wait's TTL
-	q12MaxTries = 10              // deliveries (calls or fast fails) before the DLQ
-	// q12Every is a mail every 2 s, plus 1 ms: every other delay in the
-	// lesson is a multiple of 100 ms, so an arrival can never land on the
-	// instant a retry comes back from the wait queue, and which one the
-	// worker sees first never depends on goroutine scheduling.
-	q12Every = 2*time.Second + time.Millisecond
+	q12Mails         = 20
+	q12Wait          = 5 * time.Second // email_queue_wait's TTL
+	q12MaxDeliveries = 15              // the seed's maxRetries: deliveries (calls or fast fails) before the DLQ
+	// q12Every is a mail every 3.5 s, plus 1 ms. Every other delay in the
+	// lesson is a multiple of 100 ms, so an arrival never lands on the
+	// instant a retry comes back from the wait queue. No mail arrives while
+	// a hung call waits out the 3 s timeout, and the mails circling the
+	// wait queue come back about 0.5 s apart, so none queues behind a
+	// 100 ms trial call: two mails never fail at one instant and come back
+	// together, and which one the worker sees first never depends on
+	// goroutine scheduling (TestQ12NoTwoMailsArriveAtOnce).
+	q12Every = 3*time.Second + 501*time.Millisecond
 )
 
-// q12Outage is when the mail service is down, from each run's start.
-var q12Outage = inmem.Outage{From: 5 * time.Second, Until: 35 * time.Second}
+// q12Outage is when the mail service is down, from each run's start: for
+// its first 10 s a call hangs 5 s, longer than the breaker's 3 s timeout.
+var q12Outage = inmem.Outage{From: 5 * time.Second, Until: 35 * time.Second, SlowUntil: 15 * time.Second, Hang: 5 * time.Second}
 
-// q12BreakerSettings are seed 000's opossum options (timeout 3 s, 20 %
-// errors, reset 10 s) in lesson time. The seed sets no minimum volume
-// (opossum's default is 0); we ask for 5 calls in the window so that one
-// unlucky call out of four cannot trip it. A RabbitMQ variant reuses this.
+// q12BreakerSettings are the seed's opossum options (timeout 3 s, 20 %
+// errors, reset 10 s) in lesson time. What the seed leaves unset is
+// spelled out at opossum's defaults (and named by q12NotFromSeed): no minimum
+// volume, a 10 s rolling window in 10 buckets.
 func q12BreakerSettings(clock lab.Clock, onChange func(ctx context.Context, from, to breaker.State)) breaker.Settings {
 	return breaker.Settings{
 		Name:                     "mail-service",
 		Timeout:                  3 * time.Second,
 		ErrorThresholdPercentage: 20,
 		ResetTimeout:             10 * time.Second,
+		VolumeThreshold:          0,
 		RollingWindow:            10 * time.Second,
 		Buckets:                  10,
-		VolumeThreshold:          5,
 		Clock:                    breaker.LessonClock(clock),
 		OnStateChange:            onChange,
 	}
 }
 
-// q12Breaker puts a breaker (seed 000's settings) in front of the mail
-// service. It first announces the breaker's starting state, closed, so
-// every rendering shows the breaker from its first call and counts only the
-// calls it guards; each transition then becomes a breaker event naming the
-// mail *current, whose call caused it.
-func q12Breaker(env *lesson.Env, queue string, current *string) *breaker.Breaker {
-	env.Stream.Emit(lab.Event{Kind: lab.Breaker, Actor: "breaker", Queue: queue, Note: breaker.StateClosed.String()})
-	return breaker.New(q12BreakerSettings(env.Stream.Clock(), func(_ context.Context, _, to breaker.State) {
-		env.Stream.Emit(lab.Event{Kind: lab.Breaker, Actor: "breaker", Task: *current, Queue: queue, Note: to.String()})
-	}))
-}
-
 // q12Scenario is one run of the mail loop.
 type q12Scenario struct {
-	prefix   string // task ids are prefix + "01", "02", …
-	mails    int
-	every    time.Duration
-	outage   inmem.Outage
-	maxTries int
-	breaker  bool // guard the mail service with a circuit breaker
+	prefix        string // task ids are prefix + "01", "02", …
+	mails         int
+	every         time.Duration
+	outage        inmem.Outage
+	maxDeliveries int
+	breaker       bool // guard the mail service with a circuit breaker
 }
 
 // q12Result is what one run measured.
 type q12Result struct {
-	service  inmem.MailStats
-	rejected int           // fast fails by the open breaker
-	dead     int           // mails parked in the DLQ
-	drain    time.Duration // from the run's start until nothing was left to do
+	service    inmem.MailStats
+	deliveries int           // messages the worker took off email_queue
+	most       int           // the most deliveries one mail took
+	rejected   int           // fast fails by the breaker (deliveries without a call)
+	timeouts   int           // calls the breaker cut off at its timeout
+	dead       int           // mails parked in the DLQ
+	drain      time.Duration // from the run's start until nothing was left to do
 }
 
 // runQ12 runs the lesson's two scenarios, without and with the breaker,
 // one after the other, and reports them side by side.
 func runQ12(ctx context.Context, env *lesson.Env) error {
-	base := q12Scenario{mails: q12Mails, every: q12Every, outage: q12Outage, maxTries: q12MaxTries}
+	base := q12Scenario{mails: q12Mails, every: q12Every, outage: q12Outage, maxDeliveries: q12MaxDeliveries}
 	plain, guarded := base, base
 	plain.prefix = "n"
 	guarded.prefix, guarded.breaker = "b", true
@@ -134,54 +139,34 @@ func runQ12(ctx context.Context, env *lesson.Env) error {
 	if err != nil {
 		return err
 	}
-	env.Report(q12Table(without, with))
+	env.Report(q12Table(env, without, with))
 	return nil
 }
 
 // runQ12Scenario runs the seed's loop once: a producer sends a mail every
 // sc.every to email_queue; the Mail-Worker calls the mail service (through
 // the breaker, if any); a failed or fast-failed delivery retries through
-// email_queue_wait (q12Wait) until sc.maxTries deliveries park it in the
-// DLQ.
+// email_queue_wait (q12Wait) until sc.maxDeliveries deliveries park it in
+// the DLQ.
 func runQ12Scenario(ctx context.Context, env *lesson.Env, sc q12Scenario) (q12Result, error) {
-	const worker = "Mail-Worker"
-	var res q12Result
 	env.Phase(sc.title())
 	b, err := env.Open(ctx)
 	if err != nil {
-		return res, err
+		return q12Result{}, err
 	}
 	defer env.Close(ctx, b)
 	if err := env.Declare(ctx, b, EmailLoop(q12Wait)); err != nil {
-		return res, err
+		return q12Result{}, err
 	}
 	clock := env.Stream.Clock()
 	start := clock.Elapsed()
-	service := inmem.NewMailService(clock, sc.outage, env.Plan)
-	var cb *breaker.Breaker
-	var current string        // the mail being delivered, for breaker events; only the worker touches it
-	calls := map[string]int{} // calls that reached the service, per mail: the attempt numbers
+	w := &q12Worker{st: env.Stream, sc: sc, service: inmem.NewMailService(clock, sc.outage, env.Plan), calls: map[string]int{}}
 	if sc.breaker {
-		cb = q12Breaker(env, EmailQueue, &current)
+		w.cb = w.newBreaker(clock)
+		defer w.cb.Close() // stops a pending reset timer
 	}
-	handle := func(ctx context.Context, d *flow.Delivery) flow.Decision {
-		current = d.Task
-		err := q12Call(ctx, env.Stream, cb, service, worker, d.Queue, d.Task, func() int { calls[d.Task]++; return calls[d.Task] })
-		switch {
-		case err == nil:
-			return flow.Ack()
-		case errors.Is(err, breaker.ErrOpen) || errors.Is(err, breaker.ErrTooManyRequests):
-			res.rejected++
-			env.Stream.Emit(lab.Event{Kind: lab.Rejected, Task: d.Task, Queue: d.Queue, Actor: "breaker", Note: err.Error()})
-		}
-		if d.Attempt >= sc.maxTries { // deliveries so far: calls and fast fails alike
-			res.dead++
-			return flow.Park(EmailDLQ, fmt.Sprintf("gave up after %d deliveries", d.Attempt))
-		}
-		return flow.Retry(EmailWait, err)
-	}
-	if err := b.Consume(ctx, flow.Consumer{Queue: EmailQueue, Actor: worker, Handle: handle}); err != nil {
-		return res, err
+	if err := b.Consume(ctx, flow.Consumer{Queue: EmailQueue, Actor: q12Actor, Handle: w.handle}); err != nil {
+		return w.res, err
 	}
 	stopInterrupt := env.InterruptAfter(b.Interrupt)
 	err = q12Produce(ctx, env, b, sc)
@@ -189,9 +174,101 @@ func runQ12Scenario(ctx context.Context, env *lesson.Env, sc q12Scenario) (q12Re
 		err = b.Wait(ctx)
 	}
 	stopInterrupt()
-	res.service = service.Stats()
-	res.drain = clock.Elapsed() - start
-	return res, err
+	w.res.service = w.service.Stats()
+	w.res.drain = clock.Elapsed() - start
+	return w.res, err
+}
+
+const q12Actor = "Mail-Worker"
+
+// q12Worker is the seed's Mail-Worker. Only its one consumer goroutine
+// touches it, except the breaker's timer, which only emits.
+type q12Worker struct {
+	st      *lab.Stream
+	sc      q12Scenario
+	service *inmem.MailService
+	cb      *breaker.Breaker // nil: no breaker
+	calls   map[string]int   // calls that reached the service, per mail: the attempt numbers
+	moves   []breaker.State  // transitions the current call caused, reported after its outcome
+	res     q12Result
+}
+
+// newBreaker puts a breaker (the seed's settings) in front of the mail
+// service. It first announces the starting state, closed, so every
+// rendering shows the breaker from its first call and counts only the
+// calls it guards. The reset timer's move to half-open is reported as it
+// happens, naming no mail (no call caused it); a call's open or closed is
+// reported after that call's outcome, naming its mail.
+func (w *q12Worker) newBreaker(clock lab.Clock) *breaker.Breaker {
+	w.st.Emit(lab.Event{Kind: lab.Breaker, Actor: "breaker", Queue: EmailQueue, Note: breaker.StateClosed.String()})
+	return breaker.New(q12BreakerSettings(clock, func(_ context.Context, _, to breaker.State) {
+		if to == breaker.StateHalfOpen {
+			w.st.Emit(lab.Event{Kind: lab.Breaker, Actor: "breaker", Queue: EmailQueue, Note: to.String()})
+			return
+		}
+		w.moves = append(w.moves, to)
+	}))
+}
+
+// handle is the worker's decision for one delivery: ack a sent mail;
+// otherwise retry through the wait queue, or park it once it has had
+// sc.maxDeliveries deliveries. Like the seed, it counts deliveries, not
+// calls: a fast fail is nacked like any failure and spends one.
+func (w *q12Worker) handle(ctx context.Context, d *flow.Delivery) flow.Decision {
+	w.res.deliveries++
+	w.res.most = max(w.res.most, d.Attempt)
+	budget := fmt.Sprintf("delivery %d of %d", d.Attempt, w.sc.maxDeliveries)
+	err := w.deliver(ctx, d, budget)
+	switch {
+	case err == nil:
+		return flow.Ack()
+	case errors.Is(err, breaker.ErrOpen): // ErrTooManyRequests wraps it
+		w.res.rejected++
+		w.st.Emit(lab.Event{Kind: lab.Rejected, Task: d.Task, Queue: d.Queue, Actor: "breaker", Note: budget + ": " + err.Error()})
+	case errors.Is(err, breaker.ErrTimeout):
+		w.res.timeouts++
+	}
+	if d.Attempt >= w.sc.maxDeliveries {
+		w.res.dead++
+		return flow.Park(EmailDLQ, fmt.Sprintf("gave up after %d deliveries", d.Attempt))
+	}
+	return flow.Retry(EmailWait, err)
+}
+
+// deliver makes one delivery's call to the mail service, through the
+// breaker when there is one. The breaker may refuse without calling (no
+// started event then), and with a timeout it runs the call on its own
+// goroutine and returns at the deadline: so the call itself only reports
+// that it started, and the worker reports the outcome the breaker gave.
+func (w *q12Worker) deliver(ctx context.Context, d *flow.Delivery, budget string) error {
+	n := w.calls[d.Task] + 1 // the attempt number, if the call is made
+	e := lab.Event{Task: d.Task, Queue: d.Queue, Actor: q12Actor, Attempt: n}
+	call := func(ctx context.Context) error {
+		started := e
+		started.Kind = lab.Started
+		w.st.Emit(started)
+		return w.service.Send(ctx, d.Task, n)
+	}
+	var err error
+	if w.cb == nil {
+		err = call(ctx)
+	} else {
+		err = w.cb.Execute(ctx, call)
+	}
+	if errors.Is(err, breaker.ErrOpen) {
+		return err // refused: no call was made
+	}
+	w.calls[d.Task] = n
+	e.Kind, e.Note = lab.Succeeded, budget
+	if err != nil {
+		e.Kind, e.Note = lab.Failed, err.Error()+" ("+budget+")"
+	}
+	w.st.Emit(e)
+	for _, to := range w.moves {
+		w.st.Emit(lab.Event{Kind: lab.Breaker, Actor: "breaker", Task: d.Task, Queue: EmailQueue, Note: to.String()})
+	}
+	w.moves = w.moves[:0]
+	return err
 }
 
 // title names the scenario for the phase marker.
@@ -218,45 +295,40 @@ func q12Produce(ctx context.Context, env *lesson.Env, b flow.Backend, sc q12Scen
 	return nil
 }
 
-// q12Call makes one delivery attempt of mail task, on either backend:
-// through the breaker when there is one, which may refuse without calling
-// the service (no started event then). A call that reaches the service is
-// numbered by next and reported as started, then succeeded or failed.
-func q12Call(ctx context.Context, st *lab.Stream, cb *breaker.Breaker, service *inmem.MailService, worker, queue, task string, next func() int) error {
-	call := func(ctx context.Context) error {
-		n := next()
-		at := lab.Event{Task: task, Queue: queue, Actor: worker, Attempt: n}
-		return st.Attempt(at, func() error { return service.Send(ctx, task, n) })
-	}
-	if cb == nil {
-		return call(ctx)
-	}
-	return cb.Execute(ctx, call)
-}
-
 // q12Table puts the two runs side by side.
-func q12Table(without, with q12Result) render.Table {
-	row := func(name string, f func(q12Result) string) []string {
-		return []string{name, f(without), f(with)}
+func q12Table(env *lesson.Env, without, with q12Result) render.Table {
+	row := func(name string, f func(q12Result) int) []string {
+		return []string{name, fmt.Sprint(f(without)), fmt.Sprint(f(with))}
 	}
-	n := func(f func(q12Result) int) func(q12Result) string {
-		return func(r q12Result) string { return fmt.Sprint(f(r)) }
-	}
+	o := q12Outage
 	return render.Table{
 		Title:  "Without and with a circuit breaker",
 		Header: []string{"", "no breaker (n..)", "breaker (b..)"},
 		Rows: [][]string{
-			row("calls to the mail service", n(func(r q12Result) int { return r.service.Calls })),
-			row("calls while it was down", n(func(r q12Result) int { return r.service.CallsDown })),
-			row("fast fails by the breaker", n(func(r q12Result) int { return r.rejected })),
-			row("mails delivered", n(func(r q12Result) int { return r.service.Delivered })),
-			row("mails in the DLQ", n(func(r q12Result) int { return r.dead })),
-			row("time to drain", func(r q12Result) string { return render.Stamp(r.drain.Milliseconds()) }),
+			row("calls to the mail service", func(r q12Result) int { return r.service.Calls }),
+			row("calls while it was down", func(r q12Result) int { return r.service.CallsDown }),
+			row("calls while it hung", func(r q12Result) int { return r.service.CallsHung }),
+			row("calls cut off at the 3 s timeout", func(r q12Result) int { return r.timeouts }),
+			row("fast fails by the breaker", func(r q12Result) int { return r.rejected }),
+			row("deliveries (calls + fast fails)", func(r q12Result) int { return r.deliveries }),
+			row(fmt.Sprintf("most deliveries of one mail (of %d)", q12MaxDeliveries), func(r q12Result) int { return r.most }),
+			row("mails delivered", func(r q12Result) int { return r.service.Delivered }),
+			row("mails in the DLQ", func(r q12Result) int { return r.dead }),
+			{"time to drain", render.Stamp(without.drain.Milliseconds()), render.Stamp(with.drain.Milliseconds())},
 		},
 		Notes: []string{
-			fmt.Sprintf("The service was down from %s to %s of each run; failed mails waited %s in email_queue_wait.",
-				render.Stamp(q12Outage.From.Milliseconds()), render.Stamp(q12Outage.Until.Milliseconds()), q12Wait),
+			fmt.Sprintf("The service was down from %s to %s of each run; until %s a call hung %s before its 503. Failed mails waited %s in email_queue_wait.",
+				render.Stamp(o.From.Milliseconds()), render.Stamp(o.Until.Milliseconds()), render.Stamp(o.SlowUntil.Milliseconds()), o.Hang, q12Wait),
+			fmt.Sprintf("A fast fail spends a delivery as a failed call does: the seed parks a mail by x-death's count, after %d deliveries, whatever they were.", q12MaxDeliveries),
+			"Breaker (the seed's): timeout 3s, opens above 20 % failed, reset 10s. " + q12NotFromSeed(env.Plan.Work),
 			"The breaker keeps the dead service quiet; the price is up to one reset timeout (10 s) of waiting after it is back.",
 		},
 	}
+}
+
+// q12NotFromSeed names every setting the lesson adds to the seed's, with
+// the time a call takes (work) in this run.
+func q12NotFromSeed(work time.Duration) string {
+	return fmt.Sprintf("Not from the seed: opossum's defaults for what it leaves unset (no minimum volume, a 10s rolling window in 10 buckets), "+
+		"the outage and its %s hang, and the workload (%d mails, one every %s, a call takes %s).", q12Outage.Hang, q12Mails, q12Every, work)
 }

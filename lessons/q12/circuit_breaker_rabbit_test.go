@@ -30,31 +30,39 @@ func q12TableCount(t *testing.T, tb render.Table, name string) (without, with in
 	return 0, 0
 }
 
-// TestQ12RabbitMQ runs both scenarios on the broker at speed 100 (the
-// 30 s outage takes 0.3 s): every mail gets through in both, and the breaker
-// spares the dead service most calls. Real time jitters, so it checks
+// TestQ12RabbitMQ runs both scenarios on the broker at speed 20 (the 30 s
+// outage takes 1.5 s; at 100 a loaded machine's milliseconds of broker
+// latency become seconds of lesson time and blur the outage's phases):
+// every mail gets through in both, and the breaker spares the dead service
+// most calls. Real time jitters, so it checks
 // counts and the order of breaker states, not a transcript.
 func TestQ12RabbitMQ(t *testing.T) {
-	events, res := lessontest.RunRabbit(t, Lesson, lesson.Options{})
+	events, res := lessontest.RunRabbit(t, Lesson, lesson.Options{Speed: 20})
 	labtest.AssertAccounted(t, events)
 	require.Len(t, res.Tasks, 2*q12Mails)
 	for _, rec := range res.Tasks {
 		assert.Equal(t, lab.FateDone, rec.Fate, "mail %s must be delivered", rec.ID)
 	}
 	tb := lessontest.TableTitled(t, res.Tables, "Without and with a circuit breaker")
+	// A call the timeout cut off just after the service sent its mail is
+	// retried and sends it again: on a loaded machine real time can do
+	// that, so the service may count more mails sent than there are.
 	delivered, deliveredB := q12TableCount(t, tb, "mails delivered")
-	assert.Equal(t, []int{q12Mails, q12Mails}, []int{delivered, deliveredB})
+	assert.GreaterOrEqual(t, delivered, q12Mails)
+	assert.GreaterOrEqual(t, deliveredB, q12Mails)
 	downPlain, downGuarded := q12TableCount(t, tb, "calls while it was down")
 	assert.Greater(t, downPlain, 3*downGuarded, "the breaker must spare the dead service most calls")
 	callsPlain, callsGuarded := q12TableCount(t, tb, "calls to the mail service")
 	assert.Greater(t, callsPlain, callsGuarded)
 
 	plain, guarded := q12RunOnly(events, "n"), q12RunOnly(events, "b")
-	assert.Zero(t, countKind(plain, lab.Rejected), "no breaker, no fast fails")
-	assert.Positive(t, countKind(guarded, lab.Rejected))
+	assert.Empty(t, labtest.OfKind(plain, lab.Rejected), "no breaker, no fast fails")
+	assert.NotEmpty(t, labtest.OfKind(guarded, lab.Rejected))
 	_, fastFails := q12TableCount(t, tb, "fast fails by the breaker")
-	assert.Equal(t, countKind(guarded, lab.Rejected), fastFails)
-	assert.Equal(t, countKind(plain, lab.Failed), downPlain, "every failed call was the outage (default plan)")
+	assert.Len(t, labtest.OfKind(guarded, lab.Rejected), fastFails)
+	assert.Len(t, labtest.OfKind(plain, lab.Failed), downPlain, "every failed call was the outage (default plan)")
+	_, cut := q12TableCount(t, tb, "calls cut off at the 3 s timeout")
+	assert.Positive(t, cut, "the hanging phase trips the 3 s timeout on the broker too")
 
 	var states []string
 	for _, e := range guarded {

@@ -51,7 +51,8 @@ var Lesson = lesson.Lesson{
 		"In memory, the task's attempt field plays every counter.", q13Wait, q13MaxAttempts, rabbit.RetryCountHeader, q13MaxAttempts, q13HotLoopGuard),
 	InMem:     runQ13,
 	Rabbit:    runQ13,
-	TestSpeed: 200, // the 5 s wait takes 25 ms
+	Faults:    true, // in the fault suite (lessons/faults)
+	TestSpeed: 200,  // the 5 s wait takes 25 ms
 }
 
 // q13Loop is one run of the loop: how it counts, who works, which ids.

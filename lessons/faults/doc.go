@@ -1,0 +1,11 @@
+// Package faults is the lab's fault suite, test code only: every broker
+// lesson enrolled with Lesson.Faults runs on a private RabbitMQ node
+// (rabbittest.NewNode; the shared node on 5672 is never disturbed) while a
+// fault is injected at a seeded moment: the broker closes every
+// connection, the broker application restarts, a queue is deleted from
+// outside, or the qlab process is killed and a second process finds and
+// removes what it left. Each case checks that every task is accounted for
+// (one summary each, lost only with a reason), that the run ends within
+// its bound, leaves no goroutine and no queue behind, and prints one line
+// (fault=restart lesson=q10 tasks=4 done=3 …) to the fault report.
+package faults

@@ -1,0 +1,348 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lab/labtest"
+	"github.com/queuelab/qlab/lesson"
+	"github.com/queuelab/qlab/lessons"
+	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/rabbit/rabbittest"
+)
+
+// ReportEnv names a file the suite appends its per-fault lines to (make
+// test sets it and prints the file: go test shows a passing package's
+// output only with -v).
+const ReportEnv = "QLAB_FAULT_REPORT"
+
+// runBound is how long one faulted run may take before it counts as a hang.
+const runBound = 90 * time.Second
+
+var (
+	nodeOnce sync.Once
+	node     *rabbittest.Node
+	nodeErr  error
+	lines    []string
+	linesMu  sync.Mutex
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if node != nil {
+		if err := node.Remove(); err != nil {
+			fmt.Fprintf(os.Stderr, "faults: removing the private node: %v\n", err)
+			code = 1
+		}
+	}
+	if qlabBin != "" {
+		os.RemoveAll(filepath.Dir(qlabBin))
+	}
+	writeReport()
+	os.Exit(code)
+}
+
+// sharedNode is the package's private node, started once and reused by
+// every case (start-up costs seconds); TestMain removes it.
+func sharedNode(t *testing.T) *rabbittest.Node {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("the fault suite starts a RabbitMQ node")
+	}
+	nodeOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		node, nodeErr = rabbittest.NewNode(ctx, "qlabfault")
+	})
+	if nodeErr != nil {
+		rabbittest.SkipOrFail(t, nodeErr)
+	}
+	return node
+}
+
+// report records one fault case's line for the report and the test log.
+func report(t *testing.T, line string) {
+	t.Log(line)
+	linesMu.Lock()
+	defer linesMu.Unlock()
+	lines = append(lines, line)
+}
+
+func writeReport() {
+	if len(lines) == 0 {
+		return
+	}
+	text := strings.Join(lines, "\n") + "\n"
+	if path := os.Getenv(ReportEnv); path != "" {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err == nil {
+			_, _ = f.WriteString(text)
+			f.Close()
+			return
+		}
+	}
+	fmt.Print(text)
+}
+
+// enrolled is every lesson that joined the fault suite.
+func enrolled() []lesson.Lesson {
+	var ls []lesson.Lesson
+	for _, l := range lessons.All {
+		if l.Faults && l.Rabbit != nil {
+			ls = append(ls, l)
+		}
+	}
+	return ls
+}
+
+// seed picks the suite's moments; QLAB_FAULT_SEED changes it.
+func seed() uint64 {
+	var s uint64 = 1
+	fmt.Sscan(os.Getenv("QLAB_FAULT_SEED"), &s)
+	return s
+}
+
+// trigger is a sink that calls fire once, when the run emits its n-th
+// event: a seeded moment measured in the run's own progress, not in
+// wall-clock time, so a loaded machine moves it less. fire runs inside
+// Emit, holding up the goroutine that emitted, so the fault lands while
+// the run is under way (the broker's own timers keep running).
+type trigger struct {
+	labtest.Recorder
+	n     int
+	count int
+	mu    sync.Mutex
+	fire  func(first lab.Event)
+	first lab.Event
+	done  chan error
+}
+
+func (tr *trigger) Emit(e lab.Event) {
+	tr.Recorder.Emit(e)
+	tr.mu.Lock()
+	if tr.first.Queue == "" && e.Kind == lab.Enqueued && e.Queue != "" {
+		tr.first = e
+	}
+	tr.count++
+	now, first := tr.count == tr.n, tr.first
+	tr.mu.Unlock()
+	if now {
+		tr.fire(first)
+	}
+}
+
+// tally is what a faulted run did, for the report line.
+type tally struct {
+	tasks, done, dead, dropped, lost, pending, dup, redelivered int
+	lostNoReason                                                int
+}
+
+func tallyOf(events []lab.Event) tally {
+	var c tally
+	lostReason := map[string]bool{}
+	seen := map[string]int{}
+	for _, e := range events {
+		switch e.Kind {
+		case lab.Lost:
+			lostReason[e.Task] = e.Note != ""
+		case lab.Redelivered:
+			c.redelivered++
+		case lab.Duplicate:
+			c.dup++
+		case lab.Succeeded:
+			seen[e.Task]++
+		}
+	}
+	for _, e := range labtest.OfKind(events, lab.Summary) {
+		c.tasks++
+		switch e.Fate {
+		case lab.FateDone:
+			c.done++
+		case lab.FateDead:
+			c.dead++
+		case lab.FateDropped:
+			c.dropped++
+		case lab.FateLost:
+			c.lost++
+			if !lostReason[e.Task] {
+				c.lostNoReason++
+			}
+		case lab.FatePending:
+			c.pending++
+		}
+	}
+	for _, n := range seen {
+		if n > 1 {
+			c.dup += n - 1 // a task that succeeded twice was processed twice
+		}
+	}
+	return c
+}
+
+func (c tally) String() string {
+	return fmt.Sprintf("tasks=%d done=%d dead=%d dropped=%d lost=%d pending=%d dup=%d redelivered=%d",
+		c.tasks, c.done, c.dead, c.dropped, c.lost, c.pending, c.dup, c.redelivered)
+}
+
+// A fault disturbs the node during a run; first is the run's first
+// enqueued event (its Queue names a queue the run consumes) and names the
+// run's broker names.
+type fault struct {
+	name string
+	// fire injects the fault; its error fails the case.
+	fire func(ctx context.Context, n *rabbittest.Node, names rabbit.Names, first lab.Event) error
+	// mayFail says the run may end with an error (and which tasks may be
+	// lost): a deleted queue ends it with exit 1.
+	mayFail bool
+}
+
+var brokerFaults = []fault{
+	{name: "close", fire: func(ctx context.Context, n *rabbittest.Node, _ rabbit.Names, _ lab.Event) error {
+		_, err := n.Ctl(ctx, "close_all_connections", "qlab fault suite: every connection closed")
+		return err
+	}},
+	{name: "restart", fire: func(ctx context.Context, n *rabbittest.Node, _ rabbit.Names, _ lab.Event) error {
+		if _, err := n.Ctl(ctx, "stop_app"); err != nil {
+			return err
+		}
+		_, err := n.Ctl(ctx, "start_app")
+		return err
+	}},
+	{name: "delete", mayFail: true, fire: func(ctx context.Context, n *rabbittest.Node, names rabbit.Names, first lab.Event) error {
+		q, err := victim(ctx, n, names, first)
+		if err != nil {
+			return err
+		}
+		_, err = n.Ctl(ctx, "delete_queue", q)
+		return err
+	}},
+}
+
+// victim is the queue the delete fault removes: the broker queue of the
+// run's first enqueued task if it is one (Q11's first "queue" is the
+// scheduler's memory), else the first of the run's queues on the node.
+func victim(ctx context.Context, n *rabbittest.Node, names rabbit.Names, first lab.Event) (string, error) {
+	queues, err := n.Queues(ctx)
+	if err != nil {
+		return "", err
+	}
+	var own []string
+	for _, q := range queues {
+		if q == names.Of(first.Queue) {
+			return q, nil
+		}
+		if strings.HasPrefix(q, names.Prefix) {
+			own = append(own, q)
+		}
+	}
+	if len(own) == 0 {
+		return "", fmt.Errorf("the run has no queue on the node to delete")
+	}
+	return own[0], nil
+}
+
+// TestBrokerFaults runs every enrolled lesson under every broker fault.
+func TestBrokerFaults(t *testing.T) {
+	rng := rand.New(rand.NewPCG(seed(), 14))
+	for _, f := range brokerFaults {
+		for _, l := range enrolled() {
+			at := 3 + rng.IntN(10)
+			t.Run(f.name+"/"+l.Slug(), func(t *testing.T) {
+				runFaulted(t, sharedNode(t), l, f, at)
+			})
+		}
+	}
+}
+
+// runFaulted runs l on n, injects f at the at-th event, and checks the
+// run's accounting, bound, goroutines and leftovers.
+func runFaulted(t *testing.T, n *rabbittest.Node, l lesson.Lesson, f fault, at int) {
+	ctx, cancel := context.WithTimeout(context.Background(), runBound)
+	defer cancel()
+	names := rabbit.RunNames()
+	tr := &trigger{n: at, done: make(chan error, 1)}
+	tr.fire = func(first lab.Event) { tr.done <- f.fire(ctx, n, names, first) }
+	speed := l.TestSpeed
+	if speed == 0 {
+		speed = 20
+	}
+	before := goleak.IgnoreCurrent()
+	start := time.Now()
+	_, runErr := lesson.Run(ctx, l, lesson.Options{Backend: lab.Rabbit, Broker: n.URL, Speed: speed, Names: &names}, tr)
+	took := time.Since(start)
+	events := tr.Events()
+	c := tallyOf(events)
+	report(t, fmt.Sprintf("fault=%-7s lesson=%s %s %.1fs%s", f.name, l.Slug(), c, took.Seconds(), errNote(runErr)))
+
+	select {
+	case err := <-tr.done:
+		if err != nil {
+			t.Fatalf("injecting %s: %v", f.name, err)
+		}
+	default:
+		if tr.count >= at {
+			t.Fatalf("injecting %s did not finish", f.name)
+		}
+		t.Fatalf("the run emitted %d events, never reaching the fault's moment (%d)", tr.count, at)
+	}
+	if ctx.Err() != nil {
+		t.Errorf("the run hung: it was still going after %v", runBound)
+	}
+	if runErr != nil && !f.mayFail {
+		t.Errorf("the run failed: %v", runErr)
+	}
+	labtest.AssertAccounted(t, events)
+	if c.lostNoReason > 0 {
+		t.Errorf("%d tasks lost without a reason", c.lostNoReason)
+	}
+	if c.pending > 0 {
+		t.Errorf("%d tasks left pending: the run must say what became of each", c.pending)
+	}
+	assertNoLeftovers(t, n, names)
+	goleak.VerifyNone(t, before)
+}
+
+func errNote(err error) string {
+	if err == nil {
+		return ""
+	}
+	msg := err.Error()
+	if len(msg) > 90 {
+		msg = msg[:90] + "…"
+	}
+	return " err=" + msg
+}
+
+// assertNoLeftovers fails t if any queue under the run's prefix is still
+// on the node.
+func assertNoLeftovers(t *testing.T, n *rabbittest.Node, names rabbit.Names) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	queues, err := n.Queues(ctx)
+	if err != nil {
+		t.Fatalf("listing the node's queues: %v", err)
+	}
+	var left []string
+	for _, q := range queues {
+		if strings.HasPrefix(q, names.Prefix) {
+			left = append(left, q)
+		}
+	}
+	if len(left) > 0 {
+		t.Errorf("the run left its queues behind: %v", left)
+		for _, q := range left {
+			_, _ = n.Ctl(ctx, "delete_queue", q)
+		}
+	}
+}
