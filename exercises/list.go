@@ -33,7 +33,17 @@ var All = []Exercise{
 		},
 	},
 	{
-		Dir: "04_backoff", File: "backoff.go", Lesson: "Q07",
+		Dir: "04_idempotent", File: "send.go", Lesson: "Q06",
+		Title: "Send an email exactly once, across a redelivery and a failure after the send",
+		Hints: []Hint{
+			{When: "no customer gets an email twice", Text: "The failure struck after the mail server sent the email and before you wrote that down, so the retry sent again. Give Send an idempotency key that is the same on every delivery of the task (the task id): the second time the mail server answers instead of sending."},
+			{When: "a task that ends done had its email sent (none lost silently)", Text: "You wrote something before the email went out and the failure struck in between: the retry found your mark and skipped an email never sent. Write only after Send returned. A claim (db.Insert) has the same trap: a process that dies holding it never releases it."},
+			{When: "a repeat of a task already done is answered from your store: the mail server is not asked again", Text: "Before sending, look for the stored result: if db.Get finds it, the email went out on an earlier delivery, so return nil. After a Send that worked, db.Put the message id under a key of the task."},
+			{Text: "The order that survives every failure: db.Get (found? return nil), then mail.Send(task, task), then db.Put(the same key, the message id)."},
+		},
+	},
+	{
+		Dir: "05_backoff", File: "backoff.go", Lesson: "Q07",
 		Title: "Exponential backoff: wait 1 s, then 2 s, then 4 s",
 		Hints: []Hint{
 			{When: "Backoff doubles: 1 s, 2 s, 4 s …", Text: "Backoff(n) is FirstBackoff times 2 to the power n-1. A shift does it: FirstBackoff << (n - 1)."},
@@ -43,7 +53,7 @@ var All = []Exercise{
 		},
 	},
 	{
-		Dir: "05_dead_letter", File: "dead_letter.go", Lesson: "Q08",
+		Dir: "06_dead_letter", File: "dead_letter.go", Lesson: "Q08",
 		Title: "Park a failed task in the dead-letter queue instead of dropping it",
 		Hints: []Hint{
 			{When: "nothing lost: every task ends done or dead", Text: "A dropped task is gone: the log's dropped line is all that is left. Park it instead, so someone can look at it later."},
@@ -53,7 +63,7 @@ var All = []Exercise{
 		},
 	},
 	{
-		Dir: "06_dlq_alert", File: "dlq_alert.go", Lesson: "Q09",
+		Dir: "07_dlq_alert", File: "dlq_alert.go", Lesson: "Q09",
 		Title: "Alert from a separate DLQ-Worker",
 		Hints: []Hint{
 			{When: "one alert per task in the dead-letter queue, none for the others", Text: "Start a worker on dlq: sys.Worker(\"DLQ-Worker\", dlq, func(t *inmem.Task) { … }). It runs once per task that lands there."},
