@@ -72,4 +72,34 @@ var All = []Exercise{
 			{When: "nothing lost: every task ends done or dead", Text: "Until a worker consumes dlq, the run cannot end: the dead-letter queue here is a working queue, not a holding one."},
 		},
 	},
+	{
+		Dir: "08_wait_queues", File: "wait_queues.go", Lesson: "Q10", Broker: true,
+		Title: "Declare the TTL + dead-letter wait queues: the broker does the waiting",
+		Hints: []Hint{
+			{When: "the work queue dead-letters a rejected message to the wait queue", Text: "A queue's dead-letter route is two arguments: \"x-dead-letter-exchange\" (\"\" is the default exchange, which routes by queue name) and \"x-dead-letter-routing-key\" (the wait queue's name). A reject with requeue false then takes that route."},
+			{When: "the wait queue holds a message for the TTL, then sends it back", Text: "\"x-message-ttl\" is in milliseconds and must be an integer: ttl.Milliseconds() (an int64). A float is refused, and a constant passes only one of the two waits. The wait queue needs the two dead-letter arguments too, pointing back to the work queue."},
+			{When: "the broker accepts your arguments", Text: "The broker refuses a declare whose argument has the wrong type (x-message-ttl as a string or a float) with a 406 PRECONDITION_FAILED: the message names the argument."},
+			{When: "a rejected message comes back to the work queue after the wait", Text: "Nobody consumes the wait queue: a message leaves it only by expiring, and its dead-letter route is what brings it back. Check that the routing key is the work queue's full name (the checker's queues carry a prefix: use the name you are given)."},
+		},
+	},
+	{
+		Dir: "09_breaker_decision", File: "decision.go", Lesson: "Q12",
+		Title: "The handler's decision around a circuit breaker",
+		Hints: []Hint{
+			{When: "the breaker opens while the service is down: your calls go through it", Text: "Make the call through the breaker: err := cb.Execute(ctx, send). Calling send yourself, the breaker never sees a failure and never opens."},
+			{When: "no call reaches the service while the breaker is open", Text: "When cb.Execute returns breaker.ErrOpen (errors.Is), the breaker refused without calling: that is the point. Do not call send yourself then; retry the mail through the wait queue."},
+			{When: "the decision: ack a sent mail, retry the rest via email_queue_wait, park at the last delivery", Text: "A fast fail is a failure like any other: flow.Retry(EmailWait, err), so the mail waits out the TTL. flow.Requeue() brings it straight back (a hot loop), and parking it loses a mail that could have gone out a minute later."},
+			{When: "a mail is parked only after its 15 deliveries", Text: "Park when d.Attempt >= MaxDeliveries, and only then: flow.Park(EmailDLQ, why). d.Attempt counts deliveries, fast fails included, as the seed's x-death count does."},
+		},
+	},
+	{
+		Dir: "10_attempt", File: "attempt.go", Lesson: "Q13",
+		Title: "Read the attempt from x-death and from your own header, refusing forgeries",
+		Hints: []Hint{
+			{When: "x-death: the attempt is 1 + the count", Text: "x-death is a []any of amqp.Table, one entry per (queue, reason). Add up the \"count\" of the entries whose \"reason\" is \"rejected\" (not \"expired\": the wait queue's TTL expiry is not a failed attempt), then add 1."},
+			{When: "x-death: a header only a forger writes is refused with an error", Text: "Check every type assertion with the two-value form (v, ok := x.([]any)) and return an error when it fails; a count must be an int64 in 0..MaxRetries, and so must the sum."},
+			{When: "qlab-retries: the attempt is 1 + the count", Text: "A type switch on headers[RetriesHeader] with cases int64 and int32 reads both widths a publisher may write; a missing header is attempt 1."},
+			{When: "qlab-retries: a header only a forger writes is refused with an error", Text: "Anything that is not an int64 or int32 in 0..MaxRetries is refused: a string \"3\", a float 3.0, -1, 101. Believing a forged count of a billion would park the message at once, or never."},
+		},
+	},
 }
