@@ -34,7 +34,7 @@ var All = []Exercise{
 	},
 	{
 		Dir: "04_idempotent", File: "send.go", Lesson: "Q06",
-		Title: "Send an email exactly once, across a redelivery and a failure after the send",
+		Title: "Send each email exactly once, through redeliveries and failures",
 		Hints: []Hint{
 			{When: "no customer gets an email twice", Text: "The failure struck after the mail server sent the email and before you wrote that down, so the retry sent again. Give Send an idempotency key that is the same on every delivery of the task (the task id): the second time the mail server answers instead of sending."},
 			{When: "a task that ends done had its email sent (none lost silently)", Text: "You wrote something before the email went out and the failure struck in between: the retry found your mark and skipped an email never sent. Write only after Send returned. A claim (db.Insert) has the same trap: a process that dies holding it never releases it."},

@@ -19,7 +19,8 @@ Exercises: you write the mechanism of a lesson, qlab checks it.
   qlab ex                   watch mode: checks the current exercise on every save
                             (keys: n next, h hint, l list, r reset, c check, q quit)
   qlab ex list              every exercise and whether it is done
-  qlab ex check N           check exercise N once (exit 1 while it fails)
+  qlab ex check N           check exercise N once; while it fails, exit 1 with a one-line
+                            summary on stderr (for scripts), the report on stdout
   qlab ex check-all [--json]
                             check every exercise; rebuilds your progress (--json for instructors)
   qlab ex hint N            the next hint for exercise N, for what fails now
@@ -115,9 +116,25 @@ func exList(_ context.Context, root string, args []string, stdout io.Writer) err
 	return nil
 }
 
-// errNotYet is a check that ran and failed: exit 1 with the report as
-// the explanation.
-var errNotYet = fmt.Errorf("not passed yet")
+// notYet is the error of a check that ran and failed: exit 1, and a
+// one-line summary on stderr under the report on stdout, so a script
+// (or a class's grader) sees why without parsing the report.
+func notYet(r exRun) error {
+	what := string(r.Status)
+	switch r.Status {
+	case exFail:
+		what = fmt.Sprintf("%d of %d checks fail", len(r.Failed()), len(r.Results))
+	case exBuild:
+		what = "it does not compile"
+	case exTimeout:
+		what = "it never finished"
+	case exDeadlock:
+		what = "a deadlock"
+	case exCrash:
+		what = "it panicked"
+	}
+	return fmt.Errorf("exercise %d (%s) not passed yet: %s", r.Ex.Number(), r.Ex.Lesson, what)
+}
 
 func exCheck(ctx context.Context, root string, args []string, stdout io.Writer) error {
 	ex, err := exArg(args)
@@ -139,7 +156,7 @@ func exCheck(ctx context.Context, root string, args []string, stdout io.Writer) 
 	if text, n := exHint(r, 1); n > 0 {
 		fmt.Fprintf(stdout, "\nHint: %s\n%s\n", text, exColor.faint(fmt.Sprintf("(qlab ex hint %d for more)", ex.Number())))
 	}
-	return errNotYet
+	return notYet(r)
 }
 
 // exStatusLine is one exercise in check-all's JSON output.

@@ -61,3 +61,29 @@ func TestExBadArguments(t *testing.T) {
 		assert.Equal(t, 1, strings.Count(strings.TrimSpace(stderr), "\n")+1, "one line: %q", stderr)
 	}
 }
+
+// After r the watch screen asks before it resets, in full at 80 columns:
+// the question is not cut at the edge, and every line fits.
+func TestExResetAsksInFull(t *testing.T) {
+	ex := exercises.All[3]
+	m := exModel{ex: ex, st: exState{Hints: map[string]int{}}, width: 80, height: 24,
+		last: &exRun{Ex: ex, Status: exFail, Results: []check.Result{{Check: "x", Plan: "p", Got: "g", Want: "w"}}}}
+	next, _ := m.key("r")
+	view := next.View()
+	assert.Contains(t, strings.ReplaceAll(view, "\n", " "), "Reset "+ex.Path()+" to the shipped stub? Your edits are lost.")
+	assert.Contains(t, view, "y reset")
+	for _, l := range strings.Split(view, "\n") {
+		assert.LessOrEqual(t, len([]rune(l)), 80, l)
+	}
+	after, _ := next.(exModel).key("x")
+	assert.Contains(t, after.View(), "reset cancelled")
+}
+
+// A failing check says so on stderr in one line, under the report.
+func TestExNotYetSummary(t *testing.T) {
+	ex := exercises.All[3]
+	r := exRun{Ex: ex, Status: exFail, Results: []check.Result{{Check: "a", Pass: true}, {Check: "b"}}}
+	assert.Equal(t, "exercise 4 (Q06) not passed yet: 1 of 2 checks fail", notYet(r).Error())
+	r.Status = exBuild
+	assert.Equal(t, "exercise 4 (Q06) not passed yet: it does not compile", notYet(r).Error())
+}

@@ -228,8 +228,11 @@ func (m exModel) View() string {
 			foot = append(foot, "", wrap(fmt.Sprintf("Hint %d/%d: %s", min(max(m.hints, 1), n), n, text), m.width))
 		}
 	}
+	if m.mode == exConfirmReset { // the question in full, never cut at the edge
+		foot = append(foot, "", p.bold(wrap("Reset "+m.ex.Path()+" to the shipped stub? Your edits are lost.", m.width)))
+	}
 	if m.note != "" {
-		foot = append(foot, "", m.note)
+		foot = append(foot, "", wrap(m.note, m.width))
 	}
 	foot = append(foot, "", p.faint(m.keysLine()))
 	room := max(m.height-len(top)-strings.Count(strings.Join(foot, "\n"), "\n")-1, 3)
@@ -239,13 +242,16 @@ func (m exModel) View() string {
 	for i, l := range body {
 		body[i] = clip(l, m.width)
 	}
+	for i, l := range top {
+		top[i] = clip(l, m.width)
+	}
 	return strings.Join(append(append(top, body...), foot...), "\n")
 }
 
 func (m exModel) keysLine() string {
 	switch {
 	case m.mode == exConfirmReset:
-		return "reset " + m.ex.Path() + " to the shipped stub? your edits are lost. y to reset, any other key cancels"
+		return "y reset · any other key cancels"
 	case m.last != nil && m.last.Status == exPass:
 		return "n next · l list · q quit"
 	case m.manual:
