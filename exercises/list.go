@@ -36,7 +36,7 @@ var All = []Exercise{
 		Dir: "04_idempotent", File: "send.go", Lesson: "Q06",
 		Title: "Send each email exactly once, through redeliveries and failures",
 		Hints: []Hint{
-			{When: "no customer gets an email twice", Text: "The failure struck after the mail server sent the email and before you wrote that down, so the retry sent again. Give Send an idempotency key that is the same on every delivery of the task (the task id): the second time the mail server answers instead of sending."},
+			{When: "no customer gets an email twice", Text: "A second delivery of the task sent again: a redelivery after a lost ack, or a retry after a failure that struck once the email was out but before you wrote that down. Give Send an idempotency key that is the same on every delivery (the task id): the mail server then answers instead of sending."},
 			{When: "a task that ends done had its email sent (none lost silently)", Text: "You wrote something before the email went out and the failure struck in between: the retry found your mark and skipped an email never sent. Write only after Send returned. A claim (db.Insert) has the same trap: a process that dies holding it never releases it."},
 			{When: "a repeat of a task already done is answered from your store: the mail server is not asked again", Text: "Before sending, look for the stored result: if db.Get finds it, the email went out on an earlier delivery, so return nil. After a Send that worked, db.Put the message id under a key of the task."},
 			{Text: "The order that survives every failure: db.Get (found? return nil), then mail.Send(task, task), then db.Put(the same key, the message id)."},

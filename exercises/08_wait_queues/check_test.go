@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"testing"
 	"time"
 
@@ -44,26 +45,32 @@ func TestWaitQueues(t *testing.T) {
 		return
 	}
 	defer conn.Close()
+	var created []string
+	defer func() { deleteQueues(conn, created) }() // before the connection closes
 	for _, ttl := range ttls {
-		roundTrip(t, c, conn, ttl)
+		roundTrip(c, conn, ttl, &created)
 	}
 }
+
+// expires deletes a queue of the checker's that nobody used for a minute,
+// should a killed check leave it behind.
+const expires = int64(60_000)
 
 // roundTrip declares a work and a wait queue with the student's arguments
 // under a private prefix, checks the arguments by re-declaring them as
 // they should be, and sends one message round: rejected from the work
 // queue, it must come back after the wait, with x-death saying how.
-func roundTrip(t *testing.T, c *check.Checker, conn *amqp.Connection, ttl time.Duration) {
+func roundTrip(c *check.Checker, conn *amqp.Connection, ttl time.Duration, created *[]string) {
 	prefix := rabbit.RunNames().Prefix
 	work, wait := prefix+"ex.work", prefix+"ex.wait"
 	r := check.Run{Name: fmt.Sprintf("a wait of %v (queues %s, %s)", ttl, work, wait)}
-	declared := declare(t, conn, map[string]amqp.Table{work: WorkQueueArgs(wait), wait: WaitQueueArgs(ttl, work)})
+	declared := declare(conn, created, map[string]amqp.Table{work: WorkQueueArgs(wait), wait: WaitQueueArgs(ttl, work)})
 	ok := c.That(r, "the broker accepts your arguments", declared == nil, fmt.Sprint(declared), "both queues declared", "")
 	if !ok {
 		return
 	}
 	route := func(to string) amqp.Table {
-		return amqp.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": to}
+		return amqp.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": to, "x-expires": expires}
 	}
 	want := route(work)
 	want["x-message-ttl"] = ttl.Milliseconds()
@@ -92,40 +99,61 @@ func roundTrip(t *testing.T, c *check.Checker, conn *amqp.Connection, ttl time.D
 	}
 }
 
-// reason is the broker's words for a refused declare ("inequivalent arg
-// 'x-message-ttl' … received '500' but current is '300'"), or "as wanted".
+// inequivalent reads the broker's 406 on a re-declare: "inequivalent arg
+// 'x-message-ttl' for queue 'q' in vhost '/': received '300' but current
+// is '500'" (or "… is none" for an argument the queue lacks).
+var inequivalent = regexp.MustCompile(`inequivalent arg '([^']+)' .* but current is (.*)$`)
+
+// reason says what a refused re-declare found on the student's queue, in
+// the broker's words when it can, or "as wanted".
 func reason(err error) string {
 	var amqpErr *amqp.Error
 	switch {
 	case err == nil:
 		return "as wanted"
-	case errors.As(err, &amqpErr):
-		return amqpErr.Reason
+	case !errors.As(err, &amqpErr):
+		return err.Error()
 	}
-	return err.Error()
+	m := inequivalent.FindStringSubmatch(amqpErr.Reason)
+	switch {
+	case m == nil:
+		return amqpErr.Reason
+	case m[2] == "none":
+		return m[1] + " is missing on your queue"
+	}
+	return fmt.Sprintf("%s is %s on your queue", m[1], m[2])
 }
 
-// declare declares each queue with its arguments and deletes it when the
-// test ends (only queues the checker created: the prefix is fresh).
-func declare(t *testing.T, conn *amqp.Connection, queues map[string]amqp.Table) error {
+// declare declares each queue with the student's arguments plus
+// x-expires, and adds it to created (a fresh prefix: only the checker's).
+func declare(conn *amqp.Connection, created *[]string, queues map[string]amqp.Table) error {
 	for name, args := range queues {
 		ch, err := conn.Channel()
 		if err != nil {
 			return err
 		}
-		_, err = ch.QueueDeclare(name, false, false, false, false, args)
+		with := amqp.Table{"x-expires": expires}
+		for k, v := range args {
+			with[k] = v
+		}
+		_, err = ch.QueueDeclare(name, false, false, false, false, with)
 		_ = ch.Close()
 		if err != nil {
 			return fmt.Errorf("declaring %s: %w", name, err)
 		}
-		t.Cleanup(func() {
-			if ch, err := conn.Channel(); err == nil {
-				_, _ = ch.QueueDelete(name, false, false, false)
-				_ = ch.Close()
-			}
-		})
+		*created = append(*created, name)
 	}
 	return nil
+}
+
+// deleteQueues deletes the queues the checker created.
+func deleteQueues(conn *amqp.Connection, names []string) {
+	for _, name := range names {
+		if ch, err := conn.Channel(); err == nil {
+			_, _ = ch.QueueDelete(name, false, false, false)
+			_ = ch.Close()
+		}
+	}
 }
 
 // redeclare declares queue name again with args: the broker accepts it
