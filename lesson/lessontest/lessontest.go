@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lab/labtest"
@@ -54,13 +53,11 @@ func RunRabbit(t *testing.T, l lesson.Lesson, opts lesson.Options) ([]lab.Event,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	before := goleak.IgnoreCurrent()
 	var rec labtest.Recorder
-	res, err := lesson.Run(ctx, l, opts, &rec)
+	var res lesson.Result
+	var err error
+	NoGoroutineOutlives(t, func() { res, err = lesson.Run(ctx, l, opts, &rec) })
 	require.NoError(t, err)
-	// Nothing of the run may outlive it: no consumer, timer or connection
-	// goroutine. (In memory, synctest already fails a run that leaves one.)
-	goleak.VerifyNone(t, before)
 	return rec.Events(), res
 }
 
