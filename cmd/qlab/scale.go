@@ -3,7 +3,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 
@@ -11,9 +10,14 @@ import (
 	"github.com/queuelab/qlab/lessons"
 )
 
-// maxRate bounds --rate: past 10,000 arrivals per lesson second the gap
-// between two is 100 µs of lesson time, all at once in practice.
-const maxRate = 10_000.0
+// The rates --rate accepts. Past maxRate arrivals per lesson second the
+// gap between two is 100 µs of lesson time, all at once in practice;
+// below minRate one task every quarter hour is no flow to watch, and a
+// gap of 1 s / 1e-300 would overflow a time.Duration.
+const (
+	minRate = 0.001
+	maxRate = 10_000.0
+)
 
 // scaleFlags are --tasks and --rate: the default scenario grown to N tasks
 // arriving R per lesson second, for the lessons that declare Scales.
@@ -50,8 +54,8 @@ func (s *scaleFlags) apply(fs *flag.FlagSet, l lessons.Lesson, plan *lab.Plan) (
 		plan = &grown
 	}
 	if rateSet {
-		if !(s.rate > 0) || s.rate > maxRate || math.IsInf(s.rate, 0) {
-			return nil, usagef("--rate must be a number of tasks per lesson second above 0 and at most %g, got %v", maxRate, s.rate)
+		if !(s.rate >= minRate && s.rate <= maxRate) {
+			return nil, usagef("--rate must be between %g and %g tasks per lesson second, got %v", minRate, maxRate, s.rate)
 		}
 		plan.Every = time.Duration(float64(time.Second) / s.rate)
 	}

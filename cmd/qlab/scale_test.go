@@ -22,10 +22,11 @@ func TestScaleFlagsRefuseBadValues(t *testing.T) {
 		"negative tasks":     {[]string{"run", "1", "--tasks", "-5"}, "--tasks must be between 1 and 100000, got -5"},
 		"too many tasks":     {[]string{"run", "1", "--tasks", "100001"}, "--tasks must be between 1 and 100000"},
 		"tasks not a number": {[]string{"run", "1", "--tasks", "lots"}, `invalid value "lots" for flag --tasks`},
-		"zero rate":          {[]string{"run", "1", "--rate", "0"}, "--rate must be a number of tasks per lesson second above 0"},
+		"zero rate":          {[]string{"run", "1", "--rate", "0"}, "--rate must be between 0.001 and 10000 tasks per lesson second, got 0"},
 		"NaN rate":           {[]string{"run", "1", "--rate", "NaN"}, "--rate must be"},
 		"infinite rate":      {[]string{"run", "1", "--rate", "+Inf"}, "--rate must be"},
-		"rate too high":      {[]string{"run", "1", "--rate", "1e6"}, "at most 10000"},
+		"rate too high":      {[]string{"run", "1", "--rate", "1e6"}, "between 0.001 and 10000"},
+		"rate too low":       {[]string{"run", "1", "--rate", "1e-300"}, "between 0.001 and 10000"},
 		"fixed scenario":     {[]string{"run", "11", "--tasks", "100"}, "lesson 11 runs a fixed scenario of its own: --tasks and --rate work with lessons 1, 2, 4, 10"},
 		"fixed, rate only":   {[]string{"run", "12", "--rate", "5"}, "lesson 12 runs a fixed scenario of its own"},
 	}
