@@ -43,6 +43,13 @@ func RunInMem(t *testing.T, l lesson.Lesson, opts lesson.Options) ([]lab.Event, 
 // when set, bounded by a minute; the run must not fail.
 func RunRabbit(t *testing.T, l lesson.Lesson, opts lesson.Options) ([]lab.Event, lesson.Result) {
 	t.Helper()
+	return RunRabbitWith(t, l, opts)
+}
+
+// RunRabbitWith is RunRabbit with sinks that see each event as the run
+// emits it (a test that acts on the broker while the lesson runs).
+func RunRabbitWith(t *testing.T, l lesson.Lesson, opts lesson.Options, sinks ...lab.Sink) ([]lab.Event, lesson.Result) {
+	t.Helper()
 	opts.Backend = lab.Rabbit
 	opts.Broker = rabbittest.NeedBroker(t)
 	if opts.Speed == 0 {
@@ -56,7 +63,7 @@ func RunRabbit(t *testing.T, l lesson.Lesson, opts lesson.Options) ([]lab.Event,
 	var rec labtest.Recorder
 	var res lesson.Result
 	var err error
-	NoGoroutineOutlives(t, func() { res, err = lesson.Run(ctx, l, opts, &rec) })
+	NoGoroutineOutlives(t, func() { res, err = lesson.Run(ctx, l, opts, append(sinks, &rec)...) })
 	require.NoError(t, err)
 	return rec.Events(), res
 }

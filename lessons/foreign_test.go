@@ -1,0 +1,184 @@
+package lessons
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lab/labtest"
+	"github.com/queuelab/qlab/lesson/lessontest"
+	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/rabbit/rabbittest"
+)
+
+// forgedPrefix starts the message id of every message the test publishes
+// itself, so an event or a held message can be traced to it.
+const forgedPrefix = "forged-"
+
+// forgeries are the messages someone else publishes straight into a
+// lesson's queue bq: the run's id is run. Some carry the run's app-id,
+// so only their shape gives them away.
+func forgeries(run, bq string, big bool) []amqp.Publishing {
+	jsonTask := func(id string) []byte { return []byte(`{"task":"` + id + `"}`) }
+	ms := []amqp.Publishing{
+		{MessageId: forgedPrefix + "not-json", Body: []byte("not json {")},
+		{MessageId: forgedPrefix + "missing-fields", AppId: run, ContentType: "application/json", Body: []byte(`{"to":""}`)},
+		{MessageId: forgedPrefix + "wrong-type", AppId: run, ContentType: "text/plain", Body: jsonTask(forgedPrefix + "wrong-type")},
+		{MessageId: "", AppId: run, ContentType: "application/json", Body: jsonTask("")},
+		{MessageId: forgedPrefix + "x-death", ContentType: "application/json", Body: jsonTask(forgedPrefix + "x-death"),
+			Headers: amqp.Table{"x-death": []any{amqp.Table{"count": int64(1000), "reason": "rejected", "queue": bq, "exchange": "", "time": time.Now()}}}},
+	}
+	if bq == run+".mail.queue" {
+		// Q11's mail worker reads the body: a task of the right shape with
+		// no recipient must be parked, not "sent" to nobody.
+		ms = append(ms, amqp.Publishing{MessageId: forgedPrefix + "no-recipient", AppId: run, ContentType: "application/json",
+			Body: []byte(`{"task":"` + forgedPrefix + `no-recipient","to":"","scheduledTime":"2026-02-08T11:39:51Z"}`)})
+	}
+	if big {
+		pad := strings.Repeat("x", 10<<20)
+		ms = append(ms, amqp.Publishing{MessageId: forgedPrefix + "10MB", AppId: run, ContentType: "application/json",
+			Body: []byte(`{"task":"` + forgedPrefix + `10MB","pad":"` + pad + `"}`)})
+	}
+	return ms
+}
+
+// injector publishes forgeries into each queue of the run as the run's
+// events first name it. It runs on a goroutine of the test, not of the
+// run, so the run's leak check does not count it.
+type injector struct {
+	names    rabbit.Names
+	seen     sync.Map // seed queue name → struct{}
+	queues   chan string
+	injected int
+}
+
+// Emit notes the first event naming each queue, as where a task is or
+// where it goes, without blocking the run.
+func (in *injector) Emit(e lab.Event) {
+	for _, q := range []string{e.Queue, e.To} {
+		if q == "" {
+			continue
+		}
+		if _, dup := in.seen.LoadOrStore(q, struct{}{}); !dup {
+			select {
+			case in.queues <- q:
+			default:
+			}
+		}
+	}
+}
+
+// run publishes until queues closes. Queues that are not the broker's
+// (an in-process "scheduler memory") route nowhere and are dropped.
+func (in *injector) run(t *testing.T, url string, done chan<- struct{}) {
+	defer close(done)
+	conn, err := amqp.Dial(url)
+	if !assert.NoError(t, err) {
+		return
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if !assert.NoError(t, err) {
+		return
+	}
+	first := true
+	for seed := range in.queues {
+		bq := in.names.Of(seed)
+		for _, m := range forgeries(in.names.Run, bq, first) {
+			if err := ch.PublishWithContext(context.Background(), "", bq, false, false, m); err != nil {
+				t.Errorf("publishing into %s: %v", bq, err)
+				return
+			}
+			in.injected++
+		}
+		first = false
+	}
+}
+
+// TestForeignAndMalformedMessagesAreParked publishes, into every queue of
+// every broker lesson while it runs, messages the run did not publish or
+// cannot read: not JSON, JSON with fields missing, a wrong content type,
+// no message id, a forged x-death, 10 MB. The run must end without error
+// (no worker crashed), every task of its own accounted for, no event and
+// no measured table about a forged message, and what was parked must wait
+// in the run's hold queue with a reason.
+func TestForeignAndMalformedMessagesAreParked(t *testing.T) {
+	for _, l := range All {
+		if l.Rabbit == nil {
+			continue
+		}
+		t.Run(l.ID, func(t *testing.T) {
+			t.Parallel()
+			url := rabbittest.NeedBroker(t)
+			names := rabbit.RunNames()
+			hold := names.Run + ".foreign"
+			t.Cleanup(func() { deleteQueue(t, url, hold) })
+			in := &injector{names: names, queues: make(chan string, 64)}
+			done := make(chan struct{})
+			go in.run(t, url, done)
+			events, res := lessontest.RunRabbitWith(t, l, Options{Names: &names}, in)
+			close(in.queues)
+			<-done
+
+			labtest.AssertAccounted(t, events)
+			for _, e := range events {
+				if e.Kind != lab.Breaker && e.Kind != lab.Phase && e.Kind != lab.Alerted {
+					assert.NotEmpty(t, e.Task, "an event with no task: %+v", e)
+				}
+				assert.False(t, strings.HasPrefix(e.Task, forgedPrefix), "an event about a forged message: %+v", e)
+			}
+			for _, tb := range res.Tables {
+				var text strings.Builder
+				tb.Write(&text)
+				assert.NotContains(t, text.String(), forgedPrefix, "table %q counts a forged message", tb.Title)
+			}
+			require.Positive(t, in.injected)
+			assertHeld(t, url, hold)
+		})
+	}
+}
+
+// assertHeld checks that the hold queue holds at least one message and
+// that each is a forgery with the reason it was parked.
+func assertHeld(t *testing.T, url, hold string) {
+	t.Helper()
+	conn, err := amqp.Dial(url)
+	require.NoError(t, err)
+	defer conn.Close()
+	ch, err := conn.Channel()
+	require.NoError(t, err)
+	defer ch.Close()
+	held := 0
+	for {
+		d, ok, err := ch.Get(hold, false) // left unacked: Cleanup deletes the queue
+		require.NoError(t, err, "the hold queue %s exists", hold)
+		if !ok {
+			break
+		}
+		held++
+		reason, _ := d.Headers[rabbit.ForeignReasonHeader].(string)
+		assert.NotEmpty(t, reason, "held message %q has no reason", d.MessageId)
+		assert.True(t, d.MessageId == "" || strings.HasPrefix(d.MessageId, forgedPrefix), "held a message of the run: %q", d.MessageId)
+	}
+	assert.Positive(t, held, "nothing was parked in %s", hold)
+}
+
+// deleteQueue deletes queue, which the test's run created.
+func deleteQueue(t *testing.T, url, queue string) {
+	conn, err := amqp.Dial(url)
+	if err != nil {
+		t.Logf("cleaning up %s: %v", queue, err)
+		return
+	}
+	defer conn.Close()
+	if ch, err := conn.Channel(); err == nil {
+		_, _ = ch.QueueDelete(queue, false, false, false)
+	}
+}
