@@ -6,6 +6,7 @@ import (
 
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lab/labtest"
+	"github.com/queuelab/qlab/lesson/lessontest"
 	"github.com/queuelab/qlab/lessons"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
 	"github.com/stretchr/testify/assert"
@@ -16,7 +17,10 @@ func TestCompareQ10OnBothBackends(t *testing.T) {
 	url := rabbittest.NeedBroker(t)
 	l, err := lessons.Parse("10")
 	require.NoError(t, err)
-	rep, err := Run(context.Background(), l, Config{Speed: 40, Broker: url, BrokerInfo: "test broker"})
+	var rep Report
+	lessontest.NoGoroutineOutlives(t, func() {
+		rep, err = Run(context.Background(), l, Config{Speed: 40, Broker: url, BrokerInfo: "test broker"})
+	})
 	require.NoError(t, err)
 
 	// Same tasks, same failure plan: the same fate and attempts per task.

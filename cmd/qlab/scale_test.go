@@ -46,7 +46,7 @@ func TestScaleFlagsRefuseBadValues(t *testing.T) {
 // first. It runs in a synctest bubble, so lesson time is exact.
 func TestRunTasksAndRate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		code, out, errOut := qlab("run", "2", "--tasks", "500", "--rate", "40", "--speed", "1000", "--json")
+		code, out, errOut := qlabChecked(t, "run", "2", "--tasks", "500", "--rate", "40", "--speed", "1000", "--json")
 		require.Equal(t, exitOK, code, errOut)
 		summaries := map[string]int{}
 		enqueuedAt := map[string]int64{}
