@@ -26,6 +26,7 @@ func TestParity(t *testing.T) {
 		}
 		for _, p := range parityPlans(l) {
 			t.Run(l.ID+"/"+p.name, func(t *testing.T) {
+				t.Parallel() // each run declares under names of its own (rabbit.RunNames)
 				mem, _ := lessontest.RunInMem(t, l, Options{Plan: p.plan})
 				broker, _ := lessontest.RunRabbit(t, l, Options{Plan: p.plan})
 				labtest.AssertAccounted(t, broker)

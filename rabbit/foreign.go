@@ -22,6 +22,15 @@ func (s *Session) Foreign() int {
 	return s.foreign
 }
 
+// parkActivity is how many messages the session parked so far, and
+// whether it is parking one now (a 10 MB copy takes a while): WaitSettled
+// counts both as the run moving.
+func (s *Session) parkActivity() (parked int, busy bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.foreign, s.parking > 0
+}
+
 // holdForeign takes foreign delivery d, met on seed queue queue, out of
 // the run's way: it logs it, counts it, publishes a copy (properties and
 // headers kept, plus ForeignReasonHeader) to the run's hold queue, and
@@ -38,7 +47,13 @@ func (s *Session) holdForeign(ctx context.Context, queue string, d amqp.Delivery
 func (s *Session) park(ctx context.Context, queue string, d amqp.Delivery, reason string) {
 	s.mu.Lock()
 	s.foreign++
+	s.parking++
 	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.parking--
+		s.mu.Unlock()
+	}()
 	reason += "; found in " + s.Names.Of(queue)
 	err := s.hold(ctx, d, reason)
 	if err == nil {

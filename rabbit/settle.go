@@ -45,7 +45,7 @@ func (s *Session) patience() time.Duration {
 // way it can end besides that is an error: ctx ends; the session failed
 // (Err: a consumed queue deleted, the broker away too long); a queue the
 // session created is gone; or no task made progress (a started attempt, a
-// new task, a fate) for the session's Patience. Broker runs have no idle
+// new task, a fate) and no message was parked for the session's Patience. Broker runs have no idle
 // signal like inmem.System's, so it polls the ledger every few
 // milliseconds.
 func (s *Session) WaitSettled(ctx context.Context, stream *lab.Stream, extra func() bool) error {
@@ -54,6 +54,7 @@ func (s *Session) WaitSettled(ctx context.Context, stream *lab.Stream, extra fun
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
 	last, moved := progressOf(stream.Tasks()), time.Now()
+	parked, _ := s.parkActivity()
 	nextCheck := time.Now().Add(checkEvery)
 	for {
 		tasks := stream.Tasks()
@@ -62,8 +63,11 @@ func (s *Session) WaitSettled(ctx context.Context, stream *lab.Stream, extra fun
 		}
 		if time.Now().After(nextCheck) {
 			nextCheck = time.Now().Add(checkEvery)
-			if now := progressOf(tasks); !slices.Equal(now, last) {
-				last, moved = now, time.Now()
+			// A consumer busy parking messages from outside (Foreign) is
+			// moving too: the run's tasks wait behind them, not lost.
+			p, busy := s.parkActivity()
+			if now := progressOf(tasks); !slices.Equal(now, last) || p != parked || busy {
+				last, parked, moved = now, p, time.Now()
 			}
 			if err := s.checkQueues(ctx); err != nil {
 				return err
