@@ -35,16 +35,24 @@ func forgeries(run, bq string, big bool) []amqp.Publishing {
 		{MessageId: forgedPrefix + "x-death", ContentType: "application/json", Body: jsonTask(forgedPrefix + "x-death"),
 			Headers: amqp.Table{"x-death": []any{amqp.Table{"count": int64(1000), "reason": "rejected", "queue": bq, "exchange": "", "time": time.Now()}}}},
 	}
-	if bq == run+".mail.queue" {
-		// Q11's mail worker reads the body: a task of the right shape with
-		// no recipient must be parked, not "sent" to nobody.
-		ms = append(ms, amqp.Publishing{MessageId: forgedPrefix + "no-recipient", AppId: run, ContentType: "application/json",
-			Body: []byte(`{"task":"` + forgedPrefix + `no-recipient","to":"","scheduledTime":"2026-02-08T11:39:51Z"}`)})
-	}
 	if big {
 		pad := strings.Repeat("x", 10<<20)
 		ms = append(ms, amqp.Publishing{MessageId: forgedPrefix + "10MB", AppId: run, ContentType: "application/json",
 			Body: []byte(`{"task":"` + forgedPrefix + `10MB","pad":"` + pad + `"}`)})
+	}
+	for i := range ms {
+		// A message with no TTL at the head of a queue nobody consumes
+		// (Q11's mail.delay, which expires only its head) would hold the
+		// run's own mails behind it for ever; expiring, it moves on along
+		// the queue's dead-letter route to a consumer, which parks it.
+		ms[i].Expiration = "200"
+	}
+	if bq == run+".mail.queue" {
+		// Q11's mail worker reads the body: a task of the right shape with
+		// no recipient must be parked, not "sent" to nobody. mail.queue is
+		// consumed throughout, so this one needs no TTL.
+		ms = append(ms, amqp.Publishing{MessageId: forgedPrefix + "no-recipient", AppId: run, ContentType: "application/json",
+			Body: []byte(`{"task":"` + forgedPrefix + `no-recipient","to":"","scheduledTime":"2026-02-08T11:39:51Z"}`)})
 	}
 	return ms
 }
