@@ -25,17 +25,23 @@ func parsePlan(args ...string) (planFlags, error) {
 	return p, p.check()
 }
 
+// checkRefusal: a refused value is a one-line usage error that names the
+// flag as users type it.
+func checkRefusal(t *testing.T, flagName string, err error) {
+	if !errors.As(err, new(usageError)) {
+		t.Fatalf("not a usage error: %v", err)
+	}
+	if strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), flagName) {
+		t.Fatalf("error is not one line naming %s: %q", flagName, err)
+	}
+}
+
 // checkParsed is the property both fuzz targets hold: a value is either
 // accepted inside its range or refused with a one-line usage error that
 // names the flag as users type it.
 func checkParsed(t *testing.T, flagName string, p planFlags, err error) {
 	if err != nil {
-		if !errors.As(err, new(usageError)) {
-			t.Fatalf("not a usage error: %v", err)
-		}
-		if strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), flagName) {
-			t.Fatalf("error is not one line naming %s: %q", flagName, err)
-		}
+		checkRefusal(t, flagName, err)
 		return
 	}
 	if !(p.speed >= minSpeed && p.speed <= maxSpeed) {
@@ -85,12 +91,7 @@ func parseScale(args ...string) (*lab.Plan, error) {
 // refused with a one-line usage error naming the flag.
 func checkScaled(t *testing.T, flagName string, plan *lab.Plan, err error) {
 	if err != nil {
-		if !errors.As(err, new(usageError)) {
-			t.Fatalf("not a usage error: %v", err)
-		}
-		if strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), flagName) {
-			t.Fatalf("error is not one line naming %s: %q", flagName, err)
-		}
+		checkRefusal(t, flagName, err)
 		return
 	}
 	if n := len(plan.Tasks); n < 1 || n > lab.MaxTasks {
