@@ -2,6 +2,8 @@ package rabbit_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -40,12 +42,31 @@ func TestPeekShowsOnlyTheRunsTasks(t *testing.T) {
 // no message id never reaches the handler (no event with an empty task);
 // it waits in the hold queue with the reason.
 func TestMalformedTaskOfTheRunIsParked(t *testing.T) {
+	s := parkedBeforeA(t, amqp.Publishing{ContentType: "application/json", Body: []byte(`{"task":""}`)},
+		"malformed: no message id")
+	assert.Equal(t, 1, s.Foreign())
+}
+
+// TestHugeMessageIsParked: 10 MB with the run's app-id is parked by its
+// size, whole, and the run's next task is handled after it.
+func TestHugeMessageIsParked(t *testing.T) {
+	body := `{"task":"big","pad":"` + strings.Repeat("x", 10<<20) + `"}`
+	parkedBeforeA(t, amqp.Publishing{MessageId: "big", ContentType: "application/json", Body: []byte(body)},
+		fmt.Sprintf("malformed: a body of %d bytes", len(body)))
+}
+
+// parkedBeforeA publishes m (with the run's app-id) and then task A into
+// a queue of a fresh session, consumes it, and checks that the handler
+// sees only A and that m waits in the hold queue, whole, with a reason
+// containing reason.
+func parkedBeforeA(t *testing.T, m amqp.Publishing, reason string) *rabbit.Session {
+	t.Helper()
 	s := rabbittest.Session(t, 1)
 	ctx := testCtx(t)
 	require.NoError(t, s.Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "work", Role: rabbit.Work}}}))
 	other := outsider(t)
-	require.NoError(t, other.PublishWithContext(ctx, "", s.Names.Of("work"), false, false,
-		amqp.Publishing{AppId: s.Names.Run, ContentType: "application/json", Body: []byte(`{"task":""}`)}))
+	m.AppId = s.Names.Run
+	require.NoError(t, other.PublishWithContext(ctx, "", s.Names.Of("work"), false, false, m))
 	pub, err := s.Publisher(ctx)
 	require.NoError(t, err)
 	require.NoError(t, pub.Publish(ctx, "work", "A", nil))
@@ -61,7 +82,8 @@ func TestMalformedTaskOfTheRunIsParked(t *testing.T) {
 	held, ok, err := other.Get(hold, true)
 	require.NoError(t, err)
 	require.True(t, ok)
-	assert.Contains(t, held.Headers[rabbit.ForeignReasonHeader], "malformed: no message id")
-	assert.Equal(t, 1, s.Foreign())
+	assert.Contains(t, held.Headers[rabbit.ForeignReasonHeader], reason)
+	assert.Equal(t, len(m.Body), len(held.Body), "parked whole")
 	assert.Empty(t, handled)
+	return s
 }
