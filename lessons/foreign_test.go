@@ -3,7 +3,6 @@ package lessons
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -43,12 +42,15 @@ func forgeries(run, bq string, big bool) []amqp.Publishing {
 		ms = append(ms, amqp.Publishing{MessageId: forgedPrefix + "1MB", AppId: run, ContentType: "application/json",
 			Body: []byte(`{"task":"` + forgedPrefix + `1MB","pad":"` + pad + `"}`)})
 	}
-	for i := range ms {
-		// A message with no TTL at the head of a queue nobody consumes
-		// (Q11's mail.delay, which expires only its head) would hold the
-		// run's own mails behind it for ever; expiring, it moves on along
-		// the queue's dead-letter route to a consumer, which parks it.
-		ms[i].Expiration = "200"
+	if strings.Contains(bq, "wait") || strings.Contains(bq, "delay") {
+		// Nobody consumes a wait or delay queue (every lesson names them
+		// so), and one with per-message TTLs (Q11's mail.delay) expires
+		// only its head: a forgery with no TTL there would hold the run's
+		// own mails behind it for ever. Expiring, it moves on along the
+		// queue's dead-letter route to a consumer, which parks it.
+		for i := range ms {
+			ms[i].Expiration = "1000"
+		}
 	}
 	if bq == run+".mail.queue" {
 		// Q11's mail worker reads the body: a task of the right shape with
@@ -61,35 +63,43 @@ func forgeries(run, bq string, big bool) []amqp.Publishing {
 }
 
 // injector publishes forgeries into each queue of the run as the run's
-// events first name it. It runs on a goroutine of the test, not of the
-// run, so the run's leak check does not count it.
+// events first name it, before the run goes on: Emit hands the queue over
+// and waits until its forgeries are on the broker, so they are there
+// whatever the machine's load. The publishing goroutine is the test's,
+// not the run's, so the run's leak check does not count it.
 type injector struct {
 	names    rabbit.Names
-	seen     sync.Map // seed queue name → struct{}
+	seen     map[string]bool // seed queue names already handed over; Emit's only
 	queues   chan string
+	done     chan struct{} // one value per queue handed over, once published
 	injected int
 }
 
-// Emit notes the first event naming each queue, as where a task is or
-// where it goes, without blocking the run.
+func newInjector(names rabbit.Names) *injector {
+	return &injector{names: names, seen: map[string]bool{}, queues: make(chan string), done: make(chan struct{})}
+}
+
+// Emit hands over each queue an event first names, as where a task is or
+// where it goes, and waits (bounded) for its forgeries to be published.
+// The stream calls it from one goroutine at a time.
 func (in *injector) Emit(e lab.Event) {
 	for _, q := range []string{e.Queue, e.To} {
-		if q == "" {
+		if q == "" || in.seen[q] {
 			continue
 		}
-		if _, dup := in.seen.LoadOrStore(q, struct{}{}); !dup {
-			select {
-			case in.queues <- q:
-			default:
-			}
+		in.seen[q] = true
+		in.queues <- q
+		select {
+		case <-in.done:
+		case <-time.After(10 * time.Second):
 		}
 	}
 }
 
 // run publishes until queues closes. Queues that are not the broker's
 // (an in-process "scheduler memory") route nowhere and are dropped.
-func (in *injector) run(t *testing.T, url string, done chan<- struct{}) {
-	defer close(done)
+func (in *injector) run(t *testing.T, url string, finished chan<- struct{}) {
+	defer close(finished)
 	conn, err := amqp.Dial(url)
 	if !assert.NoError(t, err) {
 		return
@@ -105,11 +115,11 @@ func (in *injector) run(t *testing.T, url string, done chan<- struct{}) {
 		for _, m := range forgeries(in.names.Run, bq, first) {
 			if err := ch.PublishWithContext(context.Background(), "", bq, false, false, m); err != nil {
 				t.Errorf("publishing into %s: %v", bq, err)
-				return
 			}
 			in.injected++
 		}
 		first = false
+		in.done <- struct{}{}
 	}
 }
 
@@ -131,12 +141,12 @@ func TestForeignAndMalformedMessagesAreParked(t *testing.T) {
 			names := rabbit.RunNames()
 			hold := names.Run + ".foreign"
 			t.Cleanup(func() { deleteQueue(t, url, hold) })
-			in := &injector{names: names, queues: make(chan string, 64)}
-			done := make(chan struct{})
-			go in.run(t, url, done)
+			in := newInjector(names)
+			finished := make(chan struct{})
+			go in.run(t, url, finished)
 			events, res := lessontest.RunRabbitWith(t, l, Options{Names: &names}, in)
 			close(in.queues)
-			<-done
+			<-finished
 
 			labtest.AssertAccounted(t, events)
 			for _, e := range events {
