@@ -36,6 +36,7 @@ func TestParity(t *testing.T) {
 	for _, l := range dualLessons() {
 		for _, p := range parityPlans(l) {
 			t.Run(l.ID+"/"+p.name, func(t *testing.T) {
+				t.Parallel() // each run declares under names of its own (rabbit.RunNames)
 				opts := Options{Plan: p.plan}
 				if p.name == "default" {
 					opts.Sample = sampleEvery(l)
