@@ -23,7 +23,7 @@ func TestPeekShowsOnlyTheRunsTasks(t *testing.T) {
 	require.NoError(t, s.Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "dlq", Role: rabbit.DLQ}}}))
 	other := outsider(t)
 	publish := func(m amqp.Publishing) {
-		require.NoError(t, other.PublishWithContext(ctx, "", s.Names.Of("dlq"), false, false, m))
+		publishConfirmed(ctx, t, other, s.Names.Of("dlq"), m)
 	}
 	publish(amqp.Publishing{MessageId: "X", AppId: "someone-else", ContentType: "application/json", Body: []byte(`{"task":"X"}`)})
 	pub, err := s.Publisher(ctx)
@@ -66,7 +66,7 @@ func parkedBeforeA(t *testing.T, m amqp.Publishing, reason string) *rabbit.Sessi
 	require.NoError(t, s.Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "work", Role: rabbit.Work}}}))
 	other := outsider(t)
 	m.AppId = s.Names.Run
-	require.NoError(t, other.PublishWithContext(ctx, "", s.Names.Of("work"), false, false, m))
+	publishConfirmed(ctx, t, other, s.Names.Of("work"), m)
 	pub, err := s.Publisher(ctx)
 	require.NoError(t, err)
 	require.NoError(t, pub.Publish(ctx, "work", "A", nil))
