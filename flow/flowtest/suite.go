@@ -58,6 +58,7 @@ var topology = flow.Topology{
 	Queues: []flow.Queue{
 		{Name: work, Role: flow.Work, DeadLetterTo: wait},
 		{Name: wait, Role: flow.Wait, TTL: ttl, DeadLetterTo: work},
+		{Name: delayQ, Role: flow.Delay, DeadLetterTo: work},
 		{Name: direct, Role: flow.Work, DeadLetterTo: dlq},
 		{Name: dlq, Role: flow.DLQ},
 		{Name: orders, Role: flow.Work},
@@ -86,6 +87,8 @@ func Run(t *testing.T, cfg Config) {
 		"EveryTaskIsAccountedFor":  everyTaskIsAccountedFor,
 		"ExchangesRouteByKind":     exchangesRouteByKind,
 		"UnroutableIsReportedLost": unroutableIsReportedLost,
+		"DelayQueueExpiresOnlyItsHead": delayQueueExpiresOnlyItsHead,
+		"RetryAfterNeedsItsDelayQueue": retryAfterNeedsItsDelayQueue,
 	}
 	names := make([]string, 0, len(cases))
 	for name := range cases {
