@@ -24,7 +24,7 @@ type Flow struct {
 	consumed map[string]bool
 	requeued map[*Task]bool // put straight back: the next delivery repeats the attempt
 	delays   map[string]*delayQueue
-	err      error          // the first decision the topology could not carry out
+	err      error // the first decision the topology could not carry out
 }
 
 // NewFlow returns an in-memory flow reporting to stream. Each queue has

@@ -77,16 +77,16 @@ var topology = flow.Topology{
 // Run runs every contract case against cfg's backend.
 func Run(t *testing.T, cfg Config) {
 	cases := map[string]func(*testing.T, Config){
-		"RetryThroughTheWaitQueue": retryThroughTheWaitQueue(""),
-		"RetryCountedInAHeader":    retryThroughTheWaitQueue("retry-count"),
-		"ParkAlongTheQueuesRoute":  parkIn(direct),
-		"ParkByPublishing":         parkIn(work),
-		"DropSaysTheMessageIsGone": dropSaysTheMessageIsGone,
-		"RequeueRepeatsTheAttempt": requeueRepeatsTheAttempt,
-		"ImpossibleRouteIsAnError": impossibleRouteIsAnError,
-		"EveryTaskIsAccountedFor":  everyTaskIsAccountedFor,
-		"ExchangesRouteByKind":     exchangesRouteByKind,
-		"UnroutableIsReportedLost": unroutableIsReportedLost,
+		"RetryThroughTheWaitQueue":     retryThroughTheWaitQueue(""),
+		"RetryCountedInAHeader":        retryThroughTheWaitQueue("retry-count"),
+		"ParkAlongTheQueuesRoute":      parkIn(direct),
+		"ParkByPublishing":             parkIn(work),
+		"DropSaysTheMessageIsGone":     dropSaysTheMessageIsGone,
+		"RequeueRepeatsTheAttempt":     requeueRepeatsTheAttempt,
+		"ImpossibleRouteIsAnError":     impossibleRouteIsAnError,
+		"EveryTaskIsAccountedFor":      everyTaskIsAccountedFor,
+		"ExchangesRouteByKind":         exchangesRouteByKind,
+		"UnroutableIsReportedLost":     unroutableIsReportedLost,
 		"DelayQueueExpiresOnlyItsHead": delayQueueExpiresOnlyItsHead,
 		"RetryAfterNeedsItsDelayQueue": retryAfterNeedsItsDelayQueue,
 	}
