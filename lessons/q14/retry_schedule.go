@@ -208,7 +208,7 @@ type worker struct {
 // getRetryDelay(retries) on the way.
 func (w *worker) handle(ctx context.Context, d *flow.Delivery) flow.Decision {
 	w.back(d)
-	err := w.env.Stream.Attempt(d.Event(Worker), func() error { return w.send(d) })
+	err := w.env.Stream.Attempt(d.Event(Worker), func() error { return w.send(ctx, d) })
 	if err == nil {
 		return flow.Ack()
 	}
@@ -225,8 +225,17 @@ func (w *worker) handle(ctx context.Context, d *flow.Delivery) flow.Decision {
 	return w.st.retry(scaled(delay), err)
 }
 
-// send is the email: it fails as often as the load says.
-func (w *worker) send(d *flow.Delivery) error {
+// sendTime is how long one attempt at the email takes (lesson time):
+// jobs that fail together are sent round one after another, as one
+// worker with prefetch 1 does, never at the same instant.
+const sendTime = 10 * time.Millisecond
+
+// send is the email: it takes sendTime and fails as often as the load
+// says.
+func (w *worker) send(ctx context.Context, d *flow.Delivery) error {
+	if err := w.clock.Wait(ctx, sendTime); err != nil {
+		return err
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if d.Attempt <= w.failures[d.Task] {
