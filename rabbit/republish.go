@@ -13,7 +13,15 @@ import (
 // message itself (to a DLQ, or to a wait queue with a retry header) before
 // acking the original. d itself is not settled.
 func (p *Publisher) Republish(ctx context.Context, queue string, d *Delivery, headers amqp.Table) error {
+	return p.RepublishExpiring(ctx, queue, d, headers, "")
+}
+
+// RepublishExpiring is Republish with the copy's expiration property set
+// (a per-message TTL in real milliseconds, see Expiration; "" for none):
+// seed 002's publish to its retry queue with the delay on the message.
+func (p *Publisher) RepublishExpiring(ctx context.Context, queue string, d *Delivery, headers amqp.Table, expiration string) error {
 	msg := amqp.Publishing{
+		Expiration:    expiration,
 		Headers:       headers,
 		ContentType:   d.ContentType,
 		DeliveryMode:  d.DeliveryMode,

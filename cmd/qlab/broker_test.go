@@ -125,7 +125,7 @@ func TestCompareWithoutBrokerSaysSoInOneLine(t *testing.T) {
 func TestCompareBadInput(t *testing.T) {
 	for args, want := range map[string]string{
 		"compare":                      "one lesson number",
-		"compare 1":                    "lesson 1 runs on inmem only, so there is nothing to compare (lessons on both: 10, 12, 13)",
+		"compare 1":                    "lesson 1 runs on inmem only, so there is nothing to compare (lessons on both: 10, 12, 13, 14",
 		"compare 10 --speed 0":         "--speed must be a positive number",
 		"compare 10 --json --markdown": "pick one",
 		"compare 99":                   "unknown lesson 99",
