@@ -28,6 +28,7 @@ type q15Book struct {
 	again        []string // the tasks settled a second time, in order
 	closes       []string // the broker's channel.close replies and lost connections
 	working      bool     // the worker holds a delivery it has not finished with
+	failure      error    // why the worker stopped before its time
 	redeliveries []string // the tasks handed out again, in order
 }
 
@@ -56,8 +57,9 @@ func (b *q15Book) settledAgain(task string) { b.update(func() { b.again = append
 func (b *q15Book) redelivered(task string) {
 	b.update(func() { b.redeliveries = append(b.redeliveries, task) })
 }
-func (b *q15Book) busy() { b.update(func() { b.working = true }) }
-func (b *q15Book) idle() { b.update(func() { b.working = false }) }
+func (b *q15Book) fail(err error) { b.update(func() { b.failure = err }) }
+func (b *q15Book) busy()          { b.update(func() { b.working = true }) }
+func (b *q15Book) idle()          { b.update(func() { b.working = false }) }
 func (b *q15Book) channelClosed(err *amqp.Error) {
 	b.update(func() {
 		b.closes, b.working = append(b.closes, fmt.Sprintf("channel: %d %s", err.Code, err.Reason)), false
@@ -121,6 +123,12 @@ func (b *q15Book) waitSettled(ctx context.Context, tasks []string, bound time.Du
 	timeout := time.NewTimer(bound)
 	defer timeout.Stop()
 	for {
+		b.mu.Lock()
+		failure := b.failure
+		b.mu.Unlock()
+		if failure != nil {
+			return failure
+		}
 		left := b.pending(tasks)
 		if len(left) == 0 {
 			return nil

@@ -43,9 +43,13 @@ func q15SettleTable(outcomes []*q15Outcome) render.Table {
 		Notes: []string{
 			"A delivery tag can be settled once. A second ack (after processMessage's ack or nack) is a channel-level exception: the broker closes that channel, " +
 				"not the connection, and requeues every delivery still unacked on it, marked redelivered.",
-			fmt.Sprintf("Prefetch %d lets the broker hand the worker every job at once, so the jobs behind the one settled twice are unacked when the channel closes; "+
-				"at the document's prefetch 1 the worker holds only that job, already settled: nothing comes back, but the channel still dies at every failure. "+
-				"The document reconnects only when the connection closes, so its worker would stop consuming; the lab's opens a new channel.", q15Prefetch),
+			fmt.Sprintf("At prefetch %d every job behind the one settled twice is already on the channel, unacked, when it closes. "+
+				"At the document's prefetch 1 processMessage's ack frees the one slot, and the broker may hand out the next job before it reads the second ack: "+
+				"whether that job is caught on the closing channel is a race inside the broker (the row shows this run's). Either way the channel dies at every failure; "+
+				"the document reconnects only when the connection closes, so its worker would stop consuming. The lab's worker opens a new channel.", q15Prefetch),
+			"A method frame that arrives for a channel amqp091-go (v1.16.0) has already released after the close makes it close the whole connection " +
+				"(504 channel/connection is not open; Connection.dispatchClosed): the lab's worker has a connection of its own and dials again, " +
+				"a worker that shared it with its publisher would lose both.",
 			"The lab's worker handles one delivery at a time and makes a round trip (basic.qos) after each, so it never works a job from a channel the broker already closed: " +
 				"a redelivered job here was not worked before. Without that check amqp091-go can hand out the next buffered delivery before the close arrives; " +
 				"that job's ack then fails, and the broker redelivers an email already sent.",

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -33,10 +34,16 @@ type q15Worker struct {
 func (w *q15Worker) work(ctx context.Context, tasks []string) error {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- w.serve(ctx) }()
+	go func() {
+		err := w.serve(ctx)
+		if err != nil {
+			w.book.fail(err)
+		}
+		done <- err
+	}()
 	waitErr := w.book.waitSettled(ctx, tasks, q15Bound(w.env, len(tasks)))
 	cancel()
-	if err := <-done; err != nil && waitErr == nil {
+	if err := <-done; err != nil {
 		return err
 	}
 	return waitErr
@@ -52,17 +59,23 @@ func (w *q15Worker) serve(ctx context.Context) error {
 		}
 		lost := conn.NotifyClose(make(chan *amqp.Error, 1))
 		err = w.serveOn(ctx, conn)
-		_ = conn.Close()
 		if err != nil || ctx.Err() != nil {
+			_ = conn.Close()
 			return err
 		}
-		w.book.connectionClosed(<-lost)
+		var reason *amqp.Error
+		select { // amqp091-go closes the connection from a goroutine of its own
+		case reason = <-lost:
+		case <-time.After(5 * time.Second):
+		}
+		_ = conn.Close()
+		w.book.connectionClosed(reason)
 	}
 	return nil
 }
 
 // serveOn consumes on channels of conn until ctx ends (nil), conn is
-// gone (nil: serve dials again) or something unexpected fails.
+// gone or going (nil: serve dials again) or something unexpected fails.
 func (w *q15Worker) serveOn(ctx context.Context, conn *amqp.Connection) error {
 	for {
 		ch, deliveries, err := w.open(conn)
@@ -72,7 +85,7 @@ func (w *q15Worker) serveOn(ctx context.Context, conn *amqp.Connection) error {
 		}
 		var amqpErr *amqp.Error
 		switch {
-		case ctx.Err() != nil || conn.IsClosed():
+		case ctx.Err() != nil || conn.IsClosed() || errors.Is(err, amqp.ErrClosed):
 			w.book.idle()
 			return nil
 		case errors.As(err, &amqpErr) && amqpErr.Code == amqp.PreconditionFailed:
