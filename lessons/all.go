@@ -23,6 +23,7 @@ import (
 	"github.com/queuelab/qlab/lessons/q12"
 	"github.com/queuelab/qlab/lessons/q13"
 	"github.com/queuelab/qlab/lessons/q14"
+	"github.com/queuelab/qlab/lessons/q15"
 
 	"github.com/queuelab/qlab/lesson"
 )
@@ -59,6 +60,7 @@ var All = []Lesson{
 	q12.Lesson,
 	q13.Lesson,
 	q14.Lesson,
+	q15.Lesson,
 }
 
 // Find returns the lesson numbered n.
