@@ -57,7 +57,10 @@ func (f *Flow) Declare(_ context.Context, t flow.Topology) error {
 	return nil
 }
 
-// Consume starts a worker goroutine named c.Actor on c.Queue. Each
+// Consume starts a worker goroutine named c.Actor on c.Queue. A queue
+// that so far only held tasks (a DLQ the run parked them in) becomes a
+// work queue: its tasks are handed to the worker, as a replay on the
+// broker would. Each
 // delivery counts one more attempt on the task (a requeued one repeats
 // its attempt, as on the broker), then c.Handle decides.
 func (f *Flow) Consume(_ context.Context, c flow.Consumer) error {
@@ -68,6 +71,7 @@ func (f *Flow) Consume(_ context.Context, c flow.Consumer) error {
 	f.consumed[c.Queue] = true
 	f.mu.Unlock()
 	q := f.queue(c.Queue)
+	q.release()
 	f.sys.Worker(c.Actor, q, func(t *Task) {
 		if !f.takeRequeued(t) {
 			t.Attempt++

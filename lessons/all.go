@@ -24,6 +24,7 @@ import (
 	"github.com/queuelab/qlab/lessons/q13"
 	"github.com/queuelab/qlab/lessons/q14"
 	"github.com/queuelab/qlab/lessons/q15"
+	"github.com/queuelab/qlab/lessons/q16"
 
 	"github.com/queuelab/qlab/lesson"
 )
@@ -61,6 +62,7 @@ var All = []Lesson{
 	q13.Lesson,
 	q14.Lesson,
 	q15.Lesson,
+	q16.Lesson,
 }
 
 // Find returns the lesson numbered n.
