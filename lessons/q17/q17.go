@@ -26,7 +26,7 @@ import (
 // The lesson's sizes. Publishing is measured in real msg/s on real
 // messages; the workers' handlers take lesson time (--speed scales them).
 const (
-	confirmMessages = 600                    // per confirm strategy and run
+	confirmMessages = 400                    // per confirm strategy and run
 	prefetchJobs    = 30                     // jobs for the slow and the fast worker
 	slowWork        = 200 * time.Millisecond // the slow worker's handler (a slow SMTP server)
 	fastWork        = 50 * time.Millisecond  // the fast worker's
