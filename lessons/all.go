@@ -25,6 +25,7 @@ import (
 	"github.com/queuelab/qlab/lessons/q14"
 	"github.com/queuelab/qlab/lessons/q15"
 	"github.com/queuelab/qlab/lessons/q16"
+	"github.com/queuelab/qlab/lessons/q17"
 
 	"github.com/queuelab/qlab/lesson"
 )
@@ -63,6 +64,7 @@ var All = []Lesson{
 	q14.Lesson,
 	q15.Lesson,
 	q16.Lesson,
+	q17.Lesson,
 }
 
 // Find returns the lesson numbered n.
