@@ -33,7 +33,7 @@ import (
 var Lesson = lesson.Lesson{
 	ID:    "Q14",
 	Title: "One retry queue, a schedule of delays (head-of-line blocking)",
-	Notice: "Seed 002 retries through one queue, email-retry-queue, with each job's delay on the message (30 s, 1 min, 2 min, 5 min, scaled down 100× here). " +
+	Notice: "The notification service retries through one queue, email-retry-queue, with each job's delay on the message (30 s, 1 min, 2 min, 5 min, scaled down 100× here). " +
 		"RabbitMQ expires a message only at the head of its queue: while A sits out its 5-minute wait at the head, B's and C's 30-second retries wait behind it, and the table shows how late. " +
 		"One wait queue per delay level puts every retry back on time; a quorum retry queue, measured on 3.10.8, holds them back just the same. " +
 		"The seed's own arithmetic: retries++ runs before getRetryDelay, so the first retry waits 30 s (10 s is never used), and MAX_RETRIES = 5 gives four retries where the text says three.",

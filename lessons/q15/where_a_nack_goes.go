@@ -32,7 +32,7 @@ import (
 var Lesson = lesson.Lesson{
 	ID:    "Q15",
 	Title: "Where does a nack go? Three routes and a double settle",
-	Notice: "Seed 002 describes three routes for a failed email; each run declares one of them and reads the x-death header of the message where it landed. " +
+	Notice: "The notification service's document describes three routes for a failed email; each run declares one of them and reads the x-death header of the message where it landed. " +
 		"Run 1 (dA–dD), the diagram: C's nack goes email-dlx → email-retry-queue and stays there, because a nack cannot set the TTL the retry queue waits for. " +
 		"Run 2 (qA–qD), the queue arguments: C goes email-dlx → email-dlq on its first failure, no retry at all. " +
 		"Run 3 (rA–rD), the retry code: a copy with its own expiration per retry, the original acked, the nack only when retries reaches MAX_RETRIES. " +

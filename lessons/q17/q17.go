@@ -50,7 +50,7 @@ var Lesson = lesson.Lesson{
 		"and what the publisher knows when its connection is cut mid-stream (at most 1 message unknown, at most the window, or everything). " +
 		"(2) A job published to an email-queue nobody declared yet is confirmed and gone; with mandatory the broker returns it (312 NO_ROUTE). " +
 		"(3) One slow and one fast worker at prefetch 1, 10 and unlimited: with unlimited prefetch the slow one is handed half the jobs and the run waits for it. " +
-		"(4) Seed 003's ~200 msgs/min at prefetch 5 and 500 ms: one amqp091-go delivery loop runs one handler at a time (120/min); a goroutine per delivery runs up to 5 (600/min).",
+		"(4) The birthday scheduler's ~200 msgs/min at prefetch 5 and 500 ms: one amqp091-go delivery loop runs one handler at a time (120/min); a goroutine per delivery runs up to 5 (600/min).",
 	Rabbit:    runQ17,
 	Default:   lab.Rabbit,
 	TestSpeed: 5, // the slow worker's 200 ms take 40 ms
@@ -100,7 +100,7 @@ func runQ17(ctx context.Context, env *lesson.Env) error {
 
 	var seedRuns []jobRun
 	for _, c := range []int{1, seedPrefetch} {
-		env.Phase(fmt.Sprintf("Seed 003's worker: prefetch %d, %v a job, %d handler(s) at once", seedPrefetch, seedWork, c))
+		env.Phase(fmt.Sprintf("The birthday scheduler's worker: prefetch %d, %v a job, %d handler(s) at once", seedPrefetch, seedWork, c))
 		run, err := runJobs(ctx, env, s, fmt.Sprintf("s%d-", c), seedJobs,
 			&worker{name: fmt.Sprintf("Birthday-Worker-%d", c), prefetch: seedPrefetch, work: seedWork, concurrency: c})
 		if err != nil {

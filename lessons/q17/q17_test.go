@@ -153,7 +153,7 @@ func TestQ17Lesson(t *testing.T) {
 	assert.Equal(t, "ack", early.Rows[0][1])
 	assert.Contains(t, early.Rows[1][2], "312 NO_ROUTE")
 	assert.Len(t, lessontest.TableTitled(t, res.Tables, fmt.Sprintf("%d jobs, a slow worker", prefetchJobs)).Rows, len(prefetchSettings))
-	seed := lessontest.TableTitled(t, res.Tables, "Seed 003")
+	seed := lessontest.TableTitled(t, res.Tables, "The birthday scheduler's claim")
 	require.Len(t, seed.Rows, 2)
 	assert.Equal(t, "1", seed.Rows[0][1], "the delivery loop ran one handler at a time")
 	for _, task := range []string{"p1-01", "p0-30", "s1-10", "s5-01"} {

@@ -113,7 +113,7 @@ func prefetchTable(version string, runs []jobRun) render.Table {
 // seedTable compares seed 003's claim with what its worker does.
 func seedTable(version string, runs []jobRun) render.Table {
 	t := render.Table{
-		Title:  fmt.Sprintf("Seed 003: \"~%d msgs/min at prefetch %d, %v processing\"%s", seedClaim, seedPrefetch, seedWork, onBroker(version)),
+		Title:  fmt.Sprintf("The birthday scheduler's claim: \"~%d msgs/min at prefetch %d, %v processing\"%s", seedClaim, seedPrefetch, seedWork, onBroker(version)),
 		Header: []string{"consumer", "handlers at once (measured)", "most held unacked", "jobs", "took (lesson time)", "msgs per lesson minute"},
 		Notes: []string{
 			fmt.Sprintf("Scaled: %d jobs instead of a steady stream; the %v handler is lesson time (--speed shrinks it) and the rate is per lesson minute. "+
