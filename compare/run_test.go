@@ -8,6 +8,7 @@ import (
 
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lab/labtest"
+	"github.com/queuelab/qlab/lesson/lessontest"
 	"github.com/queuelab/qlab/lessons"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
 	"github.com/stretchr/testify/assert"
@@ -18,7 +19,10 @@ func TestCompareQ10OnBothBackends(t *testing.T) {
 	url := rabbittest.NeedBroker(t)
 	l, err := lessons.Parse("10")
 	require.NoError(t, err)
-	rep, err := Run(context.Background(), l, Config{Speed: 40, Broker: url, BrokerInfo: "test broker", Repeat: 2})
+	var rep Report
+	lessontest.NoGoroutineOutlives(t, func() {
+		rep, err = Run(context.Background(), l, Config{Speed: 40, Broker: url, BrokerInfo: "test broker", Repeat: 2})
+	})
 	require.NoError(t, err)
 	require.Len(t, rep.Main[1], 2, "each measured row ran twice per backend")
 	require.Len(t, rep.Persistence[0], 2)

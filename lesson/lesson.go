@@ -54,6 +54,11 @@ type Lesson struct {
 	// restarts, loses a queue and the process is killed, and must still
 	// account for every task within its bound.
 	Faults bool
+	// Scales says the lesson runs whatever plan it is given: any number of
+	// tasks (lab.ScaledPlan) arriving at the plan's pace (Plan.Every), so
+	// `qlab run --tasks N --rate R` means something. A lesson with a fixed
+	// scenario of its own leaves it false and the CLI refuses those flags.
+	Scales bool
 }
 
 // Parity is what a dual-backend lesson declares to the parity suite,

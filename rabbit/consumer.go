@@ -82,7 +82,9 @@ type Handler func(ctx context.Context, d *Delivery)
 // handler and reports no event for it; it logs a warning, counts it
 // (Session.Foreign), moves it to the run's hold queue with a reason header
 // and acks it (or, if that fails, rejects it without requeue). The hold
-// queue outlives the run while it holds anything.
+// queue outlives the run while it holds anything. A message with the run's
+// AppId that is no well-formed task (TaskProblem) is parked the same way,
+// so no event ever carries an empty or made-up task id.
 //
 // Why a small loop and not amqp091-go's opt-in recovery (Config.Recovery,
 // v1.12+): that recovery keeps the old delivery channel and re-consumes on
@@ -207,6 +209,10 @@ func (c *Consumer) serve(ctx context.Context, deliveries <-chan amqp.Delivery) {
 			}
 			if d.AppId != c.s.Names.Run {
 				c.s.holdForeign(ctx, c.opts.Queue, d)
+				continue
+			}
+			if problem := TaskProblem(d); problem != "" {
+				c.s.park(ctx, c.opts.Queue, d, "malformed: "+problem)
 				continue
 			}
 			dl := &Delivery{Delivery: d, Task: d.MessageId, Queue: c.opts.Queue, Deaths: ReadDeaths(d.Headers), names: c.s.Names}

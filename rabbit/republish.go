@@ -9,11 +9,20 @@ import (
 
 // Republish sends a copy of delivery d (body and properties: message id,
 // content type, persistence) to seed queue with headers instead of d's
-// own, and waits for the broker's confirm. It is how a worker moves a
+// own, and waits for the broker's confirm, reopening the channel after a
+// loss as PublishMessage does. It is how a worker moves a
 // message itself (to a DLQ, or to a wait queue with a retry header) before
 // acking the original. d itself is not settled.
 func (p *Publisher) Republish(ctx context.Context, queue string, d *Delivery, headers amqp.Table) error {
+	return p.RepublishExpiring(ctx, queue, d, headers, "")
+}
+
+// RepublishExpiring is Republish with the copy's expiration property set
+// (a per-message TTL in real milliseconds, see Expiration; "" for none):
+// seed 002's publish to its retry queue with the delay on the message.
+func (p *Publisher) RepublishExpiring(ctx context.Context, queue string, d *Delivery, headers amqp.Table, expiration string) error {
 	msg := amqp.Publishing{
+		Expiration:    expiration,
 		Headers:       headers,
 		ContentType:   d.ContentType,
 		DeliveryMode:  d.DeliveryMode,
@@ -23,9 +32,14 @@ func (p *Publisher) Republish(ctx context.Context, queue string, d *Delivery, he
 		Type:          d.Type,
 		Body:          d.Body,
 	}
-	dc, err := p.send(ctx, queue, msg) // stamped with this run's id
-	if err != nil {
-		return fmt.Errorf("republishing %s to %s: %w", d.Task, queue, err)
-	}
-	return WaitConfirm(ctx, dc)
+	// Like a first publish, a republish outlives a lost channel: one
+	// that failed for good would send the delivery back to its queue,
+	// and every redelivery would fail the same way, a hot loop.
+	return p.confirmed(ctx, d.Task, func() error {
+		dc, err := p.send(ctx, queue, msg) // stamped with this run's id
+		if err != nil {
+			return fmt.Errorf("republishing %s to %s: %w", d.Task, queue, err)
+		}
+		return WaitConfirm(ctx, dc)
+	})
 }

@@ -49,6 +49,7 @@ type Session struct {
 	failure   error         // why the run cannot go on; see fail
 	failed    chan struct{} // closed by fail
 	foreign   int
+	parking   int        // parks under way (see parkActivity)
 	holdPub   *Publisher // publishes to the hold queue; nil until the first foreign message
 	holdMu    sync.Mutex // serialises creating holdPub
 }

@@ -39,6 +39,8 @@ Usage:
   qlab compare N [flags]    run lesson N on both backends and measure the difference
   qlab tui [N] [flags]      watch lessons animate in the terminal (qlab tui --help)
   qlab ex [command]         exercises: write the mechanism, qlab checks it (qlab ex --help)
+  qlab dlq inspect|replay|purge QUEUE [flags]
+                            read, replay or empty a dead-letter queue on the broker (qlab dlq --help)
   qlab help                 this text
 
 Start with: qlab run 1`
@@ -53,6 +55,7 @@ var commands = map[string]command{
 	"compare": cmdCompare,
 	"tui":     cmdTui,
 	"ex":      cmdEx,
+	"dlq":     cmdDLQ,
 }
 
 // Main runs qlab with args (without the program name) and returns the exit

@@ -36,6 +36,7 @@ var Lesson = lesson.Lesson{
 	Default:   lab.Rabbit,
 	TestSpeed: 4,                               // the 1 s and 2 s waits take 250 and 500 ms
 	Parity:    lesson.Parity{ExactTimes: true}, // each retry waits its queue's TTL, in memory and on the broker
+	Scales:    true,
 }
 
 // Seed 001's queues for the RabbitMQ half, as the seed spells them.
@@ -81,10 +82,9 @@ func runQ10(ctx context.Context, env *lesson.Env) error {
 		}
 	}
 	defer env.InterruptAfter(b.Interrupt)()
-	for _, id := range env.Plan.Tasks {
-		if err := b.Publish(ctx, "Producer", q10Main, id); err != nil {
-			return err
-		}
+	err = env.Produce(ctx, func(id string) error { return b.Publish(ctx, "Producer", q10Main, id) })
+	if err != nil {
+		return err
 	}
 	return b.Wait(ctx)
 }
