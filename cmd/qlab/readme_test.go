@@ -51,7 +51,7 @@ func TestReadmeJSONExample(t *testing.T) {
 func TestReadmeUsageNamesEveryFlag(t *testing.T) {
 	usage := readmeBlock(t, "## Running lessons")
 	flagLine := regexp.MustCompile(`(?m)^  --([a-z-]+)`)
-	for _, cmd := range []string{"list", "run", "tui", "compare", "broker", "dlq"} {
+	for _, cmd := range []string{"list", "run", "tui", "compare", "broker", "ex", "dlq"} {
 		code, help, _ := qlab(cmd, "--help")
 		require.Equal(t, exitOK, code, cmd)
 		line := usageLine(usage, cmd)

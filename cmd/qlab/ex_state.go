@@ -1,0 +1,102 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/queuelab/qlab/exercises"
+)
+
+// exStateFile is the progress file at the module root (gitignored).
+const exStateFile = ".qlab-ex-state"
+
+const exStateHeader = "# DON'T EDIT THIS FILE: qlab ex keeps your progress here. `qlab ex check-all` rebuilds it from your code.\n"
+
+// exState is a student's progress: the current exercise, the ones done,
+// and how many hints of each were shown. Exercises are named by directory
+// so a renumbering keeps progress.
+type exState struct {
+	Current string
+	Done    []string
+	Hints   map[string]int
+}
+
+func loadExState(root string) exState {
+	st := exState{Hints: map[string]int{}}
+	b, err := os.ReadFile(filepath.Join(root, exStateFile))
+	if err != nil {
+		st.Current = exercises.All[0].Dir
+		return st
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		switch {
+		case len(f) == 2 && f[0] == "current":
+			st.Current = f[1]
+		case len(f) == 2 && f[0] == "done":
+			st.Done = append(st.Done, f[1])
+		case len(f) == 3 && f[0] == "hints":
+			st.Hints[f[1]], _ = strconv.Atoi(f[2])
+		}
+	}
+	if _, ok := exByDir(st.Current); !ok {
+		st.Current = exercises.All[0].Dir
+	}
+	return st
+}
+
+func (st exState) save(root string) error {
+	var b strings.Builder
+	b.WriteString(exStateHeader)
+	fmt.Fprintf(&b, "current %s\n", st.Current)
+	for _, d := range st.Done {
+		fmt.Fprintf(&b, "done %s\n", d)
+	}
+	for _, ex := range exercises.All {
+		if n := st.Hints[ex.Dir]; n > 0 {
+			fmt.Fprintf(&b, "hints %s %d\n", ex.Dir, n)
+		}
+	}
+	return os.WriteFile(filepath.Join(root, exStateFile), []byte(b.String()), 0o644)
+}
+
+func (st exState) done(dir string) bool { return slices.Contains(st.Done, dir) }
+
+// record notes what a run showed: a pass adds the exercise to the done
+// list, any other outcome removes it (the code changed since).
+func (st *exState) record(r exRun) {
+	st.Done = slices.DeleteFunc(st.Done, func(d string) bool { return d == r.Ex.Dir })
+	if r.Status == exPass {
+		st.Done = append(st.Done, r.Ex.Dir)
+	}
+}
+
+// next returns the first exercise after the current one not yet done
+// (wrapping round), or false when every one is done.
+func (st exState) next() (exercises.Exercise, bool) {
+	cur, _ := exByDir(st.Current)
+	n := len(exercises.All)
+	for i := 1; i <= n; i++ {
+		ex := exercises.All[(cur.Number()-1+i)%n]
+		if !st.done(ex.Dir) {
+			return ex, true
+		}
+	}
+	return exercises.Exercise{}, false
+}
+
+func exByDir(dir string) (exercises.Exercise, bool) {
+	for _, ex := range exercises.All {
+		if ex.Dir == dir {
+			return ex, true
+		}
+	}
+	return exercises.Exercise{}, false
+}

@@ -1,0 +1,41 @@
+package check
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/queuelab/qlab/lab"
+)
+
+// A result printed by a checker comes back whole from go test's output,
+// and every other line (a compiler error) is kept, unaltered, in order.
+func TestParseKeepsResultsAndOtherLines(t *testing.T) {
+	out := "./x.go:3:2: undefined: y\n" +
+		Marker + `{"check":"nothing lost","pass":false,"plan":"seed 7","got":"C pending","want":"C done","transcript":["00:00.100 [W] x"]}` + "\n" +
+		"    " + Marker + `{"check":"ok","pass":true}` + "\n" +
+		"FAIL\n"
+	results, rest := Parse(out)
+	require.Len(t, results, 2)
+	assert.Equal(t, Result{Check: "nothing lost", Plan: "seed 7", Got: "C pending", Want: "C done", Transcript: []string{"00:00.100 [W] x"}}, results[0])
+	assert.True(t, results[1].Pass)
+	assert.Equal(t, "./x.go:3:2: undefined: y\nFAIL\n", rest)
+}
+
+// The first plan a check fails on is the one reported, and a check that
+// passed on one plan and failed on another fails.
+func TestCheckerReportsTheFirstFailingPlan(t *testing.T) {
+	c := &Checker{t: t, results: map[string]*Result{}}
+	a := Run{Name: "default", Events: []lab.Event{{Kind: lab.Failed, Task: "C", TMs: 300, Actor: "W", Note: "boom"}}}
+	b := Run{Name: "seed 7"}
+	c.Expect(a, "x", 1, 1, "C")
+	c.Expect(b, "x", 2, 3, "C")
+	c.Expect(a, "x", 4, 5, "C")
+	require.False(t, c.Passed())
+	r := c.results["x"]
+	assert.Equal(t, "seed 7", r.Plan)
+	assert.Equal(t, "2", r.Got)
+	assert.Empty(t, r.Transcript, "seed 7's run had no events about C")
+	assert.Equal(t, []string{"00:00.300 [W] ❌ Error processing task C: boom"}, Transcript(a.Events, "C"))
+}

@@ -1,0 +1,105 @@
+package exercises
+
+// All is every exercise, in the order a student does them.
+var All = []Exercise{
+	{
+		Dir: "01_requeue", File: "requeue.go", Lesson: "Q01",
+		Title: "Fast retry: re-enqueue a failed task at the tail",
+		Hints: []Hint{
+			{When: "nothing lost: every task ends done or dropped", Text: "Retry must leave every failed task somewhere. A task that Retry neither requeues nor drops just vanishes: the log's last word on it is its failure."},
+			{When: "a poison task is given up after MaxAttempts", Text: "t.Attempt counts the attempts so far, the failed one included. When it has reached MaxAttempts, call sys.Drop and return."},
+			{When: "a failed task goes to the tail: the next task is not held up", Text: "Retrying in place (calling sys.Attempt again inside Retry) holds up every task behind the failed one. Put it back on the queue instead."},
+			{Text: "queue.Requeue(actor, t) puts t back at the tail of the same queue and says so in the log."},
+		},
+	},
+	{
+		Dir: "02_retry_queue", File: "retry_queue.go", Lesson: "Q02",
+		Title: "A retry queue and a Retry-Worker",
+		Hints: []Hint{
+			{When: "a failed task moves to retryQueue", Text: "In the Sequential-Worker, after a failed attempt, queue.MoveTo(actor, t, retryQueue) hands the task over and says so in the log."},
+			{When: "the Retry-Worker gives it a second attempt", Text: "A second sys.Worker(\"Retry-Worker\", retryQueue, …) runs in its own goroutine: that is what lets the Sequential-Worker go on with D."},
+			{When: "a task ends done if its retry succeeds, dropped if not", Text: "In the Retry-Worker, sys.Attempt returns the attempt's error; when it is not nil, sys.Drop the task with a reason."},
+			{When: "the next task starts as soon as one fails (it is not held up)", Text: "Retrying inside the Sequential-Worker (a second sys.Attempt there) holds up every task behind the failed one."},
+		},
+	},
+	{
+		Dir: "03_delayed_retry", File: "delayed_retry.go", Lesson: "Q05",
+		Title: "Retry after a delay with time.AfterFunc",
+		Hints: []Hint{
+			{When: "nothing lost: every task ends done or dropped", Text: "RetryLater must hand the task to something: until it calls sys.ScheduleOn, a failed task simply vanishes."},
+			{When: "the worker does not wait with the task (no sleep): the schedule is at the failure", Text: "time.Sleep (or sys.Sleep) inside RetryLater holds the worker: D waits behind C. A timer holds the task instead."},
+			{When: "the retry starts exactly when the delay is over", Text: "Arm the timer with the same Delay you pass to ScheduleOn; sys.Clock().AfterFunc(Delay, move) runs move once, after Delay of lesson time."},
+			{Text: "sys.ScheduleOn(actor, t, from.Name(), retryQueue, Delay, func(move func()) *time.Timer { return sys.Clock().AfterFunc(Delay, move) })"},
+		},
+	},
+	{
+		Dir: "04_idempotent", File: "send.go", Lesson: "Q06",
+		Title: "Send each email exactly once, through redeliveries and failures",
+		Hints: []Hint{
+			{When: "no customer gets an email twice", Text: "A second delivery of the task sent again: a redelivery after a lost ack, or a retry after a failure that struck once the email was out but before you wrote that down. Give Send an idempotency key that is the same on every delivery (the task id): the mail server then answers instead of sending."},
+			{When: "a task that ends done had its email sent (none lost silently)", Text: "You wrote something before the email went out and the failure struck in between: the retry found your mark and skipped an email never sent. Write only after Send returned. A claim (db.Insert) has the same trap: a process that dies holding it never releases it."},
+			{When: "a repeat of a task already done is answered from your store: the mail server is not asked again", Text: "Before sending, look for the stored result: if db.Get finds it, the email went out on an earlier delivery, so return nil. After a Send that worked, db.Put the message id under a key of the task."},
+			{Text: "The order that survives every failure: db.Get (found? return nil), then mail.Send(task, task), then db.Put(the same key, the message id)."},
+		},
+	},
+	{
+		Dir: "05_backoff", File: "backoff.go", Lesson: "Q07",
+		Title: "Exponential backoff: wait 1 s, then 2 s, then 4 s",
+		Hints: []Hint{
+			{When: "Backoff doubles: 1 s, 2 s, 4 s …", Text: "Backoff(n) is FirstBackoff times 2 to the power n-1. A shift does it: FirstBackoff << (n - 1)."},
+			{When: "after a failure the task is scheduled for retryQueue with the right delay", Text: "RetryAfter still waits FirstBackoff every time: use Backoff(t.Attempt), the number of the attempt that just failed."},
+			{When: "the retry starts exactly when the delay is over", Text: "The delay you pass to ScheduleOn and the one you give AfterFunc must be the same value."},
+			{Text: "Compare the gaps in the transcript: 1000 ms after the first failure, 2000 ms after the second."},
+		},
+	},
+	{
+		Dir: "06_dead_letter", File: "dead_letter.go", Lesson: "Q08",
+		Title: "Park a failed task in the dead-letter queue instead of dropping it",
+		Hints: []Hint{
+			{When: "nothing lost: every task ends done or dead", Text: "A dropped task is gone: the log's dropped line is all that is left. Park it instead, so someone can look at it later."},
+			{When: "a task that failed every retry is parked in deadLetterQueue with a reason", Text: "from.DeadLetter(actor, t, dlq, reason) parks t in dlq and logs why; say why in reason."},
+			{When: "the dead-letter queue holds the parked tasks at the end", Text: "Nothing consumes the dead-letter queue here: a parked task stays in it for a person. Park each exhausted task exactly once."},
+			{Text: "Replace the sys.Drop call, do not add to it: a task must end in one place."},
+		},
+	},
+	{
+		Dir: "07_dlq_alert", File: "dlq_alert.go", Lesson: "Q09",
+		Title: "Alert from a separate DLQ-Worker",
+		Hints: []Hint{
+			{When: "one alert per task in the dead-letter queue, none for the others", Text: "Start a worker on dlq: sys.Worker(\"DLQ-Worker\", dlq, func(t *inmem.Task) { … }). It runs once per task that lands there."},
+			{When: "one alert per task in the dead-letter queue, none for the others", Text: "The mail is sent by mailer.Send(t.ID, inmem.DLQAlert(t.ID)) inside the DLQ-Worker's function, so its 5 s never hold up a retry worker."},
+			{When: "a separate DLQ-Worker takes the task off the queue, then alerts", Text: "Emit the received event before sending: sys.Stream().Emit(lab.Event{Kind: lab.Received, Task: t.ID, Queue: dlq.Name(), Actor: \"DLQ-Worker\"})."},
+			{When: "nothing lost: every task ends done or dead", Text: "Until a worker consumes dlq, the run cannot end: the dead-letter queue here is a working queue, not a holding one."},
+		},
+	},
+	{
+		Dir: "08_wait_queues", File: "wait_queues.go", Lesson: "Q10", Broker: true,
+		Title: "Declare the TTL + dead-letter wait queues: the broker does the waiting",
+		Hints: []Hint{
+			{When: "the work queue dead-letters a rejected message to the wait queue", Text: "A queue's dead-letter route is two arguments: \"x-dead-letter-exchange\" (\"\" is the default exchange, which routes by queue name) and \"x-dead-letter-routing-key\" (the wait queue's name). A reject with requeue false then takes that route."},
+			{When: "the wait queue holds a message for the TTL, then sends it back", Text: "\"x-message-ttl\" is in milliseconds and must be an integer: ttl.Milliseconds() (an int64). A float is refused, and a constant passes only one of the two waits. The wait queue needs the two dead-letter arguments too, pointing back to the work queue."},
+			{When: "the broker accepts your arguments", Text: "The broker refuses a declare whose argument has the wrong type (x-message-ttl as a string or a float) with a 406 PRECONDITION_FAILED: the message names the argument."},
+			{When: "a rejected message comes back to the work queue after the wait", Text: "Nobody consumes the wait queue: a message leaves it only by expiring, and its dead-letter route is what brings it back. Check that the routing key is the work queue's full name (the checker's queues carry a prefix: use the name you are given)."},
+		},
+	},
+	{
+		Dir: "09_breaker_decision", File: "decision.go", Lesson: "Q12",
+		Title: "The handler's decision around a circuit breaker",
+		Hints: []Hint{
+			{When: "the breaker opens while the service is down: your calls go through it", Text: "Make the call through the breaker: err := cb.Execute(ctx, send). Calling send yourself, the breaker never sees a failure and never opens."},
+			{When: "no call reaches the service while the breaker is open", Text: "When cb.Execute returns breaker.ErrOpen (errors.Is), the breaker refused without calling: that is the point. Do not call send yourself then; retry the mail through the wait queue."},
+			{When: "the decision: ack a sent mail, retry the rest via email_queue_wait, park at the last delivery", Text: "A fast fail is a failure like any other: flow.Retry(EmailWait, err), so the mail waits out the TTL. flow.Requeue() brings it straight back (a hot loop), and parking it loses a mail that could have gone out a minute later."},
+			{When: "a mail is parked only after its 15 deliveries", Text: "Park when d.Attempt >= MaxDeliveries, and only then: flow.Park(EmailDLQ, why). d.Attempt counts deliveries, fast fails included, as the seed's x-death count does."},
+		},
+	},
+	{
+		Dir: "10_attempt", File: "attempt.go", Lesson: "Q13",
+		Title: "Read the attempt from x-death and from your own header, refusing forgeries",
+		Hints: []Hint{
+			{When: "x-death: the attempt is 1 + the count", Text: "x-death is a []any of amqp.Table, one entry per (queue, reason). Add up the \"count\" of the entries whose \"reason\" is \"rejected\" (not \"expired\": the wait queue's TTL expiry is not a failed attempt), then add 1."},
+			{When: "x-death: a header only a forger writes is refused with an error", Text: "Check every type assertion with the two-value form (v, ok := x.([]any)) and return an error when it fails; a count must be an int64 in 0..MaxRetries, and so must the sum."},
+			{When: "qlab-retries: the attempt is 1 + the count", Text: "A type switch on headers[RetriesHeader] with cases int64 and int32 reads both widths a publisher may write; a missing header is attempt 1."},
+			{When: "qlab-retries: a header only a forger writes is refused with an error", Text: "Anything that is not an int64 or int32 in 0..MaxRetries is refused: a string \"3\", a float 3.0, -1, 101. Believing a forged count of a billion would park the message at once, or never."},
+		},
+	},
+}
