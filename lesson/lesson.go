@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/render"
@@ -54,6 +55,12 @@ type Lesson struct {
 	// restarts, loses a queue and the process is killed, and must still
 	// account for every task within its bound.
 	Faults bool
+	// Topologies returns what the lesson's broker run declares: the very
+	// values its RabbitMQ RunFunc passes to Declare (TTLs aside, which do
+	// not change a name). AMQP cannot list a broker's queues, so this is
+	// how `qlab broker clean` finds a killed run's. Every broker lesson
+	// sets it; the fault suite's killed-process case checks it is complete.
+	Topologies func() []flow.Topology
 }
 
 // Parity is what a dual-backend lesson declares to the parity suite,

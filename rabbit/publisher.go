@@ -94,7 +94,7 @@ func (p *Publisher) confirmed(ctx context.Context, what string, publish func() e
 		if time.Now().After(giveUp) {
 			return fmt.Errorf("the broker did not take %s back within %v: %w", what, DefaultGiveUpAfter, err)
 		}
-		p.s.Logger.Warn("rabbit: publish lost its channel; publishing again", "message", what, "err", err.Error())
+		p.s.Warn("rabbit: publish lost its channel; publishing again", "message", what, "err", err.Error())
 		select {
 		case <-time.After(pause):
 		case <-ctx.Done():
@@ -102,7 +102,7 @@ func (p *Publisher) confirmed(ctx context.Context, what string, publish func() e
 		}
 		pause = min(2*pause, time.Second)
 		if rerr := p.reopen(ctx); rerr != nil {
-			p.s.Logger.Warn("rabbit: reopening the publish channel failed", "err", rerr.Error())
+			p.s.Warn("rabbit: reopening the publish channel failed", "err", rerr.Error())
 		}
 	}
 }

@@ -98,6 +98,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return withDetails(err, *f.verbose)
 		}
 		opts.Broker = b.URL
+		opts.Names = runNames(f)
+		if opts.Names.Prefix != "" {
+			p := strings.TrimSuffix(opts.Names.Prefix, ".")
+			fmt.Fprintf(stderr, "qlab: this run's queues are under the prefix %s; if it is killed, remove them with: qlab broker clean --prefix %s\n", p, p)
+		}
 	}
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
@@ -114,6 +119,20 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fmt.Errorf("%w; or run under a prefix of your own: --names exact --prefix yourname", runErr)
 	}
 	return runErr
+}
+
+// runNames are the broker names a run declares under: a fresh private
+// prefix, or the seed's under --prefix (the checked flags), or the seed's
+// own.
+func runNames(f runFlags) *rabbit.Names {
+	names := rabbit.RunNames()
+	if f.names == "exact" {
+		names, _ = rabbit.PersonNames(f.prefix) // checked by runFlags.check
+		if f.prefix == "" {
+			names = rabbit.SeedNames()
+		}
+	}
+	return &names
 }
 
 // runLesson runs l with opts and writes it to out as f asks: JSON lines, a

@@ -1,7 +1,9 @@
 package rabbittest
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -271,6 +273,52 @@ func (n *Node) Queues(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	return strings.Fields(out), nil
+}
+
+// CloseConnections closes, with reason, every connection on the node whose
+// client named it name (rabbitmq's connection_name property; see
+// rabbit.ConnectionName), and returns how many it closed. Unlike
+// close_all_connections it leaves every other run on the node alone.
+func (n *Node) CloseConnections(ctx context.Context, name, reason string) (int, error) {
+	out, err := n.Ctl(ctx, "list_connections", "pid", "client_properties", "--formatter", "json")
+	if err != nil {
+		return 0, err
+	}
+	var conns []struct {
+		Pid   string  `json:"pid"`
+		Props [][]any `json:"client_properties"`
+	}
+	if err := json.Unmarshal([]byte(out), &conns); err != nil {
+		return 0, fmt.Errorf("reading rabbitmqctl list_connections: %v: %q", err, out)
+	}
+	closed := 0
+	var first error // a connection may close on its own between the list and the close
+	for _, c := range conns {
+		if !hasProperty(c.Props, "connection_name", name) {
+			continue
+		}
+		// The JSON spells a pid #PID<0.123.0>; close_connection wants <0.123.0>.
+		if _, err := n.Ctl(ctx, "close_connection", strings.TrimPrefix(c.Pid, "#PID"), reason); err != nil {
+			first = cmp.Or(first, err)
+			continue
+		}
+		closed++
+	}
+	if closed == 0 {
+		return 0, cmp.Or(first, fmt.Errorf("no connection named %q on the node", name))
+	}
+	return closed, nil
+}
+
+// hasProperty reports whether client properties (as rabbitmqctl's JSON
+// lists them: [name, type, value] triples) hold key with value.
+func hasProperty(props [][]any, key, value string) bool {
+	for _, p := range props {
+		if len(p) == 3 && p[0] == key && p[2] == value {
+			return true
+		}
+	}
+	return false
 }
 
 // Remove stops the node (rabbitmqctl stop, then SIGKILL of the pid it
