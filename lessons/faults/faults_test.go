@@ -336,10 +336,10 @@ func victim(ctx context.Context, n *rabbittest.Node, names rabbit.Names, first l
 	return own[0], nil
 }
 
-// concurrency is how many fault runs share the run node at once. Go's
+// concurrency is how many cases of a group run at once. Go's
 // -parallel defaults to GOMAXPROCS (2 here), too few for runs that mostly
 // wait on the broker's timers, so the suite runs its own goroutines.
-const concurrency = 6
+const concurrency = 4
 
 // concurrently runs each case as a subtest of t, up to concurrency at a
 // time, and returns when all have ended.
@@ -358,11 +358,18 @@ func concurrently(t *testing.T, names []string, run func(t *testing.T, i int)) {
 	wg.Wait()
 }
 
-// TestNodeFaults runs every enrolled lesson through a broker restart, and
-// one seeded lesson through a broker that stays down, one at a time on a
-// node of their own, beside the other tests.
-func TestNodeFaults(t *testing.T) {
-	t.Parallel()
+// TestFaults runs the suite's three groups at once: the node-wide faults
+// on their node, one at a time; the faults of one run and the killed
+// processes concurrently on the other node.
+func TestFaults(t *testing.T) {
+	groups := []func(*testing.T){nodeFaults, runFaultCases, killed}
+	concurrently(t, []string{"node", "run", "kill"}, func(t *testing.T, i int) { groups[i](t) })
+}
+
+// nodeFaults runs every enrolled lesson through a broker restart, and one
+// seeded lesson through a broker that stays down, one at a time on a node
+// of their own.
+func nodeFaults(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed(), 15))
 	ls := enrolled()
 	for _, l := range ls {
@@ -373,10 +380,9 @@ func TestNodeFaults(t *testing.T) {
 	t.Run("down/"+l.Slug(), func(t *testing.T) { runFaulted(t, wideNode.get(t), l, down, 3+rng.IntN(10)) })
 }
 
-// TestBrokerFaults runs every enrolled lesson under every fault that
+// runFaultCases runs every enrolled lesson under every fault that
 // disturbs only its own run, concurrently on one node.
-func TestBrokerFaults(t *testing.T) {
-	t.Parallel()
+func runFaultCases(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed(), 14))
 	type fcase struct {
 		f  fault

@@ -48,15 +48,14 @@ func qlab(t *testing.T) string {
 // resetCmd finds the queues a refused run names in its reset command.
 var resetCmd = regexp.MustCompile(`rabbitmqctl delete_queue (\S+?)(;|\s|$)`)
 
-// TestKilled runs each enrolled lesson as a child qlab process on the
+// killed runs each enrolled lesson as a child qlab process on the
 // private node, SIGKILLs it at a seeded line of its JSON output, and has a
 // second process take over: the same run (same --prefix) must refuse to
 // start on the killed run's queues without touching them and name the
 // command that removes exactly those; qlab broker clean with the prefix
 // the killed run printed removes them all; after that a third run
 // completes and leaves nothing behind.
-func TestKilled(t *testing.T) {
-	t.Parallel()
+func killed(t *testing.T) {
 	n := runNode.get(t)
 	bin := qlab(t)
 	ls := enrolled()

@@ -3,7 +3,6 @@ package rabbittest
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -14,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -280,45 +280,43 @@ func (n *Node) Queues(ctx context.Context) ([]string, error) {
 // rabbit.ConnectionName), and returns how many it closed. Unlike
 // close_all_connections it leaves every other run on the node alone.
 func (n *Node) CloseConnections(ctx context.Context, name, reason string) (int, error) {
-	out, err := n.Ctl(ctx, "list_connections", "pid", "client_properties", "--formatter", "json")
+	// The table form: rabbitmqctl's JSON spells a pid #PID<0.1.0>, which
+	// close_connection does not accept; the table's <rabbit@host.1.2.0> it does.
+	out, err := n.Ctl(ctx, "list_connections", "--no-table-headers", "pid", "client_properties")
 	if err != nil {
 		return 0, err
 	}
-	var conns []struct {
-		Pid   string  `json:"pid"`
-		Props [][]any `json:"client_properties"`
+	named := fmt.Sprintf(`{"connection_name",longstr,<<"%s">>}`, name)
+	// One rabbitmqctl per connection, all at once: each takes a second or
+	// more to start, and the connections should drop together.
+	var pids []string
+	for _, line := range strings.Split(out, "\n") {
+		if pid, props, ok := strings.Cut(line, "\t"); ok && strings.Contains(props, named) {
+			pids = append(pids, pid)
+		}
 	}
-	if err := json.Unmarshal([]byte(out), &conns); err != nil {
-		return 0, fmt.Errorf("reading rabbitmqctl list_connections: %v: %q", err, out)
+	errs := make([]error, len(pids))
+	var wg sync.WaitGroup
+	for i, pid := range pids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = n.Ctl(ctx, "close_connection", pid, reason)
+		}()
 	}
+	wg.Wait()
 	closed := 0
 	var first error // a connection may close on its own between the list and the close
-	for _, c := range conns {
-		if !hasProperty(c.Props, "connection_name", name) {
-			continue
+	for _, err := range errs {
+		if err == nil {
+			closed++
 		}
-		// The JSON spells a pid #PID<0.123.0>; close_connection wants <0.123.0>.
-		if _, err := n.Ctl(ctx, "close_connection", strings.TrimPrefix(c.Pid, "#PID"), reason); err != nil {
-			first = cmp.Or(first, err)
-			continue
-		}
-		closed++
+		first = cmp.Or(first, err)
 	}
 	if closed == 0 {
-		return 0, cmp.Or(first, fmt.Errorf("no connection named %q on the node", name))
+		return 0, cmp.Or(first, fmt.Errorf("no connection named %q on the node: %q", name, out))
 	}
 	return closed, nil
-}
-
-// hasProperty reports whether client properties (as rabbitmqctl's JSON
-// lists them: [name, type, value] triples) hold key with value.
-func hasProperty(props [][]any, key, value string) bool {
-	for _, p := range props {
-		if len(p) == 3 && p[0] == key && p[2] == value {
-			return true
-		}
-	}
-	return false
 }
 
 // Remove stops the node (rabbitmqctl stop, then SIGKILL of the pid it
