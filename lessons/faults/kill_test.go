@@ -67,6 +67,7 @@ func killed(t *testing.T) {
 	concurrently(t, slugs, func(t *testing.T, i int) {
 		l := ls[i]
 		prefix := fmt.Sprintf("kill%d-%d", os.Getpid(), i)
+		ran(n, prefix+".")
 		at := 3 + int(seed()+uint64(i))%8
 		start := time.Now()
 		seen, printed := killAt(t, bin, n.URL, l, prefix, at)

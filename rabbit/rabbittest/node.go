@@ -286,7 +286,7 @@ func (n *Node) CloseConnections(ctx context.Context, name, reason string) (int, 
 	if err != nil {
 		return 0, err
 	}
-	named := fmt.Sprintf(`{"connection_name",longstr,<<"%s">>}`, name)
+	named := fmt.Sprintf(`{"connection_name","%s"}`, name)
 	// One rabbitmqctl per connection, all at once: each takes a second or
 	// more to start, and the connections should drop together.
 	var pids []string
