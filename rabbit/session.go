@@ -38,8 +38,9 @@ type Session struct {
 	// patienceFactor times the longest TTL declared, at least minPatience.
 	Patience time.Duration
 
-	connMu sync.Mutex // guards conn
+	connMu sync.Mutex // guards conn and closed
 	conn   *amqp.Connection
+	closed bool // Close has closed conn: live dials no other
 
 	mu        sync.Mutex
 	declared  []string // broker names of the queues this session created, in order
@@ -139,6 +140,9 @@ func (s *Session) Connection() *amqp.Connection {
 func (s *Session) live(ctx context.Context) (*amqp.Connection, error) {
 	s.connMu.Lock()
 	defer s.connMu.Unlock()
+	if s.closed {
+		return nil, amqp.ErrClosed // a late publish or check after Close must not open a connection no one closes
+	}
 	if !s.conn.IsClosed() {
 		return s.conn, nil
 	}
@@ -446,7 +450,11 @@ func (s *Session) Close(ctx context.Context) error {
 	if len(declared) > 0 {
 		first = s.deleteOwned(ctx, declared)
 	}
-	if err := s.Connection().Close(); first == nil && err != nil && !errors.Is(err, amqp.ErrClosed) {
+	s.connMu.Lock()
+	s.closed = true
+	conn := s.conn
+	s.connMu.Unlock()
+	if err := conn.Close(); first == nil && err != nil && !errors.Is(err, amqp.ErrClosed) {
 		first = err
 	}
 	return first
