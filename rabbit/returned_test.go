@@ -53,3 +53,30 @@ func deleteFromOutside(t *testing.T, url, name string) {
 	_, err = ch.QueueDelete(name, false, false, false)
 	require.NoError(t, err)
 }
+
+// TestRepublishReopensAClosedChannel: a republish on a publisher whose
+// channel the broker closed opens a new one and goes through, instead of
+// failing at once (which put the delivery back for a hot requeue loop).
+func TestRepublishReopensAClosedChannel(t *testing.T) {
+	s := rabbittest.Session(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, s.Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "src", Role: rabbit.Work}, {Name: "dst", Role: rabbit.Work}}}))
+	pub, err := s.Publisher(ctx)
+	require.NoError(t, err)
+	require.NoError(t, pub.Publish(ctx, "src", "x", nil))
+	conn, err := amqp.Dial(s.URL)
+	require.NoError(t, err)
+	defer conn.Close()
+	ch, err := conn.Channel()
+	require.NoError(t, err)
+	got, ok, err := ch.Get(s.Names.Of("src"), true) // autoAck: the copy is what counts here
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	require.NoError(t, pub.Close()) // as a closed connection leaves it
+	require.NoError(t, pub.Republish(ctx, "dst", &rabbit.Delivery{Delivery: got, Task: "x"}, amqp.Table{"k": "v"}))
+	depth, err := s.Depth(ctx, "dst")
+	require.NoError(t, err)
+	assert.Equal(t, 1, depth)
+}
