@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -268,7 +269,8 @@ type fault struct {
 	after func(ctx context.Context, n *rabbittest.Node) error
 	// mayFail says the run may end with an error (and which tasks may be
 	// lost): a deleted queue ends it with exit 1. mustFail says it must.
-	mayFail, mustFail bool
+	// nackMayEnd lets a nacked publish end it (see runFaulted).
+	mayFail, mustFail, nackMayEnd bool
 }
 
 // runFaults disturb only the run they are injected into: they run
@@ -290,7 +292,7 @@ var runFaults = []fault{
 
 // restart stops and starts the node's application: every run on it is
 // disturbed, so these cases run one at a time on a node of their own.
-var restart = fault{name: "restart", fire: func(ctx context.Context, n *rabbittest.Node, _ rabbit.Names, _ lab.Event) error {
+var restart = fault{name: "restart", nackMayEnd: true, fire: func(ctx context.Context, n *rabbittest.Node, _ rabbit.Names, _ lab.Event) error {
 	if _, err := n.Ctl(ctx, "stop_app"); err != nil {
 		return err
 	}
@@ -466,7 +468,15 @@ func runFaulted(t *testing.T, n *rabbittest.Node, l lesson.Lesson, f fault, at i
 	if hung {
 		t.Errorf("the run hung: it was still going after %v", runBound)
 	}
-	if runErr != nil && !f.mayFail {
+	switch {
+	case runErr != nil && f.nackMayEnd && errors.Is(runErr, rabbit.ErrNacked):
+		// A publish that reaches a stopping broker may be nacked; the
+		// publisher cannot tell that from a refusal on purpose (Q16's
+		// x-overflow reject-publish), so it does not retry it and the run
+		// ends. Seen once in 4 suite runs (Q11 strategy (a)); the
+		// accounting below must still hold.
+		t.Logf("the broker nacked a publish while it stopped: %v", runErr)
+	case runErr != nil && !f.mayFail:
 		t.Errorf("the run failed: %v", runErr)
 	}
 	if runErr == nil && f.mustFail {
