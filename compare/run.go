@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/queuelab/qlab/inmem"
@@ -20,24 +19,28 @@ type Config struct {
 	Broker string    // AMQP URL of the broker
 	// BrokerInfo says which broker was found and how, for the setup row.
 	BrokerInfo string
+	// Repeat is how many times each measured row runs per backend
+	// (default DefaultRepeat); the tables show the median and the range.
+	Repeat int
 }
 
 // Report is a finished comparison: its tables, in the order an instructor
-// reads them, plus the per-backend runs it came from.
+// reads them, plus the per-backend runs they came from.
 type Report struct {
 	Lesson string         `json:"lesson"`
 	Speed  float64        `json:"speed"`
+	Repeat int            `json:"repeat"`
 	Tables []render.Table `json:"tables"`
-	// Main holds the two main runs, in-memory first.
-	Main [2]Side `json:"-"`
-	// Persistence holds the two interrupted runs, in-memory first.
-	Persistence [2]Side `json:"-"`
+	// Main holds each backend's main runs, in-memory first.
+	Main [2][]Side `json:"-"`
+	// Persistence holds each backend's interrupted runs, in-memory first.
+	Persistence [2][]Side `json:"-"`
 }
 
 // The workloads of the measured rows, in lesson time.
 const (
 	sampleEvery   = 250 * time.Millisecond // queue-depth samples
-	interruptAt   = 2 * time.Second        // the process dies while retries wait
+	interruptAt   = 2 * time.Second        // the interruption, while retries wait
 	scaleTasks    = 40                     // healthy tasks for the throughput row
 	persistTasks  = 12                     // tasks in the interrupted runs
 	persistFail   = 0.5                    // their transient failure rate
@@ -46,8 +49,10 @@ const (
 
 var backends = [2]lab.Backend{lab.InMem, lab.Rabbit}
 
-// Run compares lesson l on both backends. It fails if the lesson lacks a
-// backend, if a run fails, or if a run asked to be interrupted was not.
+// Run compares lesson l on both backends, running each measured row
+// cfg.Repeat times per backend (alternating backends, so a busy moment of
+// the machine falls on both). It fails if the lesson lacks a backend, if a
+// run fails, or if a run asked to be interrupted was not.
 func Run(ctx context.Context, l lessons.Lesson, cfg Config) (Report, error) {
 	for _, b := range backends {
 		if l.Runner(b) == nil {
@@ -57,46 +62,102 @@ func Run(ctx context.Context, l lessons.Lesson, cfg Config) (Report, error) {
 	if cfg.Speed == 0 {
 		cfg.Speed = 20
 	}
-	rep := Report{Lesson: l.Slug(), Speed: cfg.Speed}
-	var depths [2][]lessons.Series
-	for i, b := range backends {
-		side, res, err := run(ctx, l, cfg, lessons.Options{Backend: b, Plan: cfg.Plan, Sample: sampleEvery})
-		if err != nil {
-			return rep, fmt.Errorf("%s run: %w", b, err)
-		}
-		rep.Main[i], depths[i] = side, res.Depths
+	if cfg.Repeat <= 0 {
+		cfg.Repeat = DefaultRepeat
 	}
-	for i, b := range backends {
-		side, res, err := run(ctx, l, cfg, lessons.Options{Backend: b, Plan: persistPlan(cfg.Plan), Interrupt: interruptAt})
-		if err != nil && !errors.Is(err, inmem.ErrCrashed) {
-			return rep, fmt.Errorf("%s interrupted run: %w", b, err)
+	rep := Report{Lesson: l.Slug(), Speed: cfg.Speed, Repeat: cfg.Repeat}
+	var depths [2][]lessons.Series
+	for r := range cfg.Repeat {
+		for i, b := range backends {
+			side, res, err := run(ctx, l, cfg, lessons.Options{Backend: b, Plan: cfg.Plan, Sample: sampleEvery})
+			if err != nil {
+				return rep, fmt.Errorf("%s run: %w", b, err)
+			}
+			rep.Main[i] = append(rep.Main[i], side)
+			if r == 0 {
+				depths[i] = res.Depths
+			}
 		}
-		if !res.Interrupted {
-			return rep, fmt.Errorf("lesson %s cannot be interrupted on %s, so persistence cannot be measured", l.ID, b)
+	}
+	for range cfg.Repeat {
+		for i, b := range backends {
+			side, err := interrupted(ctx, l, cfg, b)
+			if err != nil {
+				return rep, err
+			}
+			rep.Persistence[i] = append(rep.Persistence[i], side)
 		}
-		rep.Persistence[i] = side
 	}
 	scale, err := scalability(ctx, l, cfg)
 	if err != nil {
 		return rep, err
 	}
+	first := [2]Side{rep.Main[0][0], rep.Main[1][0]}
 	rep.Tables = []render.Table{
-		Tasks(rep.Main[0], rep.Main[1]),
+		Tasks(rep.Main[0], rep.Main[1], l.Parity.TimingSensitive),
 		DelayTable(timerKeeper, rep.Main[0], rep.Main[1]),
 		PersistenceTable(rep.Persistence[0], rep.Persistence[1]),
 		scale,
-		ObservabilityTable(depths),
-		setupTable(cfg, depths[1]),
+		ObservabilityTable(first, depths),
+		setupTable(cfg, first[1], depths[1]),
 	}
 	return rep, nil
 }
 
 // run runs one lesson on one backend at the comparison's speed.
-func run(ctx context.Context, l lessons.Lesson, cfg Config, opts lessons.Options) (Side, lessons.Result, error) {
+func run(ctx context.Context, l lessons.Lesson, cfg Config, opts lessons.Options, sinks ...lab.Sink) (Side, lessons.Result, error) {
 	var rec lab.Recorder
 	opts.Speed, opts.Broker = cfg.Speed, cfg.Broker
-	res, err := lessons.Run(ctx, l, opts, &rec)
+	res, err := lessons.Run(ctx, l, opts, append([]lab.Sink{&rec}, sinks...)...)
 	return Side{Backend: opts.Backend, Speed: cfg.Speed, Events: rec.Events}, res, err
+}
+
+// interrupted runs the persistence scenario on b: interrupted at
+// interruptAt of lesson time, and stopped at the end of the part of the
+// lesson the interruption fell in. In memory the crash ends the run there
+// anyway; stopping the broker run there too makes a lesson in parts (Q12,
+// Q13) count the same tasks on both sides.
+func interrupted(ctx context.Context, l lessons.Lesson, cfg Config, b lab.Backend) (Side, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cut := &phaseCut{after: interruptAt.Milliseconds(), stop: cancel}
+	side, res, err := run(ctx, l, cfg, lessons.Options{Backend: b, Plan: persistPlan(cfg.Plan), Interrupt: interruptAt}, cut)
+	switch {
+	case errors.Is(err, inmem.ErrCrashed):
+	case cut.stopped:
+		// The part measured ended; what the stop did to the next one
+		// (it never opened its backend) is no part of the row.
+	case err != nil:
+		return side, fmt.Errorf("%s interrupted run: %w", b, err)
+	}
+	if !res.Interrupted {
+		return side, fmt.Errorf("lesson %s cannot be interrupted on %s (or its first part ended before %s), so persistence cannot be measured",
+			l.ID, b, render.Stamp(interruptAt.Milliseconds()))
+	}
+	return side, nil
+}
+
+// phaseCut is a sink that stops a run when a new part of the lesson
+// (a phase event) begins after lesson time `after`: the interruption,
+// armed when the first part's workers started, has happened by then in
+// every lesson whose first part lasts that long.
+type phaseCut struct {
+	after   int64
+	stop    func()
+	phases  int
+	stopped bool
+}
+
+// Emit counts phases; the stream calls it under its lock.
+func (c *phaseCut) Emit(e lab.Event) {
+	if e.Kind != lab.Phase {
+		return
+	}
+	c.phases++
+	if c.phases > 1 && e.TMs >= c.after && !c.stopped {
+		c.stopped = true
+		c.stop()
+	}
 }
 
 // timerKeeper says who holds a retry's delay on each backend.
@@ -106,8 +167,8 @@ var timerKeeper = map[lab.Backend]string{
 }
 
 // persistPlan is the interrupted runs' workload: more tasks, half their
-// attempts failing, so several are waiting in retries when the process
-// dies.
+// attempts failing, so several are waiting in retries when the
+// interruption comes. Lessons with a workload of their own (Q12) ignore it.
 func persistPlan(base *lab.Plan) *lab.Plan {
 	p := lab.DefaultPlan()
 	if base != nil {
@@ -127,67 +188,192 @@ func numbered(prefix string, n int) []string {
 	return ids
 }
 
-// PersistenceTable counts, per backend, what an interruption mid-run cost:
-// tasks lost (the stream's lost events) and tasks that still reached a
-// final state after it.
-func PersistenceTable(a, b Side) render.Table {
+// interruption says what the interruption was on each backend: only the
+// in-memory process can die in compare; on the broker the consumers'
+// connections are cut while the process and the broker live on.
+var interruption = map[lab.Backend]string{
+	lab.InMem:  "process crashed",
+	lab.Rabbit: "consumer connections cut",
+}
+
+// PersistenceTable counts, per backend, what an interruption mid-run cost
+// over its runs (median [min–max]): tasks lost (the stream's lost events)
+// and tasks that still reached a final state after it.
+func PersistenceTable(a, b []Side) render.Table {
 	t := render.Table{
-		Title:  fmt.Sprintf("Persistence: the process dies at %s of lesson time, while retries wait", render.Stamp(interruptAt.Milliseconds())),
-		Header: []string{"backend", "tasks", "lost", "done", "dead", "pending", "what happened"},
+		Title:  fmt.Sprintf("Persistence: an interruption at %s of lesson time, while retries wait", render.Stamp(interruptAt.Milliseconds())),
+		Header: []string{"backend", "interruption", "tasks", "lost", "done", "dead", "pending"},
 	}
-	for _, s := range []Side{a, b} {
-		f := s.Fates()
-		n := 0
-		for _, c := range f {
-			n += c
+	for _, sides := range [][]Side{a, b} {
+		row := []string{string(sides[0].Backend), interruption[sides[0].Backend]}
+		for _, fate := range []lab.Fate{"", lab.FateLost, lab.FateDone, lab.FateDead, lab.FatePending} {
+			row = append(row, fateCount(sides, fate))
 		}
-		t.Rows = append(t.Rows, []string{string(s.Backend), fmt.Sprint(n), fmt.Sprint(f[lab.FateLost]),
-			fmt.Sprint(f[lab.FateDone]), fmt.Sprint(f[lab.FateDead]), fmt.Sprint(f[lab.FatePending]), persistStory(s)})
+		t.Rows = append(t.Rows, row)
 	}
+	t.Notes = append(t.Notes,
+		"inmem: the queues and the timers lived in the process's memory and died with it.",
+		"rabbit: the process and the broker lived on, and the consumers reconnected: "+redeliveries(b)+" unacked",
+		"  messages were redelivered; messages waiting in the broker's queues never left it.")
+	if part := interruptedPart(a, b); part != "" {
+		t.Notes = append(t.Notes, noteLines("Each run stops after the part it was interrupted in ("+part+"), so both sides count the same tasks.")...)
+	}
+	if len(a) > 1 {
+		t.Notes = append(t.Notes, fmt.Sprintf("Counts: median [min–max] over %d runs per backend.", len(a)))
+	}
+	t.Notes = append(t.Notes,
+		"A broker restart (stop and start the node) is not measured by compare: it needs a private",
+		"  node. See the README's Reliability section and the fault suite.")
 	return t
 }
 
-func persistStory(s Side) string {
-	if s.Backend == lab.InMem {
-		return "queues and timers lived in memory and died with it"
+// fateCount is how many tasks of each run ended with fate ("" = all
+// tasks), as a median [min–max].
+func fateCount(sides []Side, fate lab.Fate) string {
+	var n []float64
+	for _, s := range sides {
+		c := 0
+		for f, k := range s.Fates() {
+			if fate == "" || f == fate {
+				c += k
+			}
+		}
+		n = append(n, float64(c))
 	}
-	redelivered := 0
-	for _, e := range s.Events {
-		if e.Kind == lab.Redelivered {
-			redelivered++
+	return spreadOf(n).Format("%.0f", "")
+}
+
+// redeliveries is the range of redelivered events over the runs: "1" or
+// "0–2".
+func redeliveries(sides []Side) string {
+	var n []int
+	for _, s := range sides {
+		c := 0
+		for _, e := range s.Events {
+			if e.Kind == lab.Redelivered {
+				c++
+			}
+		}
+		n = append(n, c)
+	}
+	return intRange(n)
+}
+
+// interruptedPart names the lesson part the interrupted runs ended in
+// (the part of their last enqueued task), "" for a lesson in one part.
+func interruptedPart(sides ...[]Side) string {
+	part := ""
+	for _, runs := range sides {
+		for _, s := range runs {
+			current := ""
+			for _, e := range s.Events {
+				switch e.Kind {
+				case lab.Phase:
+					current = e.Note
+				case lab.Enqueued:
+					part = current
+				}
+			}
 		}
 	}
-	return fmt.Sprintf("connections cut; consumers reconnected; %d unacked redelivered; waiting messages stayed in the broker", redelivered)
+	return part
 }
 
 // scalability measures healthy-task throughput with 1 and 4 consumers on
-// the main queue, per backend.
+// the main queue, per backend, cfg.Repeat times each. A lesson that does
+// not run 4 consumers there is found by the first 4-consumer run and not
+// measured further.
 func scalability(ctx context.Context, l lessons.Lesson, cfg Config) (render.Table, error) {
 	t := render.Table{
 		Title:  fmt.Sprintf("Scalability: %d healthy tasks of %s each, tasks per second of lesson time", scaleTasks, scaleAttempts),
 		Header: []string{"backend", "1 consumer", "4 consumers", "speed-up"},
-		Notes:  []string{"Both scale inside one process; only the broker lets consumers in other processes or machines share the queue."},
 	}
 	plan := lab.Plan{Tasks: numbered("H", scaleTasks), Work: scaleAttempts}
+	unsteadyRows := false
 	for _, b := range backends {
-		var rate [2]float64
-		for i, n := range []int{1, 4} {
-			side, _, err := run(ctx, l, cfg, lessons.Options{Backend: b, Plan: &plan, Consumers: n})
+		var one, four, up []float64
+		for range cfg.Repeat {
+			r1, r4, why, err := throughputs(ctx, l, cfg, b, &plan)
 			if err != nil {
-				return t, fmt.Errorf("%s run with %d consumers: %w", b, n, err)
+				return t, err
 			}
-			if got := MainConsumers(side); got < n {
-				t.Rows = append(t.Rows, []string{string(b), "-", "-",
-					fmt.Sprintf("not measured: lesson %s does not run %d consumers on its main queue", l.ID, n)})
+			if why != "" {
+				t.Rows = append(t.Rows, []string{string(b), "-", "-", "not measured: " + why})
 				break
 			}
-			rate[i] = Throughput(side)
+			four, one, up = append(four, r4), append(one, r1), append(up, r4/r1)
 		}
-		if rate[1] > 0 {
-			t.Rows = append(t.Rows, []string{string(b), fmt.Sprintf("%.1f/s", rate[0]), fmt.Sprintf("%.1f/s", rate[1]), fmt.Sprintf("%.1f×", rate[1]/rate[0])})
+		if len(up) == 0 {
+			continue
+		}
+		s1, s4, su := spreadOf(one), spreadOf(four), spreadOf(up)
+		backend := string(b)
+		if s1.Unsteady(0) || s4.Unsteady(0) || su.Unsteady(0) {
+			backend += unsteadyMark
+			unsteadyRows = true
+		}
+		t.Rows = append(t.Rows, []string{backend, s1.Format("%.1f", "/s"), s4.Format("%.1f", "/s"), su.Format("%.1f", "×")})
+	}
+	if cfg.Repeat > 1 {
+		t.Notes = append(t.Notes, fmt.Sprintf("Median [min–max] over %d runs per backend and consumer count.", cfg.Repeat))
+	}
+	if unsteadyRows {
+		t.Notes = append(t.Notes, unsteadyNote)
+	}
+	t.Notes = append(t.Notes, "Both scale inside one process; only the broker lets consumers in other processes or",
+		"  machines share the queue.")
+	return t, nil
+}
+
+// throughputs runs plan on b with 4 consumers and then with 1, and
+// returns each run's throughput, or why it was not measured. A lesson
+// that turns out to run fewer consumers is stopped as soon as that shows.
+func throughputs(ctx context.Context, l lessons.Lesson, cfg Config, b lab.Backend, plan *lab.Plan) (one, four float64, why string, err error) {
+	var rate [2]float64
+	for i, n := range []int{4, 1} {
+		runCtx, cancel := context.WithCancel(ctx)
+		few := &fewConsumers{want: n, stop: cancel}
+		side, _, err := run(runCtx, l, cfg, lessons.Options{Backend: b, Plan: plan, Consumers: n}, few)
+		cancel()
+		if got := MainConsumers(side); few.stopped || got < n {
+			return 0, 0, fmt.Sprintf("lesson %s runs %d consumer(s) on its main queue", l.ID, got), nil
+		}
+		if err != nil {
+			return 0, 0, "", fmt.Errorf("%s run with %d consumers: %w", b, n, err)
+		}
+		if rate[i] = Throughput(side); rate[i] == 0 {
+			return 0, 0, fmt.Sprintf("no task succeeded with %d consumer(s)", n), nil
 		}
 	}
-	return t, nil
+	return rate[1], rate[0], "", nil
+}
+
+// fewConsumers is a sink that stops a run once 2×want attempts on the
+// main queue (the queue of the first enqueued task) came from fewer than
+// want workers: the lesson does not run want consumers there, and the
+// rest of the run would measure nothing.
+type fewConsumers struct {
+	want    int
+	stop    func()
+	main    string
+	starts  int
+	actors  map[string]bool
+	stopped bool
+}
+
+// Emit watches attempts; the stream calls it under its lock.
+func (f *fewConsumers) Emit(e lab.Event) {
+	switch {
+	case f.main == "" && e.Kind == lab.Enqueued:
+		f.main, f.actors = e.Queue, map[string]bool{}
+	case e.Kind == lab.Started && e.Queue == f.main && f.main != "" && !f.stopped:
+		f.starts++
+		f.actors[e.Actor] = true
+		if f.starts >= 2*f.want && len(f.actors) < f.want {
+			f.stopped = true
+			f.stop()
+		}
+	}
 }
 
 // MainConsumers counts the workers that started attempts on the main queue
@@ -226,42 +412,4 @@ func Throughput(s Side) float64 {
 		return 0
 	}
 	return float64(n) / (float64(last-first) / 1000)
-}
-
-// ObservabilityTable shows each watched queue's sampled depth as a
-// sparkline, per backend.
-func ObservabilityTable(depths [2][]lessons.Series) render.Table {
-	t := render.Table{
-		Title:  fmt.Sprintf("Observability: queue depth every %s of lesson time", sampleEvery),
-		Header: []string{"backend", "queue", "peak", "depth over time"},
-		Notes: []string{"In memory a waiting retry sits in a timer, in no queue: nothing shows it.",
-			"On the broker it sits in a wait queue: rabbitmqctl list_queues and the management UI show it."},
-	}
-	for i, series := range depths {
-		for _, s := range series {
-			peak := 0
-			for _, v := range s.Samples {
-				peak = max(peak, v)
-			}
-			t.Rows = append(t.Rows, []string{string(backends[i]), s.Queue, fmt.Sprint(peak), Sparkline(s.Samples)})
-		}
-	}
-	return t
-}
-
-// setupTable says what had to exist before each run.
-func setupTable(cfg Config, brokerQueues []lessons.Series) render.Table {
-	names := make([]string, len(brokerQueues))
-	for i, s := range brokerQueues {
-		names[i] = s.Queue
-	}
-	return render.Table{
-		Title:  "Setup: what had to exist before the run",
-		Header: []string{"backend", "needs"},
-		Rows: [][]string{
-			{"inmem", "nothing: the Go toolchain (channels, goroutines, time.AfterFunc)"},
-			{"rabbit", fmt.Sprintf("%s; %d durable queues declared with their TTL and dead-letter arguments: %s",
-				cfg.BrokerInfo, len(names), strings.Join(names, ", "))},
-		},
-	}
 }

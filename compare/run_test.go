@@ -2,10 +2,13 @@ package compare
 
 import (
 	"context"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lab/labtest"
+	"github.com/queuelab/qlab/lesson/lessontest"
 	"github.com/queuelab/qlab/lessons"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
 	"github.com/stretchr/testify/assert"
@@ -16,11 +19,16 @@ func TestCompareQ10OnBothBackends(t *testing.T) {
 	url := rabbittest.NeedBroker(t)
 	l, err := lessons.Parse("10")
 	require.NoError(t, err)
-	rep, err := Run(context.Background(), l, Config{Speed: 40, Broker: url, BrokerInfo: "test broker"})
+	var rep Report
+	lessontest.NoGoroutineOutlives(t, func() {
+		rep, err = Run(context.Background(), l, Config{Speed: 40, Broker: url, BrokerInfo: "test broker", Repeat: 2})
+	})
 	require.NoError(t, err)
+	require.Len(t, rep.Main[1], 2, "each measured row ran twice per backend")
+	require.Len(t, rep.Persistence[0], 2)
 
 	// Same tasks, same failure plan: the same fate and attempts per task.
-	inmem, broker := rep.Main[0].Ledger().Tasks(), rep.Main[1].Ledger().Tasks()
+	inmem, broker := rep.Main[0][0].Ledger().Tasks(), rep.Main[1][1].Ledger().Tasks()
 	require.Len(t, broker, len(inmem))
 	for i := range inmem {
 		assert.Equal(t, inmem[i].ID, broker[i].ID)
@@ -30,12 +38,87 @@ func TestCompareQ10OnBothBackends(t *testing.T) {
 
 	// The persistence row comes from a real interruption: memory loses
 	// tasks, the broker none, and every task of every run is accounted for.
-	lost := rep.Persistence[0].Fates()[lab.FateLost]
-	assert.Positive(t, lost, "the in-memory process took tasks with it")
-	assert.Zero(t, rep.Persistence[1].Fates()[lab.FateLost], "the broker kept every waiting message")
-	assert.Zero(t, rep.Persistence[1].Fates()[lab.FatePending], "and the reconnected consumers finished them")
-	for _, s := range append(rep.Main[:], rep.Persistence[:]...) {
-		labtest.AssertAccounted(t, s.Events)
+	for _, s := range rep.Persistence[0] {
+		assert.Positive(t, s.Fates()[lab.FateLost], "the in-memory process took tasks with it")
 	}
+	for _, s := range rep.Persistence[1] {
+		assert.Zero(t, s.Fates()[lab.FateLost], "the broker kept every waiting message")
+		assert.Zero(t, s.Fates()[lab.FatePending], "and the reconnected consumers finished them")
+	}
+	assertAccounted(t, rep)
 	require.Len(t, rep.Tables, 6)
+	assert.Equal(t, "same?", rep.Tables[0].Header[7], "Q10's timings are exact: attempts are compared")
+	scale := rep.Tables[3]
+	require.Len(t, scale.Rows, 2)
+	assert.Contains(t, scale.Rows[1][3], "×", "the broker's speed-up was measured")
+	for _, tab := range rep.Tables {
+		assertFits(t, tab)
+	}
+}
+
+// TestCompareLessonsInParts pins Q12 and Q13 (each runs two parts, and
+// in memory the interruption ends the run in the first): both sides of
+// the persistence row count the same tasks, the observability and setup
+// tables list each queue once per part, and every table fits a slide.
+func TestCompareLessonsInParts(t *testing.T) {
+	url := rabbittest.NeedBroker(t)
+	for _, tc := range []struct {
+		lesson string
+		same   string // the per-task table's agreement column
+	}{
+		{"12", "same fate?"}, // timing-sensitive: fates only
+		{"13", "same?"},
+	} {
+		t.Run("Q"+tc.lesson, func(t *testing.T) {
+			l, err := lessons.Parse(tc.lesson)
+			require.NoError(t, err)
+			rep, err := Run(context.Background(), l, Config{Speed: max(l.TestSpeed, 40), Broker: url, BrokerInfo: "test broker", Repeat: 1})
+			require.NoError(t, err)
+			assertAccounted(t, rep)
+
+			inmemTasks, brokerTasks := taskSet(rep.Persistence[0][0]), taskSet(rep.Persistence[1][0])
+			assert.NotEmpty(t, inmemTasks)
+			assert.Equal(t, inmemTasks, brokerTasks, "both sides of the persistence row ran the same scenario")
+			assert.Contains(t, strings.Join(rep.Tables[2].Notes, " "), "part it was interrupted in (Run 1",
+				"the runs stopped after part 1, where the interruption fell")
+			assert.Zero(t, rep.Persistence[1][0].Fates()[lab.FateLost])
+
+			require.Len(t, rep.Tables, 6)
+			assert.Equal(t, tc.same, rep.Tables[0].Header[7])
+			obs := rep.Tables[4]
+			assert.Equal(t, "part", obs.Header[1])
+			seen := map[string]bool{}
+			for _, r := range obs.Rows {
+				key := strings.Join(r[:3], " ")
+				assert.False(t, seen[key], "%s listed twice", key)
+				seen[key] = true
+				assert.LessOrEqual(t, utf8.RuneCountInString(r[4]), sparkWidth)
+			}
+			assert.True(t, seen["rabbit 2 email_queue_wait"], "part 2's wait queue is labelled: %v", seen)
+			setup := rep.Tables[5]
+			assert.Equal(t, []string{"", "email_queue, email_queue_wait, email_queue_dlq"}, setup.Rows[len(setup.Rows)-1])
+			assert.Contains(t, setup.Rows[2][1], "3 durable queues")
+			for _, tab := range rep.Tables {
+				assertFits(t, tab)
+			}
+		})
+	}
+}
+
+func assertAccounted(t *testing.T, rep Report) {
+	t.Helper()
+	for _, runs := range append(rep.Main[:], rep.Persistence[:]...) {
+		for _, s := range runs {
+			labtest.AssertAccounted(t, s.Events)
+		}
+	}
+}
+
+// taskSet is the ids of the tasks a run created.
+func taskSet(s Side) []string {
+	var ids []string
+	for _, r := range s.Ledger().Tasks() {
+		ids = append(ids, r.ID)
+	}
+	return ids
 }

@@ -3,7 +3,7 @@ package compare
 import (
 	"fmt"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,27 +27,125 @@ func (s Side) Ledger() *lab.Ledger {
 	return &l
 }
 
-// Tasks puts each task's fate, attempts and time from first failure to its
-// final state side by side. Tasks are listed in a's creation order, then any
-// only b created.
-func Tasks(a, b Side) render.Table {
-	la, lb := a.Ledger(), b.Ledger()
+// Tasks puts each task's fate, attempts and time from first failure to
+// its final state side by side, over every run of each backend: a fate or
+// an attempt count that changed between runs reads "done/dead" or "5–6",
+// fail→final is the median. Tasks are listed in a's creation order, then
+// any only b created. same? compares fates and attempts; for a lesson
+// whose outcome depends on timing (timingSensitive, the lesson's
+// Parity.TimingSensitive, says why) it compares fates only and says so.
+func Tasks(a, b []Side, timingSensitive string) render.Table {
+	la, lb := ledgers(a), ledgers(b)
+	same := "same?"
+	if timingSensitive != "" {
+		same = "same fate?"
+	}
 	t := render.Table{
 		Title: "Per task",
 		Header: []string{"task",
-			string(a.Backend) + " fate", "attempts", "fail→final",
-			string(b.Backend) + " fate", "attempts", "fail→final", "same?"},
+			string(a[0].Backend) + " fate", "attempts", "fail→final",
+			string(b[0].Backend) + " fate", "attempts", "fail→final", same},
 	}
-	for _, id := range taskIDs(la, lb) {
-		ra, okA := la.Task(id)
-		rb, okB := lb.Task(id)
-		same := "yes"
-		if !okA || !okB || ra.Fate != rb.Fate || ra.Attempts != rb.Attempts {
-			same = "NO"
+	for _, id := range taskIDs(append(append([]*lab.Ledger(nil), la...), lb...)...) {
+		ra, rb := taskRunsOf(la, id), taskRunsOf(lb, id)
+		agree := ra.fates() == rb.fates() && ra.steady()
+		if timingSensitive == "" {
+			agree = agree && ra.attempts() == rb.attempts() && !strings.Contains(ra.attempts(), "–")
 		}
-		t.Rows = append(t.Rows, append(append([]string{id}, cells(ra, okA)...), append(cells(rb, okB), same)...))
+		t.Rows = append(t.Rows, append(append([]string{id}, ra.cells()...), append(rb.cells(), yesNo(agree))...))
+	}
+	if len(a) > 1 {
+		t.Notes = append(t.Notes, fmt.Sprintf("%d runs per backend: a value that changed reads done/dead or 5–6; fail→final is the median.", len(a)))
+	}
+	if timingSensitive != "" {
+		t.Notes = append(t.Notes, noteLines("Timing-sensitive lesson, so only fates are compared: "+timingSensitive+".")...)
 	}
 	return t
+}
+
+func yesNo(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "NO"
+}
+
+func ledgers(sides []Side) []*lab.Ledger {
+	out := make([]*lab.Ledger, len(sides))
+	for i, s := range sides {
+		out[i] = s.Ledger()
+	}
+	return out
+}
+
+// taskRuns is one task's record in each run of a backend (ok false where
+// a run never created it).
+type taskRuns []struct {
+	rec lab.TaskRecord
+	ok  bool
+}
+
+func taskRunsOf(ls []*lab.Ledger, id string) taskRuns {
+	out := make(taskRuns, len(ls))
+	for i, l := range ls {
+		out[i].rec, out[i].ok = l.Task(id)
+	}
+	return out
+}
+
+// fates is the task's distinct fates over the runs, "-" for a run without
+// it: "done", or "done/dead" when the runs disagree.
+func (r taskRuns) fates() string {
+	var seen []string
+	for _, x := range r {
+		f := "-"
+		if x.ok {
+			f = string(x.rec.Fate)
+		}
+		if !slices.Contains(seen, f) {
+			seen = append(seen, f)
+		}
+	}
+	return strings.Join(seen, "/")
+}
+
+// steady reports whether every run gave the task the same fate.
+func (r taskRuns) steady() bool { return !strings.Contains(r.fates(), "/") }
+
+// attempts is the range of the task's attempts over the runs that had it.
+func (r taskRuns) attempts() string {
+	var n []int
+	for _, x := range r {
+		if x.ok {
+			n = append(n, x.rec.Attempts)
+		}
+	}
+	if len(n) == 0 {
+		return "-"
+	}
+	return intRange(n)
+}
+
+// span is the median time from first failure to final state, "-" when no
+// run had both.
+func (r taskRuns) span() string {
+	var ms []float64
+	for _, x := range r {
+		if x.ok && x.rec.FirstFail >= 0 && x.rec.Settled >= 0 {
+			ms = append(ms, float64(x.rec.Settled-x.rec.FirstFail))
+		}
+	}
+	if len(ms) == 0 {
+		return "-"
+	}
+	return render.Stamp(int64(spreadOf(ms).Median))
+}
+
+func (r taskRuns) cells() []string {
+	if r.fates() == "-" {
+		return []string{"-", "-", "-"}
+	}
+	return []string{r.fates(), r.attempts(), r.span()}
 }
 
 func taskIDs(ls ...*lab.Ledger) []string {
@@ -62,17 +160,6 @@ func taskIDs(ls ...*lab.Ledger) []string {
 		}
 	}
 	return ids
-}
-
-func cells(r lab.TaskRecord, ok bool) []string {
-	if !ok {
-		return []string{"-", "-", "-"}
-	}
-	span := "-"
-	if r.FirstFail >= 0 && r.Settled >= 0 {
-		span = render.Stamp(r.Settled - r.FirstFail)
-	}
-	return []string{string(r.Fate), fmt.Sprint(r.Attempts), span}
 }
 
 // Delay is one observed retry delay: a scheduled hop and the attempt that
@@ -108,39 +195,79 @@ func (s Side) Delays() []Delay {
 
 // DelayTable reports, per backend and configured delay, how late the
 // retries really started: mean and max error in real milliseconds (lesson
-// error divided by speed), and who keeps the timer.
-func DelayTable(timer map[lab.Backend]string, sides ...Side) render.Table {
+// error divided by speed), as the median [min–max] over each backend's
+// runs, and who keeps the timer. runs holds one backend's runs per entry.
+func DelayTable(timer map[lab.Backend]string, runs ...[]Side) render.Table {
 	t := render.Table{
 		Title:  "Retry delay: configured vs observed",
-		Header: []string{"backend", "configured", "retries", "mean late (real ms)", "max late (real ms)", "who keeps the timer"},
+		Header: []string{"backend", "configured", "retries/run", "mean late (real ms)", "max late (real ms)"},
 	}
+	unsteadyRows := false
+	for _, sides := range runs {
+		per := lateness(sides)
+		for _, k := range sortedKeys(per) {
+			m := per[k]
+			mean, worst := spreadOf(m.means), spreadOf(m.maxes)
+			backend := string(sides[0].Backend)
+			if mean.Unsteady(lateFloor) || worst.Unsteady(lateFloor) {
+				backend += unsteadyMark
+				unsteadyRows = true
+			}
+			t.Rows = append(t.Rows, []string{backend, k.String(), intRange(m.counts), mean.Format("%.1f", ""), worst.Format("%.1f", "")})
+		}
+		if keeper := timer[sides[0].Backend]; keeper != "" {
+			t.Notes = append(t.Notes, fmt.Sprintf("%s: %s keeps the timer.", sides[0].Backend, keeper))
+		}
+	}
+	if len(runs) > 0 && len(runs[0]) > 1 {
+		t.Notes = append(t.Notes, fmt.Sprintf("Late: median [min–max] over %d runs per backend.", len(runs[0])))
+	}
+	if unsteadyRows {
+		t.Notes = append(t.Notes, unsteadyNote)
+	}
+	return t
+}
+
+// lateFloor is the spread of lateness, in real ms, that is scheduling
+// noise on a shared machine rather than a property of the backend.
+const lateFloor = 2.0
+
+// lateByRun is one configured delay's measurements, one entry per run
+// that had such a retry.
+type lateByRun struct {
+	counts       []int
+	means, maxes []float64
+}
+
+// lateness groups every run's retry lateness (real ms) by configured delay.
+func lateness(sides []Side) map[time.Duration]*lateByRun {
+	per := map[time.Duration]*lateByRun{}
 	for _, s := range sides {
 		byDelay := map[time.Duration][]float64{}
 		for _, d := range s.Delays() {
 			late := float64(d.Observed-d.Configured) / float64(time.Millisecond) / s.Speed
 			byDelay[d.Configured] = append(byDelay[d.Configured], late)
 		}
-		keys := make([]time.Duration, 0, len(byDelay))
-		for k := range byDelay {
-			keys = append(keys, k)
-		}
-		sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
-		for _, k := range keys {
-			mean, max := meanMax(byDelay[k])
-			t.Rows = append(t.Rows, []string{string(s.Backend), k.String(), fmt.Sprint(len(byDelay[k])),
-				fmt.Sprintf("%.1f", mean), fmt.Sprintf("%.1f", max), timer[s.Backend]})
+		for k, xs := range byDelay {
+			if per[k] == nil {
+				per[k] = &lateByRun{}
+			}
+			mean, worst := meanMax(xs)
+			per[k].counts = append(per[k].counts, len(xs))
+			per[k].means = append(per[k].means, mean)
+			per[k].maxes = append(per[k].maxes, worst)
 		}
 	}
-	return t
+	return per
 }
 
-func meanMax(xs []float64) (mean, max float64) {
-	max = math.Inf(-1)
-	for _, x := range xs {
-		mean += x
-		max = math.Max(max, x)
+func sortedKeys[V any](m map[time.Duration]V) []time.Duration {
+	keys := make([]time.Duration, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
 	}
-	return mean / float64(len(xs)), max
+	slices.Sort(keys)
+	return keys
 }
 
 // Fates counts the side's tasks by fate.
@@ -170,4 +297,13 @@ func Sparkline(samples []int) string {
 		b.WriteRune(runes[i])
 	}
 	return b.String()
+}
+
+func meanMax(xs []float64) (mean, max float64) {
+	max = math.Inf(-1)
+	for _, x := range xs {
+		mean += x
+		max = math.Max(max, x)
+	}
+	return mean / float64(len(xs)), max
 }

@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/queuelab/qlab/lab"
 )
@@ -67,6 +68,9 @@ type Decision struct {
 	To string
 	// Reason says why: the error of a retry, the cause of a park or drop.
 	Reason string
+	// Delay is a retry's own wait through a delay queue (RetryAfter): the
+	// message's expiration. 0 for a wait queue, whose TTL decides.
+	Delay time.Duration
 }
 
 // Ack says the delivery was processed.

@@ -43,6 +43,10 @@ type Queue struct {
 	// 0 means no cap. Overflow says what happens past it.
 	MaxLength int
 	Overflow  Overflow
+	// Quorum declares the queue as a RabbitMQ quorum queue (x-queue-type
+	// quorum: replicated, durable); false is a classic queue. Memory has
+	// no queue types and ignores it.
+	Quorum bool
 }
 
 // Overflow is what a full queue (MaxLength) does with one more message.

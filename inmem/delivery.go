@@ -17,7 +17,7 @@ import (
 // queue (Worker panics): a queue with a worker is made with System.Queue.
 func (s *System) HoldingQueue(name string, capacity int) *Queue {
 	q := s.Queue(name, capacity)
-	q.hold = true
+	q.hold.Store(true)
 	return q
 }
 
@@ -49,10 +49,22 @@ func (q *Queue) Redeliver(actor string, t *Task, reason string) {
 	q.put(t)
 }
 
+// release turns holding queue q into a queue a worker may consume (a
+// DLQ being replayed): the tasks resting in it count as work in flight
+// from now on, so Wait waits for the worker to handle them. Call it while
+// nothing is being put on q. It does nothing to a queue that is not held.
+func (q *Queue) release() {
+	if q.hold.CompareAndSwap(true, false) {
+		for range len(q.ch) {
+			q.sys.work.add()
+		}
+	}
+}
+
 // mustConsume panics if q cannot have a worker: a programming error in a
 // lesson, caught by its first test run.
 func (q *Queue) mustConsume() {
-	if q.hold {
+	if q.hold.Load() {
 		panic(fmt.Sprintf("inmem: Worker on holding queue %q: create queues that workers consume with System.Queue", q.name))
 	}
 }

@@ -23,14 +23,15 @@ type Flow struct {
 	queues   map[string]*Queue
 	consumed map[string]bool
 	requeued map[*Task]bool // put straight back: the next delivery repeats the attempt
-	err      error          // the first decision the topology could not carry out
+	delays   map[string]*delayQueue
+	err      error // the first decision the topology could not carry out
 }
 
 // NewFlow returns an in-memory flow reporting to stream. Each queue has
 // room for room tasks; a put never blocks below that, so make it larger
 // than the most tasks any one queue can hold at once.
 func NewFlow(ctx context.Context, stream *lab.Stream, room int) *Flow {
-	return &Flow{sys: New(ctx, stream, lab.Plan{}), room: room, queues: map[string]*Queue{}, consumed: map[string]bool{}, requeued: map[*Task]bool{}}
+	return &Flow{sys: New(ctx, stream, lab.Plan{}), room: room, queues: map[string]*Queue{}, consumed: map[string]bool{}, requeued: map[*Task]bool{}, delays: map[string]*delayQueue{}}
 }
 
 // Kind is lab.InMem.
@@ -44,15 +45,11 @@ func (f *Flow) Features() flow.Features { return flow.Features{ExactTime: true} 
 func (f *Flow) System() *System { return f.sys }
 
 // Declare records t. Queues are made on first use: a consumed queue as a
-// work queue, any other as a holding queue (a DLQ nobody consumes).
+// work queue, a delay queue as a FIFO that expires only its head (see
+// delayQueue), any other as a holding queue (a DLQ nobody consumes).
 func (f *Flow) Declare(_ context.Context, t flow.Topology) error {
 	if err := t.Check(); err != nil {
 		return err
-	}
-	for _, q := range t.Queues {
-		if q.Role == flow.Delay {
-			return fmt.Errorf("inmem: delay queue %s (a per-message TTL) has no in-memory mechanism yet", q.Name)
-		}
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -60,7 +57,10 @@ func (f *Flow) Declare(_ context.Context, t flow.Topology) error {
 	return nil
 }
 
-// Consume starts a worker goroutine named c.Actor on c.Queue. Each
+// Consume starts a worker goroutine named c.Actor on c.Queue. A queue
+// that so far only held tasks (a DLQ the run parked them in) becomes a
+// work queue: its tasks are handed to the worker, as a replay on the
+// broker would. Each
 // delivery counts one more attempt on the task (a requeued one repeats
 // its attempt, as on the broker), then c.Handle decides.
 func (f *Flow) Consume(_ context.Context, c flow.Consumer) error {
@@ -71,6 +71,7 @@ func (f *Flow) Consume(_ context.Context, c flow.Consumer) error {
 	f.consumed[c.Queue] = true
 	f.mu.Unlock()
 	q := f.queue(c.Queue)
+	q.release()
 	f.sys.Worker(c.Actor, q, func(t *Task) {
 		if !f.takeRequeued(t) {
 			t.Attempt++
@@ -103,6 +104,10 @@ func (f *Flow) apply(c flow.Consumer, q *Queue, t *Task, dec flow.Decision) {
 		switch {
 		case !ok || (c.RetryHeader == "" && topo.DeadLetterTarget(q.name) != via.Name):
 			f.fail(actor, q, t, fmt.Errorf("%s does not dead-letter to %s; count attempts in a header to republish there: %w", q.name, dec.To, flow.ErrNoRoute))
+		case flow.CheckDelay(via, dec, c.RetryHeader) != nil:
+			f.fail(actor, q, t, flow.CheckDelay(via, dec, c.RetryHeader))
+		case via.Role == flow.Delay:
+			f.retryAfter(actor, q, t, via.Name, dec.Delay)
 		case via.Role == flow.Wait:
 			// The lesson's wait queue is a timer here: the task waits in memory.
 			to := f.queue(topo.Settle(via.Name))
@@ -126,6 +131,38 @@ func (f *Flow) apply(c flow.Consumer, q *Queue, t *Task, dec flow.Decision) {
 		q.Requeue(actor, t)
 	case flow.ActDrop:
 		f.sys.Drop(actor, t, q.name, dec.Reason)
+	}
+}
+
+// retryAfter puts t in delay queue via with its own expiration: the
+// message waits its turn at the head, as on the broker.
+func (f *Flow) retryAfter(actor string, q *Queue, t *Task, via string, delay time.Duration) {
+	dq := f.delayQueue(via)
+	f.sys.emit(lab.Event{Kind: lab.Scheduled, Task: t.ID, Queue: q.name, Via: via, To: dq.to.name, Actor: actor,
+		Attempt: t.Attempt, DelayMs: delay.Milliseconds(),
+		Note: fmt.Sprintf("%s %s: in memory a FIFO delay queue that expires only its head, as RabbitMQ does", flow.ExpirationNote, delay)})
+	dq.push(t, delay)
+}
+
+// delayQueue returns delay queue name, making it on first use.
+func (f *Flow) delayQueue(name string) *delayQueue {
+	to := f.queue(f.topology().Settle(name))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if dq, ok := f.delays[name]; ok {
+		return dq
+	}
+	dq := newDelayQueue(f.sys, name, f.room, to)
+	f.delays[name], f.queues[name] = dq, dq.held
+	return dq
+}
+
+// stopDelays stops the delay queues' timers once the run is over.
+func (f *Flow) stopDelays() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, dq := range f.delays {
+		dq.stop()
 	}
 }
 
@@ -175,6 +212,7 @@ func (f *Flow) PublishTo(_ context.Context, actor, exchange, key, task string) e
 // consumed queue (System.Wait), then stops the workers.
 func (f *Flow) Wait(ctx context.Context) error {
 	err := f.sys.Wait(ctx)
+	f.stopDelays()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err == nil {
@@ -184,7 +222,7 @@ func (f *Flow) Wait(ctx context.Context) error {
 }
 
 // Depth is how many tasks wait in queue; a wait queue is always 0, since
-// a waiting task is on a timer.
+// a waiting task is on a timer, while a delay queue holds its tasks.
 func (f *Flow) Depth(_ context.Context, queue string) (int, error) {
 	f.mu.Lock()
 	q := f.queues[queue]
@@ -234,6 +272,7 @@ func (f *Flow) Interrupt() { f.sys.Crash("process") }
 // until the process ends; the summary reports them as they stand.
 func (f *Flow) Close(context.Context) error {
 	f.sys.Stop()
+	f.stopDelays()
 	return nil
 }
 

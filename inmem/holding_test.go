@@ -6,6 +6,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lab"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -64,5 +65,39 @@ func TestQueueNamesInCreationOrder(t *testing.T) {
 		sys.Queue("retryQueue", 1)
 		sys.HoldingQueue("deadLetterQueue", 1)
 		assert.Equal(t, []string{"queue", "retryQueue", "deadLetterQueue"}, sys.QueueNames())
+	})
+}
+
+// A DLQ the run parked tasks in can be given a consumer afterwards (a
+// replay): it used to panic; now its tasks are handed out in order and
+// Wait waits for them.
+func TestFlowConsumesAHoldingQueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var rec lab.Recorder
+		f := NewFlow(context.Background(), lab.NewStream("q00", lab.InMem, lab.NewClock(1), &rec), 8)
+		topo := flow.Topology{Queues: []flow.Queue{{Name: "work", Role: flow.Work}, {Name: "dlq", Role: flow.DLQ}}}
+		require.NoError(t, f.Declare(context.Background(), topo))
+		parked := make(chan struct{})
+		require.NoError(t, f.Consume(context.Background(), flow.Consumer{Queue: "work", Actor: "W", Handle: func(_ context.Context, d *flow.Delivery) flow.Decision {
+			if d.Task == "B" {
+				defer close(parked)
+			}
+			return flow.Park("dlq", "failed")
+		}}))
+		require.NoError(t, f.Publish(context.Background(), "P", "work", "A"))
+		require.NoError(t, f.Publish(context.Background(), "P", "work", "B"))
+		<-parked
+		synctest.Wait()
+		var replayed []string
+		require.NotPanics(t, func() {
+			require.NoError(t, f.Consume(context.Background(), flow.Consumer{Queue: "dlq", Actor: "Replayer", Handle: func(_ context.Context, d *flow.Delivery) flow.Decision {
+				replayed = append(replayed, d.Task)
+				return flow.Ack()
+			}}))
+		})
+		require.NoError(t, f.Wait(context.Background()))
+		assert.Equal(t, []string{"A", "B"}, replayed, "in the order they were parked")
+		n, _ := f.Depth(context.Background(), "dlq")
+		assert.Zero(t, n)
 	})
 }

@@ -1,6 +1,10 @@
 package inmem
 
-import "github.com/queuelab/qlab/lab"
+import (
+	"sync/atomic"
+
+	"github.com/queuelab/qlab/lab"
+)
 
 // Queue is a named FIFO on a buffered channel. Create it with System.Queue.
 type Queue struct {
@@ -8,8 +12,9 @@ type Queue struct {
 	sys  *System
 	ch   chan *Task
 	// hold marks a holding queue (System.HoldingQueue): tasks rest in it
-	// and do not count as work in flight.
-	hold bool
+	// and do not count as work in flight, until Flow.Consume gives the
+	// queue a worker (see Queue.release).
+	hold atomic.Bool
 }
 
 // Name returns the queue's name as it appears in events.
@@ -60,7 +65,8 @@ func (q *Queue) put(t *Task) {
 		q.sys.emit(lab.Event{Kind: lab.Lost, Task: t.ID, Queue: q.name, Note: "the process had died"})
 		return
 	}
-	if !q.hold {
+	held := q.hold.Load()
+	if !held {
 		q.sys.work.add()
 	}
 	select {
@@ -71,7 +77,7 @@ func (q *Queue) put(t *Task) {
 	select {
 	case q.ch <- t:
 	case <-q.sys.ctx.Done():
-		if !q.hold {
+		if !held {
 			q.sys.work.done()
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"time"
 )
 
@@ -26,6 +27,34 @@ type Plan struct {
 	// Jitter spreads attempt durations over Work ± Jitter (see WorkTime).
 	// Zero, the default, makes every attempt take exactly Work.
 	Jitter time.Duration
+	// Every is the lesson time between two arrivals: the producer enqueues
+	// the first task at once and each next one Every later. Zero, the
+	// default, enqueues them all at once. Only lessons that declare
+	// Lesson.Scales honour it.
+	Every time.Duration
+}
+
+// MaxTasks bounds ScaledPlan: 100,000 tasks is already minutes of a
+// workshop's machine; more is a typo.
+const MaxTasks = 100_000
+
+// ScaledPlan is the default scenario grown to n tasks: ids t00001,
+// t00002 …, every fourth one poison (as C is of A, B, C, D), 100 ms each.
+// n must be in [1, MaxTasks].
+func ScaledPlan(n int) (Plan, error) {
+	if n < 1 || n > MaxTasks {
+		return Plan{}, fmt.Errorf("a plan has 1 to %d tasks, not %d", MaxTasks, n)
+	}
+	p := DefaultPlan()
+	p.Tasks, p.Poison = make([]string, n), nil
+	width := len(fmt.Sprint(n))
+	for i := range p.Tasks {
+		p.Tasks[i] = fmt.Sprintf("t%0*d", width, i+1)
+		if i%4 == 2 {
+			p.Poison = append(p.Poison, p.Tasks[i])
+		}
+	}
+	return p, nil
 }
 
 // DefaultPlan is the seed's scenario: tasks A, B, C, D, 100 ms each, and C
@@ -38,10 +67,8 @@ func DefaultPlan() Plan {
 // or nil if it succeeds. Poison tasks always fail; others fail when a hash
 // of (Seed, task, attempt) falls under FailRate.
 func (p Plan) Fails(task string, attempt int) error {
-	for _, id := range p.Poison {
-		if id == task {
-			return ErrPoison
-		}
+	if slices.Contains(p.Poison, task) {
+		return ErrPoison
 	}
 	if p.FailRate > 0 && p.roll(fmt.Sprintf("%d/%s/%d", p.Seed, task, attempt)) < p.FailRate {
 		return fmt.Errorf("attempt %d: %w", attempt, ErrTransient)

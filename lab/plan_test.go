@@ -92,3 +92,18 @@ func TestWorkTimeSpreadsWithinJitterAndRepeats(t *testing.T) {
 	assert.Greater(t, len(seen), 190, "durations differ to the nanosecond")
 	assert.InDelta(t, float64(100*time.Millisecond), float64(sum/200), float64(10*time.Millisecond), "centred on Work")
 }
+
+func TestScaledPlan(t *testing.T) {
+	p, err := ScaledPlan(12)
+	assert.NoError(t, err)
+	assert.Equal(t, []string{"t01", "t02", "t03", "t04"}, p.Tasks[:4], "ids sort in arrival order")
+	assert.Equal(t, []string{"t03", "t07", "t11"}, p.Poison, "every fourth task, as C is of A, B, C, D")
+	assert.Equal(t, DefaultPlan().Work, p.Work)
+	big, err := ScaledPlan(MaxTasks)
+	assert.NoError(t, err)
+	assert.Equal(t, "t100000", big.Tasks[MaxTasks-1])
+	for _, n := range []int{0, -1, MaxTasks + 1} {
+		_, err := ScaledPlan(n)
+		assert.Error(t, err, "%d tasks", n)
+	}
+}

@@ -106,3 +106,20 @@ func BrokerVersion(b flow.Backend) string {
 	v, _ := rb.Session().Connection().Properties["version"].(string)
 	return v
 }
+
+// Produce calls publish for each of the plan's tasks in order: all at
+// once, or one every Plan.Every of lesson time. It stops at the first
+// error or when ctx ends.
+func (e *Env) Produce(ctx context.Context, publish func(task string) error) error {
+	for i, id := range e.Plan.Tasks {
+		if i > 0 && e.Plan.Every > 0 {
+			if err := e.Stream.Clock().Wait(ctx, e.Plan.Every); err != nil {
+				return err
+			}
+		}
+		if err := publish(id); err != nil {
+			return err
+		}
+	}
+	return nil
+}

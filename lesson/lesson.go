@@ -61,6 +61,11 @@ type Lesson struct {
 	// how `qlab broker clean` finds a killed run's. Every broker lesson
 	// sets it; the fault suite's killed-process case checks it is complete.
 	Topologies func() []flow.Topology
+	// Scales says the lesson runs whatever plan it is given: any number of
+	// tasks (lab.ScaledPlan) arriving at the plan's pace (Plan.Every), so
+	// `qlab run --tasks N --rate R` means something. A lesson with a fixed
+	// scenario of its own leaves it false and the CLI refuses those flags.
+	Scales bool
 }
 
 // Parity is what a dual-backend lesson declares to the parity suite,

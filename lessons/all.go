@@ -22,6 +22,10 @@ import (
 	"github.com/queuelab/qlab/lessons/q11"
 	"github.com/queuelab/qlab/lessons/q12"
 	"github.com/queuelab/qlab/lessons/q13"
+	"github.com/queuelab/qlab/lessons/q14"
+	"github.com/queuelab/qlab/lessons/q15"
+	"github.com/queuelab/qlab/lessons/q16"
+	"github.com/queuelab/qlab/lessons/q17"
 
 	"github.com/queuelab/qlab/lesson"
 )
@@ -57,6 +61,10 @@ var All = []Lesson{
 	q11.Lesson,
 	q12.Lesson,
 	q13.Lesson,
+	q14.Lesson,
+	q15.Lesson,
+	q16.Lesson,
+	q17.Lesson,
 }
 
 // Find returns the lesson numbered n.

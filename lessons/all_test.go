@@ -28,6 +28,7 @@ func TestGolden(t *testing.T) {
 			continue
 		}
 		t.Run(l.ID, func(t *testing.T) {
+			t.Parallel() // a bubble of its own, a golden file of its own
 			events, res := lessontest.RunInMem(t, l, Options{})
 			var log, diagram, stream bytes.Buffer
 			render.Transcript(&log, events, res.Tables)
@@ -67,6 +68,7 @@ func TestEveryTaskAccountedFor(t *testing.T) {
 		for _, b := range l.Backends() {
 			for name, plan := range plans {
 				t.Run(l.ID+"/"+string(b)+"/"+name, func(t *testing.T) {
+					t.Parallel() // broker runs declare under names of their own (rabbit.RunNames)
 					events, _ := runOn[b](t, l, Options{Plan: plan})
 					labtest.AssertAccounted(t, events)
 				})

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"sync"
 	"time"
@@ -81,7 +82,9 @@ type Handler func(ctx context.Context, d *Delivery)
 // handler and reports no event for it; it logs a warning, counts it
 // (Session.Foreign), moves it to the run's hold queue with a reason header
 // and acks it (or, if that fails, rejects it without requeue). The hold
-// queue outlives the run while it holds anything.
+// queue outlives the run while it holds anything. A message with the run's
+// AppId that is no well-formed task (TaskProblem) is parked the same way,
+// so no event ever carries an empty or made-up task id.
 //
 // Why a small loop and not amqp091-go's opt-in recovery (Config.Recovery,
 // v1.12+): that recovery keeps the old delivery channel and re-consumes on
@@ -103,6 +106,7 @@ type Consumer struct {
 	conn       *amqp.Connection
 	sock       net.Conn
 	reconnects int
+	planned    bool // the next connection loss is an Interrupt, not a fault
 }
 
 // reconnectPause is the first pause before redialling; it doubles up to a
@@ -172,8 +176,13 @@ func (c *Consumer) run(ctx context.Context, deliveries <-chan amqp.Delivery, clo
 			c.closeConn()
 			return
 		}
-		c.s.Logger.Warn("rabbit: consumer connection lost; reconnecting",
-			"actor", c.opts.Actor, "queue", c.opts.Queue, "err", c.lossReason(closed))
+		// A planned cut was announced once by InterruptConsumers: its
+		// loss and reconnection are routine, so they log at debug level.
+		level, what := slog.LevelWarn, "rabbit: consumer connection lost; reconnecting"
+		if c.takePlanned() {
+			level, what = slog.LevelDebug, "rabbit: consumer connection cut as planned; reconnecting"
+		}
+		c.s.Logger.Log(ctx, level, what, "actor", c.opts.Actor, "queue", c.opts.Queue, "err", c.lossReason(closed))
 		var err error
 		deliveries, closed, err = c.reconnect(ctx)
 		if err != nil {
@@ -183,7 +192,7 @@ func (c *Consumer) run(ctx context.Context, deliveries <-chan amqp.Delivery, clo
 			c.closeConn()
 			return
 		}
-		c.s.Logger.Info("rabbit: consumer reconnected", "actor", c.opts.Actor, "queue", c.opts.Queue)
+		c.s.Logger.Log(ctx, min(level, slog.LevelInfo), "rabbit: consumer reconnected", "actor", c.opts.Actor, "queue", c.opts.Queue)
 	}
 }
 
@@ -200,6 +209,10 @@ func (c *Consumer) serve(ctx context.Context, deliveries <-chan amqp.Delivery) {
 			}
 			if d.AppId != c.s.Names.Run {
 				c.s.holdForeign(ctx, c.opts.Queue, d)
+				continue
+			}
+			if problem := TaskProblem(d); problem != "" {
+				c.s.park(ctx, c.opts.Queue, d, "malformed: "+problem)
 				continue
 			}
 			dl := &Delivery{Delivery: d, Task: d.MessageId, Queue: c.opts.Queue, Deaths: ReadDeaths(d.Headers), names: c.s.Names}
@@ -284,8 +297,19 @@ func (c *Consumer) Interrupt() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.sock != nil {
+		c.planned = true
 		c.sock.Close()
 	}
+}
+
+// takePlanned reports whether the last connection loss was an Interrupt,
+// and clears the mark.
+func (c *Consumer) takePlanned() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.planned
+	c.planned = false
+	return p
 }
 
 // Stop stops consuming and closes the consumer's connection; unacked

@@ -134,7 +134,8 @@ func triedURL(where string, err error) Tried {
 	t := Tried{Where: where, Reason: "failed", Detail: err.Error()}
 	var de *DialError
 	if errors.As(err, &de) {
-		t.Reason = de.Reason
+		// where already names the URL: the detail need not repeat it.
+		t.Reason, t.Detail = de.Reason, strings.TrimPrefix(t.Detail, de.URL+": ")
 	}
 	return t
 }

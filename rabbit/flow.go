@@ -210,7 +210,15 @@ func (f *Flow) apply(ctx context.Context, c flow.Consumer, d *Delivery, fd *flow
 			f.fail(d, e, fmt.Errorf("%s does not dead-letter to %s; count attempts in a header to republish there: %w", d.Queue, dec.To, flow.ErrNoRoute))
 			return
 		}
+		if err := flow.CheckDelay(via, dec, c.RetryHeader); err != nil {
+			f.fail(d, e, err)
+			return
+		}
 		e.Kind, e.Via, e.To, e.DelayMs = lab.Scheduled, via.Name, topo.Settle(via.Name), via.TTL.Milliseconds()
+		if via.Role == flow.Delay {
+			f.retryAfter(ctx, c, d, fd, e, dec)
+			return
+		}
 		if brokerCounts {
 			e.Note = fmt.Sprintf("rejected: the broker dead-letters it into %s, x-message-ttl %s", via.Name, via.TTL)
 			f.stream.Emit(e)
@@ -241,6 +249,20 @@ func (f *Flow) apply(ctx context.Context, c flow.Consumer, d *Delivery, fd *flow
 	}
 }
 
+// retryAfter publishes a copy of d to delay queue e.Via with its own
+// expiration (dec.Delay) and the consumer's retry header incremented,
+// confirmed, then acks d: seed 002's publishToRetryQueue. The broker
+// dead-letters the copy onward when it expires, which it does only at the
+// head of the queue.
+func (f *Flow) retryAfter(ctx context.Context, c flow.Consumer, d *Delivery, fd *flow.Delivery, e lab.Event, dec flow.Decision) {
+	expiration := Expiration(f.s.Clock, dec.Delay)
+	e.DelayMs = dec.Delay.Milliseconds()
+	e.Note = fmt.Sprintf("%s %s (%s ms real) on a copy republished to %s with %s=%d, then acked",
+		flow.ExpirationNote, dec.Delay, expiration, e.Via, c.RetryHeader, fd.Attempt)
+	f.stream.Emit(e)
+	f.republishExpiring(ctx, d, e.Via, e.To, withCount(d.Headers, c.RetryHeader, fd.Attempt, dec.Reason), expiration)
+}
+
 // move settles the delivery with settle, expecting the message in queue
 // to (where the broker takes it) if a consumer of the run waits there.
 func (f *Flow) move(d *Delivery, to string, settle func() error) {
@@ -256,8 +278,14 @@ func (f *Flow) move(d *Delivery, to string, settle func() error) {
 // acks d; the copy settles in settlesIn. A publish that fails puts d back
 // on its queue (a nack with requeue) rather than leaving it unacked.
 func (f *Flow) republish(ctx context.Context, d *Delivery, queue, settlesIn string, headers amqp.Table) {
+	f.republishExpiring(ctx, d, queue, settlesIn, headers, "")
+}
+
+// republishExpiring is republish with the copy's expiration set ("" for
+// none).
+func (f *Flow) republishExpiring(ctx context.Context, d *Delivery, queue, settlesIn string, headers amqp.Table, expiration string) {
 	expected := f.expect(d.Task, settlesIn)
-	if err := f.pub.Republish(ctx, queue, d, headers); err != nil {
+	if err := f.pub.RepublishExpiring(ctx, queue, d, headers, expiration); err != nil {
 		f.unexpect(d.Task, expected)
 		f.s.Logger.Warn("rabbit: republish failed; the message goes back to its queue", "task", d.Task, "queue", queue, "err", err.Error())
 		_ = d.Nack(false, true) // back to its queue, or redelivered after a reconnect: in flight either way

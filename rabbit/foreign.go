@@ -12,13 +12,23 @@ import (
 // queue: why it was moved there and from where.
 const ForeignReasonHeader = "qlab-foreign-reason"
 
-// Foreign is how many foreign messages the session's consumers met: ones
-// the run did not publish (their AppId is not Names.Run), which no
-// handler ever sees.
+// Foreign is how many messages the session's consumers parked in the hold
+// queue: foreign ones the run did not publish (their AppId is not
+// Names.Run) and malformed ones (see TaskProblem and Park), which no
+// handler ever settles.
 func (s *Session) Foreign() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.foreign
+}
+
+// parkActivity is how many messages the session parked so far, and
+// whether it is parking one now (a 10 MB copy takes a while): WaitSettled
+// counts both as the run moving.
+func (s *Session) parkActivity() (parked int, busy bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.foreign, s.parking > 0
 }
 
 // holdForeign takes foreign delivery d, met on seed queue queue, out of
@@ -29,22 +39,34 @@ func (s *Session) Foreign() int {
 // queue's route or drops it: requeueing would hand it straight back, a hot
 // loop.
 func (s *Session) holdForeign(ctx context.Context, queue string, d amqp.Delivery) {
+	s.park(ctx, queue, d, fmt.Sprintf("not published by run %s (app-id %q)", s.Names.Run, d.AppId))
+}
+
+// park moves d, met on seed queue queue, to the hold queue with reason, as
+// holdForeign says.
+func (s *Session) park(ctx context.Context, queue string, d amqp.Delivery, reason string) {
 	s.mu.Lock()
 	s.foreign++
+	s.parking++
 	s.mu.Unlock()
-	reason := fmt.Sprintf("not published by run %s (app-id %q); found in %s", s.Names.Run, d.AppId, s.Names.Of(queue))
+	defer func() {
+		s.mu.Lock()
+		s.parking--
+		s.mu.Unlock()
+	}()
+	reason += "; found in " + s.Names.Of(queue)
 	err := s.hold(ctx, d, reason)
 	if err == nil {
 		err = d.Ack(false)
 	}
 	if err != nil {
 		_ = d.Nack(false, false)
-		s.Logger.Warn("rabbit: foreign message rejected (not requeued): holding it failed",
-			"queue", s.Names.Of(queue), "message_id", d.MessageId, "app_id", d.AppId, "err", err.Error())
+		s.Logger.Warn("rabbit: message rejected (not requeued): holding it failed",
+			"queue", s.Names.Of(queue), "message_id", d.MessageId, "app_id", d.AppId, "reason", reason, "err", err.Error())
 		return
 	}
-	s.Logger.Warn("rabbit: foreign message moved to the hold queue; it is not a task of this run",
-		"queue", s.Names.Of(queue), "message_id", d.MessageId, "app_id", d.AppId, "hold", s.Names.hold())
+	s.Logger.Warn("rabbit: message moved to the hold queue; it is not a task of this run",
+		"queue", s.Names.Of(queue), "message_id", d.MessageId, "app_id", d.AppId, "reason", reason, "hold", s.Names.hold())
 }
 
 // hold publishes a copy of d to the hold queue, declaring the queue first

@@ -117,25 +117,35 @@ func (s *Session) confirmChannel(ctx context.Context) (*amqp.Channel, error) {
 	return ch, nil
 }
 
-// closed reports whether the publisher's channel is gone.
-func (p *Publisher) closed() bool {
+// channel is the publisher's current channel.
+func (p *Publisher) channel() *amqp.Channel {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.ch.IsClosed()
+	return p.ch
 }
 
-// reopen replaces a closed channel with a new one on the live connection.
-func (p *Publisher) reopen(ctx context.Context) error {
+// reopen replaces channel lost, now closed, with a new one on the live
+// connection, unless another publish has replaced it already.
+func (p *Publisher) reopen(ctx context.Context, lost *amqp.Channel) error {
+	p.mu.Lock()
+	replaced := p.ch != lost
+	p.mu.Unlock()
+	if replaced {
+		return nil
+	}
 	ch, err := p.s.confirmChannel(ctx)
 	if err != nil {
 		return err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	old := p.ch
+	if p.ch != lost { // replaced while we dialled
+		_ = ch.Close()
+		return nil
+	}
 	p.ch = ch
 	p.listen(ch)
-	_ = old.Close()
+	_ = lost.Close()
 	return nil
 }
 
@@ -147,8 +157,12 @@ func (p *Publisher) confirmed(ctx context.Context, what string, publish func() e
 	giveUp := time.Now().Add(DefaultGiveUpAfter)
 	pause := reconnectPause
 	for {
+		// The channel this attempt uses: a loss is judged by it, not by
+		// whatever channel a concurrent publish has reopened meanwhile
+		// (whose nack would otherwise pass for a real one).
+		ch := p.channel()
 		err := publish()
-		if err == nil || ctx.Err() != nil || !p.closed() {
+		if err == nil || ctx.Err() != nil || !ch.IsClosed() {
 			return err
 		}
 		if time.Now().After(giveUp) {
@@ -161,7 +175,7 @@ func (p *Publisher) confirmed(ctx context.Context, what string, publish func() e
 			return err
 		}
 		pause = min(2*pause, time.Second)
-		if rerr := p.reopen(ctx); rerr != nil {
+		if rerr := p.reopen(ctx, ch); rerr != nil {
 			p.s.Warn("rabbit: reopening the publish channel failed", "err", rerr.Error())
 		}
 	}

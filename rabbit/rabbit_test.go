@@ -63,6 +63,7 @@ func TestDiscoverTellsHowToGetABroker(t *testing.T) {
 	require.ErrorAs(t, err, &nb)
 	assert.Contains(t, nb.Details(), "dial tcp 127.0.0.1:1", "the library's message is kept for -v")
 	assert.NotContains(t, nb.Details(), "guest2")
+	assert.Equal(t, 1, strings.Count(nb.Details(), "127.0.0.1:1/"), "the URL is named once: %s", nb.Details())
 }
 
 func TestTopologyDeclaresTTLAndDeadLetterRoutes(t *testing.T) {
@@ -311,4 +312,18 @@ func TestRunNamesNeverCollide(t *testing.T) {
 	assert.True(t, strings.HasPrefix(a.Of("x"), "qlab-"))
 	assert.Equal(t, "x", a.Seed(a.Of("x")))
 	assert.Equal(t, "sequential.queue", rabbit.SeedNames().Of("sequential.queue"))
+}
+
+// TestClosedSessionDialsNoMore: a probe that comes after Close (a depth
+// sample still ticking) gets an error instead of a fresh connection that
+// nobody would close.
+func TestClosedSessionDialsNoMore(t *testing.T) {
+	url := rabbittest.NeedBroker(t)
+	ctx := context.Background()
+	s, err := rabbit.Open(ctx, url, rabbit.RunNames(), lab.NewClock(1), rabbittest.Logger(t))
+	require.NoError(t, err)
+	require.NoError(t, s.Close(ctx))
+	_, err = s.Depth(ctx, "anything")
+	require.ErrorIs(t, err, amqp.ErrClosed)
+	assert.True(t, s.Connection().IsClosed(), "no new connection was dialled")
 }

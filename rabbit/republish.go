@@ -15,7 +15,15 @@ import (
 // message itself (to a DLQ, or to a wait queue with a retry header) before
 // acking the original. d itself is not settled.
 func (p *Publisher) Republish(ctx context.Context, queue string, d *Delivery, headers amqp.Table) error {
+	return p.RepublishExpiring(ctx, queue, d, headers, "")
+}
+
+// RepublishExpiring is Republish with the copy's expiration property set
+// (a per-message TTL in real milliseconds, see Expiration; "" for none):
+// seed 002's publish to its retry queue with the delay on the message.
+func (p *Publisher) RepublishExpiring(ctx context.Context, queue string, d *Delivery, headers amqp.Table, expiration string) error {
 	msg := amqp.Publishing{
+		Expiration:    expiration,
 		Headers:       headers,
 		ContentType:   d.ContentType,
 		DeliveryMode:  d.DeliveryMode,
@@ -25,11 +33,9 @@ func (p *Publisher) Republish(ctx context.Context, queue string, d *Delivery, he
 		Type:          d.Type,
 		Body:          d.Body,
 	}
-	// Through confirmed, like PublishMessage: after a closed channel it
-	// reopens and publishes again. A republish that failed at once on a dead
-	// channel put the delivery back (a nack with requeue), which came
-	// straight back to fail again: 13,246 redeliveries in 90 s when the
-	// fault suite closed a Q13 run's connections.
+	// Like a first publish, a republish outlives a lost channel: one
+	// that failed for good would send the delivery back to its queue,
+	// and every redelivery would fail the same way, a hot loop.
 	return p.confirmed(ctx, d.Task, func() error {
 		if err := p.send(ctx, queue, msg); err != nil { // stamped with this run's id, mandatory
 			return fmt.Errorf("republishing %s to %s: %w", d.Task, queue, err)

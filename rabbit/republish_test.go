@@ -3,6 +3,7 @@ package rabbit_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,6 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/queuelab/qlab/flow"
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
 )
@@ -195,4 +199,42 @@ func BenchmarkRetryHandoff(b *testing.B) {
 			c.Stop()
 		})
 	}
+}
+
+// TestRepublishOutlivesALostChannel: the session's connection drops while
+// a worker holds a delivery it means to park (a republish to the DLQ).
+// The republish reopens its channel on a fresh connection and goes
+// through, once; before, it failed on the dead channel, the delivery went
+// back to its queue, and every redelivery failed the same way (a hot loop
+// the fault suite saw 23,000 times in 90 s).
+func TestRepublishOutlivesALostChannel(t *testing.T) {
+	s := rabbittest.Session(t, 20)
+	ctx := testCtx(t)
+	stream, events := recorded()
+	b, err := rabbit.NewFlow(ctx, s, stream)
+	require.NoError(t, err)
+	require.NoError(t, b.Declare(ctx, flow.Topology{Queues: []flow.Queue{{Name: "work", Role: flow.Work}, {Name: "dlq", Role: flow.DLQ}}}))
+	var mu sync.Mutex
+	handled := 0
+	published := make(chan struct{}) // A's own publish is confirmed: only the republish meets the drop
+	require.NoError(t, b.Consume(ctx, flow.Consumer{Queue: "work", Actor: "W", RetryHeader: rabbit.RetryCountHeader,
+		Handle: func(_ context.Context, d *flow.Delivery) flow.Decision {
+			mu.Lock()
+			handled++
+			mu.Unlock()
+			<-published
+			assert.NoError(t, s.Connection().Close(), "the publisher's connection drops")
+			return flow.Park("dlq", "failed")
+		}}))
+	require.NoError(t, b.Publish(ctx, "Producer", "work", "A"))
+	close(published)
+	require.NoError(t, b.Wait(ctx))
+	mu.Lock()
+	assert.Equal(t, 1, handled, "handled once: no redelivery loop")
+	mu.Unlock()
+	assert.Len(t, labtest.Of(events(), "A", lab.DeadLettered), 1)
+	depth, err := b.Depth(ctx, "dlq")
+	require.NoError(t, err)
+	assert.Equal(t, 1, depth, "A waits in the DLQ")
+	require.NoError(t, b.Close(ctx))
 }

@@ -130,8 +130,7 @@ func TestUntrustedAttemptCountIsHeld(t *testing.T) {
 			other := outsider(t)
 			hold := s.Names.Run + ".foreign"
 			t.Cleanup(func() { _, _ = outsider(t).QueueDelete(hold, false, false, false) })
-			require.NoError(t, other.PublishWithContext(ctx, "", s.Names.Of("work"), false, false,
-				amqp.Publishing{MessageId: "F", AppId: s.Names.Run, Headers: tc.headers, Body: []byte(`{"task":"F"}`)}))
+			publishConfirmed(ctx, t, other, s.Names.Of("work"), amqp.Publishing{MessageId: "F", AppId: s.Names.Run, ContentType: "application/json", Headers: tc.headers, Body: []byte(`{"task":"F"}`)})
 			require.NoError(t, b.Publish(ctx, "Producer", "work", "A"))
 			require.NoError(t, b.Wait(ctx))
 

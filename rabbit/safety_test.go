@@ -27,7 +27,21 @@ func outsider(t *testing.T) *amqp.Channel {
 	t.Cleanup(func() { conn.Close() })
 	ch, err := conn.Channel()
 	require.NoError(t, err)
+	require.NoError(t, ch.Confirm(false))
 	return ch
+}
+
+// publishConfirmed publishes m to queue from an outsider's channel and
+// waits for the broker's confirm, so the message is in the queue before
+// the test's next step (another connection's publish is not ordered with
+// it otherwise).
+func publishConfirmed(ctx context.Context, t *testing.T, ch *amqp.Channel, queue string, m amqp.Publishing) {
+	t.Helper()
+	dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", queue, false, false, m)
+	require.NoError(t, err)
+	ok, err := dc.WaitContext(ctx)
+	require.NoError(t, err)
+	require.True(t, ok, "the broker took %s's message", queue)
 }
 
 // depthOf reads a queue's ready messages without touching them.
@@ -66,7 +80,7 @@ func TestDeclareLeavesSomeoneElsesQueueAlone(t *testing.T) {
 	_, err := other.QueueDeclare(theirs, true, false, false, false, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _, _ = other.QueueDelete(theirs, false, false, false) })
-	require.NoError(t, other.PublishWithContext(ctx, "", theirs, false, false, amqp.Publishing{Body: []byte("keep me")}))
+	publishConfirmed(ctx, t, other, theirs, amqp.Publishing{Body: []byte("keep me")})
 
 	s, err := rabbit.Open(ctx, url, names, lab.NewClock(20), rabbittest.Logger(t))
 	require.NoError(t, err)
@@ -96,8 +110,7 @@ func TestForeignMessageIsHeldNotHandled(t *testing.T) {
 	ctx := testCtx(t)
 	require.NoError(t, s.Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "work", Role: rabbit.Work}}}))
 	other := outsider(t)
-	require.NoError(t, other.PublishWithContext(ctx, "", s.Names.Of("work"), false, false,
-		amqp.Publishing{MessageId: "", AppId: "someone-else", Body: []byte("not json")}))
+	publishConfirmed(ctx, t, other, s.Names.Of("work"), amqp.Publishing{MessageId: "", AppId: "someone-else", Body: []byte("not json")})
 	pub, err := s.Publisher(ctx)
 	require.NoError(t, err)
 	require.NoError(t, pub.Publish(ctx, "work", "A", nil))
@@ -123,7 +136,7 @@ func TestForeignMessageIsHeldNotHandled(t *testing.T) {
 	assert.Equal(t, "someone-else", held.AppId)
 	assert.Contains(t, held.Headers[rabbit.ForeignReasonHeader], "not published by run "+s.Names.Run)
 	// Put it back, close the run: the hold queue stays while it holds it.
-	require.NoError(t, other.PublishWithContext(ctx, "", hold, false, false, amqp.Publishing{Body: held.Body}))
+	publishConfirmed(ctx, t, other, hold, amqp.Publishing{Body: held.Body})
 	t.Cleanup(func() { _, _ = outsider(t).QueueDelete(hold, false, false, false) })
 	require.NoError(t, s.Close(ctx))
 	assert.Equal(t, 1, depthOf(t, other, hold))

@@ -40,7 +40,7 @@ type Session struct {
 
 	connMu sync.Mutex // guards conn and closed
 	conn   *amqp.Connection
-	closed bool // Close has closed conn: live dials no other
+	closed bool // Close has run: live dials no more
 
 	mu        sync.Mutex
 	declared  []string // broker names of the queues this session created, in order
@@ -49,6 +49,7 @@ type Session struct {
 	failure   error         // why the run cannot go on; see fail
 	failed    chan struct{} // closed by fail
 	foreign   int
+	parking   int        // parks under way (see parkActivity)
 	holdPub   *Publisher // publishes to the hold queue; nil until the first foreign message
 	holdMu    sync.Mutex // serialises creating holdPub
 
@@ -140,11 +141,11 @@ func (s *Session) Connection() *amqp.Connection {
 func (s *Session) live(ctx context.Context) (*amqp.Connection, error) {
 	s.connMu.Lock()
 	defer s.connMu.Unlock()
-	if s.closed {
-		return nil, amqp.ErrClosed // a late publish or check after Close must not open a connection no one closes
-	}
 	if !s.conn.IsClosed() {
 		return s.conn, nil
+	}
+	if s.closed { // a late probe (a depth sample) must not dial a connection nobody closes
+		return nil, amqp.ErrClosed
 	}
 	conn, err := dialAs(ctx, s.URL, ConnectionName(s.Names), nil)
 	if err != nil {
@@ -221,15 +222,15 @@ func (e *ExistsError) ResetCommand() string {
 
 // Error names the queues and the command that removes them, on one line.
 func (e *ExistsError) Error() string {
-	msg := fmt.Sprintf("queue %s already exists on the broker", strings.Join(e.Queues, ", "))
+	msg, it, is := fmt.Sprintf("queue %s already exists on the broker", strings.Join(e.Queues, ", ")), "it", "it is"
 	if len(e.Queues) > 1 {
-		msg = fmt.Sprintf("queues %s already exist on the broker", strings.Join(e.Queues, ", "))
+		msg, it, is = fmt.Sprintf("queues %s already exist on the broker", strings.Join(e.Queues, ", ")), "them", "they are"
 	}
 	if e.Conflict != nil {
 		msg += fmt.Sprintf(" (%s with other arguments: %s)", e.Conflict.Queue, e.Conflict.Detail)
 	}
-	return msg + ": this run did not create them, so it leaves them alone and does not start " +
-		"(another person's run, or one that crashed, may be using them); if they are yours, remove them: " + e.ResetCommand()
+	return msg + fmt.Sprintf(": this run did not create %[1]s, so it leaves %[1]s alone and does not start "+
+		"(another person's run, or one that crashed, may be using %[1]s); if %[2]s yours, remove %[1]s: ", it, is) + e.ResetCommand()
 }
 
 // Unwrap returns the 406 explanation, if any.
@@ -424,6 +425,11 @@ func (s *Session) InterruptConsumers() {
 	s.mu.Lock()
 	consumers := append([]*Consumer(nil), s.consumers...)
 	s.mu.Unlock()
+	cut := fmt.Sprintf("%d consumer connections", len(consumers))
+	if len(consumers) == 1 {
+		cut = "1 consumer connection"
+	}
+	s.Logger.Info("rabbit: planned interruption: " + cut + " cut; the consumers reconnect")
 	for _, c := range consumers {
 		c.Interrupt()
 	}
@@ -450,14 +456,19 @@ func (s *Session) Close(ctx context.Context) error {
 	if len(declared) > 0 {
 		first = s.deleteOwned(ctx, declared)
 	}
-	s.connMu.Lock()
-	s.closed = true
-	conn := s.conn
-	s.connMu.Unlock()
-	if err := conn.Close(); first == nil && err != nil && !errors.Is(err, amqp.ErrClosed) {
+	if err := s.closeConn(); first == nil && err != nil && !errors.Is(err, amqp.ErrClosed) {
 		first = err
 	}
 	return first
+}
+
+// closeConn closes the session's connection for good: live dials no new
+// one after it.
+func (s *Session) closeConn() error {
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	s.closed = true
+	return s.conn.Close()
 }
 
 // deleteOwned deletes the queues the session created, on the session's

@@ -45,6 +45,9 @@ func Arguments(q Queue, names Names, clock lab.Clock) amqp.Table {
 	if q.MaxLength > 0 {
 		args["x-max-length"] = int64(q.MaxLength)
 	}
+	if q.Quorum {
+		args["x-queue-type"] = "quorum"
+	}
 	if q.Overflow != flow.DropHead {
 		args["x-overflow"] = string(q.Overflow)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/charmbracelet/bubbles/list"
 	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lessons"
 	"github.com/queuelab/qlab/render"
@@ -618,6 +619,8 @@ func (m Model) chromeRows() int {
 	boxLines := 1
 	if s := m.sc.slots(m.width); len(s) > 0 {
 		boxLines = (s[len(s)-1].row + 1) * (boxRows + 1)
+	} else if m.state == noBroker {
+		boxLines = max(len(m.noBrokerLines(m.width))-1, 1)
 	}
 	if m.sc.phases > 0 {
 		boxLines++
@@ -670,7 +673,7 @@ func (m Model) statusLine(w int) string {
 	case m.state == failed:
 		return m.st.paint(bad, clip("the run failed: "+firstLine(m.runErr.Error())+" · "+m.nextStep(), w))
 	case m.state == noBroker:
-		return m.st.paint(bad, clip(m.noBrokerText(), w))
+		return m.st.paint(bad, m.noBrokerLines(w)[0])
 	case m.paused && m.backend == lab.Rabbit:
 		return m.st.paint(warn, clip("paused: lesson time holds here, but RabbitMQ's TTLs keep running, so a wait that ends meanwhile reads short (space resumes)", w))
 	case m.paused:
@@ -681,6 +684,16 @@ func (m Model) statusLine(w int) string {
 		return m.st.paint(good, clip("finished · "+m.nextStep()+" · r replays · t the log", w))
 	}
 	return ""
+}
+
+// noBrokerLines is noBrokerText wrapped to width w: the status line shows
+// the first line, the stage (empty without a run) the rest.
+func (m Model) noBrokerLines(w int) []string {
+	lines := strings.Split(lipgloss.NewStyle().Width(max(w, 20)).Render(m.noBrokerText()), "\n")
+	for i := range lines {
+		lines[i] = strings.TrimRight(lines[i], " ")
+	}
+	return lines
 }
 
 // noBrokerText says why the run cannot start and what to do.

@@ -80,7 +80,13 @@ func (m Model) stage(width int) []string {
 		lines = append(lines, m.st.paint(warn, clip(fmt.Sprintf("━━ part %d: %s ━━", sc.phases, sc.phase), width)))
 	}
 	slots := sc.slots(width)
-	if len(slots) == 0 {
+	switch {
+	case len(slots) == 0 && m.state == noBroker:
+		if more := m.noBrokerLines(width)[1:]; len(more) > 0 {
+			return append(lines, m.st.paint(bad, strings.Join(more, "\n")))
+		}
+		return append(lines, "")
+	case len(slots) == 0:
 		return append(lines, m.st.paint(faint, "  (waiting for the first event…)"))
 	}
 	where := make(map[string]int, len(slots))

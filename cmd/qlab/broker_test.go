@@ -46,7 +46,7 @@ func TestRunRabbitWithoutBrokerSaysHowToGetOne(t *testing.T) {
 func TestRunHonoursBrokerURL(t *testing.T) {
 	rabbittest.NeedBroker(t)
 	t.Setenv(rabbit.EnvURL, "amqp://guest:Wrong-Pw-31@127.0.0.1:5672/")
-	code, out, errOut := qlab("run", "10", "--backend", "rabbit", "--speed", "20")
+	code, out, errOut := qlabChecked(t, "run", "10", "--backend", "rabbit", "--speed", "20")
 	assert.Equal(t, exitError, code)
 	assert.Empty(t, out)
 	assert.Equal(t, "qlab: no RabbitMQ broker found: RABBITMQ_URL=amqp://guest:xxxxx@127.0.0.1:5672/: authentication failed "+
@@ -97,7 +97,7 @@ func TestBrokerLatencyReportsPercentiles(t *testing.T) {
 
 func TestRunQ10OnRabbit(t *testing.T) {
 	rabbittest.NeedBroker(t)
-	code, out, errOut := qlab("run", "10", "--backend", "rabbit", "--speed", "20", "--json")
+	code, out, errOut := qlabChecked(t, "run", "10", "--backend", "rabbit", "--speed", "20", "--json")
 	require.Equal(t, exitOK, code, errOut)
 	fates := map[string]lab.Fate{}
 	sc := bufio.NewScanner(strings.NewReader(out))
@@ -127,7 +127,7 @@ func TestCompareWithoutBrokerSaysSoInOneLine(t *testing.T) {
 func TestCompareBadInput(t *testing.T) {
 	for args, want := range map[string]string{
 		"compare":                      "one lesson number",
-		"compare 1":                    "lesson 1 runs on inmem only, so there is nothing to compare (lessons on both: 10, 12, 13)",
+		"compare 1":                    "lesson 1 runs on inmem only, so there is nothing to compare (lessons on both: 10, 12, 13, 14",
 		"compare 10 --speed 0":         "--speed must be a positive number",
 		"compare 10 --json --markdown": "pick one",
 		"compare 99":                   "unknown lesson 99",
@@ -140,7 +140,7 @@ func TestCompareBadInput(t *testing.T) {
 
 func TestCompareQ10Markdown(t *testing.T) {
 	rabbittest.NeedBroker(t)
-	code, out, errOut := qlab("compare", "10", "--markdown", "--speed", "40")
+	code, out, errOut := qlabChecked(t, "compare", "10", "--markdown", "--speed", "40")
 	require.Equal(t, exitOK, code, errOut)
 	for _, title := range []string{"**Per task**", "**Retry delay", "**Persistence", "**Scalability", "**Observability", "**Setup"} {
 		assert.Contains(t, out, title)

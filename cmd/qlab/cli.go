@@ -38,6 +38,8 @@ Usage:
                             find the RabbitMQ broker, start one with Docker, measure TTL delays
   qlab compare N [flags]    run lesson N on both backends and measure the difference
   qlab tui [N] [flags]      watch lessons animate in the terminal (qlab tui --help)
+  qlab dlq inspect|replay|purge QUEUE [flags]
+                            read, replay or empty a dead-letter queue on the broker (qlab dlq --help)
   qlab help                 this text
 
 Start with: qlab run 1`
@@ -51,6 +53,7 @@ var commands = map[string]command{
 	"broker":  cmdBroker,
 	"compare": cmdCompare,
 	"tui":     cmdTui,
+	"dlq":     cmdDLQ,
 }
 
 // Main runs qlab with args (without the program name) and returns the exit

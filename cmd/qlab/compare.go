@@ -19,7 +19,12 @@ Runs lesson N on both backends (in memory and RabbitMQ) with the same tasks
 and failure plan and prints measured answers to seed Q10's comparison:
 per-task fates side by side, retry delays configured vs observed,
 persistence under a real interruption, throughput with 1 vs 4 consumers,
-queue depths over time, and what had to exist first. Needs a broker.`
+queue depths over time, and what had to exist first. Each measured row
+runs --repeat times per backend and shows the median [min–max]; rows
+marked ~ spread widely (timing-sensitive). Needs a broker.`
+
+// maxRepeat bounds --repeat: every repetition is a full set of runs.
+const maxRepeat = 20
 
 func cmdCompare(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	fs := newFlagSet("compare", compareHelp)
@@ -27,6 +32,7 @@ func cmdCompare(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	pf.register(fs, 20, "lesson time per real time for every run")
 	asJSON := fs.Bool("json", false, "print one JSON document instead of text tables")
 	markdown := fs.Bool("markdown", false, "print Markdown tables to paste into slides")
+	repeat := fs.Int("repeat", compare.DefaultRepeat, "runs per backend for each measured row; tables show the median [min–max]")
 	fs.Bool("no-color", false, "plain text (compare prints no colour; accepted like run's --no-color)")
 	verbose := verboseFlag(fs)
 	pos, err := parseInterspersed(fs, args, stdout)
@@ -39,6 +45,8 @@ func cmdCompare(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	switch {
 	case len(pos) != 1:
 		return usagef("compare takes one lesson number, e.g. qlab compare 10")
+	case *repeat < 1 || *repeat > maxRepeat:
+		return usagef("--repeat must be between 1 and %d, got %d", maxRepeat, *repeat)
 	case *asJSON && *markdown:
 		return usagef("--json and --markdown are two different outputs: pick one")
 	}
@@ -53,28 +61,39 @@ func cmdCompare(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if err != nil {
 		return withDetails(fmt.Errorf("compare needs a RabbitMQ broker: %w", err), *verbose)
 	}
-	rep, err := compare.Run(ctx, l, compare.Config{Speed: pf.speed, Plan: pf.plan(), Broker: broker.URL, BrokerInfo: broker.String()})
+	rep, err := compare.Run(ctx, l, compare.Config{Speed: pf.speed, Plan: pf.plan(), Broker: broker.URL, BrokerInfo: broker.String(), Repeat: *repeat})
 	if err != nil {
 		return err
 	}
 	switch {
 	case *asJSON:
+		for i, t := range rep.Tables {
+			rep.Tables[i] = compare.Unwrapped(t)
+		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	case *markdown:
-		fmt.Fprintf(stdout, "## %s · %s: in memory vs RabbitMQ (speed %g×)\n\n", l.ID, l.Title, pf.speed)
+		fmt.Fprintf(stdout, "## %s · %s\n\nIn memory vs RabbitMQ · speed %g× · %s\n\n", l.ID, l.Title, pf.speed, runsEach(rep.Repeat))
 		for _, t := range rep.Tables {
-			t.Markdown(stdout)
+			compare.Unwrapped(t).Markdown(stdout)
 		}
 	default:
-		fmt.Fprintf(stdout, "%s · %s: in memory vs RabbitMQ (speed %g×)\n", l.ID, l.Title, pf.speed)
+		fmt.Fprintf(stdout, "%s · %s\nin memory vs RabbitMQ · speed %g× · %s\n", l.ID, l.Title, pf.speed, runsEach(rep.Repeat))
 		for _, t := range rep.Tables {
 			fmt.Fprintln(stdout)
 			t.Write(stdout)
 		}
 	}
 	return nil
+}
+
+// runsEach says how many runs each measured row had: "3 runs each".
+func runsEach(n int) string {
+	if n == 1 {
+		return "1 run each"
+	}
+	return fmt.Sprintf("%d runs each", n)
 }
 
 // dualLessons lists the numbers of the lessons that run on both backends,

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/queuelab/qlab/rabbit/rabbittest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -44,24 +45,16 @@ func TestReadmeJSONExample(t *testing.T) {
 }
 
 // TestReadmeUsageNamesEveryFlag checks the README's usage block against
-// each command's --help: every flag a command has is in its usage line.
+// each command: every flag its --help lists is in its usage line, and a
+// flag shown with its values (--names run|exact) takes exactly those, as
+// the command's own error for a bad value lists them.
 func TestReadmeUsageNamesEveryFlag(t *testing.T) {
 	usage := readmeBlock(t, "## Running lessons")
 	flagLine := regexp.MustCompile(`(?m)^  --([a-z-]+)`)
-	for _, cmd := range []string{"list", "run", "tui", "compare", "broker"} {
+	for _, cmd := range []string{"list", "run", "tui", "compare", "broker", "dlq"} {
 		code, help, _ := qlab(cmd, "--help")
 		require.Equal(t, exitOK, code, cmd)
-		var line string // the command's usage line and its indented continuations
-		for _, l := range strings.Split(usage, "\n") {
-			switch {
-			case strings.HasPrefix(l, "qlab "+cmd+" "):
-				line = l
-			case line != "" && strings.HasPrefix(l, " "):
-				line += l
-			case line != "":
-				break
-			}
-		}
+		line := usageLine(usage, cmd)
 		require.NotEmpty(t, line, "README usage has no line for qlab %s", cmd)
 		for _, m := range flagLine.FindAllStringSubmatch(help, -1) {
 			if m[1] == "v" {
@@ -69,5 +62,57 @@ func TestReadmeUsageNamesEveryFlag(t *testing.T) {
 			}
 			assert.Contains(t, line, "--"+m[1], "README usage of qlab %s", cmd)
 		}
+		for _, m := range regexp.MustCompile(`--([a-z-]+) ([a-z]+(?:\|[a-z]+)+)`).FindAllStringSubmatch(line, -1) {
+			args := append(lessonArg(cmd), "--"+m[1], "no-such-value")
+			code, _, errOut := qlab(args...)
+			require.Equal(t, exitUsage, code, "qlab %v: %s", args, errOut)
+			assert.Equal(t, strings.Split(m[2], "|"), acceptedValues(errOut), "README usage of qlab %s --%s; the command says: %s", cmd, m[1], errOut)
+		}
 	}
+}
+
+// usageLine is the README usage block's line for qlab cmd joined with its
+// indented continuations, up to the next command's line.
+func usageLine(usage, cmd string) string {
+	var line string
+	for _, l := range strings.Split(usage, "\n") {
+		switch {
+		case strings.HasPrefix(l, "qlab "+cmd+" "):
+			line = l
+		case line != "" && strings.HasPrefix(l, " "):
+			line += l
+		case line != "":
+			return line
+		}
+	}
+	return line
+}
+
+// lessonArg is the lesson number a command needs before its flags.
+func lessonArg(cmd string) []string {
+	switch cmd {
+	case "run", "compare":
+		return []string{cmd, "1"}
+	}
+	return []string{cmd}
+}
+
+// acceptedValues reads the values a "--x must be a, b or c" error lists.
+func acceptedValues(errOut string) []string {
+	m := regexp.MustCompile(`must be ([a-z]+(?:, [a-z]+)*(?: or [a-z]+)?)`).FindStringSubmatch(errOut)
+	if m == nil {
+		return nil
+	}
+	return strings.FieldsFunc(strings.ReplaceAll(m[1], " or ", ","), func(r rune) bool { return r == ',' || r == ' ' })
+}
+
+// TestReadmeSpeedError runs the README's `--speed 500` example on the
+// broker (it stops at the first declare, before a message is sent) and
+// compares the error with the README's: exit 2, the same line.
+func TestReadmeSpeedError(t *testing.T) {
+	rabbittest.NeedBroker(t)
+	want := readmeBlock(t, "`--speed 200`, and `--speed 500` stops with exit 2:")
+	code, _, errOut := qlab("run", "10", "--backend", "rabbit", "--speed", "500")
+	assert.Equal(t, exitUsage, code, errOut)
+	assert.Equal(t, want, errOut, "README's --speed example is stale; paste this line")
 }

@@ -31,6 +31,7 @@ type runFlags struct {
 	names   string
 	prefix  string
 	verbose *bool
+	scale   scaleFlags
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -42,6 +43,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.names, "names", "run", "rabbit queue names: run (a private per-run prefix) or exact (the seed document's exact names, for the management UI; the old spelling seed still works)")
 	fs.StringVar(&f.prefix, "prefix", "", "with --names exact: put the seed's names under your own prefix (alice → alice.sequential.queue), so several people can run the demo on one broker")
 	f.verbose = verboseFlag(fs)
+	f.scale.register(fs)
 }
 
 // check validates the flags' values.
@@ -91,7 +93,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	opts := lessons.Options{Backend: backend, Speed: f.speed, Plan: f.plan(), SeedNames: f.names == "exact", Prefix: f.prefix}
+	plan, err := f.scale.apply(fs, l, f.plan())
+	if err != nil {
+		return err
+	}
+	opts := lessons.Options{Backend: backend, Speed: f.speed, Plan: plan, SeedNames: f.names == "exact", Prefix: f.prefix}
 	if backend == lab.Rabbit {
 		b, err := rabbit.Discover(ctx, discoverOptions)
 		if err != nil {

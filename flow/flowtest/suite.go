@@ -58,6 +58,7 @@ var topology = flow.Topology{
 	Queues: []flow.Queue{
 		{Name: work, Role: flow.Work, DeadLetterTo: wait},
 		{Name: wait, Role: flow.Wait, TTL: ttl, DeadLetterTo: work},
+		{Name: delayQ, Role: flow.Delay, DeadLetterTo: work},
 		{Name: direct, Role: flow.Work, DeadLetterTo: dlq},
 		{Name: dlq, Role: flow.DLQ},
 		{Name: orders, Role: flow.Work},
@@ -76,16 +77,18 @@ var topology = flow.Topology{
 // Run runs every contract case against cfg's backend.
 func Run(t *testing.T, cfg Config) {
 	cases := map[string]func(*testing.T, Config){
-		"RetryThroughTheWaitQueue": retryThroughTheWaitQueue(""),
-		"RetryCountedInAHeader":    retryThroughTheWaitQueue("retry-count"),
-		"ParkAlongTheQueuesRoute":  parkIn(direct),
-		"ParkByPublishing":         parkIn(work),
-		"DropSaysTheMessageIsGone": dropSaysTheMessageIsGone,
-		"RequeueRepeatsTheAttempt": requeueRepeatsTheAttempt,
-		"ImpossibleRouteIsAnError": impossibleRouteIsAnError,
-		"EveryTaskIsAccountedFor":  everyTaskIsAccountedFor,
-		"ExchangesRouteByKind":     exchangesRouteByKind,
-		"UnroutableIsReportedLost": unroutableIsReportedLost,
+		"RetryThroughTheWaitQueue":     retryThroughTheWaitQueue(""),
+		"RetryCountedInAHeader":        retryThroughTheWaitQueue("retry-count"),
+		"ParkAlongTheQueuesRoute":      parkIn(direct),
+		"ParkByPublishing":             parkIn(work),
+		"DropSaysTheMessageIsGone":     dropSaysTheMessageIsGone,
+		"RequeueRepeatsTheAttempt":     requeueRepeatsTheAttempt,
+		"ImpossibleRouteIsAnError":     impossibleRouteIsAnError,
+		"EveryTaskIsAccountedFor":      everyTaskIsAccountedFor,
+		"ExchangesRouteByKind":         exchangesRouteByKind,
+		"UnroutableIsReportedLost":     unroutableIsReportedLost,
+		"DelayQueueExpiresOnlyItsHead": delayQueueExpiresOnlyItsHead,
+		"RetryAfterNeedsItsDelayQueue": retryAfterNeedsItsDelayQueue,
 	}
 	names := make([]string, 0, len(cases))
 	for name := range cases {

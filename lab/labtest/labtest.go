@@ -28,7 +28,10 @@ var updateFlag = func() flag.Value {
 	return flag.Lookup("update").Value
 }()
 
-func updating() bool { return updateFlag.String() == "true" }
+// Updating reports whether the test run was asked to rewrite its golden
+// files (go test -update), for a test that keeps a golden of its own kind
+// (the README's TUI frame).
+func Updating() bool { return updateFlag.String() == "true" }
 
 // Recorder is a lab.Sink that keeps every event; safe for concurrent use
 // (broker lessons emit from several goroutines).
@@ -186,7 +189,7 @@ func AssertAccounted(t testing.TB, events []lab.Event) {
 // rewrites the file. Review the diff of an update before committing it.
 func Golden(t testing.TB, path, got string) {
 	t.Helper()
-	if updating() {
+	if Updating() {
 		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
 	}
 	want, err := os.ReadFile(path)

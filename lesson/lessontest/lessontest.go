@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lab/labtest"
@@ -44,6 +43,13 @@ func RunInMem(t *testing.T, l lesson.Lesson, opts lesson.Options) ([]lab.Event, 
 // when set, bounded by a minute; the run must not fail.
 func RunRabbit(t *testing.T, l lesson.Lesson, opts lesson.Options) ([]lab.Event, lesson.Result) {
 	t.Helper()
+	return RunRabbitWith(t, l, opts)
+}
+
+// RunRabbitWith is RunRabbit with sinks that see each event as the run
+// emits it (a test that acts on the broker while the lesson runs).
+func RunRabbitWith(t *testing.T, l lesson.Lesson, opts lesson.Options, sinks ...lab.Sink) ([]lab.Event, lesson.Result) {
+	t.Helper()
 	opts.Backend = lab.Rabbit
 	opts.Broker = rabbittest.NeedBroker(t)
 	if opts.Speed == 0 {
@@ -54,13 +60,11 @@ func RunRabbit(t *testing.T, l lesson.Lesson, opts lesson.Options) ([]lab.Event,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	before := goleak.IgnoreCurrent()
 	var rec labtest.Recorder
-	res, err := lesson.Run(ctx, l, opts, &rec)
+	var res lesson.Result
+	var err error
+	NoGoroutineOutlives(t, func() { res, err = lesson.Run(ctx, l, opts, append(sinks, &rec)...) })
 	require.NoError(t, err)
-	// Nothing of the run may outlive it: no consumer, timer or connection
-	// goroutine. (In memory, synctest already fails a run that leaves one.)
-	goleak.VerifyNone(t, before)
 	return rec.Events(), res
 }
 

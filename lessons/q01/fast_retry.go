@@ -25,7 +25,8 @@ var Lesson = lesson.Lesson{
 	Title: "Fast retry: re-enqueue at the tail",
 	Notice: "When C fails, the worker puts it back at the tail of the same queue: D finishes before C's second try. " +
 		"C is poison, so it loops forever and eats the worker's time; the lesson stops it after 5 attempts and C ends pending.",
-	InMem: runQ01,
+	InMem:  runQ01,
+	Scales: true,
 }
 
 func runQ01(ctx context.Context, env *lesson.Env) error {

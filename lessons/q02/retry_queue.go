@@ -18,7 +18,8 @@ var Lesson = lesson.Lesson{
 	Title: "Retry queue and a Retry-Worker",
 	Notice: "When C fails, the Sequential-Worker moves it to retryQueue and starts D at once, while a second goroutine, the Retry-Worker, tries C again. " +
 		"When that retry fails too, C is dropped: discarded on purpose, no copy kept, and the dropped line in the log is its only trace.",
-	InMem: runQ02,
+	InMem:  runQ02,
+	Scales: true,
 }
 
 func runQ02(ctx context.Context, env *lesson.Env) error {

@@ -19,7 +19,8 @@ var Lesson = lesson.Lesson{
 	Title: "A second retry queue and worker",
 	Notice: "C travels queue → retryQueue → secondRetryQueue, with one worker goroutine per queue, and is dropped (discarded on purpose) only when the Second-Retry-Worker's attempt fails too. " +
 		"D is not held up, but every extra retry costs one more queue and one more goroutine.",
-	InMem: runQ04,
+	InMem:  runQ04,
+	Scales: true,
 }
 
 func runQ04(ctx context.Context, env *lesson.Env) error {

@@ -33,10 +33,11 @@ var Lesson = lesson.Lesson{
 	InMem:      runQ10,
 	Rabbit:     runQ10,
 	Faults:     true, // in the fault suite (lessons/faults)
-	Topologies: func() []flow.Topology { return []flow.Topology{q10Topology} },
 	Default:    lab.Rabbit,
 	TestSpeed:  4,                               // the 1 s and 2 s waits take 250 and 500 ms
 	Parity:     lesson.Parity{ExactTimes: true}, // each retry waits its queue's TTL, in memory and on the broker
+	Scales:     true,
+	Topologies: func() []flow.Topology { return []flow.Topology{q10Topology} },
 }
 
 // Seed 001's queues for the RabbitMQ half, as the seed spells them.
@@ -82,10 +83,9 @@ func runQ10(ctx context.Context, env *lesson.Env) error {
 		}
 	}
 	defer env.InterruptAfter(b.Interrupt)()
-	for _, id := range env.Plan.Tasks {
-		if err := b.Publish(ctx, "Producer", q10Main, id); err != nil {
-			return err
-		}
+	err = env.Produce(ctx, func(id string) error { return b.Publish(ctx, "Producer", q10Main, id) })
+	if err != nil {
+		return err
 	}
 	return b.Wait(ctx)
 }

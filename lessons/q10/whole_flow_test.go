@@ -77,7 +77,10 @@ func TestQ10ExplainsAStaleQueue(t *testing.T) {
 	}}))
 
 	// The lesson run reuses the stale names.
-	_, err := lesson.Run(t.Context(), Lesson, lesson.Options{Backend: lab.Rabbit, Broker: s.URL, Speed: lessontest.RabbitSpeed, Names: &s.Names})
+	var err error
+	lessontest.NoGoroutineOutlives(t, func() {
+		_, err = lesson.Run(t.Context(), Lesson, lesson.Options{Backend: lab.Rabbit, Broker: s.URL, Speed: lessontest.RabbitSpeed, Names: &s.Names})
+	})
 	var pe *rabbit.PreconditionError
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, "rabbitmqctl delete_queue "+s.Names.Of(q10RetryWait), pe.ResetCommand(), "only the conflicting queue")
@@ -94,7 +97,10 @@ func TestQ10InterruptedRunReportsDiscardedTasks(t *testing.T) {
 			cancel() // C now waits in sequential.retry.wait
 		}
 	})
-	_, err := lesson.Run(ctx, Lesson, lesson.Options{Backend: lab.Rabbit, Broker: url, Speed: 1}, &rec, stop)
+	var err error
+	lessontest.NoGoroutineOutlives(t, func() {
+		_, err = lesson.Run(ctx, Lesson, lesson.Options{Backend: lab.Rabbit, Broker: url, Speed: 1}, &rec, stop)
+	})
 	require.ErrorIs(t, err, context.Canceled)
 	events := rec.Events()
 	labtest.AssertAccounted(t, events)

@@ -1,6 +1,7 @@
 package q11
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -31,6 +32,23 @@ func parseScheduledTime(s string, now time.Time) (due time.Time, delay time.Dura
 	}
 	return time.Time{}, 0, fmt.Errorf("scheduledTime %q: %w: want e.g. 2026-02-08T11:39:51Z, "+
 		"2026-02-08T11:39:51+02:00 or 2026-02-08T11:39:51 (local time)", s, errScheduledTime)
+}
+
+// decodeMail reads a mail request from a message body: a JSON object with
+// a recipient and a scheduledTime. Anything else is an error saying what
+// is missing, and the worker parks the message instead of sending it.
+func decodeMail(body []byte) (q11Request, error) {
+	var req q11Request
+	if err := json.Unmarshal(body, &req); err != nil {
+		return q11Request{}, fmt.Errorf("not a mail request: %w", err)
+	}
+	switch {
+	case strings.TrimSpace(req.To) == "":
+		return q11Request{}, errors.New("a mail request with no recipient (to)")
+	case req.ScheduledTime == "":
+		return q11Request{}, errors.New("a mail request with no scheduledTime")
+	}
+	return req, nil
 }
 
 // isoMillis is how the lesson writes times: ISO-8601 (RFC 3339) to the

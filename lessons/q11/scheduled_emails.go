@@ -152,9 +152,12 @@ func (l *q11Lesson) startWorker(ctx context.Context) error {
 	stream := l.env.Stream
 	mailer := inmem.Mailer{Stream: stream}
 	opts := rabbit.ConsumerOptions{Queue: q11MailQueue, Actor: q11Worker, Prefetch: 1, Stream: stream}
-	_, err := l.s.Consume(ctx, opts, func(_ context.Context, d *rabbit.Delivery) {
-		var req q11Request
-		_ = json.Unmarshal(d.Body, &req) // a mail without a body still goes out; the test would notice
+	_, err := l.s.Consume(ctx, opts, func(ctx context.Context, d *rabbit.Delivery) {
+		req, err := decodeMail(d.Body)
+		if err != nil { // never "send" a mail nobody could read: park it with the reason
+			l.s.Park(ctx, d, err.Error())
+			return
+		}
 		stream.Emit(lab.Event{Kind: lab.Started, Task: d.Task, Queue: q11MailQueue, Actor: q11Worker, Attempt: d.Attempt()})
 		mailer.Send(d.Task, inmem.Mail{To: req.To, Subject: req.Subject, Body: "scheduled for " + req.ScheduledTime})
 		l.book.delivered(d.Task, stream.Clock().Elapsed())

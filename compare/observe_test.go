@@ -1,0 +1,95 @@
+package compare
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lessons"
+	"github.com/queuelab/qlab/render"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// twoParts is a run in two parts of 50 s each, sampled every 250 ms: each
+// part declared (and the sampler watched) the same two queues.
+func twoParts(backend lab.Backend) (Side, []lessons.Series) {
+	s := Side{Backend: backend, Speed: 20, Events: []lab.Event{
+		{TMs: 0, Kind: lab.Phase, Note: "Run 1 (n01…): without a breaker"},
+		{TMs: 50_000, Kind: lab.Phase, Note: "Run 2 (b01…): with a breaker"},
+		{TMs: 100_000, Kind: lab.Summary, Task: "b01"},
+	}}
+	series := func(n int) []int {
+		x := make([]int, n)
+		x[n/4] = 3
+		return x
+	}
+	return s, []lessons.Series{
+		{Queue: "email_queue", Samples: series(400)}, {Queue: "email_queue_wait", Samples: series(400)},
+		{Queue: "email_queue", Samples: series(200)}, {Queue: "email_queue_wait", Samples: series(200)},
+	}
+}
+
+func TestObservabilityLabelsPartsAndFitsASlide(t *testing.T) {
+	a, da := twoParts(lab.InMem)
+	b, db := twoParts(lab.Rabbit)
+	tab := ObservabilityTable([2]Side{a, b}, [2][]lessons.Series{da, db})
+	assert.Equal(t, []string{"backend", "part", "queue", "peak", "depth over time"}, tab.Header)
+	require.Len(t, tab.Rows, 8)
+	assert.Equal(t, []string{"inmem", "1", "email_queue"}, tab.Rows[0][:3])
+	assert.Equal(t, []string{"inmem", "2", "email_queue"}, tab.Rows[2][:3])
+	for _, r := range tab.Rows {
+		assert.LessOrEqual(t, utf8.RuneCountInString(r[4]), sparkWidth, "sparkline of %v", r[:3])
+		assert.Equal(t, "3", r[3], "grouping keeps the peak")
+	}
+	// Part 1's series is trimmed to part 1's 50 s: 200 samples, not 400.
+	assert.Equal(t, utf8.RuneCountInString(tab.Rows[2][4]), utf8.RuneCountInString(tab.Rows[0][4]))
+	assert.Contains(t, tab.Notes, "part 2: Run 2 (b01…): with a breaker")
+	assertFits(t, tab)
+}
+
+func TestSetupListsEachQueueOnce(t *testing.T) {
+	b, series := twoParts(lab.Rabbit)
+	tab := setupTable(Config{BrokerInfo: "RabbitMQ 3.10.8 at amqp://guest:xxxxx@127.0.0.1:5672/"}, b, series)
+	text := ""
+	for _, r := range tab.Rows {
+		text += strings.Join(r, " ") + "\n"
+	}
+	assert.Contains(t, text, "2 durable queues with their TTL and dead-letter arguments, declared in each of 2 parts:")
+	assert.Equal(t, 1, strings.Count(text, "email_queue,"), text)
+	assertFits(t, tab)
+}
+
+func TestPersistenceTableCountsTheMedianOfTheRuns(t *testing.T) {
+	// run gives task A, B, … the final event of each kind.
+	run := func(b lab.Backend, ends ...lab.Kind) Side {
+		s := Side{Backend: b}
+		for i, k := range ends {
+			id := string(rune('A' + i))
+			s.Events = append(s.Events, lab.Event{Kind: lab.Enqueued, Task: id}, lab.Event{Kind: k, Task: id})
+		}
+		return s
+	}
+	inmem := []Side{run(lab.InMem, lab.Lost, lab.Succeeded), run(lab.InMem, lab.Lost, lab.Lost), run(lab.InMem, lab.Lost, lab.Succeeded)}
+	broker := []Side{run(lab.Rabbit, lab.Succeeded, lab.DeadLettered)}
+	tab := PersistenceTable(inmem, broker)
+	assert.Equal(t, []string{"inmem", "process crashed", "2", "1 [1–2]", "1 [0–1]", "0", "0"}, tab.Rows[0])
+	assert.Equal(t, []string{"rabbit", "consumer connections cut", "2", "0", "1", "1", "0"}, tab.Rows[1])
+	assert.NotContains(t, tab.Title, "process dies")
+	assert.Contains(t, strings.Join(tab.Notes, " "), "broker restart")
+	assertFits(t, tab)
+}
+
+// slideWidth is what an instructor's slide holds.
+const slideWidth = 100
+
+// assertFits renders a table as text and checks every line fits a slide.
+func assertFits(t *testing.T, tab render.Table) {
+	t.Helper()
+	var b strings.Builder
+	tab.Write(&b)
+	for _, line := range strings.Split(b.String(), "\n") {
+		assert.LessOrEqual(t, utf8.RuneCountInString(line), slideWidth, "%q", line)
+	}
+}

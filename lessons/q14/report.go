@@ -1,0 +1,133 @@
+package q14
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/queuelab/qlab/lesson"
+	"github.com/queuelab/qlab/lessons/notify"
+	"github.com/queuelab/qlab/render"
+)
+
+// retryRow is one retry as measured: sent round at sentAt (lesson time)
+// with its delay, back after waited.
+type retryRow struct {
+	strategy  string
+	task      string
+	retries   int           // the body's retries after the increment
+	seedDelay time.Duration // getRetryDelay(retries), the seed's figure
+	delay     time.Duration // the lesson's (seedDelay / Scale)
+	via       string
+	sentAt    time.Duration
+	waited    time.Duration
+}
+
+// late is how much longer than its delay the retry waited.
+func (r retryRow) late() time.Duration { return max(0, r.waited-r.delay) }
+
+// heldBack says the retry waited far past its delay: by more than half of
+// it, which no broker's expiry timer explains, only a message ahead of it.
+func (r retryRow) heldBack() bool { return r.late() > r.delay/2 }
+
+// report adds the lesson's three tables: every retry, the strategies side
+// by side, and the seed's arithmetic.
+func report(env *lesson.Env, rows []retryRow, version string) {
+	on := "in memory"
+	if version != "" {
+		on = "RabbitMQ " + version
+	}
+	env.Report(retriesTable(rows, on))
+	env.Report(strategyTable(rows, on, version))
+	env.Report(arithmeticTable())
+}
+
+func retriesTable(rows []retryRow, on string) render.Table {
+	t := render.Table{
+		Title:  "What happened to each retry (" + on + ")",
+		Header: []string{"run", "task", "retries", "seed's delay", "delay here", "through", "waited", "late by"},
+		Notes: []string{
+			fmt.Sprintf("Delays are the seed's divided by %d (lesson time; --speed divides them again). Waited: from the worker's decision to the next delivery, measured.", Scale),
+		},
+	}
+	for _, r := range rows {
+		late := ms(r.late())
+		if r.heldBack() {
+			late += " (held back)"
+		}
+		t.Rows = append(t.Rows, []string{r.strategy, r.task, strconv.Itoa(r.retries), r.seedDelay.String(), ms(r.delay), r.via, ms(r.waited), late})
+	}
+	return t
+}
+
+func strategyTable(rows []retryRow, on, version string) render.Table {
+	t := render.Table{
+		Title:  "Head-of-line blocking, strategy by strategy (" + on + ")",
+		Header: []string{"strategy", "retries", "held back", "worst late", "total late"},
+		Notes: []string{
+			"Held back: late by more than half its own delay, because a longer delay sat at the head of the queue.",
+			"RabbitMQ expires a message with a per-message TTL only once it reaches the head of its queue (the per-message TTL caveats of rabbitmq.com/docs/ttl); a wait queue with one x-message-ttl is always in expiry order.",
+		},
+	}
+	if version != "" {
+		t.Notes = append(t.Notes, "Quorum queue measured on RabbitMQ "+version+": it holds short retries behind a long one just as a classic queue does. "+
+			"The TTL guide's dead-lettering section is read as saying quorum queues dead-letter a message when it expires, not at the head; "+
+			"rabbitmq-server issue #10617 (2024, open, labelled bug) reports the head-of-line wait on a quorum queue anyway. Not measured on 4.x.")
+	} else {
+		t.Notes = append(t.Notes, "Memory has no queue types: run 3's retry queue is the same FIFO as run 1's, which is what RabbitMQ 3.10.8 measured for a quorum queue (qlab run 14 shows the broker).")
+	}
+	for _, name := range strategyNames(rows) {
+		var n, held int
+		var worst, total time.Duration
+		for _, r := range rows {
+			if r.strategy != name {
+				continue
+			}
+			n++
+			if r.heldBack() {
+				held++
+			}
+			worst, total = max(worst, r.late()), total+r.late()
+		}
+		t.Rows = append(t.Rows, []string{name, strconv.Itoa(n), strconv.Itoa(held), ms(worst), ms(total)})
+	}
+	return t
+}
+
+// strategyNames are the strategies of rows, in the order they ran.
+func strategyNames(rows []retryRow) []string {
+	var out []string
+	for _, r := range rows {
+		if len(out) == 0 || out[len(out)-1] != r.strategy {
+			out = append(out, r.strategy)
+		}
+	}
+	return out
+}
+
+// arithmeticTable walks the seed's catch block for a job that always
+// fails: retries++, then getRetryDelay(retries) or the DLQ.
+func arithmeticTable() render.Table {
+	t := render.Table{
+		Title:  "The seed's own arithmetic: retries++ runs before getRetryDelay",
+		Header: []string{"failure", "retries after ++", "then"},
+		Notes: []string{
+			fmt.Sprintf("RETRY_DELAYS[0] (%s) is never read; MAX_RETRIES = %d gives %d retries, while the text says \"retry 1, 2, 3\".",
+				notify.RetryDelays[0], notify.MaxRetries, len(notify.Waits())),
+		},
+	}
+	for before := 0; ; before++ {
+		retries, delay, dead := notify.Decide(before)
+		then := "retry queue, getRetryDelay(" + strconv.Itoa(retries) + ") = " + delay.String()
+		if dead {
+			then = fmt.Sprintf("%d >= MAX_RETRIES: status failed, to email-dlq", retries)
+		}
+		t.Rows = append(t.Rows, []string{strconv.Itoa(before + 1), strconv.Itoa(retries), then})
+		if dead {
+			return t
+		}
+	}
+}
+
+// ms is d in milliseconds of lesson time.
+func ms(d time.Duration) string { return fmt.Sprintf("%d ms", d.Milliseconds()) }

@@ -1,0 +1,236 @@
+// Package q16 is lesson Q16 — operating the DLQ of seed 002's
+// notification service: what x-max-length does when email-queue is full,
+// how to read email-dlq without emptying it, and how to replay it.
+//
+// Notice: with the default overflow (drop-head) every publish is
+// confirmed while the OLDEST jobs are dead-lettered to email-dlq (x-death
+// reason maxlen); with reject-publish the newest are nacked and kept
+// nowhere; reject-publish-dlx nacks them AND dead-letters them. The seed's
+// management-API inspection (ackmode ack_requeue_false) removes what it
+// shows; basic.get without an ack, then closing the channel, does not.
+// A replayed job whose body still says retries 4 goes straight back to
+// the DLQ on its next failure; reset the counter when you replay.
+package q16
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuelab/qlab/flow"
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lesson"
+	"github.com/queuelab/qlab/lessons/notify"
+	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/render"
+)
+
+var Lesson = lesson.Lesson{
+	ID:    "Q16",
+	Title: "Operating the DLQ: overflow, inspect without loss, replay",
+	Notice: fmt.Sprintf("email-queue scaled down to x-max-length %d, %d jobs published with confirms. drop-head (the default) confirms every publish and dead-letters the OLDEST jobs to email-dlq (x-death reason maxlen); "+
+		"reject-publish nacks the newest and keeps them nowhere; reject-publish-dlx nacks them and dead-letters them too. "+
+		"The seed's management-API inspection, ackmode ack_requeue_false, is basic.get with no-ack: it deletes what it shows. basic.get without an ack, then closing the channel, leaves every message in place (marked redelivered). "+
+		"C, parked on its last try, still says retries %d in its body: replayed as it is, one more failure sends it straight back; replayed with the counter reset, it gets a retry and succeeds.",
+		q16MaxLength, q16Published, notify.MaxRetries-1),
+	Rabbit:    runQ16,
+	Default:   lab.Rabbit,
+	TestSpeed: 100, // the one retry's 30 s wait takes 300 ms
+}
+
+// The lesson's scale: the seed's 100000 scaled down to q16MaxLength, and
+// two jobs more than fit.
+const (
+	q16MaxLength = 10
+	q16Published = q16MaxLength + 2
+)
+
+// RejectPublishDLX is the third x-overflow RabbitMQ knows: refuse the new
+// message (a nack to a confirming publisher) and dead-letter it as well.
+const RejectPublishDLX flow.Overflow = "reject-publish-dlx"
+
+// q16Overflow is one overflow run: the mode and its tasks' prefix.
+type q16Overflow struct {
+	mode   flow.Overflow
+	prefix string
+}
+
+var q16Overflows = []q16Overflow{{flow.DropHead, "d"}, {flow.RejectPublish, "r"}, {RejectPublishDLX, "x"}}
+
+func (o q16Overflow) name() string {
+	if o.mode == flow.DropHead {
+		return "drop-head (default)"
+	}
+	return string(o.mode)
+}
+
+// q16Topology is seed 002's topology with email-queue scaled down to
+// q16MaxLength (0: the seed's 100000) and overflowing as mode says.
+func q16Topology(maxLength int, mode flow.Overflow) flow.Topology {
+	t := notify.Topology(maxLength)
+	t.Queues = append([]flow.Queue(nil), t.Queues...)
+	for i := range t.Queues {
+		if t.Queues[i].Name == notify.EmailQueue {
+			t.Queues[i].Overflow = mode
+		}
+	}
+	return t
+}
+
+// runQ16 runs the three overflow modes, then the DLQ operations.
+func runQ16(ctx context.Context, env *lesson.Env) error {
+	overflow := render.Table{
+		Title:  fmt.Sprintf("What x-overflow did with %d jobs published to email-queue (x-max-length %d)", q16Published, q16MaxLength),
+		Header: []string{"x-overflow", "publisher confirms", "dead-lettered to email-dlq", "left in email-queue"},
+		Notes: []string{"RabbitMQ's docs (Queue Length Limit): the default drops or dead-letters from the head; reject-publish and reject-publish-dlx refuse the newest, " +
+			"and only reject-publish-dlx also dead-letters what it refuses. Only ready messages count toward the limit, not unacknowledged ones."},
+	}
+	inspect := q16InspectTable()
+	version := ""
+	for _, o := range q16Overflows {
+		env.Phase("x-overflow " + o.name() + fmt.Sprintf(": %d jobs into x-max-length %d", q16Published, q16MaxLength))
+		row, v, err := q16OverflowRun(ctx, env, o, &inspect)
+		if err != nil {
+			return err
+		}
+		overflow.Rows, version = append(overflow.Rows, row), v
+	}
+	overflow.Title += " (RabbitMQ " + version + ")"
+	env.Report(overflow)
+	replay, err := q16Operate(ctx, env, &inspect)
+	env.Report(inspect)
+	if replay.Title != "" {
+		env.Report(replay)
+	}
+	return err
+}
+
+// q16OverflowRun publishes q16Published jobs to a full-size-q16MaxLength
+// email-queue overflowing as o says, reads back where each went, and lets
+// a worker send what email-queue kept. On the drop-head run it also reads
+// email-dlq the way the seed's management-API command does.
+func q16OverflowRun(ctx context.Context, env *lesson.Env, o q16Overflow, inspect *render.Table) ([]string, string, error) {
+	b, err := env.Open(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	defer env.Close(ctx, b)
+	if err := env.Declare(ctx, b, q16Topology(q16MaxLength, o.mode)); err != nil {
+		return nil, "", err
+	}
+	s := b.(*rabbit.Flow).Session()
+	pub, err := s.Publisher(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	defer pub.Close()
+	acked, nacked := 0, 0
+	for i := 1; i <= q16Published; i++ {
+		task := fmt.Sprintf("%s%02d", o.prefix, i)
+		env.Stream.Emit(lab.Event{Kind: lab.Enqueued, Task: task, Queue: notify.EmailQueue, Actor: "API"})
+		err := pub.Publish(ctx, notify.EmailQueue, task, notify.NewJob(task, time.Now()).Encode())
+		switch {
+		case errors.Is(err, rabbit.ErrNacked):
+			nacked++
+			env.Stream.Emit(lab.Event{Kind: lab.Dropped, Task: task, Queue: notify.EmailQueue, Actor: "Broker",
+				Note: "email-queue is full (" + string(o.mode) + "): the broker nacked the publish; the API knows and must retry or report it"})
+		case err != nil:
+			return nil, "", err
+		default:
+			acked++
+		}
+	}
+	conn := s.Connection()
+	dead, err := rabbit.Inspect(ctx, conn, s.Names.Of(notify.DLQ), 0)
+	if err != nil {
+		return nil, "", err
+	}
+	var deadIDs []string
+	for _, d := range dead {
+		deadIDs = append(deadIDs, fmt.Sprintf("%s (%s)", d.MessageId, q16Reasons(rabbit.ReadDeaths(d.Headers))))
+		env.Stream.Emit(lab.Event{Kind: lab.DeadLettered, Task: d.MessageId, Queue: notify.EmailQueue, To: notify.DLQ, Actor: "Broker",
+			Note: "x-death reason " + q16Reasons(rabbit.ReadDeaths(d.Headers)) + ": email-queue was full"})
+	}
+	kept, err := q16Send(ctx, env, conn, s.Names.Of(notify.EmailQueue))
+	if err != nil {
+		return nil, "", err
+	}
+	if o.mode == flow.DropHead {
+		if err := q16TakeLikeTheSeed(ctx, env, s, inspect); err != nil {
+			return nil, "", err
+		}
+	}
+	return []string{o.name(), fmt.Sprintf("%d ack, %d nack", acked, nacked), q16List(deadIDs), q16Range(kept)}, lesson.BrokerVersion(b), nil
+}
+
+// q16Send is a worker that takes every job email-queue holds and sends it
+// (the mail service is up in this part); it returns their ids in order.
+func q16Send(ctx context.Context, env *lesson.Env, conn *amqp.Connection, queue string) ([]string, error) {
+	jobs, err := rabbit.Take(ctx, conn, queue, 0)
+	var ids []string
+	for _, d := range jobs {
+		ids = append(ids, d.MessageId)
+		at := lab.Event{Task: d.MessageId, Queue: notify.EmailQueue, Actor: "Email-Worker", Attempt: 1}
+		_ = env.Stream.Attempt(at, func() error { return nil })
+	}
+	return ids, err
+}
+
+// q16TakeLikeTheSeed reads email-dlq as the seed's command does:
+// POST /api/queues/%2F/email-dlq/get with ackmode ack_requeue_false, which
+// the management plugin carries out as basic.get with no-ack (rabbit.Take).
+// The management plugin is not enabled on the lab's broker, so the lab
+// sends the same AMQP method itself. What it shows is gone.
+func q16TakeLikeTheSeed(ctx context.Context, env *lesson.Env, s *rabbit.Session, inspect *render.Table) error {
+	conn, dlq := s.Connection(), s.Names.Of(notify.DLQ)
+	before, err := rabbit.QueueDepth(ctx, conn, dlq)
+	if err != nil {
+		return err
+	}
+	shown, err := rabbit.Take(ctx, conn, dlq, 10) // the seed's "count":10
+	if err != nil {
+		return err
+	}
+	after, err := rabbit.QueueDepth(ctx, conn, dlq)
+	if err != nil {
+		return err
+	}
+	for _, d := range shown {
+		env.Stream.Emit(lab.Event{Kind: lab.Dropped, Task: d.MessageId, Queue: notify.DLQ, Actor: "Operator",
+			Note: "read with the seed's ackmode ack_requeue_false (basic.get, no-ack): shown once, and removed from email-dlq"})
+	}
+	inspect.Rows = append(inspect.Rows, []string{"the seed's curl …/get with ackmode ack_requeue_false = basic.get no-ack",
+		fmt.Sprintf("%d → %d", before, after), fmt.Sprintf("%d shown, all removed", len(shown)), "-"})
+	return nil
+}
+
+// q16Reasons lists the distinct x-death reasons of a history.
+func q16Reasons(ds rabbit.Deaths) string {
+	var out []string
+	for _, d := range ds {
+		out = append(out, d.Reason)
+	}
+	if len(out) == 0 {
+		return "no x-death"
+	}
+	return strings.Join(out, ", ")
+}
+
+func q16List(ids []string) string {
+	if len(ids) == 0 {
+		return "none"
+	}
+	return strings.Join(ids, ", ")
+}
+
+// q16Range shows a run of ids as "first … last (n)".
+func q16Range(ids []string) string {
+	if len(ids) == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%s … %s (%d)", ids[0], ids[len(ids)-1], len(ids))
+}

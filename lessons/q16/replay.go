@@ -1,0 +1,287 @@
+package q16
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuelab/qlab/flow"
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lesson"
+	"github.com/queuelab/qlab/lessons/notify"
+	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/render"
+)
+
+// q16Worker is the seed's processMessage on one delivery: send the mail;
+// on failure retries++, and at MAX_RETRIES nack the original (email-queue
+// dead-letters it through email-dlx to email-dlq), otherwise publish a
+// copy with the new count and its delay to email-retry-queue and ack.
+type q16Worker struct {
+	env      *lesson.Env
+	s        *rabbit.Session
+	pub      *rabbit.Publisher
+	attempts map[string]int
+	fails    func(task string, attempt int) error // the mail service's answer
+}
+
+// handle processes d and reports it.
+func (w *q16Worker) handle(ctx context.Context, d amqp.Delivery) error {
+	job, err := notify.DecodeJob(d.Body)
+	if err != nil {
+		return fmt.Errorf("q16: %s: %w", d.MessageId, err)
+	}
+	task := d.MessageId
+	w.attempts[task]++
+	at := lab.Event{Task: task, Queue: notify.EmailQueue, Actor: "Email-Worker", Attempt: w.attempts[task]}
+	if w.env.Stream.Attempt(at, func() error { return w.fails(task, w.attempts[task]) }) == nil {
+		return d.Ack(false)
+	}
+	read := job.Retries
+	job.Retries++
+	if job.Retries >= notify.MaxRetries {
+		e := at
+		e.Kind, e.To, e.Actor = lab.DeadLettered, notify.DLQ, "Email-Worker"
+		e.Note = fmt.Sprintf("retries %d → %d ≥ MAX_RETRIES: nack(msg, false, false) → email-dlx → email-dlq; the body it parks still says retries %d", read, job.Retries, read)
+		w.env.Stream.Emit(e)
+		return d.Nack(false, false /* requeue */)
+	}
+	wait := notify.RetryDelay(job.Retries)
+	msg := rabbit.Publishing(task, job.Encode())
+	msg.Expiration = rabbit.Expiration(w.s.Clock, wait)
+	if err := w.pub.PublishMessage(ctx, notify.RetryQueue, msg); err != nil {
+		return err
+	}
+	e := at
+	e.Kind, e.Via, e.To, e.DelayMs = lab.Scheduled, notify.RetryQueue, notify.EmailQueue, wait.Milliseconds()
+	e.Note = fmt.Sprintf("retries %d → %d: a copy waits getRetryDelay(%d) in email-retry-queue; the original is acked", read, job.Retries, job.Retries)
+	w.env.Stream.Emit(e)
+	return d.Ack(false)
+}
+
+// serve handles every job email-queue gets until it and email-retry-queue
+// are both empty, within the longest retry delay and a few seconds.
+func (w *q16Worker) serve(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, w.s.Clock.Real(notify.RetryDelays[len(notify.RetryDelays)-1])+10*time.Second)
+	defer cancel()
+	conn := w.s.Connection()
+	ch, err := conn.Channel()
+	if err != nil {
+		return err
+	}
+	defer ch.Close()
+	for {
+		d, ok, err := ch.Get(w.s.Names.Of(notify.EmailQueue), false /* autoAck */)
+		if err != nil {
+			return err
+		}
+		if ok {
+			if err := w.handle(ctx, d); err != nil {
+				return err
+			}
+			continue
+		}
+		waiting, err := w.s.Depth(ctx, notify.RetryQueue)
+		if err != nil || waiting == 0 {
+			return err
+		}
+		if err := w.s.Clock.Wait(ctx, time.Second); err != nil { // a retry is due later: look again
+			return fmt.Errorf("q16: waiting for email-retry-queue: %w", err)
+		}
+	}
+}
+
+// q16Operate parks the plan's jobs that fail on their last try, inspects
+// email-dlq without loss, and replays it twice: as it is, then with the
+// retry counter reset. The mail service is fixed before the replays, but
+// the first send of each replayed job still fails (a cold SMTP pool).
+func q16Operate(ctx context.Context, env *lesson.Env, inspect *render.Table) (render.Table, error) {
+	env.Phase(fmt.Sprintf("Operating email-dlq: jobs on their last try (retries %d of MAX_RETRIES %d), inspected, replayed", notify.MaxRetries-1, notify.MaxRetries))
+	b, err := env.Open(ctx)
+	if err != nil {
+		return render.Table{}, err
+	}
+	defer env.Close(ctx, b)
+	if err := env.Declare(ctx, b, q16Topology(0, flow.DropHead)); err != nil {
+		return render.Table{}, err
+	}
+	s := b.(*rabbit.Flow).Session()
+	pub, err := s.Publisher(ctx)
+	if err != nil {
+		return render.Table{}, err
+	}
+	defer pub.Close()
+	cold, fixed := map[string]bool{}, false
+	w := &q16Worker{env: env, s: s, pub: pub, attempts: map[string]int{}, fails: func(task string, attempt int) error {
+		if cold[task] {
+			delete(cold, task)
+			return fmt.Errorf("SMTP connection reset (the first send after the fix)")
+		}
+		if !fixed {
+			return env.Plan.Fails(task, attempt)
+		}
+		return nil
+	}}
+	for _, task := range env.Plan.Tasks {
+		job := notify.NewJob(task, time.Now())
+		job.Retries = notify.MaxRetries - 1 // its last try: Q14 shows the waits before it
+		env.Stream.Emit(lab.Event{Kind: lab.Enqueued, Task: task, Queue: notify.EmailQueue, Actor: "API", Note: fmt.Sprintf("retries %d in the body", job.Retries)})
+		if err := pub.Publish(ctx, notify.EmailQueue, task, job.Encode()); err != nil {
+			return render.Table{}, err
+		}
+	}
+	if err := w.serve(ctx); err != nil {
+		return render.Table{}, err
+	}
+	fixed = true
+	conn, dlq := s.Connection(), s.Names.Of(notify.DLQ)
+	if err := q16InspectSafely(ctx, conn, dlq, inspect); err != nil {
+		return render.Table{}, err
+	}
+	replay := render.Table{
+		Title:  "Replaying email-dlq to email-queue after the fix (RabbitMQ " + lesson.BrokerVersion(b) + ")",
+		Header: []string{"replay", "task", "body on replay", "first send", "then"},
+		Notes: []string{"Each replay: basic.get, a confirmed publish of the copy to email-queue, then the ack of the original (rabbit.Replay, as qlab dlq replay does). " +
+			"Killed between the confirm and the ack, the job is in both queues: a duplicate, never a loss.",
+			"The body a nack parks is the one the worker received: the worker's retries++ was never written back, so it says one less than the count that sent it there."},
+	}
+	for _, reset := range []bool{false, true} {
+		rows, err := q16Replay(ctx, env, w, cold, reset)
+		if err != nil {
+			return replay, err
+		}
+		replay.Rows = append(replay.Rows, rows...)
+	}
+	return replay, nil
+}
+
+// q16Replay replays all of email-dlq (resetting the counter or not), lets
+// the worker handle what comes back, and reports each replayed job.
+func q16Replay(ctx context.Context, env *lesson.Env, w *q16Worker, cold map[string]bool, reset bool) ([][]string, error) {
+	s := w.s
+	conn := s.Connection()
+	how := "as it is"
+	if reset {
+		how = "--reset-retries"
+	}
+	res, err := rabbit.Replay(ctx, conn, s.Names.Of(notify.DLQ), s.Names.Of(notify.EmailQueue), rabbit.ReplayOptions{ResetRetries: reset})
+	for _, d := range res.Moved {
+		cold[d.MessageId] = true
+		env.Stream.Emit(lab.Event{Kind: lab.Moved, Task: d.MessageId, Queue: notify.DLQ, To: notify.EmailQueue, Actor: "Operator",
+			Note: "replayed " + how + ": confirmed copy to email-queue, then the original acked"})
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := w.serve(ctx); err != nil {
+		return nil, err
+	}
+	var rows [][]string
+	for _, d := range res.Moved {
+		body := "retries ?"
+		if job, err := notify.DecodeJob(d.Body); err == nil {
+			body = fmt.Sprintf("retries %d", job.Retries)
+			if reset {
+				body += " → 0"
+			}
+		}
+		rows = append(rows, []string{how, d.MessageId, body, "failed", q16Fate(env, d.MessageId)})
+	}
+	return rows, nil
+}
+
+// q16Fate says where task is now, from the stream's ledger.
+func q16Fate(env *lesson.Env, task string) string {
+	for _, r := range env.Stream.Tasks() {
+		if r.ID == task {
+			switch r.Fate {
+			case lab.FateDead:
+				return "straight back to email-dlq"
+			case lab.FateDone:
+				return "one retry through email-retry-queue, then sent"
+			}
+			return string(r.Fate)
+		}
+	}
+	return "?"
+}
+
+// q16InspectTable is the table of the ways to read email-dlq.
+func q16InspectTable() render.Table {
+	return render.Table{
+		Title:  "Reading email-dlq: what each way leaves behind",
+		Header: []string{"how", "depth before → after", "what it read", "order afterwards"},
+		Notes: []string{
+			"RabbitMQ's management HTTP API docs: ackmode ack_requeue_false or reject_requeue_false removes the messages, ack_requeue_true or reject_requeue_true requeues them. " +
+				"The plugin's source issues basic.get with no_ack=true for ack_requeue_false. The management plugin is not enabled on this broker, so the lab sends the same AMQP methods itself.",
+			"Leaving a message in place costs something: the broker marks it redelivered, and a requeue may reorder a queue that others are consuming at the same time. qlab dlq inspect uses the channel-close way.",
+		},
+	}
+}
+
+// q16InspectSafely reads email-dlq twice without removing anything: with
+// basic.get and no ack, then closing the channel (rabbit.Inspect, qlab dlq
+// inspect), and as the management API's ack_requeue_true does
+// (rabbit.InspectRequeue); depth and order are checked after each.
+func q16InspectSafely(ctx context.Context, conn *amqp.Connection, dlq string, t *render.Table) error {
+	ways := []struct {
+		how  string
+		read func(context.Context, *amqp.Connection, string, int) ([]amqp.Delivery, error)
+	}{
+		{"basic.get, no ack, close the channel (qlab dlq inspect)", rabbit.Inspect},
+		{"basic.get, then nack multiple with requeue (ackmode ack_requeue_true)", rabbit.InspectRequeue},
+	}
+	for _, way := range ways {
+		before, err := rabbit.QueueDepth(ctx, conn, dlq)
+		if err != nil {
+			return err
+		}
+		read, err := way.read(ctx, conn, dlq, 0)
+		if err != nil {
+			return err
+		}
+		again, err := rabbit.Inspect(ctx, conn, dlq, 0)
+		if err != nil {
+			return err
+		}
+		order := "same"
+		for i := range read {
+			if i >= len(again) || again[i].MessageId != read[i].MessageId {
+				order = "changed"
+			}
+		}
+		redelivered := 0
+		for _, d := range again {
+			if d.Redelivered {
+				redelivered++
+			}
+		}
+		t.Rows = append(t.Rows, []string{way.how, fmt.Sprintf("%d → %d", before, len(again)),
+			fmt.Sprintf("%s: %s", q16Ids(read), q16Bodies(read)), fmt.Sprintf("%s; %d of %d marked redelivered", order, redelivered, len(again))})
+	}
+	return nil
+}
+
+func q16Ids(ds []amqp.Delivery) string {
+	var ids []string
+	for _, d := range ds {
+		ids = append(ids, d.MessageId)
+	}
+	return q16List(ids)
+}
+
+// q16Bodies shows the retries count and x-death of each message read.
+func q16Bodies(ds []amqp.Delivery) string {
+	var out []string
+	for _, d := range ds {
+		job, err := notify.DecodeJob(d.Body)
+		r := "?"
+		if err == nil {
+			r = fmt.Sprint(job.Retries)
+		}
+		out = append(out, fmt.Sprintf("retries %s, x-death %s", r, q16Reasons(rabbit.ReadDeaths(d.Headers))))
+	}
+	return q16List(out)
+}

@@ -1,0 +1,238 @@
+package q17
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuelab/qlab/lessons/notify"
+	"github.com/queuelab/qlab/rabbit"
+)
+
+// A confirm strategy is how many published messages may wait for their
+// confirm at once. The seed's publish() is window 1: sendToQueue, then
+// waitForConfirms, for every message.
+type confirmStrategy struct {
+	name   string
+	window int // unconfirmed publishes allowed in flight; 0: the channel is not in confirm mode
+}
+
+// The strategies the lesson measures, slowest first.
+var confirmStrategies = []confirmStrategy{
+	{"waitForConfirms after each (the seed)", 1},
+	{"window of 64", 64},
+	{"window of 256", 256},
+	{"no confirms", 0},
+}
+
+// publishRun is what one publisher did and knew.
+type publishRun struct {
+	sent      int           // publishes amqp091-go handed to the socket
+	confirmed int           // of those, acked by the broker when the run ended (or was cut)
+	elapsed   time.Duration // real time from the first publish to the last confirm (or the last send, without confirms)
+	maxOut    int           // the most publishes ever waiting for a confirm at once
+}
+
+// unknown is how many messages the publisher cannot vouch for: sent, but
+// no confirm came back. After a crash these are the ones to publish again.
+func (r publishRun) unknown() int { return r.sent - r.confirmed }
+
+// publishJobs publishes n persistent email jobs to broker queue queue on
+// ch through the default exchange, keeping at most s.window unconfirmed
+// (a sliding window: it waits for the oldest before sending more). With
+// cutAt > 0 it calls cut right after sending message cutAt, as a crash
+// would, and reports what the publisher knew at that moment.
+func publishJobs(ctx context.Context, ch *amqp.Channel, queue string, s confirmStrategy, n, cutAt int, cut func()) (publishRun, error) {
+	var run publishRun
+	var all, window []*amqp.DeferredConfirmation
+	start := time.Now()
+	for i := 1; i <= n; i++ {
+		task := fmt.Sprintf("c%05d", i)
+		dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, "" /* default exchange */, queue,
+			false /* mandatory */, false /* immediate */, rabbit.Publishing(task, notify.NewJob(task, start).Encode()))
+		if err != nil {
+			return run, fmt.Errorf("publishing %s: %w", task, err)
+		}
+		run.sent++
+		if s.window > 0 { // dc is nil on a channel not in confirm mode
+			all, window = append(all, dc), append(window, dc)
+			run.maxOut = max(run.maxOut, len(window))
+		}
+		if i == cutAt {
+			run.confirmed = countAcked(all) // what the publisher knows, the instant before it dies
+			cut()
+			return run, nil
+		}
+		if s.window > 0 && len(window) == s.window {
+			if err := rabbit.WaitConfirm(ctx, window[0]); err != nil {
+				return run, err
+			}
+			window = window[1:]
+		}
+	}
+	for _, dc := range window {
+		if err := rabbit.WaitConfirm(ctx, dc); err != nil {
+			return run, err
+		}
+	}
+	run.elapsed = time.Since(start)
+	run.confirmed = countAcked(all)
+	return run, nil
+}
+
+// countAcked counts the confirms already in and positive.
+func countAcked(dcs []*amqp.DeferredConfirmation) int {
+	n := 0
+	for _, dc := range dcs {
+		if dc.Acked() {
+			n++
+		}
+	}
+	return n
+}
+
+// publishChannel opens a channel on conn for strategy s: in confirm mode
+// unless s has no window.
+func publishChannel(conn *amqp.Connection, s confirmStrategy) (*amqp.Channel, error) {
+	ch, err := conn.Channel()
+	if err != nil {
+		return nil, err
+	}
+	if s.window > 0 {
+		if err := ch.Confirm(false /* noWait */); err != nil {
+			ch.Close()
+			return nil, err
+		}
+	}
+	return ch, nil
+}
+
+// confirmRow is one strategy's measurement: a clean run and a cut one.
+type confirmRow struct {
+	strategy confirmStrategy
+	clean    publishRun
+	held     int           // what the broker held after the clean run
+	allIn    time.Duration // real time until the broker held all n (without confirms: later than the publisher finished)
+	cut      publishRun
+	cutHeld  int // what the broker held after the cut
+}
+
+// lost is what the cut destroyed: sent, and not in the queue.
+func (r confirmRow) lost() int { return r.cut.sent - r.cutHeld }
+
+// measureConfirms runs each strategy twice on email-queue: n messages
+// without a fault (msg/s, and the broker must hold all n), then again
+// with the publisher's TCP connection reset right after message cutAt.
+// The queue is the run's own and is purged between runs.
+func measureConfirms(ctx context.Context, s *rabbit.Session, n, cutAt int) ([]confirmRow, error) {
+	queue := s.Names.Of(notify.EmailQueue)
+	var rows []confirmRow
+	for _, st := range confirmStrategies {
+		row := confirmRow{strategy: st}
+		var err error
+		if row.clean, row.held, row.allIn, err = publishOnce(ctx, s, queue, st, n, 0); err != nil {
+			return nil, err
+		}
+		if row.cut, row.cutHeld, _, err = publishOnce(ctx, s, queue, st, n, cutAt); err != nil {
+			return nil, err
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// publishOnce publishes on a connection of its own (cut, if cutAt > 0),
+// waits until the queue's depth settles, reads it and empties the queue.
+func publishOnce(ctx context.Context, s *rabbit.Session, queue string, st confirmStrategy, n, cutAt int) (publishRun, int, time.Duration, error) {
+	conn, err := rabbit.DialCuttable(ctx, s.URL)
+	if err != nil {
+		return publishRun{}, 0, 0, err
+	}
+	defer conn.Close()
+	ch, err := publishChannel(conn.Connection, st)
+	if err != nil {
+		return publishRun{}, 0, 0, err
+	}
+	start := time.Now()
+	run, err := publishJobs(ctx, ch, queue, st, n, cutAt, conn.Cut)
+	if err != nil {
+		return run, 0, 0, err
+	}
+	want := n
+	if cutAt > 0 {
+		want = -1 // unknown: wait for the depth to stop changing
+	}
+	held, err := settledDepth(ctx, s, want)
+	allIn := time.Since(start)
+	if err != nil {
+		return run, held, allIn, err
+	}
+	return run, held, allIn, purge(ctx, s, queue)
+}
+
+// settledDepth polls email-queue's depth until it reaches want, or (want
+// < 0) reads the same twice in a row, for at most depthSettle.
+func settledDepth(ctx context.Context, s *rabbit.Session, want int) (int, error) {
+	const depthSettle = 10 * time.Second
+	deadline := time.Now().Add(depthSettle)
+	last := -1
+	for {
+		d, err := s.Depth(ctx, notify.EmailQueue)
+		if err != nil {
+			return 0, err
+		}
+		if d == want || (want < 0 && d == last) || time.Now().After(deadline) {
+			return d, nil
+		}
+		last = d
+		select {
+		case <-time.After(20 * time.Millisecond):
+		case <-ctx.Done():
+			return d, ctx.Err()
+		}
+	}
+}
+
+// purge empties broker queue queue, which this run declared.
+func purge(ctx context.Context, s *rabbit.Session, queue string) error {
+	ch, err := s.Connection().Channel()
+	if err != nil {
+		return err
+	}
+	defer ch.Close()
+	_, err = ch.QueuePurge(queue, false /* noWait */)
+	return err
+}
+
+// cutPoint is where the plan's seed cuts the publisher: somewhere in the
+// second half of n, the same on every run with that seed.
+func cutPoint(seed int64, n int) int {
+	h := fnv.New32a()
+	h.Write([]byte(strconv.FormatInt(seed, 10)))
+	return n/2 + int(h.Sum32()%uint32(max(n/4, 1)))
+}
+
+// errNoQueue means a demonstration needs a queue to be missing, and it is
+// there.
+var errNoQueue = errors.New("email-queue must not exist yet")
+
+// unroutable is the seed's publish() before anyone declared email-queue
+// (the API started before the worker): confirmed and gone; and the same
+// with mandatory, whose basic.return the publisher reads.
+type unroutable struct{ plain, mandatory rabbit.Unroutable }
+
+// publishUndeclared runs both publishes to the undeclared email-queue.
+func publishUndeclared(ctx context.Context, s *rabbit.Session) (unroutable, error) {
+	var u unroutable
+	var err error
+	if u.plain, err = s.PublishUnroutable(ctx, notify.EmailQueue, "early-job", false); err != nil {
+		return u, fmt.Errorf("%w: %v", errNoQueue, err)
+	}
+	u.mandatory, err = s.PublishUnroutable(ctx, notify.EmailQueue, "early-job", true)
+	return u, err
+}

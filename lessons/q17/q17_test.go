@@ -1,0 +1,164 @@
+package q17
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lab/labtest"
+	"github.com/queuelab/qlab/lesson"
+	"github.com/queuelab/qlab/lesson/lessontest"
+	"github.com/queuelab/qlab/lessons/notify"
+	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/rabbit/rabbittest"
+)
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// emailQueue is a session with the run's email-queue declared.
+func emailQueue(t *testing.T, speed float64) *rabbit.Session {
+	s := rabbittest.Session(t, speed)
+	require.NoError(t, s.Declare(testCtx(t), rabbit.Topology{Queues: []rabbit.Queue{{Name: notify.EmailQueue, Role: rabbit.Work}}}))
+	return s
+}
+
+func TestQ17UnroutableIsConfirmedAndOnlyMandatoryReturnsIt(t *testing.T) {
+	s := rabbittest.Session(t, 1)
+	u, err := publishUndeclared(testCtx(t), s)
+	require.NoError(t, err)
+	assert.True(t, u.plain.Confirmed, "the broker acks a job no queue took")
+	assert.False(t, u.plain.Returned, "without mandatory nothing comes back")
+	assert.True(t, u.mandatory.Confirmed)
+	assert.True(t, u.mandatory.Returned, "with mandatory the broker returns it")
+	assert.EqualValues(t, 312, u.mandatory.ReplyCode, "NO_ROUTE")
+	assert.False(t, u.plain.QueueExists || u.mandatory.QueueExists, "publishing declares nothing")
+}
+
+// Every strategy delivers every message when nothing goes wrong; when the
+// connection is cut, what the publisher cannot vouch for stays within its
+// window, and every confirmed message is in the queue.
+func TestQ17ConfirmStrategies(t *testing.T) {
+	const n, cutAt = 200, 150
+	s := emailQueue(t, 1)
+	rows, err := measureConfirms(testCtx(t), s, n, cutAt)
+	require.NoError(t, err)
+	require.Len(t, rows, len(confirmStrategies))
+	for _, r := range rows {
+		w := r.strategy.window
+		t.Run(r.strategy.name, func(t *testing.T) {
+			assert.Equal(t, n, r.held, "a clean run: the broker holds every message")
+			assert.Equal(t, n, r.clean.sent)
+			assert.Equal(t, cutAt, r.cut.sent, "the cut comes right after message cutAt")
+			assert.LessOrEqual(t, r.cutHeld, r.cut.sent, "the broker cannot hold more than was sent")
+			assert.GreaterOrEqual(t, r.cutHeld, r.cut.confirmed, "every confirmed message is in the queue")
+			if w == 0 {
+				assert.Zero(t, r.clean.confirmed+r.cut.confirmed, "no confirm mode, no confirms")
+				assert.Equal(t, cutAt, r.cut.unknown(), "without confirms the publisher can vouch for nothing")
+				return
+			}
+			assert.Equal(t, n, r.clean.confirmed, "a clean run: every message confirmed")
+			assert.LessOrEqual(t, r.clean.maxOut, w, "never more than the window waits for a confirm")
+			assert.Equal(t, min(w, n), r.clean.maxOut, "the window fills")
+			assert.LessOrEqual(t, r.cut.unknown(), w, "what the cut leaves unknown is bounded by the window")
+		})
+	}
+}
+
+func TestQ17CutPointIsSeededInTheSecondHalf(t *testing.T) {
+	for seed := range int64(50) {
+		k := cutPoint(seed, 600)
+		assert.GreaterOrEqual(t, k, 300)
+		assert.Less(t, k, 450)
+		assert.Equal(t, k, cutPoint(seed, 600), "the same seed cuts at the same message")
+	}
+}
+
+// testEnv is an Env for running one part of the lesson on the broker.
+func testEnv(speed float64) (*lesson.Env, *labtest.Recorder) {
+	var rec labtest.Recorder
+	return &lesson.Env{Stream: lab.NewStream("q17", lab.Rabbit, lab.NewClock(speed), &rec)}, &rec
+}
+
+// The broker never lets a worker hold more than its prefetch unacked;
+// prefetch 1 gives the fast worker most jobs, unlimited deals them out
+// evenly, so the slow worker holds far more than 10. Counts, not times.
+func TestQ17PrefetchDistribution(t *testing.T) {
+	const speed = 5
+	s := emailQueue(t, speed)
+	for _, p := range prefetchSettings {
+		t.Run(prefetchName(p), func(t *testing.T) {
+			env, rec := testEnv(speed)
+			run, err := runJobs(testCtx(t), env, s, fmt.Sprintf("p%d-", p), prefetchJobs,
+				&worker{name: "Slow-Worker", prefetch: p, work: slowWork, concurrency: 1},
+				&worker{name: "Fast-Worker", prefetch: p, work: fastWork, concurrency: 1})
+			require.NoError(t, err)
+			slow, fast := run.workers[0], run.workers[1]
+			assert.EqualValues(t, prefetchJobs, slow.got.Load()+fast.got.Load(), "every job handled once")
+			env.Stream.Finish()
+			labtest.AssertAccounted(t, rec.Events())
+			switch p {
+			case 0:
+				assert.Greater(t, slow.maxHeld.Load(), int64(10), "unlimited: the slow worker is handed a share of everything")
+				assert.InDelta(t, prefetchJobs/2, slow.got.Load(), prefetchJobs/6, "unlimited deals the jobs out about evenly")
+			default:
+				assert.LessOrEqual(t, slow.maxHeld.Load(), int64(p), "never more than the prefetch unacked")
+				assert.LessOrEqual(t, fast.maxHeld.Load(), int64(p))
+			}
+			if p == 1 {
+				assert.Greater(t, fast.got.Load(), slow.got.Load(), "prefetch 1: the fast worker takes more")
+			}
+		})
+	}
+}
+
+// Seed 003's worker: prefetch 5 lets five deliveries in, but a delivery
+// loop runs one handler at a time; a goroutine per delivery runs several,
+// never more than the prefetch.
+func TestQ17SeedConcurrencyIsTheHandlersNotThePrefetch(t *testing.T) {
+	const speed = 10
+	s := emailQueue(t, speed)
+	for _, c := range []int{1, seedPrefetch} {
+		env, _ := testEnv(speed)
+		run, err := runJobs(testCtx(t), env, s, fmt.Sprintf("s%d-", c), seedJobs,
+			&worker{name: "Birthday-Worker", prefetch: seedPrefetch, work: seedWork, concurrency: c})
+		require.NoError(t, err)
+		w := run.workers[0]
+		assert.EqualValues(t, seedJobs, w.got.Load())
+		assert.LessOrEqual(t, w.maxHeld.Load(), int64(seedPrefetch))
+		if c == 1 {
+			assert.EqualValues(t, 1, w.maxBusy.Load(), "one delivery loop, one handler at a time")
+			continue
+		}
+		assert.Greater(t, w.maxBusy.Load(), int64(1), "goroutines per delivery run handlers side by side")
+		assert.LessOrEqual(t, w.maxBusy.Load(), int64(seedPrefetch), "never more than the prefetch let in")
+	}
+}
+
+func TestQ17Lesson(t *testing.T) {
+	events, res := lessontest.RunRabbit(t, Lesson, lesson.Options{})
+	labtest.AssertAccounted(t, events)
+	confirms := lessontest.TableTitled(t, res.Tables, "Publishing: confirms")
+	assert.Contains(t, confirms.Title, "RabbitMQ ", "the figures name the broker version")
+	assert.Len(t, confirms.Rows, len(confirmStrategies))
+	early := lessontest.TableTitled(t, res.Tables, "A job published before email-queue existed")
+	assert.Equal(t, "ack", early.Rows[0][1])
+	assert.Contains(t, early.Rows[1][2], "312 NO_ROUTE")
+	assert.Len(t, lessontest.TableTitled(t, res.Tables, fmt.Sprintf("%d jobs, a slow worker", prefetchJobs)).Rows, len(prefetchSettings))
+	seed := lessontest.TableTitled(t, res.Tables, "Seed 003")
+	require.Len(t, seed.Rows, 2)
+	assert.Equal(t, "1", seed.Rows[0][1], "the delivery loop ran one handler at a time")
+	for _, task := range []string{"p1-01", "p0-30", "s1-10", "s5-01"} {
+		fate, attempts := labtest.Summary(t, events, task)
+		assert.Equal(t, lab.FateDone, fate, task)
+		assert.Equal(t, 1, attempts, task)
+	}
+}
