@@ -151,7 +151,8 @@ func (p *Publisher) reopen(ctx context.Context, lost *amqp.Channel) error {
 
 // confirmed runs publish (a send and its confirm) until the broker
 // confirms it, reopening the channel after a loss, with a doubling pause,
-// until ctx ends or DefaultGiveUpAfter has passed. An error with the
+// until ctx ends, DefaultGiveUpAfter has passed or the session has failed
+// (Session.Err: its consumers already gave the broker up). An error with the
 // channel still open (a nack, a context) is returned at once.
 func (p *Publisher) confirmed(ctx context.Context, what string, publish func() error) error {
 	giveUp := time.Now().Add(DefaultGiveUpAfter)
@@ -168,11 +169,16 @@ func (p *Publisher) confirmed(ctx context.Context, what string, publish func() e
 		if time.Now().After(giveUp) {
 			return fmt.Errorf("the broker did not take %s back within %v: %w", what, DefaultGiveUpAfter, err)
 		}
+		if failure := p.s.Err(); failure != nil {
+			return fmt.Errorf("%s not published again: %w", what, failure)
+		}
 		p.s.Warn("rabbit: publish lost its channel; publishing again", "message", what, "err", err.Error())
 		select {
 		case <-time.After(pause):
 		case <-ctx.Done():
 			return err
+		case <-p.s.failed: // the run cannot go on (a consumer gave the broker up): no second 30 s wait
+			return fmt.Errorf("%s not published again: %w", what, p.s.Err())
 		}
 		pause = min(2*pause, time.Second)
 		if rerr := p.reopen(ctx, ch); rerr != nil {

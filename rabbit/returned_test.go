@@ -80,3 +80,27 @@ func TestRepublishReopensAClosedChannel(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, depth)
 }
+
+// TestPublishGivesUpWithAFailedRun: once the run cannot go on (a consumed
+// queue was deleted from outside), a publish that lost its channel is not
+// tried again for another DefaultGiveUpAfter: it fails at once with the
+// run's reason.
+func TestPublishGivesUpWithAFailedRun(t *testing.T) {
+	s := rabbittest.Session(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, s.Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "work", Role: rabbit.Work}, {Name: "kept", Role: rabbit.Work}}}))
+	_, err := s.Consume(ctx, rabbit.ConsumerOptions{Queue: "work", Actor: "W", Prefetch: 1}, func(context.Context, *rabbit.Delivery) {})
+	require.NoError(t, err)
+	pub, err := s.Publisher(ctx)
+	require.NoError(t, err)
+	deleteFromOutside(t, s.URL, s.Names.Of("work"))
+	require.Eventually(t, func() bool { return s.Err() != nil }, 10*time.Second, 10*time.Millisecond, "the run fails when its queue goes")
+
+	require.NoError(t, pub.Close()) // a lost channel
+	start := time.Now()
+	err = pub.Publish(ctx, "kept", "late", nil)
+	require.Error(t, err)
+	assert.ErrorContains(t, err, s.Err().Error())
+	assert.Less(t, time.Since(start), 5*time.Second, "no second wait for a broker the run gave up")
+}
