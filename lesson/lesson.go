@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/render"
@@ -54,6 +55,12 @@ type Lesson struct {
 	// restarts, loses a queue and the process is killed, and must still
 	// account for every task within its bound.
 	Faults bool
+	// Topologies returns what the lesson's broker run declares: the very
+	// values its RabbitMQ RunFunc passes to Declare (TTLs aside, which do
+	// not change a name). AMQP cannot list a broker's queues, so this is
+	// how `qlab broker clean` finds a killed run's. Every broker lesson
+	// sets it; the fault suite's killed-process case checks it is complete.
+	Topologies func() []flow.Topology
 	// Scales says the lesson runs whatever plan it is given: any number of
 	// tasks (lab.ScaledPlan) arriving at the plan's pace (Plan.Every), so
 	// `qlab run --tasks N --rate R` means something. A lesson with a fixed

@@ -138,7 +138,7 @@ func (s *Session) Consume(ctx context.Context, opts ConsumerOptions, handle Hand
 // connect dials, opens a channel with the prefetch and starts consuming.
 func (c *Consumer) connect(ctx context.Context) (<-chan amqp.Delivery, chan *amqp.Error, error) {
 	var sock net.Conn
-	conn, err := dial(ctx, c.s.URL, func(network, addr string) (net.Conn, error) {
+	conn, err := dialAs(ctx, c.s.URL, ConnectionName(c.s.Names), func(network, addr string) (net.Conn, error) {
 		conn, err := amqp.DefaultDial(probeTimeout)(network, addr)
 		sock = conn
 		return conn, err
@@ -264,7 +264,7 @@ func (c *Consumer) reconnect(ctx context.Context) (<-chan amqp.Delivery, chan *a
 			return nil, nil, fmt.Errorf("%s lost the broker and could not reconnect within %v: %w",
 				c.opts.Actor, cmp.Or(c.opts.GiveUpAfter, DefaultGiveUpAfter), err)
 		}
-		c.s.Logger.Warn("rabbit: reconnect failed", "actor", c.opts.Actor, "err", err.Error())
+		c.s.Warn("rabbit: reconnect failed", "actor", c.opts.Actor, "err", err.Error())
 		pause = min(2*pause, time.Second)
 	}
 }

@@ -201,6 +201,12 @@ func dialFailure(rawURL string, err error) *DialError {
 // netDial replaces the TCP dial (the Consumer uses it to keep the socket).
 // Errors are *DialError: the redacted URL, never the password.
 func dial(ctx context.Context, rawURL string, netDial func(network, addr string) (net.Conn, error)) (*amqp.Connection, error) {
+	return dialAs(ctx, rawURL, "qlab", netDial)
+}
+
+// dialAs is dial with the connection name the broker shows (rabbitmqctl
+// list_connections client_properties, the management UI).
+func dialAs(ctx context.Context, rawURL, name string, netDial func(network, addr string) (net.Conn, error)) (*amqp.Connection, error) {
 	if _, err := amqp.ParseURI(rawURL); err != nil {
 		// The parser's message may quote the URL: say only which form is expected.
 		return nil, &DialError{URL: Redact(rawURL), Reason: "not an AMQP URL (want amqp://user:pass@host:port/vhost)"}
@@ -208,7 +214,7 @@ func dial(ctx context.Context, rawURL string, netDial func(network, addr string)
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	cfg := amqp.Config{Dial: amqp.DefaultDial(probeTimeout), Properties: amqp.NewConnectionProperties()}
-	cfg.Properties.SetClientConnectionName("qlab")
+	cfg.Properties.SetClientConnectionName(name)
 	if netDial != nil {
 		cfg.Dial = netDial
 	}

@@ -28,9 +28,7 @@ type Flow struct {
 	pub    *Publisher
 	work   inflight
 
-	// returns gets the messages the broker hands back from a mandatory
-	// publish to an exchange (PublishTo, one at a time under routeMu).
-	returns chan amqp.Return
+	// routeMu keeps PublishTo's publishes one at a time.
 	routeMu sync.Mutex
 
 	mu        sync.Mutex
@@ -47,10 +45,7 @@ func NewFlow(ctx context.Context, s *Session, stream *lab.Stream) (*Flow, error)
 	if err != nil {
 		return nil, err
 	}
-	// Only PublishTo publishes mandatory on this channel, so only its
-	// messages come back here; it drains what it finds after each publish.
-	returns := pub.ch.NotifyReturn(make(chan amqp.Return, 8))
-	return &Flow{s: s, stream: stream, pub: pub, returns: returns, consumed: map[string]bool{}}, nil
+	return &Flow{s: s, stream: stream, pub: pub, consumed: map[string]bool{}}, nil
 }
 
 // Kind is lab.Rabbit.
@@ -179,10 +174,7 @@ func (f *Flow) PublishTo(ctx context.Context, actor, exchange, key, task string)
 
 // publishMandatory publishes task's message to exchange with key,
 // mandatory, waits for the confirm and reports whether the broker
-// returned it. RabbitMQ sends the basic.return of an unroutable mandatory
-// message before its basic.ack, and amqp091-go (v1.16.0) hands the return
-// to f.returns before it resolves the confirm (one reader goroutine does
-// both), so once the confirm is in, a return is too if there is one.
+// returned it (Publisher.wasReturned, which survives a reopened channel).
 func (f *Flow) publishMandatory(ctx context.Context, exchange, key, task string) (returned bool, err error) {
 	msg := Publishing(task, nil)
 	msg.AppId = f.s.Names.Run
@@ -198,19 +190,7 @@ func (f *Flow) publishMandatory(ctx context.Context, exchange, key, task string)
 	if err := WaitConfirm(ctx, dc); err != nil {
 		return false, err
 	}
-	for {
-		select {
-		case r, ok := <-f.returns:
-			if !ok {
-				return false, nil // the channel closed; the confirm came first
-			}
-			if r.MessageId == task && r.AppId == msg.AppId {
-				return true, nil
-			}
-		default:
-			return false, nil
-		}
-	}
+	return f.pub.wasReturned(f.s.Names.Of(exchange), key, task, msg.AppId), nil
 }
 
 // apply carries out dec on delivery d from consumer c. The event comes

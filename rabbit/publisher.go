@@ -28,6 +28,15 @@ type Publisher struct {
 	names Names
 	ch    *amqp.Channel
 	mu    sync.Mutex
+
+	// Messages published mandatory that the broker handed back: the
+	// current channel's return notifications, and the returns read from it
+	// that their publisher has not yet collected. Only code holding retMu
+	// reads rets, so a return read by one publish is in returned before
+	// any other publish looks there (see wasReturned).
+	retMu    sync.Mutex
+	rets     chan amqp.Return
+	returned []amqp.Return
 }
 
 // Publisher opens a confirm-mode channel on the session's connection.
@@ -36,7 +45,57 @@ func (s *Session) Publisher(ctx context.Context) (*Publisher, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Publisher{s: s, names: s.Names, ch: ch}, nil
+	p := &Publisher{s: s, names: s.Names, ch: ch}
+	p.listen(ch)
+	return p, nil
+}
+
+// ErrReturned means the broker handed a mandatory message back
+// (basic.return): no queue took it, e.g. its queue was deleted. Without
+// mandatory the broker would have confirmed it and dropped it.
+var ErrReturned = errors.New("the broker returned the message: no queue took it")
+
+// returnBuffer holds returns between a publish and its collection; only
+// mandatory publishes that are waited on produce them, so a few in flight.
+const returnBuffer = 64
+
+// listen takes ch's return notifications from now on.
+func (p *Publisher) listen(ch *amqp.Channel) {
+	p.retMu.Lock()
+	defer p.retMu.Unlock()
+	p.rets = ch.NotifyReturn(make(chan amqp.Return, returnBuffer))
+}
+
+// wasReturned reports whether the broker handed back the message published
+// mandatory on this publisher to exchange ("" is the default exchange)
+// with routing key key, message id msgID and app id appID, once its
+// confirm is in. RabbitMQ sends the basic.return of an unroutable
+// mandatory message before its basic.ack, and amqp091-go's one reader
+// goroutine puts the return in the notification channel before it
+// resolves the confirm, so after the confirm the return is either in that
+// channel or already read into returned by another publish.
+func (p *Publisher) wasReturned(exchange, key, msgID, appID string) bool {
+	p.retMu.Lock()
+	defer p.retMu.Unlock()
+	for drained := false; !drained; {
+		select {
+		case r, ok := <-p.rets:
+			if !ok {
+				drained = true
+				break
+			}
+			p.returned = append(p.returned, r)
+		default:
+			drained = true
+		}
+	}
+	for i, r := range p.returned {
+		if r.Exchange == exchange && r.RoutingKey == key && r.MessageId == msgID && r.AppId == appID {
+			p.returned = append(p.returned[:i], p.returned[i+1:]...)
+			return true
+		}
+	}
+	return false
 }
 
 // confirmChannel opens a channel in confirm mode on the live connection.
@@ -85,13 +144,15 @@ func (p *Publisher) reopen(ctx context.Context, lost *amqp.Channel) error {
 		return nil
 	}
 	p.ch = ch
+	p.listen(ch)
 	_ = lost.Close()
 	return nil
 }
 
 // confirmed runs publish (a send and its confirm) until the broker
 // confirms it, reopening the channel after a loss, with a doubling pause,
-// until ctx ends or DefaultGiveUpAfter has passed. An error with the
+// until ctx ends, DefaultGiveUpAfter has passed or the session has failed
+// (Session.Err: its consumers already gave the broker up). An error with the
 // channel still open (a nack, a context) is returned at once.
 func (p *Publisher) confirmed(ctx context.Context, what string, publish func() error) error {
 	giveUp := time.Now().Add(DefaultGiveUpAfter)
@@ -108,15 +169,20 @@ func (p *Publisher) confirmed(ctx context.Context, what string, publish func() e
 		if time.Now().After(giveUp) {
 			return fmt.Errorf("the broker did not take %s back within %v: %w", what, DefaultGiveUpAfter, err)
 		}
-		p.s.Logger.Warn("rabbit: publish lost its channel; publishing again", "message", what, "err", err.Error())
+		if failure := p.s.Err(); failure != nil {
+			return fmt.Errorf("%s not published again: %w", what, failure)
+		}
+		p.s.Warn("rabbit: publish lost its channel; publishing again", "message", what, "err", err.Error())
 		select {
 		case <-time.After(pause):
 		case <-ctx.Done():
 			return err
+		case <-p.s.failed: // the run cannot go on (a consumer gave the broker up): no second 30 s wait
+			return fmt.Errorf("%s not published again: %w", what, p.s.Err())
 		}
 		pause = min(2*pause, time.Second)
 		if rerr := p.reopen(ctx, ch); rerr != nil {
-			p.s.Logger.Warn("rabbit: reopening the publish channel failed", "err", rerr.Error())
+			p.s.Warn("rabbit: reopening the publish channel failed", "err", rerr.Error())
 		}
 	}
 }
@@ -143,38 +209,63 @@ func Publishing(task string, body []byte) amqp.Publishing {
 
 // PublishAsync sends task's message to seed queue (through the default
 // exchange) and returns the deferred confirm without waiting for it, so
-// callers can keep several publishes in flight.
+// callers can keep several publishes in flight. It is not mandatory (no
+// one would collect the return) and not retried: a message to a queue
+// that is gone is confirmed and dropped.
 func (p *Publisher) PublishAsync(ctx context.Context, queue, task string, body []byte) (*amqp.DeferredConfirmation, error) {
-	return p.send(ctx, queue, Publishing(task, body))
+	msg := Publishing(task, body)
+	msg.AppId = p.names.Run
+	return p.publish(ctx, p.names.Of(queue), false, msg)
 }
 
 // PublishMessage sends msg as given to seed queue and waits for its
-// confirm, like Publish. Use it for headers of your own (a retry counter
-// such as x-retries) or a per-message Expiration; start from
-// Publishing(task, body) to keep the lab's properties.
+// confirm, like Publish. It publishes mandatory: a message no queue takes
+// (its queue was deleted) is ErrReturned, not confirmed and dropped. Use
+// it for headers of your own (a retry counter such as x-retries) or a
+// per-message Expiration; start from Publishing(task, body) to keep the
+// lab's properties.
 func (p *Publisher) PublishMessage(ctx context.Context, queue string, msg amqp.Publishing) error {
 	return p.confirmed(ctx, msg.MessageId, func() error {
-		dc, err := p.send(ctx, queue, msg)
-		if err != nil {
+		if err := p.send(ctx, queue, msg); err != nil {
 			return fmt.Errorf("publishing %s to %s: %w", msg.MessageId, queue, err)
 		}
-		return WaitConfirm(ctx, dc)
+		return nil
 	})
 }
 
-// send stamps msg with the run's id and publishes it to seed queue.
-func (p *Publisher) send(ctx context.Context, queue string, msg amqp.Publishing) (*amqp.DeferredConfirmation, error) {
+// send stamps msg with the run's id, publishes it mandatory to seed queue
+// and waits for its confirm; a message the broker hands back is
+// ErrReturned.
+func (p *Publisher) send(ctx context.Context, queue string, msg amqp.Publishing) error {
 	msg.AppId = p.names.Run
-	return p.sendTo(ctx, p.names.Of(queue), msg)
+	name := p.names.Of(queue)
+	dc, err := p.publish(ctx, name, true, msg)
+	if err != nil {
+		return err
+	}
+	if err := WaitConfirm(ctx, dc); err != nil {
+		return err
+	}
+	if p.wasReturned("", name, msg.MessageId, msg.AppId) {
+		return fmt.Errorf("queue %s: %w", name, ErrReturned)
+	}
+	return nil
 }
 
-// sendTo publishes msg as it is to broker queue name.
+// sendTo publishes msg as it is to broker queue name, not mandatory.
 func (p *Publisher) sendTo(ctx context.Context, name string, msg amqp.Publishing) (*amqp.DeferredConfirmation, error) {
+	return p.publish(ctx, name, false, msg)
+}
+
+// publish publishes msg to broker queue name through the default exchange.
+func (p *Publisher) publish(ctx context.Context, name string, mandatory bool, msg amqp.Publishing) (*amqp.DeferredConfirmation, error) {
 	// amqp091-go serialises publishes itself; the lock keeps Close out of
 	// the way of a publish in progress.
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.ch.PublishWithDeferredConfirmWithContext(ctx, "", name, false, false, msg)
+	return p.ch.PublishWithDeferredConfirmWithContext(ctx, "", name, mandatory,
+		false, // immediate: RabbitMQ does not support it
+		msg)
 }
 
 // Publish sends task's message to seed queue and waits for the broker's

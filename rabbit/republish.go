@@ -9,8 +9,9 @@ import (
 
 // Republish sends a copy of delivery d (body and properties: message id,
 // content type, persistence) to seed queue with headers instead of d's
-// own, and waits for the broker's confirm, reopening the channel after a
-// loss as PublishMessage does. It is how a worker moves a
+// own, mandatory, and waits for the broker's confirm (a copy no queue
+// takes is ErrReturned), publishing again after a lost channel as
+// PublishMessage does. It is how a worker moves a
 // message itself (to a DLQ, or to a wait queue with a retry header) before
 // acking the original. d itself is not settled.
 func (p *Publisher) Republish(ctx context.Context, queue string, d *Delivery, headers amqp.Table) error {
@@ -36,10 +37,9 @@ func (p *Publisher) RepublishExpiring(ctx context.Context, queue string, d *Deli
 	// that failed for good would send the delivery back to its queue,
 	// and every redelivery would fail the same way, a hot loop.
 	return p.confirmed(ctx, d.Task, func() error {
-		dc, err := p.send(ctx, queue, msg) // stamped with this run's id
-		if err != nil {
+		if err := p.send(ctx, queue, msg); err != nil { // stamped with this run's id, mandatory
 			return fmt.Errorf("republishing %s to %s: %w", d.Task, queue, err)
 		}
-		return WaitConfirm(ctx, dc)
+		return nil
 	})
 }

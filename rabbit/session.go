@@ -52,6 +52,45 @@ type Session struct {
 	parking   int        // parks under way (see parkActivity)
 	holdPub   *Publisher // publishes to the hold queue; nil until the first foreign message
 	holdMu    sync.Mutex // serialises creating holdPub
+
+	warnMu sync.Mutex
+	warned map[string]warnState // by message: when it was last logged, how many since
+}
+
+// warnState is one repeated warning's throttle: when it was last logged
+// and how many were held back since.
+type warnState struct {
+	at   time.Time
+	held int
+}
+
+// warnEvery is how often one kind of warning is logged while it repeats
+// (a broker that stays down makes every consumer's redial fail each
+// second: without it, four lines a second for Q10's workers).
+const warnEvery = 5 * time.Second
+
+// Warn logs msg as a warning at most once per warnEvery; the next one
+// logged says how many were held back in between. Consumers and
+// publishers of the session report connection trouble through it.
+func (s *Session) Warn(msg string, args ...any) {
+	s.warnMu.Lock()
+	if s.warned == nil {
+		s.warned = map[string]warnState{}
+	}
+	w := s.warned[msg]
+	if time.Since(w.at) < warnEvery {
+		w.held++
+		s.warned[msg] = w
+		s.warnMu.Unlock()
+		return
+	}
+	s.warned[msg] = warnState{at: time.Now()}
+	s.warnMu.Unlock()
+	args = append(args, "run", s.Names.Run)
+	if w.held > 0 {
+		args = append(args, "repeats_held_back", w.held)
+	}
+	s.Logger.Warn(msg, args...)
 }
 
 // Open connects to the broker at url within a few seconds and ctx. names
@@ -65,7 +104,7 @@ func Open(ctx context.Context, url string, names Names, clock lab.Clock, logger 
 	if names.Run == "" {
 		names.Run = newRunID()
 	}
-	conn, err := dial(ctx, url, nil)
+	conn, err := dialAs(ctx, url, ConnectionName(names), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -73,6 +112,12 @@ func Open(ctx context.Context, url string, names Names, clock lab.Clock, logger 
 	go s.logClose(conn)
 	return s, nil
 }
+
+// ConnectionName is the name every connection of a run with names carries
+// ("qlab qlab-3f9a1c"): the broker lists it (rabbitmqctl list_connections
+// client_properties, the management UI), so one run's connections can be
+// told apart and closed alone.
+func ConnectionName(names Names) string { return "qlab " + names.Run }
 
 // logClose drains the connection's close notification and logs a close
 // the session did not ask for.
@@ -102,7 +147,7 @@ func (s *Session) live(ctx context.Context) (*amqp.Connection, error) {
 	if s.closed { // a late probe (a depth sample) must not dial a connection nobody closes
 		return nil, amqp.ErrClosed
 	}
-	conn, err := dial(ctx, s.URL, nil)
+	conn, err := dialAs(ctx, s.URL, ConnectionName(s.Names), nil)
 	if err != nil {
 		return nil, err
 	}

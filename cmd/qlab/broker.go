@@ -11,13 +11,16 @@ import (
 	"github.com/queuelab/qlab/rabbit"
 )
 
-const brokerHelp = `Usage: qlab broker status|up|down|latency [flags]
+const brokerHelp = `Usage: qlab broker status|up|down|latency|clean [flags]
 
   status    which RabbitMQ broker qlab finds, its version, and how it found it
             (RABBITMQ_URL, then amqp://guest:guest@127.0.0.1:5672/)
   up        start a rabbitmq:3-management container with dockertest (needs Docker)
   down      remove that container
-  latency   measure how late a TTL wait queue delivers (p50, p99)`
+  latency   measure how late a TTL wait queue delivers (p50, p99)
+  clean     delete what a killed run left under --prefix P (the prefix a run
+            prints when it starts): the queues and exchanges the broker lessons
+            declare, each only if it is there and no consumer is attached`
 
 // discoverOptions is how qlab looks for a broker; tests point DefaultURL
 // at a closed port to see the no-broker path for real.
@@ -28,13 +31,15 @@ func cmdBroker(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	ttl := fs.Duration("ttl", time.Second, "latency: the wait queue's TTL")
 	n := fs.Int("n", 200, "latency: messages to measure")
 	gap := fs.Duration("gap", 5*time.Millisecond, "latency: pause between publishes")
+	var clean cleanFlags
+	clean.register(fs)
 	verbose := verboseFlag(fs)
 	pos, err := parseInterspersed(fs, args, stdout)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return usagef("broker takes one of status, up, down, latency (see qlab broker --help)")
+		return usagef("broker takes one of status, up, down, latency, clean (see qlab broker --help)")
 	}
 	switch pos[0] {
 	case "status":
@@ -79,8 +84,10 @@ func cmdBroker(ctx context.Context, args []string, stdout, _ io.Writer) error {
 			return usagef("latency needs --n > 0, --ttl > 0 and --gap >= 0")
 		}
 		return withDetails(brokerLatency(ctx, stdout, *ttl, *n, *gap), *verbose)
+	case "clean":
+		return withDetails(brokerClean(ctx, stdout, clean), *verbose)
 	}
-	return usagef("unknown broker command %q: use status, up, down or latency", pos[0])
+	return usagef("unknown broker command %q: use status, up, down, latency or clean", pos[0])
 }
 
 // brokerLatency measures the wait-queue delay error on private queues.

@@ -110,6 +110,8 @@ func TestRunQ10OnRabbit(t *testing.T) {
 		}
 	}
 	assert.Equal(t, map[string]lab.Fate{"A": lab.FateDone, "B": lab.FateDone, "C": lab.FateDead, "D": lab.FateDone}, fates)
+	// A killed run's user needs the prefix: with --json it is on stderr.
+	assert.Regexp(t, `^This run's queues are under the prefix qlab-[0-9a-f]{6}; if it is killed, remove them with: qlab broker clean --prefix qlab-[0-9a-f]{6}\n$`, errOut)
 }
 
 func TestCompareWithoutBrokerSaysSoInOneLine(t *testing.T) {

@@ -104,10 +104,20 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return withDetails(err, *f.verbose)
 		}
 		opts.Broker = b.URL
+		opts.Names = runNames(f)
 	}
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	out := &watchedOutput{w: stdout, stop: stop}
+	if note := prefixNote(opts.Names); note != "" {
+		// A killed run's user needs it: on stdout with the log, on stderr
+		// where stdout is a JSON stream or a diagram.
+		noteTo := io.Writer(out)
+		if f.json || f.mermaid {
+			noteTo = stderr
+		}
+		fmt.Fprintln(noteTo, note)
+	}
 	runErr := runLesson(ctx, l, opts, f, out, colorWanted(stdout))
 	if err := out.Err(); err != nil {
 		return fmt.Errorf("%w (%v): the run stopped and deleted the queues it created", errOutputClosed, err)
@@ -120,6 +130,31 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fmt.Errorf("%w; or run under a prefix of your own: --names exact --prefix yourname", runErr)
 	}
 	return runErr
+}
+
+// runNames are the broker names a run declares under: a fresh private
+// prefix, or the seed's under --prefix (the checked flags), or the seed's
+// own.
+func runNames(f runFlags) *rabbit.Names {
+	names := rabbit.RunNames()
+	if f.names == "exact" {
+		names, _ = rabbit.PersonNames(f.prefix) // checked by runFlags.check
+		if f.prefix == "" {
+			names = rabbit.SeedNames()
+		}
+	}
+	return &names
+}
+
+// prefixNote names the prefix a broker run declares under and the command
+// that removes what it leaves if it is killed; "" for the seed's own names
+// or no broker.
+func prefixNote(names *rabbit.Names) string {
+	if names == nil || names.Prefix == "" {
+		return ""
+	}
+	p := strings.TrimSuffix(names.Prefix, ".")
+	return fmt.Sprintf("This run's queues are under the prefix %s; if it is killed, remove them with: qlab broker clean --prefix %s", p, p)
 }
 
 // runLesson runs l with opts and writes it to out as f asks: JSON lines, a

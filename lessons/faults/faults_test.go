@@ -2,7 +2,9 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -29,18 +31,56 @@ const ReportEnv = "QLAB_FAULT_REPORT"
 // runBound is how long one faulted run may take before it counts as a hang.
 const runBound = 90 * time.Second
 
+// The suite's private nodes: one shared by the cases that disturb only
+// their own run (they run concurrently, each under its own prefix), and
+// one each for the restarts and for the broker kept down (those stop the
+// whole node, so their cases run one at a time, beside the others). Each
+// starts once and TestMain removes it.
 var (
-	nodeOnce sync.Once
-	node     *rabbittest.Node
-	nodeErr  error
-	lines    []string
-	linesMu  sync.Mutex
+	runNode, wideNode, downNode lazyNode
+	lines                       []string
+	linesMu                     sync.Mutex
 )
 
+// lazyNode is a private node started on first use.
+type lazyNode struct {
+	once sync.Once
+	node *rabbittest.Node
+	err  error
+}
+
+// get starts the node once, or skips t when it cannot.
+func (l *lazyNode) get(t *testing.T) *rabbittest.Node {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("the fault suite starts a RabbitMQ node")
+	}
+	l.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		l.node, l.err = rabbittest.NewNode(ctx, "qlabfault")
+	})
+	if l.err != nil {
+		rabbittest.SkipOrFail(t, l.err)
+	}
+	return l.node
+}
+
 func TestMain(m *testing.M) {
+	slog.SetDefault(slog.New(warnings))
 	code := m.Run()
-	if node != nil {
-		if err := node.Remove(); err != nil {
+	// Cases run concurrently, so goroutines are checked once all have
+	// ended: none of any run may be left (goleak retries while they wind
+	// down).
+	if err := goleak.Find(); err != nil {
+		fmt.Fprintf(os.Stderr, "faults: goroutines left behind by the fault runs: %v\n", err)
+		code = 1
+	}
+	for _, l := range []*lazyNode{&runNode, &wideNode, &downNode} {
+		if l.node == nil {
+			continue
+		}
+		if err := l.node.Remove(); err != nil {
 			fmt.Fprintf(os.Stderr, "faults: removing the private node: %v\n", err)
 			code = 1
 		}
@@ -52,30 +92,53 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// sharedNode is the package's private node, started once and reused by
-// every case (start-up costs seconds); TestMain removes it.
-func sharedNode(t *testing.T) *rabbittest.Node {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("the fault suite starts a RabbitMQ node")
-	}
-	nodeOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-		defer cancel()
-		node, nodeErr = rabbittest.NewNode(ctx, "qlabfault")
-	})
-	if nodeErr != nil {
-		rabbittest.SkipOrFail(t, nodeErr)
-	}
-	return node
-}
-
 // report records one fault case's line for the report and the test log.
 func report(t *testing.T, line string) {
 	t.Log(line)
 	linesMu.Lock()
 	defer linesMu.Unlock()
 	lines = append(lines, line)
+}
+
+// warnings counts the warnings each run logs (by its run attribute; see
+// rabbit.Session.Warn) and passes every record on to stderr.
+var warnings = &warnCounter{Handler: slog.NewTextHandler(os.Stderr, nil), byRun: map[string]int{}}
+
+type warnCounter struct {
+	slog.Handler
+	mu    sync.Mutex
+	byRun map[string]int
+}
+
+func (w *warnCounter) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelWarn {
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "run" {
+				w.mu.Lock()
+				w.byRun[a.Value.String()]++
+				w.mu.Unlock()
+			}
+			return true
+		})
+	}
+	return w.Handler.Handle(ctx, r)
+}
+
+func (w *warnCounter) of(run string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.byRun[run]
+}
+
+// assertWarningsThrottled fails t if the run logged more warnings than one
+// of each kind per few seconds (a broker that stays down once drew four a
+// second).
+func assertWarningsThrottled(t *testing.T, names rabbit.Names, took time.Duration) {
+	t.Helper()
+	got := warnings.of(names.Run)
+	if limit := 10 + int(took.Seconds()/2); got > limit {
+		t.Errorf("the run logged %d warnings in %.0fs, over %d: they are not rate-limited", got, took.Seconds(), limit)
+	}
 }
 
 func writeReport() {
@@ -201,21 +264,20 @@ type fault struct {
 	name string
 	// fire injects the fault; its error fails the case.
 	fire func(ctx context.Context, n *rabbittest.Node, names rabbit.Names, first lab.Event) error
+	// after, if set, runs once the run has ended (a node kept down is
+	// started again); its error fails the case.
+	after func(ctx context.Context, n *rabbittest.Node) error
 	// mayFail says the run may end with an error (and which tasks may be
-	// lost): a deleted queue ends it with exit 1.
-	mayFail bool
+	// lost): a deleted queue ends it with exit 1. mustFail says it must.
+	// nackMayEnd lets a nacked publish end it (see runFaulted).
+	mayFail, mustFail, nackMayEnd bool
 }
 
-var brokerFaults = []fault{
-	{name: "close", fire: func(ctx context.Context, n *rabbittest.Node, _ rabbit.Names, _ lab.Event) error {
-		_, err := n.Ctl(ctx, "close_all_connections", "qlab fault suite: every connection closed")
-		return err
-	}},
-	{name: "restart", fire: func(ctx context.Context, n *rabbittest.Node, _ rabbit.Names, _ lab.Event) error {
-		if _, err := n.Ctl(ctx, "stop_app"); err != nil {
-			return err
-		}
-		_, err := n.Ctl(ctx, "start_app")
+// runFaults disturb only the run they are injected into: they run
+// concurrently on one node, each run under its own prefix.
+var runFaults = []fault{
+	{name: "close", fire: func(ctx context.Context, n *rabbittest.Node, names rabbit.Names, _ lab.Event) error {
+		_, err := n.CloseConnections(ctx, rabbit.ConnectionName(names), "qlab fault suite: every connection of the run closed")
 		return err
 	}},
 	{name: "delete", mayFail: true, fire: func(ctx context.Context, n *rabbittest.Node, names rabbit.Names, first lab.Event) error {
@@ -226,6 +288,32 @@ var brokerFaults = []fault{
 		_, err = n.Ctl(ctx, "delete_queue", q)
 		return err
 	}},
+}
+
+// restart stops and starts the node's application: every run on it is
+// disturbed, so these cases run one at a time on a node of their own.
+var restart = fault{name: "restart", nackMayEnd: true, fire: func(ctx context.Context, n *rabbittest.Node, _ rabbit.Names, _ lab.Event) error {
+	if _, err := n.Ctl(ctx, "stop_app"); err != nil {
+		return err
+	}
+	_, err := n.Ctl(ctx, "start_app")
+	return err
+}}
+
+// down stops the node's application and keeps it down until the run has
+// ended: the run must give up within its bound (rabbit.DefaultGiveUpAfter
+// of redialling) with exit 1 and every unfinished task lost with a reason.
+var down = fault{name: "down", mayFail: true, mustFail: true,
+	fire: func(ctx context.Context, n *rabbittest.Node, _ rabbit.Names, _ lab.Event) error {
+		_, err := n.Ctl(ctx, "stop_app")
+		return err
+	},
+	after: func(ctx context.Context, n *rabbittest.Node) error {
+		if _, err := n.Ctl(ctx, "start_app"); err != nil {
+			return err
+		}
+		return n.AwaitUp(ctx)
+	},
 }
 
 // victim is the queue the delete fault removes: the broker queue of the
@@ -251,17 +339,94 @@ func victim(ctx context.Context, n *rabbittest.Node, names rabbit.Names, first l
 	return own[0], nil
 }
 
-// TestBrokerFaults runs every enrolled lesson under every broker fault.
-func TestBrokerFaults(t *testing.T) {
+// concurrency is how many cases of a group run at once. Go's
+// -parallel defaults to GOMAXPROCS (2 here), too few for runs that mostly
+// wait on the broker's timers, so the suite runs its own goroutines.
+const concurrency = 4
+
+// concurrently runs each case as a subtest of t, up to concurrency at a
+// time, and returns when all have ended.
+func concurrently(t *testing.T, names []string, run func(t *testing.T, i int)) {
+	concurrentlyIn(t, make(chan struct{}, concurrency), names, run)
+}
+
+// concurrentlyIn is concurrently with the slots given.
+func concurrentlyIn(t *testing.T, slots chan struct{}, names []string, run func(t *testing.T, i int)) {
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			t.Run(name, func(t *testing.T) { run(t, i) })
+		}()
+	}
+	wg.Wait()
+}
+
+// TestFaults runs the suite's groups at once: the restarts and the broker
+// kept down on a node each, one case at a time; the faults of one run,
+// the killed processes and the refused re-declares concurrently on the
+// run node. At the end no queue of any run is left on any node.
+func TestFaults(t *testing.T) {
+	groups := []func(*testing.T){nodeFaults, downFaults, runFaultCases, killed, conflicted}
+	names := []string{"node", "down", "run", "kill", "conflict"}
+	slots := make(chan struct{}, len(groups)) // every group at once; each bounds its own cases
+	concurrentlyIn(t, slots, names, func(t *testing.T, i int) { groups[i](t) })
+	assertNodeClean(t)
+}
+
+// nodeFaults runs every enrolled lesson through a broker restart, one at
+// a time on a node of their own, then the last lesson's kept-down case
+// (see downFaults).
+func nodeFaults(t *testing.T) {
+	rng := rand.New(rand.NewPCG(seed(), 15))
+	ls := enrolled()
+	for _, l := range ls {
+		at := 3 + rng.IntN(10)
+		t.Run("restart/"+l.Slug(), func(t *testing.T) { runFaulted(t, wideNode.get(t), l, restart, at) })
+	}
+	downCase(t, wideNode.get(t), ls[len(ls)-1], len(ls)-1)
+}
+
+// downFaults runs every enrolled lesson but the last against a broker
+// that goes down and stays down past the run's bound, one at a time on a
+// third node. Each case waits out rabbit.DefaultGiveUpAfter, mostly idle,
+// so they run beside the restarts; the last one runs after the restarts
+// on their node, which balances the two groups' time.
+func downFaults(t *testing.T) {
+	ls := enrolled()
+	for i, l := range ls[:len(ls)-1] {
+		downCase(t, downNode.get(t), l, i)
+	}
+}
+
+// downCase runs l, the i-th enrolled lesson, against a broker kept down.
+func downCase(t *testing.T, n *rabbittest.Node, l lesson.Lesson, i int) {
+	at := 3 + int(seed()+uint64(i)*7)%10
+	t.Run("down/"+l.Slug(), func(t *testing.T) { runFaulted(t, n, l, down, at) })
+}
+
+// runFaultCases runs every enrolled lesson under every fault that
+// disturbs only its own run, concurrently on one node.
+func runFaultCases(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed(), 14))
-	for _, f := range brokerFaults {
+	type fcase struct {
+		f  fault
+		l  lesson.Lesson
+		at int
+	}
+	var cases []fcase
+	var names []string
+	for _, f := range runFaults {
 		for _, l := range enrolled() {
-			at := 3 + rng.IntN(10)
-			t.Run(f.name+"/"+l.Slug(), func(t *testing.T) {
-				runFaulted(t, sharedNode(t), l, f, at)
-			})
+			cases = append(cases, fcase{f, l, 3 + rng.IntN(10)})
+			names = append(names, f.name+"/"+l.Slug())
 		}
 	}
+	n := runNode.get(t)
+	concurrently(t, names, func(t *testing.T, i int) { runFaulted(t, n, cases[i].l, cases[i].f, cases[i].at) })
 }
 
 // runFaulted runs l on n, injects f at the at-th event, and checks the
@@ -276,10 +441,15 @@ func runFaulted(t *testing.T, n *rabbittest.Node, l lesson.Lesson, f fault, at i
 	if speed == 0 {
 		speed = 20
 	}
-	before := goleak.IgnoreCurrent()
 	start := time.Now()
 	_, runErr := lesson.Run(ctx, l, lesson.Options{Backend: lab.Rabbit, Broker: n.URL, Speed: speed, Names: &names}, tr)
 	took := time.Since(start)
+	hung := ctx.Err() != nil
+	if f.after != nil {
+		if err := f.after(context.Background(), n); err != nil {
+			t.Fatalf("after %s: %v", f.name, err)
+		}
+	}
 	events := tr.Events()
 	c := tallyOf(events)
 	report(t, fmt.Sprintf("fault=%-7s lesson=%s %s %.1fs%s", f.name, l.Slug(), c, took.Seconds(), errNote(runErr)))
@@ -295,11 +465,22 @@ func runFaulted(t *testing.T, n *rabbittest.Node, l lesson.Lesson, f fault, at i
 		}
 		t.Fatalf("the run emitted %d events, never reaching the fault's moment (%d)", tr.count, at)
 	}
-	if ctx.Err() != nil {
+	if hung {
 		t.Errorf("the run hung: it was still going after %v", runBound)
 	}
-	if runErr != nil && !f.mayFail {
+	switch {
+	case runErr != nil && f.nackMayEnd && errors.Is(runErr, rabbit.ErrNacked):
+		// A publish that reaches a stopping broker may be nacked; the
+		// publisher cannot tell that from a refusal on purpose (Q16's
+		// x-overflow reject-publish), so it does not retry it and the run
+		// ends. Seen once in 4 suite runs (Q11 strategy (a)); the
+		// accounting below must still hold.
+		t.Logf("the broker nacked a publish while it stopped: %v", runErr)
+	case runErr != nil && !f.mayFail:
 		t.Errorf("the run failed: %v", runErr)
+	}
+	if runErr == nil && f.mustFail {
+		t.Errorf("the run succeeded although the broker stayed down: %s", c)
 	}
 	labtest.AssertAccounted(t, events)
 	if c.lostNoReason > 0 {
@@ -308,8 +489,22 @@ func runFaulted(t *testing.T, n *rabbittest.Node, l lesson.Lesson, f fault, at i
 	if c.pending > 0 {
 		t.Errorf("%d tasks left pending: the run must say what became of each", c.pending)
 	}
-	assertNoLeftovers(t, n, names)
-	goleak.VerifyNone(t, before)
+	if f.mustFail {
+		assertWarningsThrottled(t, names, took)
+		cleanUp(t, n, l, names) // the run could not delete its queues on a node that was down
+	}
+	assertNoLeftovers(t, n, l, names)
+}
+
+// cleanUp removes what a run left with rabbit.Clean, as qlab broker clean
+// --prefix does.
+func cleanUp(t *testing.T, n *rabbittest.Node, l lesson.Lesson, names rabbit.Names) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := rabbit.Clean(ctx, n.URL, names, l.Topologies(), false); err != nil {
+		t.Errorf("cleaning up after the run: %v", err)
+	}
 }
 
 func errNote(err error) string {
@@ -323,26 +518,57 @@ func errNote(err error) string {
 	return " err=" + msg
 }
 
-// assertNoLeftovers fails t if any queue under the run's prefix is still
-// on the node.
-func assertNoLeftovers(t *testing.T, n *rabbittest.Node, names rabbit.Names) {
+// assertNoLeftovers fails t if a queue or exchange the lesson declares is
+// still on the node under the run's prefix (passive declares over AMQP:
+// a rabbitmqctl list costs seconds of CPU per call), and remembers the
+// prefix for the suite's one full listing at the end (assertNodeClean),
+// which also sees queues no topology names.
+func assertNoLeftovers(t *testing.T, n *rabbittest.Node, l lesson.Lesson, names rabbit.Names) {
+	t.Helper()
+	ran(n, names.Prefix)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	left, err := rabbit.Clean(ctx, n.URL, names, l.Topologies(), true)
+	if err != nil {
+		t.Fatalf("looking for the run's queues: %v", err)
+	}
+	if len(left.Deleted)+len(left.InUse)+len(left.Exchanges) > 0 {
+		t.Errorf("the run left its queues behind: %+v", left)
+		_, _ = rabbit.Clean(ctx, n.URL, names, l.Topologies(), false)
+	}
+}
+
+var (
+	prefixesMu sync.Mutex
+	prefixes   = map[*rabbittest.Node][]string{} // every run prefix used, by node
+)
+
+// ran records that a run used prefix on n.
+func ran(n *rabbittest.Node, prefix string) {
+	prefixesMu.Lock()
+	defer prefixesMu.Unlock()
+	prefixes[n] = append(prefixes[n], prefix)
+}
+
+// assertNodeClean lists every queue on the suite's nodes once and fails t
+// if one is under the prefix of any run the suite made.
+func assertNodeClean(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	queues, err := n.Queues(ctx)
-	if err != nil {
-		t.Fatalf("listing the node's queues: %v", err)
-	}
-	var left []string
-	for _, q := range queues {
-		if strings.HasPrefix(q, names.Prefix) {
-			left = append(left, q)
+	prefixesMu.Lock()
+	defer prefixesMu.Unlock()
+	for n, used := range prefixes {
+		queues, err := n.Queues(ctx)
+		if err != nil {
+			t.Fatalf("listing the node's queues: %v", err)
 		}
-	}
-	if len(left) > 0 {
-		t.Errorf("the run left its queues behind: %v", left)
-		for _, q := range left {
-			_, _ = n.Ctl(ctx, "delete_queue", q)
+		for _, q := range queues {
+			for _, p := range used {
+				if strings.HasPrefix(q, p) {
+					t.Errorf("queue %s of a fault run is still on the node", q)
+				}
+			}
 		}
 	}
 }

@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	amqp "github.com/rabbitmq/amqp091-go"
-
 	"github.com/queuelab/qlab/lesson"
 )
 
@@ -50,66 +48,92 @@ func qlab(t *testing.T) string {
 // resetCmd finds the queues a refused run names in its reset command.
 var resetCmd = regexp.MustCompile(`rabbitmqctl delete_queue (\S+?)(;|\s|$)`)
 
-// TestKilled runs each enrolled lesson as a child qlab process on the
+// killed runs each enrolled lesson as a child qlab process on the
 // private node, SIGKILLs it at a seeded line of its JSON output, and has a
 // second process take over: the same run (same --prefix) must refuse to
 // start on the killed run's queues without touching them and name the
-// command that removes exactly those; after that command a third run
+// command that removes exactly those; qlab broker clean with the prefix
+// the killed run printed removes them all; after that a third run
 // completes and leaves nothing behind.
-func TestKilled(t *testing.T) {
-	n := sharedNode(t)
+func killed(t *testing.T) {
+	n := runNode.get(t)
 	bin := qlab(t)
-	for i, l := range enrolled() {
-		t.Run(l.Slug(), func(t *testing.T) {
-			prefix := fmt.Sprintf("kill%d-%d", os.Getpid(), i)
-			at := 3 + int(seed()+uint64(i))%8
-			start := time.Now()
-			seen := killAt(t, bin, n.URL, l, prefix, at)
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-			defer cancel()
-			left := queuesUnder(t, n.Queues, ctx, prefix)
-			if len(left) == 0 {
-				t.Fatalf("the killed run left no queue: it was killed too late to test anything")
-			}
-			out, refused := runQlab(t, bin, n.URL, l, prefix)
-			named := map[string]bool{}
-			for _, m := range resetCmd.FindAllStringSubmatch(out, -1) {
-				named[m[1]] = true
-			}
-			if refused == 0 || len(named) == 0 {
-				t.Fatalf("the second run did not refuse the killed run's queues (exit %d): %s", refused, out)
-			}
-			still := queuesUnder(t, n.Queues, ctx, prefix)
-			if fmt.Sprint(still) != fmt.Sprint(left) {
-				t.Errorf("the refused run changed the killed run's queues: %v, then %v", left, still)
-			}
-			for _, q := range left {
-				if !named[q] {
-					t.Errorf("the refusal does not name leftover queue %s: %s", q, out)
-				}
-			}
-			deleteQueues(t, n.URL, left) // what the named rabbitmqctl delete_queue commands do, over AMQP (faster)
-			out, code := runQlab(t, bin, n.URL, l, prefix)
-			if code != 0 {
-				t.Fatalf("the run after the clean-up failed (exit %d): %s", code, out)
-			}
-			if after := queuesUnder(t, n.Queues, ctx, prefix); len(after) > 0 {
-				t.Errorf("the resumed run left its queues behind: %v", after)
-			}
-			report(t, fmt.Sprintf("fault=kill    lesson=%s killed after %d events; left %d queues, refused by the next run (exit %d), removed with its reset command, rerun clean %.1fs",
-				l.Slug(), seen, len(left), refused, time.Since(start).Seconds()))
-		})
+	ls := enrolled()
+	var slugs []string
+	for _, l := range ls {
+		slugs = append(slugs, l.Slug())
 	}
+	// Each case has its own prefix and disturbs no one else's queues.
+	concurrently(t, slugs, func(t *testing.T, i int) {
+		l := ls[i]
+		prefix := fmt.Sprintf("kill%d-%d", os.Getpid(), i)
+		ran(n, prefix+".")
+		at := 3 + int(seed()+uint64(i))%8
+		start := time.Now()
+		seen, printed := killAt(t, bin, n.URL, l, prefix, at)
+		if printed != prefix {
+			t.Errorf("the killed run printed the prefix %q, want %q (its user needs it for qlab broker clean)", printed, prefix)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		left := queuesUnder(t, n.Queues, ctx, prefix)
+		if len(left) == 0 {
+			t.Fatalf("the killed run left no queue: it was killed too late to test anything")
+		}
+		out, refused := runQlab(t, bin, n.URL, l, prefix)
+		named := map[string]bool{}
+		for _, m := range resetCmd.FindAllStringSubmatch(out, -1) {
+			named[m[1]] = true
+		}
+		if refused == 0 || len(named) == 0 {
+			t.Fatalf("the second run did not refuse the killed run's queues (exit %d): %s", refused, out)
+		}
+		still := queuesUnder(t, n.Queues, ctx, prefix)
+		if fmt.Sprint(still) != fmt.Sprint(left) {
+			t.Errorf("the refused run changed the killed run's queues: %v, then %v", left, still)
+		}
+		for _, q := range left {
+			if !named[q] {
+				t.Errorf("the refusal does not name leftover queue %s: %s", q, out)
+			}
+		}
+		cleanOut, code := qlabCmd(t, bin, n.URL, "broker", "clean", "--prefix", printed, "--lesson", strconv.Itoa(l.Number()))
+		if code != 0 {
+			t.Fatalf("qlab broker clean failed (exit %d): %s", code, cleanOut)
+		}
+		for _, q := range left {
+			if !strings.Contains(cleanOut, "deleted queue "+q+" ") {
+				t.Errorf("qlab broker clean does not list leftover queue %s as deleted: %s", q, cleanOut)
+			}
+		}
+		if after := queuesUnder(t, n.Queues, ctx, prefix); len(after) > 0 {
+			t.Fatalf("qlab broker clean left the killed run's queues: %v (a lesson's Topologies misses them?)", after)
+		}
+		out, code = runQlab(t, bin, n.URL, l, prefix)
+		if code != 0 {
+			t.Fatalf("the run after the clean-up failed (exit %d): %s", code, out)
+		}
+		if after := queuesUnder(t, n.Queues, ctx, prefix); len(after) > 0 {
+			t.Errorf("the resumed run left its queues behind: %v", after)
+		}
+		report(t, fmt.Sprintf("fault=kill    lesson=%s killed after %d events; left %d queues, refused by the next run (exit %d), removed by qlab broker clean, rerun clean %.1fs",
+			l.Slug(), seen, len(left), refused, time.Since(start).Seconds()))
+	})
 }
 
+// printedPrefix finds the prefix a run prints on stderr when it starts.
+var printedPrefix = regexp.MustCompile(`under the prefix (\S+);`)
+
 // killAt starts l as a child qlab and SIGKILLs it once it has printed at
-// JSON events; it returns how many it saw.
-func killAt(t *testing.T, bin, url string, l lesson.Lesson, prefix string, at int) int {
+// JSON events; it returns how many it saw and the prefix the run printed.
+func killAt(t *testing.T, bin, url string, l lesson.Lesson, prefix string, at int) (int, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), runBound)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, qlabArgs(l, prefix, "--json")...)
 	cmd.Env = append(os.Environ(), "RABBITMQ_URL="+url)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -129,20 +153,31 @@ func killAt(t *testing.T, bin, url string, l lesson.Lesson, prefix string, at in
 	if seen < at {
 		t.Fatalf("the run ended after %d events, before the kill at %d", seen, at)
 	}
-	return seen
+	var printed string
+	if m := printedPrefix.FindStringSubmatch(stderr.String()); m != nil {
+		printed = m[1]
+	}
+	return seen, printed
 }
 
 // runQlab runs l to the end as a child qlab and returns its output and
 // exit code.
 func runQlab(t *testing.T, bin, url string, l lesson.Lesson, prefix string) (string, int) {
 	t.Helper()
+	return qlabCmd(t, bin, url, qlabArgs(l, prefix)...)
+}
+
+// qlabCmd runs qlab with args against the broker at url, within runBound,
+// and returns its output and exit code.
+func qlabCmd(t *testing.T, bin, url string, args ...string) (string, int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), runBound)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, qlabArgs(l, prefix)...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), "RABBITMQ_URL="+url)
 	out, err := cmd.CombinedOutput()
 	if ctx.Err() != nil {
-		t.Fatalf("qlab %v hung past %v", qlabArgs(l, prefix), runBound)
+		t.Fatalf("qlab %v hung past %v", args, runBound)
 	}
 	if exit, ok := err.(*exec.ExitError); ok {
 		return string(out), exit.ExitCode()
@@ -161,25 +196,6 @@ func qlabArgs(l lesson.Lesson, prefix string, extra ...string) []string {
 	args := []string{"run", strconv.Itoa(l.Number()), "--backend", "rabbit", "--speed", strconv.FormatFloat(speed, 'g', -1, 64),
 		"--names", "exact", "--prefix", prefix, "--no-color"}
 	return append(args, extra...)
-}
-
-// deleteQueues deletes queues on the broker at url.
-func deleteQueues(t *testing.T, url string, queues []string) {
-	t.Helper()
-	conn, err := amqp.Dial(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range queues {
-		if _, err := ch.QueueDelete(q, false, false, false); err != nil {
-			t.Fatalf("deleting %s: %v", q, err)
-		}
-	}
 }
 
 // queuesUnder lists the node's queues under prefix.

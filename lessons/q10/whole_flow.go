@@ -30,13 +30,14 @@ var Lesson = lesson.Lesson{
 	Notices: map[lab.Backend]string{lab.InMem: "No worker sleeps or moves a message: a failing worker hands it back with a decision, " +
 		"and here in memory each retry becomes a time.AfterFunc timer (1 s, then 2 s) that brings it to the next worker, then the DLQ and its alert. " +
 		"The waiting task sits in this process's memory, in no queue: a crash loses it. On the broker (qlab run 10) the same decisions reject into TTL wait queues; qlab compare 10 sets the two side by side."},
-	InMem:     runQ10,
-	Rabbit:    runQ10,
-	Faults:    true, // in the fault suite (lessons/faults)
-	Default:   lab.Rabbit,
-	TestSpeed: 4,                               // the 1 s and 2 s waits take 250 and 500 ms
-	Parity:    lesson.Parity{ExactTimes: true}, // each retry waits its queue's TTL, in memory and on the broker
-	Scales:    true,
+	InMem:      runQ10,
+	Rabbit:     runQ10,
+	Faults:     true, // in the fault suite (lessons/faults)
+	Default:    lab.Rabbit,
+	TestSpeed:  4,                               // the 1 s and 2 s waits take 250 and 500 ms
+	Parity:     lesson.Parity{ExactTimes: true}, // each retry waits its queue's TTL, in memory and on the broker
+	Scales:     true,
+	Topologies: func() []flow.Topology { return []flow.Topology{q10Topology} },
 }
 
 // Seed 001's queues for the RabbitMQ half, as the seed spells them.

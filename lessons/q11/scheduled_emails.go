@@ -32,8 +32,9 @@ var Lesson = lesson.Lesson{
 		"(b) One delay queue with a per-message TTL keeps them on the broker, but the 1 s mail waits behind the 5 s one: RabbitMQ expires a message only once it reaches the head of its queue (measured on 3.10.8, for classic and quorum queues alike). " +
 		"(c) Wait queues with one fixed TTL each and a stateless router are on time, even across a restart of the scheduler. " +
 		"The seed's native answer, the rabbitmq-delayed-message-exchange plugin, is not used: its team no longer maintains it beyond new builds, and it keeps delayed messages on one node only, so they are lost with that node.",
-	Rabbit: runQ11Rabbit,
-	Faults: true, // in the fault suite (lessons/faults)
+	Rabbit:     runQ11Rabbit,
+	Faults:     true, // in the fault suite (lessons/faults)
+	Topologies: func() []rabbit.Topology { return []rabbit.Topology{q11Topology()} },
 }
 
 // The lesson's queues (seed names; the run adds its prefix).

@@ -33,10 +33,11 @@ var Lesson = lesson.Lesson{
 	Notice: "The mail service is down from 5 s to 35 s; until 15 s each call hangs 5 s before its 503. Without a breaker (n01…) every retry hits the dead service and a hung call holds the worker. " +
 		"With the NestJS email service's opossum breaker (b01…: timeout 3 s, opens above 20 % failed, reset 10 s) the first hung call times out and opens it, calls fail fast back to the wait queue, a timer lets one trial through every 10 s, and it closes once the service is back. " +
 		"Every delivery, fast fails too, spends one of a mail's 15, as in the seed. " + q12NotFromSeed(lab.DefaultPlan().Work),
-	InMem:     runQ12,
-	Rabbit:    runQ12,
-	Faults:    true, // in the fault suite (lessons/faults)
-	TestSpeed: 100,  // the 30 s outage takes 0.3 s
+	InMem:      runQ12,
+	Rabbit:     runQ12,
+	Faults:     true, // in the fault suite (lessons/faults)
+	Topologies: func() []flow.Topology { return []flow.Topology{EmailLoop(q12Wait)} },
+	TestSpeed:  100, // the 30 s outage takes 0.3 s
 	Parity: lesson.Parity{TimingSensitive: "whether a retry lands inside the outage, what the breaker's window holds, and (with a fail rate) " +
 		"which mails spend their deliveries on fast fails depend on when calls happen: real time on the broker"},
 }

@@ -49,10 +49,11 @@ var Lesson = lesson.Lesson{
 		"never visits the wait queue and never reaches %d; the lab stops it after %d deliveries. "+
 		"On the broker, a last step publishes to an email_queue_dlq nobody declared: confirmed, and gone, unless mandatory brings it back. "+
 		"In memory, the task's attempt field plays every counter.", q13Wait, q13MaxAttempts, rabbit.RetryCountHeader, q13MaxAttempts, q13HotLoopGuard),
-	InMem:     runQ13,
-	Rabbit:    runQ13,
-	Faults:    true, // in the fault suite (lessons/faults)
-	TestSpeed: 200,  // the 5 s wait takes 25 ms
+	InMem:      runQ13,
+	Rabbit:     runQ13,
+	Faults:     true, // in the fault suite (lessons/faults)
+	Topologies: func() []flow.Topology { return []flow.Topology{q12.EmailLoop(q13Wait)} },
+	TestSpeed:  200, // the 5 s wait takes 25 ms
 }
 
 // q13Loop is one run of the loop: how it counts, who works, which ids.

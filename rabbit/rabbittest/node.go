@@ -1,6 +1,7 @@
 package rabbittest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -271,6 +273,50 @@ func (n *Node) Queues(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	return strings.Fields(out), nil
+}
+
+// CloseConnections closes, with reason, every connection on the node whose
+// client named it name (rabbitmq's connection_name property; see
+// rabbit.ConnectionName), and returns how many it closed. Unlike
+// close_all_connections it leaves every other run on the node alone.
+func (n *Node) CloseConnections(ctx context.Context, name, reason string) (int, error) {
+	// The table form: rabbitmqctl's JSON spells a pid #PID<0.1.0>, which
+	// close_connection does not accept; the table's <rabbit@host.1.2.0> it does.
+	out, err := n.Ctl(ctx, "list_connections", "--no-table-headers", "pid", "client_properties")
+	if err != nil {
+		return 0, err
+	}
+	named := fmt.Sprintf(`{"connection_name","%s"}`, name)
+	// One rabbitmqctl per connection, all at once: each takes a second or
+	// more to start, and the connections should drop together.
+	var pids []string
+	for _, line := range strings.Split(out, "\n") {
+		if pid, props, ok := strings.Cut(line, "\t"); ok && strings.Contains(props, named) {
+			pids = append(pids, pid)
+		}
+	}
+	errs := make([]error, len(pids))
+	var wg sync.WaitGroup
+	for i, pid := range pids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = n.Ctl(ctx, "close_connection", pid, reason)
+		}()
+	}
+	wg.Wait()
+	closed := 0
+	var first error // a connection may close on its own between the list and the close
+	for _, err := range errs {
+		if err == nil {
+			closed++
+		}
+		first = cmp.Or(first, err)
+	}
+	if closed == 0 {
+		return 0, cmp.Or(first, fmt.Errorf("no connection named %q on the node: %q", name, out))
+	}
+	return closed, nil
 }
 
 // Remove stops the node (rabbitmqctl stop, then SIGKILL of the pid it

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/queuelab/qlab/flow"
+	"github.com/queuelab/qlab/lesson"
+	"github.com/queuelab/qlab/lessons"
+	"github.com/queuelab/qlab/rabbit"
+)
+
+// cleanFlags are the flags of `qlab broker clean`.
+type cleanFlags struct {
+	prefix string
+	lesson string
+	dryRun bool
+}
+
+func (f *cleanFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.prefix, "prefix", "", "clean: the killed run's prefix (qlab-3f9a1c for a run's own, or yours from --names exact --prefix)")
+	fs.StringVar(&f.lesson, "lesson", "", "clean: only lesson N's queues (default: every broker lesson's)")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "clean: list what would be deleted, delete nothing")
+}
+
+// topologies are what the lessons f names declare on the broker.
+func (f cleanFlags) topologies() ([]flow.Topology, error) {
+	pick := lessons.All
+	if f.lesson != "" {
+		l, err := lessons.Parse(f.lesson)
+		if err != nil {
+			return nil, usagef("--lesson: %v", err)
+		}
+		if l.Topologies == nil {
+			return nil, usagef("--lesson %s: lesson %s declares nothing on the broker", f.lesson, l.ID)
+		}
+		pick = []lesson.Lesson{l}
+	}
+	var topos []flow.Topology
+	for _, l := range pick {
+		if l.Topologies != nil {
+			topos = append(topos, l.Topologies()...)
+		}
+	}
+	return topos, nil
+}
+
+// brokerClean deletes what a killed run left under f.prefix and lists it.
+func brokerClean(ctx context.Context, stdout io.Writer, f cleanFlags) error {
+	if f.prefix == "" {
+		return usagef("clean needs --prefix P: the prefix of the run to clean up (it never touches the seed's own names)")
+	}
+	names, err := rabbit.PersonNames(strings.TrimSuffix(f.prefix, "."))
+	if err != nil {
+		return usagef("--prefix: %v", err)
+	}
+	topos, err := f.topologies()
+	if err != nil {
+		return err
+	}
+	b, err := rabbit.Discover(ctx, discoverOptions)
+	if err != nil {
+		return err
+	}
+	res, err := rabbit.Clean(ctx, b.URL, names, topos, f.dryRun)
+	writeCleaned(stdout, names.Prefix, res, f.dryRun)
+	return err
+}
+
+// writeCleaned lists what Clean deleted and what it left, one line each.
+func writeCleaned(w io.Writer, prefix string, res rabbit.CleanResult, dryRun bool) {
+	verb := "deleted"
+	if dryRun {
+		verb = "would delete"
+	}
+	for _, q := range res.Deleted {
+		fmt.Fprintf(w, "%s queue %s (%d ready messages)\n", verb, q.Name, q.Messages)
+	}
+	for _, x := range res.Exchanges {
+		fmt.Fprintf(w, "%s exchange %s\n", verb, x)
+	}
+	for _, q := range res.InUse {
+		fmt.Fprintf(w, "left queue %s: %d consumers attached, so a run with this prefix is still going\n", q.Name, q.Consumers)
+	}
+	fmt.Fprintf(w, "%s %d, left %d in use; %d lesson names not on the broker under %s "+
+		"(clean knows only the names lessons declare: a hold queue of foreign messages, <run>.foreign, stays)\n",
+		verb, len(res.Deleted)+len(res.Exchanges), len(res.InUse), res.Absent, prefix)
+}
