@@ -41,10 +41,20 @@ var Lesson = lesson.Lesson{
 		"so B's and C's 30-second retries (scaled down 100×) wait behind A's 5-minute one; run 2 gives each delay level its own wait queue, here a time.AfterFunc timer per retry, and every retry is on time; " +
 		"run 3 stands for the broker's quorum retry queue, which memory has no type for: the same FIFO, as 3.10.8 measured it. " +
 		"The seed's arithmetic: retries++ before getRetryDelay, so the first retry waits 30 s and MAX_RETRIES = 5 gives four retries. qlab run 14 runs it on the broker."},
-	InMem:     runQ14,
-	Rabbit:    runQ14,
-	Default:   lab.Rabbit,
-	TestSpeed: 4, // the 300 ms first retry takes 75 ms of real time, A's whole schedule about 1.3 s
+	InMem:      runQ14,
+	Rabbit:     runQ14,
+	Default:    lab.Rabbit,
+	TestSpeed:  4, // the 300 ms first retry takes 75 ms of real time, A's whole schedule about 1.3 s
+	Topologies: topologies,
+}
+
+// topologies is what the three runs declare, for qlab broker clean.
+func topologies() []flow.Topology {
+	var out []flow.Topology
+	for _, st := range strategies() {
+		out = append(out, st.topo)
+	}
+	return out
 }
 
 // Scale is how much the lesson shrinks the seed's delays: 30 s becomes
