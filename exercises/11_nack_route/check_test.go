@@ -515,6 +515,10 @@ func (w *worker) check(c *check.Checker, r check.Run) {
 		for _, dl := range t.deliveries {
 			w.checkDelivery(c, r, id, dl)
 		}
+		if t.parked {
+			c.That(r, "a nack reaches email-dlq through email-dlx", w.dead(t), w.fate(t),
+				fmt.Sprintf("in %s, dead-lettered from %s (rejected)", notify.DLQ, notify.EmailQueue), id)
+		}
 		c.Expect(r, "every email ends sent, or in email-dlq after its last attempt", w.fate(t), w.wantFate(id), id)
 	}
 }
@@ -561,7 +565,7 @@ func (w *worker) fate(t *task) string {
 		return fmt.Sprintf("sent on attempt %d", n)
 	case t.gaveUp != "":
 		return t.gaveUp
-	case t.landed == notify.DLQ && len(t.deaths) > 0 && t.deaths[0].Queue == w.n.EmailQueue && t.deaths[0].Reason == "rejected":
+	case w.dead(t):
 		return fmt.Sprintf("in %s %s, dead-lettered from %s (rejected)", notify.DLQ, after, notify.EmailQueue)
 	case t.landed == notify.DLQ:
 		return fmt.Sprintf("in %s %s, x-death: %s: published there, not dead-lettered by a nack", notify.DLQ, after, w.deathsText(t.deaths))
@@ -576,6 +580,12 @@ func (w *worker) fate(t *task) string {
 		last = s[len(s)-1]
 	}
 	return fmt.Sprintf("in no queue %s: lost (its last settle: %s; a nack goes where email-queue's dead-letter arguments send it)", after, last)
+}
+
+// dead reports whether t was found in email-dlq, where a nack from
+// email-queue put it (x-death's most recent entry).
+func (w *worker) dead(t *task) bool {
+	return t.landed == notify.DLQ && len(t.deaths) > 0 && t.deaths[0].Queue == w.n.EmailQueue && t.deaths[0].Reason == "rejected"
 }
 
 // wantFate is where email id should end.
