@@ -102,4 +102,16 @@ var All = []Exercise{
 			{When: "qlab-retries: a header only a forger writes is refused with an error", Text: "Anything that is not an int64 or int32 in 0..MaxRetries is refused: a string \"3\", a float 3.0, -1, 101. Believing a forged count of a billion would park the message at once, or never."},
 		},
 	},
+	{
+		Dir: "11_nack_route", File: "nack_route.go", Lesson: "Q15", Broker: true,
+		Title: "Where does a nack go? A retry with its delay, the last failure to email-dlq",
+		Hints: []Hint{
+			{When: "a nack reaches email-dlq through email-dlx", Text: "A nack (requeue false) goes where the queue's dead-letter arguments say, nowhere else: without \"x-dead-letter-exchange\" it is dropped. Give email-queue \"x-dead-letter-exchange\": n.DLX and \"x-dead-letter-routing-key\": n.DLQKey, the key email-dlx binds email-dlq with (a direct exchange routes only an exact key)."},
+			{When: "a nack reaches email-dlq through email-dlx", Text: "That is the diagram's route: a nack into email-retry-queue, where nothing ever expires it (a nack cannot set an expiration, and the queue has no TTL). The nack is for the last failure only, and its route is email-dlx → email-dlq."},
+			{When: "a failure with attempts left: a copy to email-retry-queue with its delay, then ack", Text: "A nack cannot carry a delay: email-retry-queue has no TTL of its own, so the wait must travel on the message. Publish a copy of the job (job.Retries one higher, job.Encode()) to n.RetryQueue with Expiration set to p.Delay(job.Retries) in milliseconds as a decimal string, then ack the original."},
+			{When: "each delivery is settled exactly once", Text: "Settle every delivery once: after the copy, ack; at the limit, nack; and then return. A second ack of the same delivery tag is a channel error: the broker closes the channel (406 PRECONDITION_FAILED, unknown delivery tag) and requeues everything unacked on it, so emails go out twice."},
+			{When: "never requeued: a retry waits in email-retry-queue", Text: "Nack(false, true) puts the message back in email-queue: it comes straight back, redelivered, with no wait at all, a hot loop. Requeue false, always: the wait is email-retry-queue's job."},
+			{When: "the last failure is a nack (requeue false), no copy", Text: "Count first (job.Retries++), then decide: when the new count reaches p.Attempts, d.Nack(false, false) and return, so email-queue's dead-letter route parks it in email-dlq with x-death saying \"rejected\" from email-queue. Publishing it into email-dlq yourself leaves no x-death."},
+		},
+	},
 }
