@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"testing"
 	"time"
@@ -16,7 +15,6 @@ import (
 	"github.com/queuelab/qlab/exercises/check"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/rabbit"
-	"github.com/queuelab/qlab/rabbit/rabbittest"
 )
 
 // The waits the checker configures: two, so a TTL written as a constant
@@ -29,17 +27,11 @@ const patience = 5 * time.Second
 
 func TestWaitQueues(t *testing.T) {
 	c := check.New(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	b, err := rabbit.Discover(ctx, rabbit.DiscoverOptions{})
-	cancel()
-	if err != nil {
-		if os.Getenv(rabbittest.RequireEnv) == "1" {
-			c.That(check.Run{Name: "this machine"}, "a RabbitMQ broker to check against", false, err.Error(), "a broker ("+rabbittest.RequireEnv+"=1)", "")
-			return
-		}
-		c.Skip("needs a RabbitMQ broker (start one, or set RABBITMQ_URL): " + err.Error())
+	url, ok := c.Broker()
+	if !ok {
+		return
 	}
-	conn, err := amqp.Dial(b.URL)
+	conn, err := amqp.Dial(url)
 	if err != nil {
 		c.That(check.Run{Name: "this machine"}, "a RabbitMQ broker to check against", false, err.Error(), "a connection", "")
 		return

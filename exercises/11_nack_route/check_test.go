@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,7 +18,6 @@ import (
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lessons/notify"
 	"github.com/queuelab/qlab/rabbit"
-	"github.com/queuelab/qlab/rabbit/rabbittest"
 )
 
 // scenario is one case: a policy and emails whose first fails[task]
@@ -62,18 +60,12 @@ const expires = int64(60_000)
 
 func TestNackRoute(t *testing.T) {
 	c := check.New(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	b, err := rabbit.Discover(ctx, rabbit.DiscoverOptions{})
-	cancel()
-	if err != nil {
-		if os.Getenv(rabbittest.RequireEnv) == "1" {
-			c.That(check.Run{Name: "this machine"}, "a RabbitMQ broker to check against", false, err.Error(), "a broker ("+rabbittest.RequireEnv+"=1)", "")
-			return
-		}
-		c.Skip("needs a RabbitMQ broker (start one, or set RABBITMQ_URL): " + err.Error())
+	url, ok := c.Broker()
+	if !ok {
+		return
 	}
 	for _, sc := range scenarios {
-		runScenario(c, b.URL, sc)
+		runScenario(c, url, sc)
 	}
 }
 
