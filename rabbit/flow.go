@@ -369,8 +369,8 @@ func (f *Flow) Interrupt() { f.s.InterruptConsumers() }
 // Close deletes the flow's exchanges, stops the consumers and deletes the
 // queues the run created. A task still pending then is reported lost: with
 // the session's failure as the reason when the run could not go on (a
-// queue deleted from outside, a broker gone), otherwise because deleting
-// the queues discarded it.
+// queue deleted from outside, a broker gone) or the clean-up failed (the
+// broker out of reach), otherwise because deleting the queues discarded it.
 func (f *Flow) Close(ctx context.Context) error {
 	_ = f.pub.Close()
 	if err := f.s.Err(); err != nil {
@@ -383,6 +383,9 @@ func (f *Flow) Close(ctx context.Context) error {
 		f.s.Logger.Warn("rabbit: clean-up left exchanges behind", "exchanges", exchanges, "err", err.Error())
 	}
 	if err := f.s.Close(ctx); err != nil {
+		// The broker is out of reach (the clean-up failed too): whatever
+		// is still pending ends here, and the stream says why.
+		ReportLost(f.stream, "Cleanup", "the run ended without it: "+err.Error())
 		return err
 	}
 	ReportDiscarded(f.stream, "Cleanup")
