@@ -122,11 +122,19 @@ func (w *q15Worker) open(conn *amqp.Connection) (*amqp.Channel, <-chan amqp.Deli
 	return ch, deliveries, nil
 }
 
+// isJob is Screen's check that a body is an email job.
+func isJob(body []byte) error {
+	_, err := notify.DecodeJob(body)
+	return err
+}
+
 // consume handles deliveries one at a time until ctx ends or the channel
 // dies. After each delivery it makes one round trip on the channel
 // (basic.qos with the same prefetch): the broker answers it only if the
 // settles before it were valid, so a 406 is seen here, before the worker
-// takes another delivery from a channel that is already gone.
+// takes another delivery from a channel that is already gone. A message
+// that is not one of the run's email jobs (someone else's, or malformed)
+// is parked in the run's hold queue before anything reads it.
 func (w *q15Worker) consume(ctx context.Context, ch *amqp.Channel, deliveries <-chan amqp.Delivery) error {
 	for {
 		select {
@@ -135,6 +143,9 @@ func (w *q15Worker) consume(ctx context.Context, ch *amqp.Channel, deliveries <-
 		case d, ok := <-deliveries:
 			if !ok {
 				return amqp.ErrClosed
+			}
+			if !w.s.Screen(ctx, notify.EmailQueue, d, isJob) {
+				continue // parked in the run's hold queue: someone else's, or no email job
 			}
 			w.book.busy()
 			if err := w.handle(ctx, d); err != nil {
@@ -159,7 +170,7 @@ func (w *q15Worker) consume(ctx context.Context, ch *amqp.Channel, deliveries <-
 // as the callback is written.
 func (w *q15Worker) handle(ctx context.Context, d amqp.Delivery) error {
 	job, err := notify.DecodeJob(d.Body)
-	if err != nil { // the run published every body itself
+	if err != nil { // Screen let only email jobs of the run through
 		return fmt.Errorf("%s: %s: %w", w.run.actor, d.MessageId, err)
 	}
 	task, attempt := d.MessageId, job.Retries+1
