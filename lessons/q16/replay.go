@@ -25,6 +25,7 @@ type q16Worker struct {
 	pub      *rabbit.Publisher
 	attempts map[string]int
 	fails    func(task string, attempt int) error // the mail service's answer
+	inDLQ    int                                  // jobs nacked to email-dlq and not replayed since
 }
 
 // handle processes d and reports it.
@@ -46,6 +47,7 @@ func (w *q16Worker) handle(ctx context.Context, d amqp.Delivery) error {
 		e.Kind, e.To, e.Actor = lab.DeadLettered, notify.DLQ, "Email-Worker"
 		e.Note = fmt.Sprintf("retries %d → %d ≥ MAX_RETRIES: nack(msg, false, false) → email-dlx → email-dlq; the body it parks still says retries %d", read, job.Retries, read)
 		w.env.Stream.Emit(e)
+		w.inDLQ++
 		return d.Nack(false, false /* requeue */)
 	}
 	wait := notify.RetryDelay(job.Retries)
@@ -62,7 +64,8 @@ func (w *q16Worker) handle(ctx context.Context, d amqp.Delivery) error {
 }
 
 // serve handles every job email-queue gets until it and email-retry-queue
-// are both empty, within the longest retry delay and a few seconds.
+// hold none of the run's, within the longest retry delay and a few
+// seconds. A message that is no job of the run is parked, in either queue.
 func (w *q16Worker) serve(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, w.s.Clock.Real(notify.RetryDelays[len(notify.RetryDelays)-1])+10*time.Second)
 	defer cancel()
@@ -78,13 +81,16 @@ func (w *q16Worker) serve(ctx context.Context) error {
 			return err
 		}
 		if ok {
+			if !w.s.Screen(ctx, notify.EmailQueue, d, isJob) {
+				continue // parked in the run's hold queue: someone else's, or no email job
+			}
 			if err := w.handle(ctx, d); err != nil {
 				return err
 			}
 			continue
 		}
-		waiting, err := w.s.Depth(ctx, notify.RetryQueue)
-		if err != nil || waiting == 0 {
+		waiting, _, err := w.s.Sift(ctx, notify.RetryQueue) // only the run's own retries are waited for
+		if err != nil || len(waiting) == 0 {
 			return err
 		}
 		if err := w.s.Clock.Wait(ctx, time.Second); err != nil { // a retry is due later: look again
@@ -136,6 +142,9 @@ func q16Operate(ctx context.Context, env *lesson.Env, inspect *render.Table) (re
 		return render.Table{}, err
 	}
 	fixed = true
+	if _, _, err := q16Landed(ctx, s, w.inDLQ); err != nil {
+		return render.Table{}, err
+	}
 	conn, dlq := s.Connection(), s.Names.Of(notify.DLQ)
 	if err := q16InspectSafely(ctx, conn, dlq, inspect); err != nil {
 		return render.Table{}, err
@@ -166,7 +175,11 @@ func q16Replay(ctx context.Context, env *lesson.Env, w *q16Worker, cold map[stri
 	if reset {
 		how = "--reset-retries"
 	}
+	if _, _, err := q16Landed(ctx, s, w.inDLQ); err != nil { // the last nack's job is there, and nobody else's
+		return nil, err
+	}
 	res, err := rabbit.Replay(ctx, conn, s.Names.Of(notify.DLQ), s.Names.Of(notify.EmailQueue), rabbit.ReplayOptions{ResetRetries: reset})
+	w.inDLQ -= len(res.Moved)
 	for _, d := range res.Moved {
 		cold[d.MessageId] = true
 		env.Stream.Emit(lab.Event{Kind: lab.Moved, Task: d.MessageId, Queue: notify.DLQ, To: notify.EmailQueue, Actor: "Operator",
