@@ -19,7 +19,6 @@ import (
 	"strings"
 	"time"
 
-
 	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
