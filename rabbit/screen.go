@@ -3,6 +3,7 @@ package rabbit
 import (
 	"context"
 	"fmt"
+	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 )
@@ -91,4 +92,71 @@ func (s *Session) scan(ctx context.Context, queue string, max int, park bool) ([
 		out = append(out, Delivery{Delivery: d, Task: d.MessageId, Queue: queue, Deaths: ReadDeaths(d.Headers), names: s.Names})
 	}
 	return out, parked, nil
+}
+
+// emptyWindow is how many deliveries Empty lets the broker push ahead of
+// its acks.
+const emptyWindow = 256
+
+// Empty removes n messages from seed queue, which the run declared, and
+// returns how many of them were the run's tasks. It is a purge that
+// counts: it consumes the queue, acks away each task of the run and parks
+// anything else (Screen), so a depth a lesson measures can leave out what
+// someone else published there. It waits at most a few seconds for each
+// message; deliveries past the n-th go back to the queue when its channel
+// closes.
+func (s *Session) Empty(ctx context.Context, queue string, n int) (int, error) {
+	name := s.Names.Of(queue)
+	ch, deliveries, err := s.consumeAll(ctx, name)
+	if err != nil {
+		return 0, fmt.Errorf("emptying %s: %w", name, err)
+	}
+	defer ch.Close()
+	tasks := 0
+	for got := 0; got < n; got++ {
+		select {
+		case d, ok := <-deliveries:
+			if !ok {
+				return tasks, fmt.Errorf("emptying %s: the channel closed after %d of %d messages", name, got, n)
+			}
+			if !s.Screen(ctx, queue, d) {
+				continue
+			}
+			if err := d.Ack(false); err != nil {
+				return tasks, fmt.Errorf("emptying %s: %w", name, err)
+			}
+			tasks++
+		case <-time.After(opTimeout):
+			return tasks, fmt.Errorf("emptying %s: %d of %d messages came within %v", name, got, n, opTimeout)
+		case <-ctx.Done():
+			return tasks, ctx.Err()
+		}
+	}
+	return tasks, nil
+}
+
+// consumeAll opens a channel on the session's connection and consumes
+// broker queue name on it with manual acks and emptyWindow's prefetch.
+func (s *Session) consumeAll(ctx context.Context, name string) (*amqp.Channel, <-chan amqp.Delivery, error) {
+	type consuming struct {
+		ch         *amqp.Channel
+		deliveries <-chan amqp.Delivery
+	}
+	c, err := withinValue(ctx, func() (consuming, error) {
+		ch, err := s.channel(ctx)
+		if err != nil {
+			return consuming{}, err
+		}
+		if err := ch.Qos(emptyWindow, 0, false); err != nil {
+			ch.Close()
+			return consuming{}, err
+		}
+		deliveries, err := ch.Consume(name, "", false /* autoAck */, false, false, false, nil)
+		if err != nil {
+			ch.Close()
+			return consuming{}, err
+		}
+		return consuming{ch, deliveries}, nil
+	})
+	return c.ch, c.deliveries, err
 }
