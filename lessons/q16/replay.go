@@ -63,9 +63,9 @@ func (w *q16Worker) handle(ctx context.Context, d amqp.Delivery) error {
 	return d.Ack(false)
 }
 
-// serve handles every job email-queue gets until it and email-retry-queue
-// hold none of the run's, within the longest retry delay and a few
-// seconds. A message that is no job of the run is parked, in either queue.
+// serve handles every job email-queue gets until email-queue is empty and
+// no job it handled waits for a retry, within the longest retry delay and
+// a few seconds. A message that is no job of the run is parked.
 func (w *q16Worker) serve(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, w.s.Clock.Real(notify.RetryDelays[len(notify.RetryDelays)-1])+10*time.Second)
 	defer cancel()
@@ -89,14 +89,27 @@ func (w *q16Worker) serve(ctx context.Context) error {
 			}
 			continue
 		}
-		waiting, _, err := w.s.Sift(ctx, notify.RetryQueue) // only the run's own retries are waited for
-		if err != nil || len(waiting) == 0 {
-			return err
+		if !w.waiting() {
+			return nil
 		}
 		if err := w.s.Clock.Wait(ctx, time.Second); err != nil { // a retry is due later: look again
 			return fmt.Errorf("q16: waiting for email-retry-queue: %w", err)
 		}
 	}
+}
+
+// waiting reports whether a job the worker handled is still on its way
+// (pending in the stream's ledger: a copy in email-retry-queue, or a
+// replayed job): the worker's own record, not email-retry-queue's depth,
+// which counts anyone's messages and drops to 0 while an expired copy is
+// still being dead-lettered back to email-queue.
+func (w *q16Worker) waiting() bool {
+	for _, r := range w.env.Stream.Tasks() {
+		if _, handled := w.attempts[r.ID]; handled && r.Fate == lab.FatePending {
+			return true
+		}
+	}
+	return false
 }
 
 // q16Operate parks the plan's jobs that fail on their last try, inspects
