@@ -207,12 +207,7 @@ func (c *Consumer) serve(ctx context.Context, deliveries <-chan amqp.Delivery) {
 			if !ok {
 				return
 			}
-			if d.AppId != c.s.Names.Run {
-				c.s.holdForeign(ctx, c.opts.Queue, d)
-				continue
-			}
-			if problem := TaskProblem(d); problem != "" {
-				c.s.park(ctx, c.opts.Queue, d, "malformed: "+problem)
+			if !c.s.Screen(ctx, c.opts.Queue, d) {
 				continue
 			}
 			dl := &Delivery{Delivery: d, Task: d.MessageId, Queue: c.opts.Queue, Deaths: ReadDeaths(d.Headers), names: c.s.Names}

@@ -28,6 +28,10 @@
 //     queue gets: a confirm, and a basic.return only with mandatory.
 //   - Session.Peek reads the head of a queue with basic.get and leaves it
 //     there, to inspect a DLQ.
+//   - Session.Screen, Sift and Empty apply the Consumer's foreign and
+//     malformed check (NotATask) for lessons that read queues with
+//     amqp091-go's own calls: what is no task of the run is parked in the
+//     hold queue, never handled or counted.
 //
 // Like every backend it never prints: work is reported as lab.Events and
 // connection trouble is logged through log/slog.

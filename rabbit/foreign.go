@@ -31,19 +31,13 @@ func (s *Session) parkActivity() (parked int, busy bool) {
 	return s.foreign, s.parking > 0
 }
 
-// holdForeign takes foreign delivery d, met on seed queue queue, out of
-// the run's way: it logs it, counts it, publishes a copy (properties and
-// headers kept, plus ForeignReasonHeader) to the run's hold queue, and
-// acks the original once the broker confirmed the copy. If that fails it
-// rejects d without requeue, so the broker dead-letters it along the
-// queue's route or drops it: requeueing would hand it straight back, a hot
-// loop.
-func (s *Session) holdForeign(ctx context.Context, queue string, d amqp.Delivery) {
-	s.park(ctx, queue, d, fmt.Sprintf("not published by run %s (app-id %q)", s.Names.Run, d.AppId))
-}
-
-// park moves d, met on seed queue queue, to the hold queue with reason, as
-// holdForeign says.
+// park takes delivery d, met on seed queue queue, out of the run's way
+// (see Screen for when): it logs it with reason, counts it, publishes a
+// copy (properties and headers kept, plus ForeignReasonHeader) to the
+// run's hold queue, and acks the original once the broker confirmed the
+// copy. If that fails it rejects d without requeue, so the broker
+// dead-letters it along the queue's route or drops it: requeueing would
+// hand it straight back, a hot loop.
 func (s *Session) park(ctx context.Context, queue string, d amqp.Delivery, reason string) {
 	s.mu.Lock()
 	s.foreign++

@@ -67,6 +67,10 @@ func RetryDelay(retryCount int) time.Duration {
 
 // Job is the document's EmailJob: the JSON body of every message.
 type Job struct {
+	// Task is the lab's task id, the message id: not in the document, but
+	// every body a lab run publishes names its task (rabbit.TaskProblem),
+	// so a message that does not is parked, never taken for a job.
+	Task      string  `json:"task"`
 	Type      string  `json:"type"` // "verification" or "notification"
 	Data      JobData `json:"data"`
 	Timestamp int64   `json:"timestamp"` // ms since the epoch
@@ -118,6 +122,7 @@ func (j Job) Encode() []byte {
 // notificationId), addressed to task's customer.
 func NewJob(task string, at time.Time) Job {
 	return Job{
+		Task:      task,
 		Type:      "notification",
 		Data:      JobData{NotificationID: task, To: task + "@example.com", Subject: "Order confirmation", Message: "Your order is confirmed."},
 		Timestamp: at.UnixMilli(),

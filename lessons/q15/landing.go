@@ -188,7 +188,7 @@ func (o *q15Outcome) land(ctx context.Context, env *lesson.Env, s *rabbit.Sessio
 		}
 	}
 	nacked := o.nackedTasks(tasks)
-	found, err := q15Find(ctx, s, len(nacked))
+	found, err := q15Find(ctx, s, nacked)
 	if err != nil {
 		return err
 	}
@@ -211,15 +211,19 @@ func (o *q15Outcome) nackedTasks(tasks []string) []string {
 	return out
 }
 
-// q15Find peeks at email-dlq and email-retry-queue until they hold want
-// messages together, or a few seconds have passed (dead-lettering is
-// asynchronous, but quick).
-func q15Find(ctx context.Context, s *rabbit.Session, want int) (map[string]rabbit.Delivery, error) {
-	deadline := time.Now().Add(5 * time.Second)
+// q15Find peeks at email-dlq and email-retry-queue (Peek: the run's
+// messages only, left in place) until each of the nacked tasks is found
+// in one of them, or q15Landing has passed. When the worker's last settle
+// was answered the broker has taken the nack, but dead-lettering is
+// asynchronous: email-queue hands the message on to the exchange and the
+// target queue takes it later, later still on a loaded machine. A task
+// not found within the bound is reported lost.
+func q15Find(ctx context.Context, s *rabbit.Session, nacked []string) (map[string]rabbit.Delivery, error) {
+	deadline := time.Now().Add(q15Landing)
 	for {
 		found := map[string]rabbit.Delivery{}
 		for _, q := range []string{notify.DLQ, notify.RetryQueue} {
-			ds, err := s.Peek(ctx, q, want+1)
+			ds, err := s.Peek(ctx, q, len(nacked)+1)
 			if err != nil {
 				return nil, err
 			}
@@ -227,15 +231,29 @@ func q15Find(ctx context.Context, s *rabbit.Session, want int) (map[string]rabbi
 				found[d.Task] = d
 			}
 		}
-		if len(found) >= want || time.Now().After(deadline) {
+		if q15AllFound(found, nacked) || time.Now().After(deadline) {
 			return found, nil
 		}
 		select {
-		case <-time.After(10 * time.Millisecond):
+		case <-time.After(20 * time.Millisecond):
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// q15Landing bounds the wait for a nacked message to reach its queue: a
+// dead-letter takes milliseconds, so only a broken route waits this long.
+const q15Landing = 30 * time.Second
+
+// q15AllFound reports whether found holds every task of tasks.
+func q15AllFound(found map[string]rabbit.Delivery, tasks []string) bool {
+	for _, t := range tasks {
+		if _, ok := found[t]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // report emits the fate of nacked task from where its message was found:

@@ -78,14 +78,14 @@ func (w *q15Worker) serve(ctx context.Context) error {
 // gone or going (nil: serve dials again) or something unexpected fails.
 func (w *q15Worker) serveOn(ctx context.Context, conn *amqp.Connection) error {
 	for {
-		ch, deliveries, err := w.open(conn)
+		ch, deliveries, closed, err := w.open(conn)
 		if err == nil {
-			err = w.consume(ctx, ch, deliveries)
+			err = brokerReason(w.consume(ctx, ch, deliveries), closed)
 			_ = ch.Close() // already closed after a 406
 		}
 		var amqpErr *amqp.Error
 		switch {
-		case ctx.Err() != nil || conn.IsClosed() || errors.Is(err, amqp.ErrClosed):
+		case ctx.Err() != nil:
 			w.book.idle()
 			return nil
 		case errors.As(err, &amqpErr) && amqpErr.Code == amqp.PreconditionFailed:
@@ -93,6 +93,9 @@ func (w *q15Worker) serveOn(ctx context.Context, conn *amqp.Connection) error {
 			w.env.Stream.Emit(lab.Event{Kind: lab.Alerted, Task: w.book.lastAgain(), Queue: notify.EmailQueue, Actor: w.run.actor,
 				Note: fmt.Sprintf("the broker closed the worker's channel after the second settle: %d %s; every message unacked on it goes back to email-queue, and the worker opens a new channel",
 					amqpErr.Code, amqpErr.Reason)})
+		case conn.IsClosed() || errors.Is(err, amqp.ErrClosed):
+			w.book.idle()
+			return nil
 		default:
 			return fmt.Errorf("%s: consuming %s: %w", w.run.actor, notify.EmailQueue, err)
 		}
@@ -100,14 +103,16 @@ func (w *q15Worker) serveOn(ctx context.Context, conn *amqp.Connection) error {
 }
 
 // open opens a channel on conn with the run's prefetch and consumes
-// email-queue with manual acks.
-func (w *q15Worker) open(conn *amqp.Connection) (*amqp.Channel, <-chan amqp.Delivery, error) {
+// email-queue with manual acks; closed will carry the broker's reason if
+// the broker closes the channel.
+func (w *q15Worker) open(conn *amqp.Connection) (*amqp.Channel, <-chan amqp.Delivery, chan *amqp.Error, error) {
 	ch, err := conn.Channel()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
+	closed := ch.NotifyClose(make(chan *amqp.Error, 1))
 	if err := ch.Qos(w.run.prefetch, 0, false); err != nil { // this.consumeChannel.prefetch(n)
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	deliveries, err := ch.Consume(w.s.Names.Of(notify.EmailQueue), "", // the broker names the consumer
 		false, // autoAck: no, the worker acks or nacks each delivery
@@ -117,16 +122,46 @@ func (w *q15Worker) open(conn *amqp.Connection) (*amqp.Channel, <-chan amqp.Deli
 		nil)
 	if err != nil {
 		_ = ch.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return ch, deliveries, nil
+	return ch, deliveries, closed, nil
+}
+
+// brokerReason is why consuming stopped: the broker's reason for closing
+// the channel (the 406 a second settle causes) rather than the
+// amqp.ErrClosed a call on the closed channel returns. On a loaded
+// machine the broker's channel.close can arrive before the worker's next
+// call, which then fails with ErrClosed: amqp091-go (v1.16.0) marks the
+// channel closed before it hands the reason to NotifyClose. Every
+// shutdown ends by closing closed, so the wait is short; its bound is
+// for safety only.
+func brokerReason(err error, closed <-chan *amqp.Error) error {
+	if !errors.Is(err, amqp.ErrClosed) {
+		return err
+	}
+	select {
+	case reason, ok := <-closed:
+		if ok && reason != nil {
+			return reason
+		}
+	case <-time.After(5 * time.Second):
+	}
+	return err
+}
+
+// isJob is Screen's check that a body is an email job.
+func isJob(body []byte) error {
+	_, err := notify.DecodeJob(body)
+	return err
 }
 
 // consume handles deliveries one at a time until ctx ends or the channel
 // dies. After each delivery it makes one round trip on the channel
 // (basic.qos with the same prefetch): the broker answers it only if the
 // settles before it were valid, so a 406 is seen here, before the worker
-// takes another delivery from a channel that is already gone.
+// takes another delivery from a channel that is already gone. A message
+// that is not one of the run's email jobs (someone else's, or malformed)
+// is parked in the run's hold queue before anything reads it.
 func (w *q15Worker) consume(ctx context.Context, ch *amqp.Channel, deliveries <-chan amqp.Delivery) error {
 	for {
 		select {
@@ -135,6 +170,9 @@ func (w *q15Worker) consume(ctx context.Context, ch *amqp.Channel, deliveries <-
 		case d, ok := <-deliveries:
 			if !ok {
 				return amqp.ErrClosed
+			}
+			if !w.s.Screen(ctx, notify.EmailQueue, d, isJob) {
+				continue // parked in the run's hold queue: someone else's, or no email job
 			}
 			w.book.busy()
 			if err := w.handle(ctx, d); err != nil {
@@ -159,7 +197,7 @@ func (w *q15Worker) consume(ctx context.Context, ch *amqp.Channel, deliveries <-
 // as the callback is written.
 func (w *q15Worker) handle(ctx context.Context, d amqp.Delivery) error {
 	job, err := notify.DecodeJob(d.Body)
-	if err != nil { // the run published every body itself
+	if err != nil { // Screen let only email jobs of the run through
 		return fmt.Errorf("%s: %s: %w", w.run.actor, d.MessageId, err)
 	}
 	task, attempt := d.MessageId, job.Retries+1

@@ -19,8 +19,6 @@ import (
 	"strings"
 	"time"
 
-	amqp "github.com/rabbitmq/amqp091-go"
-
 	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
@@ -144,18 +142,29 @@ func q16OverflowRun(ctx context.Context, env *lesson.Env, o q16Overflow, inspect
 			acked++
 		}
 	}
-	conn := s.Connection()
-	dead, err := rabbit.Inspect(ctx, conn, s.Names.Of(notify.DLQ), 0)
+	kept, parked, err := s.Sift(ctx, notify.EmailQueue)
+	if err != nil {
+		return nil, "", err
+	}
+	want := acked - len(kept) // confirmed, yet not in email-queue: dropped from the head
+	if o.mode == RejectPublishDLX {
+		want += nacked
+	}
+	dead, foreign, err := q16Landed(ctx, s, want)
 	if err != nil {
 		return nil, "", err
 	}
 	var deadIDs []string
 	for _, d := range dead {
-		deadIDs = append(deadIDs, fmt.Sprintf("%s (%s)", d.MessageId, q16Reasons(rabbit.ReadDeaths(d.Headers))))
-		env.Stream.Emit(lab.Event{Kind: lab.DeadLettered, Task: d.MessageId, Queue: notify.EmailQueue, To: notify.DLQ, Actor: "Broker",
-			Note: "x-death reason " + q16Reasons(rabbit.ReadDeaths(d.Headers)) + ": email-queue was full"})
+		deadIDs = append(deadIDs, fmt.Sprintf("%s (%s)", d.Task, q16Reasons(d.Deaths)))
+		env.Stream.Emit(lab.Event{Kind: lab.DeadLettered, Task: d.Task, Queue: notify.EmailQueue, To: notify.DLQ, Actor: "Broker",
+			Note: "x-death reason " + q16Reasons(d.Deaths) + ": email-queue was full"})
 	}
-	kept, err := q16Send(ctx, env, conn, s.Names.Of(notify.EmailQueue))
+	deadCell := q16List(deadIDs)
+	if parked += foreign; parked > 0 {
+		deadCell += fmt.Sprintf("; and %d the run did not publish, parked in the hold queue", parked)
+	}
+	sent, err := q16Send(ctx, env, s)
 	if err != nil {
 		return nil, "", err
 	}
@@ -164,29 +173,82 @@ func q16OverflowRun(ctx context.Context, env *lesson.Env, o q16Overflow, inspect
 			return nil, "", err
 		}
 	}
-	return []string{o.name(), fmt.Sprintf("%d ack, %d nack", acked, nacked), q16List(deadIDs), q16Range(kept)}, lesson.BrokerVersion(b), nil
+	return []string{o.name(), fmt.Sprintf("%d ack, %d nack", acked, nacked), deadCell, q16Range(sent)}, lesson.BrokerVersion(b), nil
 }
 
 // q16Send is a worker that takes every job email-queue holds and sends it
 // (the mail service is up in this part); it returns their ids in order.
-func q16Send(ctx context.Context, env *lesson.Env, conn *amqp.Connection, queue string) ([]string, error) {
-	jobs, err := rabbit.Take(ctx, conn, queue, 0)
+// A message that is no job of the run is parked, not sent.
+func q16Send(ctx context.Context, env *lesson.Env, s *rabbit.Session) ([]string, error) {
+	ch, err := s.Connection().Channel()
+	if err != nil {
+		return nil, err
+	}
+	defer ch.Close()
 	var ids []string
-	for _, d := range jobs {
+	for {
+		d, ok, err := ch.Get(s.Names.Of(notify.EmailQueue), false /* autoAck */)
+		if err != nil || !ok {
+			return ids, err
+		}
+		if !s.Screen(ctx, notify.EmailQueue, d, isJob) {
+			continue
+		}
 		ids = append(ids, d.MessageId)
 		at := lab.Event{Task: d.MessageId, Queue: notify.EmailQueue, Actor: "Email-Worker", Attempt: 1}
 		_ = env.Stream.Attempt(at, func() error { return nil })
+		if err := d.Ack(false); err != nil {
+			return ids, err
+		}
 	}
-	return ids, err
 }
+
+// isJob is Screen's check that a body is an email job.
+func isJob(body []byte) error {
+	_, err := notify.DecodeJob(body)
+	return err
+}
+
+// q16Landed sifts email-dlq (rabbit.Sift: the run's messages left in
+// place, anyone else's parked in the hold queue) until it holds want of
+// the run's messages, or q16Landing has passed, and returns those and how
+// many it parked. Dead-lettering is asynchronous: the broker has
+// confirmed a publish, or taken a nack, before the message that overflow
+// or nack dead-letters reaches email-dlq.
+func q16Landed(ctx context.Context, s *rabbit.Session, want int) ([]rabbit.Delivery, int, error) {
+	deadline := time.Now().Add(q16Landing)
+	parked := 0
+	for {
+		dead, n, err := s.Sift(ctx, notify.DLQ)
+		parked += n
+		if err != nil || len(dead) >= want || time.Now().After(deadline) {
+			return dead, parked, err
+		}
+		select {
+		case <-time.After(20 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, parked, ctx.Err()
+		}
+	}
+}
+
+// q16Landing bounds the wait for dead-lettered messages to reach
+// email-dlq: it takes milliseconds, so only a broken route waits this
+// long.
+const q16Landing = 30 * time.Second
 
 // q16TakeLikeTheSeed reads email-dlq as the seed's command does:
 // POST /api/queues/%2F/email-dlq/get with ackmode ack_requeue_false, which
 // the management plugin carries out as basic.get with no-ack (rabbit.Take).
 // The management plugin is not enabled on the lab's broker, so the lab
-// sends the same AMQP method itself. What it shows is gone.
+// sends the same AMQP method itself. What it shows is gone, so email-dlq
+// is sifted first: a message someone else put there is parked, not
+// deleted by the lesson.
 func q16TakeLikeTheSeed(ctx context.Context, env *lesson.Env, s *rabbit.Session, inspect *render.Table) error {
 	conn, dlq := s.Connection(), s.Names.Of(notify.DLQ)
+	if _, _, err := s.Sift(ctx, notify.DLQ); err != nil { // what is not the run's is parked, not deleted
+		return err
+	}
 	before, err := rabbit.QueueDepth(ctx, conn, dlq)
 	if err != nil {
 		return err
@@ -200,6 +262,10 @@ func q16TakeLikeTheSeed(ctx context.Context, env *lesson.Env, s *rabbit.Session,
 		return err
 	}
 	for _, d := range shown {
+		if reason := s.NotATask(d); reason != "" { // published between the sift and the read
+			s.Logger.Warn("q16: the seed's read removed a message the run did not publish", "message_id", d.MessageId, "reason", reason)
+			continue
+		}
 		env.Stream.Emit(lab.Event{Kind: lab.Dropped, Task: d.MessageId, Queue: notify.DLQ, Actor: "Operator",
 			Note: "read with the seed's ackmode ack_requeue_false (basic.get, no-ack): shown once, and removed from email-dlq"})
 	}

@@ -25,6 +25,7 @@ type q16Worker struct {
 	pub      *rabbit.Publisher
 	attempts map[string]int
 	fails    func(task string, attempt int) error // the mail service's answer
+	inDLQ    int                                  // jobs nacked to email-dlq and not replayed since
 }
 
 // handle processes d and reports it.
@@ -46,6 +47,7 @@ func (w *q16Worker) handle(ctx context.Context, d amqp.Delivery) error {
 		e.Kind, e.To, e.Actor = lab.DeadLettered, notify.DLQ, "Email-Worker"
 		e.Note = fmt.Sprintf("retries %d → %d ≥ MAX_RETRIES: nack(msg, false, false) → email-dlx → email-dlq; the body it parks still says retries %d", read, job.Retries, read)
 		w.env.Stream.Emit(e)
+		w.inDLQ++
 		return d.Nack(false, false /* requeue */)
 	}
 	wait := notify.RetryDelay(job.Retries)
@@ -61,8 +63,9 @@ func (w *q16Worker) handle(ctx context.Context, d amqp.Delivery) error {
 	return d.Ack(false)
 }
 
-// serve handles every job email-queue gets until it and email-retry-queue
-// are both empty, within the longest retry delay and a few seconds.
+// serve handles every job email-queue gets until email-queue is empty and
+// no job it handled waits for a retry, within the longest retry delay and
+// a few seconds. A message that is no job of the run is parked.
 func (w *q16Worker) serve(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, w.s.Clock.Real(notify.RetryDelays[len(notify.RetryDelays)-1])+10*time.Second)
 	defer cancel()
@@ -78,19 +81,35 @@ func (w *q16Worker) serve(ctx context.Context) error {
 			return err
 		}
 		if ok {
+			if !w.s.Screen(ctx, notify.EmailQueue, d, isJob) {
+				continue // parked in the run's hold queue: someone else's, or no email job
+			}
 			if err := w.handle(ctx, d); err != nil {
 				return err
 			}
 			continue
 		}
-		waiting, err := w.s.Depth(ctx, notify.RetryQueue)
-		if err != nil || waiting == 0 {
-			return err
+		if !w.waiting() {
+			return nil
 		}
 		if err := w.s.Clock.Wait(ctx, time.Second); err != nil { // a retry is due later: look again
 			return fmt.Errorf("q16: waiting for email-retry-queue: %w", err)
 		}
 	}
+}
+
+// waiting reports whether a job the worker handled is still on its way
+// (pending in the stream's ledger: a copy in email-retry-queue, or a
+// replayed job): the worker's own record, not email-retry-queue's depth,
+// which counts anyone's messages and drops to 0 while an expired copy is
+// still being dead-lettered back to email-queue.
+func (w *q16Worker) waiting() bool {
+	for _, r := range w.env.Stream.Tasks() {
+		if _, handled := w.attempts[r.ID]; handled && r.Fate == lab.FatePending {
+			return true
+		}
+	}
+	return false
 }
 
 // q16Operate parks the plan's jobs that fail on their last try, inspects
@@ -136,6 +155,9 @@ func q16Operate(ctx context.Context, env *lesson.Env, inspect *render.Table) (re
 		return render.Table{}, err
 	}
 	fixed = true
+	if _, _, err := q16Landed(ctx, s, w.inDLQ); err != nil {
+		return render.Table{}, err
+	}
 	conn, dlq := s.Connection(), s.Names.Of(notify.DLQ)
 	if err := q16InspectSafely(ctx, conn, dlq, inspect); err != nil {
 		return render.Table{}, err
@@ -166,7 +188,11 @@ func q16Replay(ctx context.Context, env *lesson.Env, w *q16Worker, cold map[stri
 	if reset {
 		how = "--reset-retries"
 	}
+	if _, _, err := q16Landed(ctx, s, w.inDLQ); err != nil { // the last nack's job is there, and nobody else's
+		return nil, err
+	}
 	res, err := rabbit.Replay(ctx, conn, s.Names.Of(notify.DLQ), s.Names.Of(notify.EmailQueue), rabbit.ReplayOptions{ResetRetries: reset})
+	w.inDLQ -= len(res.Moved)
 	for _, d := range res.Moved {
 		cold[d.MessageId] = true
 		env.Stream.Emit(lab.Event{Kind: lab.Moved, Task: d.MessageId, Queue: notify.DLQ, To: notify.EmailQueue, Actor: "Operator",

@@ -59,7 +59,7 @@ func BenchmarkPublish(b *testing.B) {
 			}
 			defer ch.Close()
 			b.ResetTimer()
-			run, err := publishJobs(ctx, ch, queue, st, b.N, 0, nil)
+			run, err := publishJobs(ctx, ch, queue, s.Names.Run, st, b.N, 0, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -107,7 +107,7 @@ func BenchmarkConsume(b *testing.B) {
 			all := make(chan struct{})
 			w := &worker{name: "Bench-Worker", prefetch: p, concurrency: 1}
 			b.ResetTimer()
-			stop, err := w.consume(ctx, env, s.Connection(), queue, func() {
+			stop, err := w.consume(ctx, env, s, func() {
 				if acked.Add(1) == int64(b.N) {
 					close(all)
 				}
@@ -156,7 +156,7 @@ func fill(b *testing.B, ctx context.Context, s *rabbit.Session, queue string) {
 		b.Fatal(err)
 	}
 	defer ch.Close()
-	if _, err := publishJobs(ctx, ch, queue, st, b.N, 0, nil); err != nil {
+	if _, err := publishJobs(ctx, ch, queue, s.Names.Run, st, b.N, 0, nil); err != nil {
 		b.Fatal(err)
 	}
 }

@@ -42,19 +42,21 @@ type publishRun struct {
 // no confirm came back. After a crash these are the ones to publish again.
 func (r publishRun) unknown() int { return r.sent - r.confirmed }
 
-// publishJobs publishes n persistent email jobs to broker queue queue on
-// ch through the default exchange, keeping at most s.window unconfirmed
+// publishJobs publishes n persistent email jobs of run runID to broker queue
+// queue on ch through the default exchange, keeping at most s.window unconfirmed
 // (a sliding window: it waits for the oldest before sending more). With
 // cutAt > 0 it calls cut right after sending message cutAt, as a crash
 // would, and reports what the publisher knew at that moment.
-func publishJobs(ctx context.Context, ch *amqp.Channel, queue string, s confirmStrategy, n, cutAt int, cut func()) (publishRun, error) {
+func publishJobs(ctx context.Context, ch *amqp.Channel, queue, runID string, s confirmStrategy, n, cutAt int, cut func()) (publishRun, error) {
 	var run publishRun
 	var all, window []*amqp.DeferredConfirmation
 	start := time.Now()
 	for i := 1; i <= n; i++ {
 		task := fmt.Sprintf("c%05d", i)
+		msg := rabbit.Publishing(task, notify.NewJob(task, start).Encode())
+		msg.AppId = runID // the run's stamp, as rabbit's Publisher adds it: Empty counts only these
 		dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, "" /* default exchange */, queue,
-			false /* mandatory */, false /* immediate */, rabbit.Publishing(task, notify.NewJob(task, start).Encode()))
+			false /* mandatory */, false /* immediate */, msg)
 		if err != nil {
 			return run, fmt.Errorf("publishing %s: %w", task, err)
 		}
@@ -147,7 +149,9 @@ func measureConfirms(ctx context.Context, s *rabbit.Session, n, cutAt int) ([]co
 }
 
 // publishOnce publishes on a connection of its own (cut, if cutAt > 0),
-// waits until the queue's depth settles, reads it and empties the queue.
+// waits until the queue's depth settles, and empties the queue: what the
+// broker held is the run's messages among them (rabbit.Empty parks any
+// other, so a message someone else published there is not counted).
 func publishOnce(ctx context.Context, s *rabbit.Session, queue string, st confirmStrategy, n, cutAt int) (publishRun, int, time.Duration, error) {
 	conn, err := rabbit.DialCuttable(ctx, s.URL)
 	if err != nil {
@@ -159,7 +163,7 @@ func publishOnce(ctx context.Context, s *rabbit.Session, queue string, st confir
 		return publishRun{}, 0, 0, err
 	}
 	start := time.Now()
-	run, err := publishJobs(ctx, ch, queue, st, n, cutAt, conn.Cut)
+	run, err := publishJobs(ctx, ch, queue, s.Names.Run, st, n, cutAt, conn.Cut)
 	if err != nil {
 		return run, 0, 0, err
 	}
@@ -167,16 +171,18 @@ func publishOnce(ctx context.Context, s *rabbit.Session, queue string, st confir
 	if cutAt > 0 {
 		want = -1 // unknown: wait for the depth to stop changing
 	}
-	held, err := settledDepth(ctx, s, want)
+	depth, err := settledDepth(ctx, s, want)
 	allIn := time.Since(start)
 	if err != nil {
-		return run, held, allIn, err
+		return run, depth, allIn, err
 	}
-	return run, held, allIn, purge(ctx, s, queue)
+	held, err := s.Empty(ctx, notify.EmailQueue, depth)
+	return run, held, allIn, err
 }
 
-// settledDepth polls email-queue's depth until it reaches want, or (want
-// < 0) reads the same twice in a row, for at most depthSettle.
+// settledDepth polls email-queue's depth until it reaches want (or more:
+// someone else may have published there too), or (want < 0) reads the
+// same twice in a row, for at most depthSettle.
 func settledDepth(ctx context.Context, s *rabbit.Session, want int) (int, error) {
 	const depthSettle = 10 * time.Second
 	deadline := time.Now().Add(depthSettle)
@@ -186,7 +192,7 @@ func settledDepth(ctx context.Context, s *rabbit.Session, want int) (int, error)
 		if err != nil {
 			return 0, err
 		}
-		if d == want || (want < 0 && d == last) || time.Now().After(deadline) {
+		if (want >= 0 && d >= want) || (want < 0 && d == last) || time.Now().After(deadline) {
 			return d, nil
 		}
 		last = d
@@ -196,17 +202,6 @@ func settledDepth(ctx context.Context, s *rabbit.Session, want int) (int, error)
 			return d, ctx.Err()
 		}
 	}
-}
-
-// purge empties broker queue queue, which this run declared.
-func purge(ctx context.Context, s *rabbit.Session, queue string) error {
-	ch, err := s.Connection().Channel()
-	if err != nil {
-		return err
-	}
-	defer ch.Close()
-	_, err = ch.QueuePurge(queue, false /* noWait */)
-	return err
 }
 
 // cutPoint is where the plan's seed cuts the publisher: somewhere in the

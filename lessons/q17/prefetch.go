@@ -41,11 +41,14 @@ type jobRun struct {
 	took    time.Duration // lesson time from the first publish to the last ack
 }
 
-// consume starts w on queue. Arrivals are counted the moment amqp091-go
-// hands them over, before the handler runs, so maxHeld is what the broker
-// pushed ahead of the acks, not what the handler happened to be doing.
-func (w *worker) consume(ctx context.Context, env *lesson.Env, conn *amqp.Connection, queue string, done func()) (stop func(), err error) {
-	ch, err := conn.Channel()
+// consume starts w on email-queue. Arrivals are counted the moment
+// amqp091-go hands them over, before the handler runs, so maxHeld is what
+// the broker pushed ahead of the acks, not what the handler happened to
+// be doing. A message that is no task of the run is parked in the run's
+// hold queue as it arrives (rabbit.Session.Screen): no handler sees it
+// and no count includes it.
+func (w *worker) consume(ctx context.Context, env *lesson.Env, s *rabbit.Session, done func()) (stop func(), err error) {
+	ch, err := s.Connection().Channel()
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +56,7 @@ func (w *worker) consume(ctx context.Context, env *lesson.Env, conn *amqp.Connec
 		ch.Close()
 		return nil, err
 	}
-	deliveries, err := ch.Consume(queue, w.name, false /* autoAck */, false /* exclusive */, false /* noLocal */, false /* noWait */, nil)
+	deliveries, err := ch.Consume(s.Names.Of(notify.EmailQueue), w.name, false /* autoAck */, false /* exclusive */, false /* noLocal */, false /* noWait */, nil)
 	if err != nil {
 		ch.Close()
 		return nil, err
@@ -65,6 +68,9 @@ func (w *worker) consume(ctx context.Context, env *lesson.Env, conn *amqp.Connec
 		defer wg.Done()
 		defer close(inbox)
 		for d := range deliveries {
+			if !s.Screen(ctx, notify.EmailQueue, d) {
+				continue // parked in the run's hold queue: no job of the run, held by nobody
+			}
 			held := w.arrived.Add(1) - w.acked.Load()
 			storeMax(&w.maxHeld, held)
 			inbox <- d
@@ -131,9 +137,8 @@ func runJobs(ctx context.Context, env *lesson.Env, s *rabbit.Session, prefix str
 			close(all)
 		}
 	}
-	queue := s.Names.Of(notify.EmailQueue)
 	for _, w := range ws {
-		stop, err := w.consume(ctx, env, s.Connection(), queue, done)
+		stop, err := w.consume(ctx, env, s, done)
 		if err != nil {
 			return run, err
 		}

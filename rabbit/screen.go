@@ -1,0 +1,162 @@
+package rabbit
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// NotATask says why d is no task of the run, or returns "" when it is
+// one: foreign (its AppId is not Names.Run: the run did not publish it) or
+// malformed (TaskProblem). It is the one check every reader of the run's
+// queues applies, the Consumer's and Peek's included.
+func (s *Session) NotATask(d amqp.Delivery) string {
+	if d.AppId != s.Names.Run {
+		return fmt.Sprintf("not published by run %s (app-id %q)", s.Names.Run, d.AppId)
+	}
+	if problem := TaskProblem(d); problem != "" {
+		return "malformed: " + problem
+	}
+	return ""
+}
+
+// Screen reports whether delivery d, met on seed queue queue, is a task
+// of the run a worker can handle. If it is not (NotATask, or one of the
+// body checks also fails: a lesson's own decoder), Screen parks it in the
+// run's hold queue with the reason and acks it, as a Consumer does, and
+// returns false: the caller must not settle it, count it or report it. d
+// must come from a channel that acknowledges by hand (basic.consume or
+// basic.get without no-ack). It is for lessons that read a queue with
+// amqp091-go's own calls rather than through a Consumer.
+func (s *Session) Screen(ctx context.Context, queue string, d amqp.Delivery, also ...func(body []byte) error) bool {
+	reason := s.NotATask(d)
+	for _, check := range also {
+		if reason != "" {
+			break
+		}
+		if err := check(d.Body); err != nil {
+			reason = "malformed: " + err.Error()
+		}
+	}
+	if reason == "" {
+		return true
+	}
+	s.park(ctx, queue, d, reason)
+	return false
+}
+
+// Sift reads every message ready in seed queue (at most peekScan) with
+// basic.get and leaves the run's tasks where they are, in their order, as
+// Peek does; unlike Peek, it parks each message that is no task of the
+// run (Screen) instead of stepping over it. It returns the run's tasks it
+// read, which must not be settled, and how many messages it parked. A
+// lesson that counts a queue's depth or reads it to the end sifts it
+// first, so nobody else's message inflates what it shows.
+//
+// The run's messages it read go back when its channel closes, marked
+// redelivered, as after any read that leaves messages in place.
+func (s *Session) Sift(ctx context.Context, queue string) ([]Delivery, int, error) {
+	return s.scan(ctx, queue, peekScan, true)
+}
+
+// scan basic.gets up to max of the run's tasks from seed queue, reading
+// at most peekScan messages, and hands them all back when it closes its
+// channel. Each message that is no task is parked (park) or stepped over
+// and left in place. Parking runs outside the bound of one broker call:
+// a 10 MB copy may take longer, and park bounds each of its own steps.
+func (s *Session) scan(ctx context.Context, queue string, max int, park bool) ([]Delivery, int, error) {
+	ch, err := withinValue(ctx, func() (*amqp.Channel, error) { return s.channel(ctx) })
+	if err != nil {
+		return nil, 0, fmt.Errorf("reading %s: %w", s.Names.Of(queue), err)
+	}
+	defer ch.Close() // returns every unacknowledged get to the queue
+	var out []Delivery
+	parked := 0
+	for read := 0; len(out) < max && read < peekScan; read++ {
+		d, ok, err := withinValueOK(ctx, func() (amqp.Delivery, bool, error) { return ch.Get(s.Names.Of(queue), false) })
+		if err != nil {
+			return out, parked, fmt.Errorf("reading %s: %w", s.Names.Of(queue), err)
+		}
+		if !ok {
+			break
+		}
+		if reason := s.NotATask(d); reason != "" {
+			if park {
+				s.park(ctx, queue, d, reason)
+				parked++
+			}
+			continue
+		}
+		out = append(out, Delivery{Delivery: d, Task: d.MessageId, Queue: queue, Deaths: ReadDeaths(d.Headers), names: s.Names})
+	}
+	return out, parked, nil
+}
+
+// emptyWindow is how many deliveries Empty lets the broker push ahead of
+// its acks.
+const emptyWindow = 256
+
+// Empty removes n messages from seed queue, which the run declared, and
+// returns how many of them were the run's tasks. It is a purge that
+// counts: it consumes the queue, acks away each task of the run and parks
+// anything else (Screen), so a depth a lesson measures can leave out what
+// someone else published there. It waits at most a few seconds for each
+// message; deliveries past the n-th go back to the queue when its channel
+// closes.
+func (s *Session) Empty(ctx context.Context, queue string, n int) (int, error) {
+	name := s.Names.Of(queue)
+	ch, deliveries, err := s.consumeAll(ctx, name)
+	if err != nil {
+		return 0, fmt.Errorf("emptying %s: %w", name, err)
+	}
+	defer ch.Close()
+	tasks := 0
+	for got := 0; got < n; got++ {
+		select {
+		case d, ok := <-deliveries:
+			if !ok {
+				return tasks, fmt.Errorf("emptying %s: the channel closed after %d of %d messages", name, got, n)
+			}
+			if !s.Screen(ctx, queue, d) {
+				continue
+			}
+			if err := d.Ack(false); err != nil {
+				return tasks, fmt.Errorf("emptying %s: %w", name, err)
+			}
+			tasks++
+		case <-time.After(opTimeout):
+			return tasks, fmt.Errorf("emptying %s: %d of %d messages came within %v", name, got, n, opTimeout)
+		case <-ctx.Done():
+			return tasks, ctx.Err()
+		}
+	}
+	return tasks, nil
+}
+
+// consumeAll opens a channel on the session's connection and consumes
+// broker queue name on it with manual acks and emptyWindow's prefetch.
+func (s *Session) consumeAll(ctx context.Context, name string) (*amqp.Channel, <-chan amqp.Delivery, error) {
+	type consuming struct {
+		ch         *amqp.Channel
+		deliveries <-chan amqp.Delivery
+	}
+	c, err := withinValue(ctx, func() (consuming, error) {
+		ch, err := s.channel(ctx)
+		if err != nil {
+			return consuming{}, err
+		}
+		if err := ch.Qos(emptyWindow, 0, false); err != nil {
+			ch.Close()
+			return consuming{}, err
+		}
+		deliveries, err := ch.Consume(name, "", false /* autoAck */, false, false, false, nil)
+		if err != nil {
+			ch.Close()
+			return consuming{}, err
+		}
+		return consuming{ch, deliveries}, nil
+	})
+	return c.ch, c.deliveries, err
+}

@@ -1,0 +1,80 @@
+package rabbit_test
+
+import (
+	"context"
+	"testing"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/rabbit/rabbittest"
+)
+
+// strangersAround fills seed queue q of a fresh session with, in order:
+// a foreign message, task A, a malformed message with the run's app-id,
+// task B. It returns the session, a connection of someone else's and the
+// hold queue's name (deleted when the test ends).
+func strangersAround(ctx context.Context, t *testing.T, q string) (*rabbit.Session, *amqp.Channel, string) {
+	t.Helper()
+	s := rabbittest.Session(t, 1)
+	require.NoError(t, s.Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: q, Role: rabbit.DLQ}}}))
+	other := outsider(t)
+	hold := s.Names.Run + ".foreign"
+	t.Cleanup(func() { _, _ = outsider(t).QueueDelete(hold, false, false, false) })
+	pub, err := s.Publisher(ctx)
+	require.NoError(t, err)
+	publishConfirmed(ctx, t, other, s.Names.Of(q), amqp.Publishing{MessageId: "X", AppId: "someone-else", ContentType: "application/json", Body: []byte(`{"task":"X"}`)})
+	require.NoError(t, pub.Publish(ctx, q, "A", nil))
+	publishConfirmed(ctx, t, other, s.Names.Of(q), amqp.Publishing{MessageId: "Y", AppId: s.Names.Run, ContentType: "text/plain", Body: []byte(`{"task":"Y"}`)})
+	require.NoError(t, pub.Publish(ctx, q, "B", nil))
+	return s, other, hold
+}
+
+// TestSiftParksStrangersAndLeavesTheRunsTasks: Sift returns A and B in
+// order, leaves them in the queue and moves the other two to the hold
+// queue, each with its reason.
+func TestSiftParksStrangersAndLeavesTheRunsTasks(t *testing.T) {
+	ctx := testCtx(t)
+	s, other, hold := strangersAround(ctx, t, "dlq")
+	got, parked, err := s.Sift(ctx, "dlq")
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	assert.Equal(t, []string{"A", "B"}, []string{got[0].Task, got[1].Task})
+	assert.Equal(t, 2, parked)
+	assert.Equal(t, 2, depthOf(t, other, s.Names.Of("dlq")), "the run's tasks stay")
+	assertHeldWithReasons(t, other, hold, map[string]string{"X": "not published by run", "Y": "malformed: content type"})
+}
+
+// TestEmptyCountsOnlyTheRunsTasks: Empty removes all four messages,
+// counts A and B, and parks the other two.
+func TestEmptyCountsOnlyTheRunsTasks(t *testing.T) {
+	ctx := testCtx(t)
+	s, other, hold := strangersAround(ctx, t, "work")
+	n, err := s.Empty(ctx, "work", 4)
+	require.NoError(t, err)
+	assert.Equal(t, 2, n)
+	assert.Equal(t, 0, depthOf(t, other, s.Names.Of("work")))
+	assertHeldWithReasons(t, other, hold, map[string]string{"X": "not published by run", "Y": "malformed: content type"})
+}
+
+// assertHeldWithReasons checks that hold holds exactly the messages of
+// want, each with a reason containing want's text.
+func assertHeldWithReasons(t *testing.T, ch *amqp.Channel, hold string, want map[string]string) {
+	t.Helper()
+	got := map[string]string{}
+	for {
+		d, ok, err := ch.Get(hold, false) // left unacked: the test deletes the queue
+		require.NoError(t, err)
+		if !ok {
+			break
+		}
+		reason, _ := d.Headers[rabbit.ForeignReasonHeader].(string)
+		got[d.MessageId] = reason
+	}
+	require.Len(t, got, len(want))
+	for id, text := range want {
+		assert.Contains(t, got[id], text, id)
+	}
+}
