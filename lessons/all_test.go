@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/queuelab/qlab/lesson/lessontest"
@@ -73,6 +75,20 @@ func TestEveryTaskAccountedFor(t *testing.T) {
 					labtest.AssertAccounted(t, events)
 				})
 			}
+		}
+	}
+}
+
+// TestEveryBrokerLessonListsWhatItDeclares: qlab broker clean removes a
+// killed run's queues by the names the lessons declare, so a lesson that
+// runs on the broker without listing them would leave its queues behind.
+func TestEveryBrokerLessonListsWhatItDeclares(t *testing.T) {
+	for _, l := range All {
+		if l.Rabbit == nil {
+			continue
+		}
+		if assert.NotNil(t, l.Topologies, "%s runs on the broker: set Lesson.Topologies", l.ID) {
+			assert.NotEmpty(t, l.Topologies(), "%s declares something", l.ID)
 		}
 	}
 }

@@ -39,9 +39,10 @@ var Lesson = lesson.Lesson{
 		fmt.Sprintf("Runs 4 (sA–sD, prefetch %d) and 5 (pA–pD, the seed's prefetch 1) are that code as written: the consume callback acks after processMessage already acked or nacked, ", q15Prefetch) +
 		"the broker closes the channel with 406 PRECONDITION_FAILED (unknown delivery tag), and every message still unacked on it is redelivered. " +
 		"Broker only: where a message goes is the broker's routing; in memory there is nothing to ask.",
-	Rabbit:    runQ15,
-	Default:   lab.Rabbit,
-	TestSpeed: 20, // the shortest expiration used, 300 ms, is 15 ms real
+	Rabbit:     runQ15,
+	Default:    lab.Rabbit,
+	TestSpeed:  20, // the shortest expiration used, 300 ms, is 15 ms real
+	Topologies: notify.Topologies,
 }
 
 // q15Scale divides the document's RETRY_DELAYS (10 s … 5 min): the route,

@@ -35,9 +35,10 @@ var Lesson = lesson.Lesson{
 		"The seed's management-API inspection, ackmode ack_requeue_false, is basic.get with no-ack: it deletes what it shows. basic.get without an ack, then closing the channel, leaves every message in place (marked redelivered). "+
 		"C, parked on its last try, still says retries %d in its body: replayed as it is, one more failure sends it straight back; replayed with the counter reset, it gets a retry and succeeds.",
 		q16MaxLength, q16Published, notify.MaxRetries-1),
-	Rabbit:    runQ16,
-	Default:   lab.Rabbit,
-	TestSpeed: 100, // the one retry's 30 s wait takes 300 ms
+	Rabbit:     runQ16,
+	Default:    lab.Rabbit,
+	TestSpeed:  100, // the one retry's 30 s wait takes 300 ms
+	Topologies: notify.Topologies,
 }
 
 // The lesson's scale: the seed's 100000 scaled down to q16MaxLength, and

@@ -51,9 +51,10 @@ var Lesson = lesson.Lesson{
 		"(2) A job published to an email-queue nobody declared yet is confirmed and gone; with mandatory the broker returns it (312 NO_ROUTE). " +
 		"(3) One slow and one fast worker at prefetch 1, 10 and unlimited: with unlimited prefetch the slow one is handed half the jobs and the run waits for it. " +
 		"(4) The birthday scheduler's ~200 msgs/min at prefetch 5 and 500 ms: one amqp091-go delivery loop runs one handler at a time (120/min); a goroutine per delivery runs up to 5 (600/min).",
-	Rabbit:    runQ17,
-	Default:   lab.Rabbit,
-	TestSpeed: 5, // the slow worker's 200 ms take 40 ms
+	Rabbit:     runQ17,
+	Default:    lab.Rabbit,
+	TestSpeed:  5, // the slow worker's 200 ms take 40 ms
+	Topologies: notify.Topologies,
 	// Not in the fault suite: the lesson measures rates and cuts its own
 	// publisher's connection; a fault from outside would measure the fault.
 }
