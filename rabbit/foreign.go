@@ -23,12 +23,13 @@ func (s *Session) Foreign() int {
 }
 
 // parkActivity is how many messages the session parked so far, and
-// whether it is parking one now (a 10 MB copy takes a while): WaitSettled
-// counts both as the run moving.
+// whether it is busy now: parking one (a 10 MB copy takes a while) or
+// publishing again after a lost channel (bounded by DefaultGiveUpAfter).
+// WaitSettled counts both as the run moving.
 func (s *Session) parkActivity() (parked int, busy bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.foreign, s.parking > 0
+	return s.foreign, s.parking > 0 || s.retrying > 0
 }
 
 // park takes delivery d, met on seed queue queue, out of the run's way

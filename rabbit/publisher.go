@@ -157,6 +157,7 @@ func (p *Publisher) reopen(ctx context.Context, lost *amqp.Channel) error {
 func (p *Publisher) confirmed(ctx context.Context, what string, publish func() error) error {
 	giveUp := time.Now().Add(DefaultGiveUpAfter)
 	pause := reconnectPause
+	retrying := false
 	for {
 		// The channel this attempt uses: a loss is judged by it, not by
 		// whatever channel a concurrent publish has reopened meanwhile
@@ -173,6 +174,11 @@ func (p *Publisher) confirmed(ctx context.Context, what string, publish func() e
 			return fmt.Errorf("%s not published again: %w", what, failure)
 		}
 		p.s.Warn("rabbit: publish lost its channel; publishing again", "message", what, "err", err.Error())
+		if !retrying { // the run is busy, not stalled, while it publishes again (WaitSettled)
+			retrying = true
+			p.s.busyRetrying(1)
+			defer p.s.busyRetrying(-1)
+		}
 		select {
 		case <-time.After(pause):
 		case <-ctx.Done():
@@ -303,4 +309,12 @@ func (p *Publisher) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.ch.Close()
+}
+
+// busyRetrying counts a publish that starts (+1) or stops (-1) waiting out
+// a lost channel.
+func (s *Session) busyRetrying(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.retrying += n
 }

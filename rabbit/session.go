@@ -50,6 +50,7 @@ type Session struct {
 	failed    chan struct{} // closed by fail
 	foreign   int
 	parking   int        // parks under way (see parkActivity)
+	retrying  int        // publishes waiting out a lost channel (see Publisher.confirmed)
 	holdPub   *Publisher // publishes to the hold queue; nil until the first foreign message
 	holdMu    sync.Mutex // serialises creating holdPub
 

@@ -65,8 +65,9 @@ func (s *Session) WaitSettled(ctx context.Context, stream *lab.Stream, extra fun
 		}
 		if time.Now().After(nextCheck) {
 			nextCheck = time.Now().Add(checkEvery)
-			// A consumer busy parking messages from outside (Foreign) is
-			// moving too: the run's tasks wait behind them, not lost.
+			// A consumer busy parking messages from outside (Foreign), or
+			// a publisher waiting out a lost channel, is moving too: the
+			// run's tasks wait behind them, not lost.
 			p, busy := s.parkActivity()
 			if now := progressOf(tasks); !slices.Equal(now, last) || p != parked || busy {
 				last, parked, moved = now, p, time.Now()
