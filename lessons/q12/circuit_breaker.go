@@ -244,9 +244,11 @@ func (w *q12Worker) handle(ctx context.Context, d *flow.Delivery) flow.Decision 
 func (w *q12Worker) deliver(ctx context.Context, d *flow.Delivery, budget string) error {
 	n := w.calls[d.Task] + 1 // the attempt number, if the call is made
 	e := lab.Event{Task: d.Task, Queue: d.Queue, Actor: q12Actor, Attempt: n}
+	// The call may outlive Execute (abandoned at the timeout, on the
+	// breaker's goroutine): it reads only its own copy of the event.
+	started := e
+	started.Kind = lab.Started
 	call := func(ctx context.Context) error {
-		started := e
-		started.Kind = lab.Started
 		w.st.Emit(started)
 		return w.service.Send(ctx, d.Task, n)
 	}
