@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/queuelab/qlab/breaker"
@@ -175,6 +176,10 @@ func runQ12Scenario(ctx context.Context, env *lesson.Env, sc q12Scenario) (q12Re
 		err = b.Wait(ctx)
 	}
 	stopInterrupt()
+	// A redelivery after an interruption may still be in handle: read
+	// the results under its lock.
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.res.service = w.service.Stats()
 	w.res.drain = clock.Elapsed() - start
 	return w.res, err
@@ -182,9 +187,11 @@ func runQ12Scenario(ctx context.Context, env *lesson.Env, sc q12Scenario) (q12Re
 
 const q12Actor = "Mail-Worker"
 
-// q12Worker is the seed's Mail-Worker. Only its one consumer goroutine
-// touches it, except the breaker's timer, which only emits.
+// q12Worker is the seed's Mail-Worker. Its one consumer goroutine works
+// under mu, which the run takes to read the results; the breaker's timer
+// only emits.
 type q12Worker struct {
+	mu      sync.Mutex
 	st      *lab.Stream
 	sc      q12Scenario
 	service *inmem.MailService
@@ -216,6 +223,8 @@ func (w *q12Worker) newBreaker(clock lab.Clock) *breaker.Breaker {
 // sc.maxDeliveries deliveries. Like the seed, it counts deliveries, not
 // calls: a fast fail is nacked like any failure and spends one.
 func (w *q12Worker) handle(ctx context.Context, d *flow.Delivery) flow.Decision {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.res.deliveries++
 	w.res.most = max(w.res.most, d.Attempt)
 	budget := fmt.Sprintf("delivery %d of %d", d.Attempt, w.sc.maxDeliveries)
