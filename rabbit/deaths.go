@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 )
@@ -85,6 +86,21 @@ func parseDeath(r any) (Death, error) {
 		}
 	}
 	return d, nil
+}
+
+// Describe is the history as one line, most recent first, each entry
+// "queue reason ×count" with the queue named by name (a run's broker name
+// turned back into the seed's, say): "email-queue rejected ×1,
+// email-retry-queue expired ×1"; "none" when the message never died.
+func (ds Deaths) Describe(name func(queue string) string) string {
+	if len(ds) == 0 {
+		return "none"
+	}
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = fmt.Sprintf("%s %s ×%d", name(d.Queue), d.Reason, d.Count)
+	}
+	return strings.Join(out, ", ")
 }
 
 // Count is how many times the message died in broker queue queue, for any

@@ -3,6 +3,7 @@ package rabbit_test
 import (
 	"context"
 	"math"
+	"strings"
 	"sync"
 	"testing"
 
@@ -173,4 +174,16 @@ func TestUnroutablePublishIsConfirmedAndGone(t *testing.T) {
 	require.NoError(t, s.Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "email_queue_dlq", Role: rabbit.DLQ}}}))
 	_, err = s.PublishUnroutable(ctx, "email_queue_dlq", "C", false)
 	assert.ErrorContains(t, err, "must not exist", "it never publishes into an existing queue")
+}
+
+// TestDeathsDescribe: one line, most recent first, under the names the
+// caller gives the queues; "none" for a message that never died.
+func TestDeathsDescribe(t *testing.T) {
+	seed := func(q string) string { return strings.TrimPrefix(q, "run.") }
+	ds := rabbit.Deaths{
+		{Queue: "run.email-queue", Reason: "rejected", Count: 2},
+		{Queue: "run.email-retry-queue", Reason: "expired", Count: 1},
+	}
+	assert.Equal(t, "email-queue rejected ×2, email-retry-queue expired ×1", ds.Describe(seed))
+	assert.Equal(t, "none", rabbit.Deaths(nil).Describe(seed))
 }

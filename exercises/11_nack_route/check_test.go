@@ -482,21 +482,8 @@ func (w *worker) drain(ch *amqp.Channel, queue string) {
 		}
 		t.landed, t.deaths = w.seed(queue), rabbit.ReadDeaths(m.Headers)
 		w.emit(lab.Event{Kind: lab.DeadLettered, Task: job.Data.NotificationID, Queue: notify.EmailQueue, To: t.landed, Actor: "Broker",
-			Note: "found there; x-death: " + w.deathsText(t.deaths)})
+			Note: "found there; x-death: " + t.deaths.Describe(w.seed)})
 	}
-}
-
-// deathsText is an x-death history under the document's names, most
-// recent first.
-func (w *worker) deathsText(ds rabbit.Deaths) string {
-	if len(ds) == 0 {
-		return "none"
-	}
-	var out []string
-	for _, d := range ds {
-		out = append(out, fmt.Sprintf("%s %s ×%d", w.seed(d.Queue), d.Reason, d.Count))
-	}
-	return strings.Join(out, ", ")
 }
 
 // check records the exercise's checks for one scenario.
@@ -560,9 +547,9 @@ func (w *worker) fate(t *task) string {
 	case w.dead(t):
 		return fmt.Sprintf("in %s %s, dead-lettered from %s (rejected)", notify.DLQ, after, notify.EmailQueue)
 	case t.landed == notify.DLQ:
-		return fmt.Sprintf("in %s %s, x-death: %s: published there, not dead-lettered by a nack", notify.DLQ, after, w.deathsText(t.deaths))
+		return fmt.Sprintf("in %s %s, x-death: %s: published there, not dead-lettered by a nack", notify.DLQ, after, t.deaths.Describe(w.seed))
 	case t.landed == notify.RetryQueue:
-		return fmt.Sprintf("in %s %s, x-death: %s: it stays there, nothing sends it back without an expiration", notify.RetryQueue, after, w.deathsText(t.deaths))
+		return fmt.Sprintf("in %s %s, x-death: %s: it stays there, nothing sends it back without an expiration", notify.RetryQueue, after, t.deaths.Describe(w.seed))
 	case t.landed != "":
 		return fmt.Sprintf("still in %s %s", t.landed, after)
 	}

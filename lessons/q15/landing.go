@@ -274,22 +274,9 @@ func (o *q15Outcome) report(env *lesson.Env, task string, d rabbit.Delivery) {
 	}
 	o.landed = append(o.landed, l)
 	e.Kind, e.To = lab.DeadLettered, d.Queue
-	e.Note = "found there with basic.get (left in place); x-death: " + q15Deaths(d.Deaths, o.names)
+	e.Note = "found there with basic.get (left in place); x-death: " + d.Deaths.Describe(o.names.Seed)
 	if d.Queue == notify.RetryQueue {
 		e.Note += fmt.Sprintf("; still there after %v: no x-message-ttl on the queue and no expiration on the message, so it never returns", o.held)
 	}
 	env.Stream.Emit(e)
-}
-
-// q15Deaths shows an x-death history under the seed's queue names, most
-// recent first: "email-queue rejected ×1, email-retry-queue expired ×1".
-func q15Deaths(ds rabbit.Deaths, names rabbit.Names) string {
-	if len(ds) == 0 {
-		return "none"
-	}
-	var out []string
-	for _, d := range ds {
-		out = append(out, fmt.Sprintf("%s %s ×%d", names.Seed(d.Queue), d.Reason, d.Count))
-	}
-	return strings.Join(out, ", ")
 }

@@ -29,7 +29,7 @@ func q15RoutesTable(outcomes []*q15Outcome) render.Table {
 		t.Title = q15Titled(t.Title, o.version)
 		for _, l := range o.landed {
 			t.Rows = append(t.Rows, []string{strings.SplitN(o.run.title, ":", 2)[0], o.run.version, o.arguments(), o.onFailure(),
-				l.queue, q15Deaths(l.deaths, o.names), fmt.Sprintf("%d, %d", l.attempt, l.retries)})
+				l.queue, l.deaths.Describe(o.names.Seed), fmt.Sprintf("%d, %d", l.attempt, l.retries)})
 		}
 	}
 	return t
