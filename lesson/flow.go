@@ -24,7 +24,7 @@ func (e *Env) Open(ctx context.Context) (flow.Backend, error) {
 	if e.Stream.Backend() == lab.InMem {
 		return inmem.NewFlow(ctx, e.Stream, max(flowRoom, 2*len(e.Plan.Tasks))), nil
 	}
-	s, err := rabbit.Open(ctx, e.Broker, BrokerNames(e), e.Stream.Clock(), nil)
+	s, err := e.Session(ctx)
 	if err != nil {
 		return nil, err
 	}

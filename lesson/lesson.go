@@ -168,6 +168,9 @@ type Env struct {
 	Interrupt time.Duration
 	// Consumers is how many workers consume the main queue (at least 1).
 	Consumers int
+	// GiveUpAfter bounds the wait for a broker that went away
+	// (Options.GiveUpAfter); Env.Session applies it.
+	GiveUpAfter time.Duration
 
 	tables        []render.Table
 	topologyShown bool

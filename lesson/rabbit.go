@@ -1,6 +1,7 @@
 package lesson
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/queuelab/qlab/rabbit"
@@ -23,6 +24,17 @@ func BrokerNames(env *Env) rabbit.Names {
 		return names
 	}
 	return rabbit.SeedNames()
+}
+
+// Session opens the run's RabbitMQ session under BrokerNames(e), with the
+// run's clock and its bound on waiting for a lost broker.
+func (e *Env) Session(ctx context.Context) (*rabbit.Session, error) {
+	s, err := rabbit.Open(ctx, e.Broker, BrokerNames(e), e.Stream.Clock(), nil)
+	if err != nil {
+		return nil, err
+	}
+	s.GiveUpAfter = e.GiveUpAfter
+	return s, nil
 }
 
 // TopologyTable shows what a RabbitMQ lesson declared: each queue's broker

@@ -39,6 +39,10 @@ type Options struct {
 	// Pause, when set, holds the lesson's time while it is held (the TUI's
 	// pause key): see lab.Clock.WithPause.
 	Pause *lab.Pause
+	// GiveUpAfter, when > 0, is how long (real time) a broker run waits
+	// for a broker that went away before it ends, every unfinished task
+	// lost with the reason; default rabbit.DefaultGiveUpAfter.
+	GiveUpAfter time.Duration
 }
 
 // Result is what a finished run leaves besides its events.
@@ -97,7 +101,7 @@ func Run(ctx context.Context, l Lesson, opts Options, sinks ...lab.Sink) (Result
 		Broker: opts.Broker,
 	}
 	env.SeedNames, env.Names, env.Prefix = opts.SeedNames, opts.Names, opts.Prefix
-	env.Interrupt = opts.Interrupt
+	env.Interrupt, env.GiveUpAfter = opts.Interrupt, opts.GiveUpAfter
 	env.Consumers = max(opts.Consumers, 1)
 	stopSampling := env.sample(ctx, opts.Sample)
 	err := run(ctx, env)

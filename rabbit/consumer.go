@@ -23,11 +23,11 @@ type ConsumerOptions struct {
 	Stream   *lab.Stream // where redelivered events go; nil reports none (benchmarks)
 	// GiveUpAfter bounds how long the consumer keeps redialling a broker
 	// that went away before it gives up and fails the session (see
-	// Session.Err); 0 means DefaultGiveUpAfter.
+	// Session.Err); 0 means the session's (Session.GiveUpAfter).
 	GiveUpAfter time.Duration
 }
 
-// DefaultGiveUpAfter is how long a consumer waits for a broker that went
+// DefaultGiveUpAfter is how long a session waits for a broker that went
 // away: long enough for a node restart, short enough that a broker that
 // stays down ends the run.
 const DefaultGiveUpAfter = 30 * time.Second
@@ -239,7 +239,8 @@ func (c *Consumer) lossReason(closed chan *amqp.Error) string {
 // queue turns out to be gone, or GiveUpAfter has passed.
 func (c *Consumer) reconnect(ctx context.Context) (<-chan amqp.Delivery, chan *amqp.Error, error) {
 	pause := reconnectPause
-	giveUp := time.Now().Add(cmp.Or(c.opts.GiveUpAfter, DefaultGiveUpAfter))
+	bound := cmp.Or(c.opts.GiveUpAfter, c.s.giveUpAfter())
+	giveUp := time.Now().Add(bound)
 	for {
 		select {
 		case <-time.After(pause):
@@ -257,7 +258,7 @@ func (c *Consumer) reconnect(ctx context.Context) (<-chan amqp.Delivery, chan *a
 			return nil, nil, fmt.Errorf("queue %s was deleted while the run consumed it (not by this run)", c.s.Names.Of(c.opts.Queue))
 		case time.Now().After(giveUp):
 			return nil, nil, fmt.Errorf("%s lost the broker and could not reconnect within %v: %w",
-				c.opts.Actor, cmp.Or(c.opts.GiveUpAfter, DefaultGiveUpAfter), err)
+				c.opts.Actor, bound, err)
 		}
 		c.s.Warn("rabbit: reconnect failed", "actor", c.opts.Actor, "err", err.Error())
 		pause = min(2*pause, time.Second)

@@ -24,7 +24,7 @@ func (s *Session) Foreign() int {
 
 // parkActivity is how many messages the session parked so far, and
 // whether it is busy now: parking one (a 10 MB copy takes a while) or
-// publishing again after a lost channel (bounded by DefaultGiveUpAfter).
+// publishing again after a lost channel (bounded by Session.GiveUpAfter).
 // WaitSettled counts both as the run moving.
 func (s *Session) parkActivity() (parked int, busy bool) {
 	s.mu.Lock()

@@ -20,7 +20,7 @@ var ErrNacked = errors.New("broker nacked the message")
 // run's consumers can tell its messages from foreign ones. When the broker
 // closes the channel (a connection closed, a restart) Publish and
 // PublishMessage reopen it on the session's live connection and publish
-// again until the broker confirms, for at most DefaultGiveUpAfter: a
+// again until the broker confirms, for at most Session.GiveUpAfter: a
 // message whose confirm was lost may then be stored twice (at least once,
 // never silently dropped). Safe for concurrent use.
 type Publisher struct {
@@ -151,11 +151,12 @@ func (p *Publisher) reopen(ctx context.Context, lost *amqp.Channel) error {
 
 // confirmed runs publish (a send and its confirm) until the broker
 // confirms it, reopening the channel after a loss, with a doubling pause,
-// until ctx ends, DefaultGiveUpAfter has passed or the session has failed
+// until ctx ends, Session.GiveUpAfter has passed or the session has failed
 // (Session.Err: its consumers already gave the broker up). An error with the
 // channel still open (a nack, a context) is returned at once.
 func (p *Publisher) confirmed(ctx context.Context, what string, publish func() error) error {
-	giveUp := time.Now().Add(DefaultGiveUpAfter)
+	bound := p.s.giveUpAfter()
+	giveUp := time.Now().Add(bound)
 	pause := reconnectPause
 	retrying := false
 	for {
@@ -168,7 +169,7 @@ func (p *Publisher) confirmed(ctx context.Context, what string, publish func() e
 			return err
 		}
 		if time.Now().After(giveUp) {
-			return fmt.Errorf("the broker did not take %s back within %v: %w", what, DefaultGiveUpAfter, err)
+			return fmt.Errorf("the broker did not take %s back within %v: %w", what, bound, err)
 		}
 		if failure := p.s.Err(); failure != nil {
 			return fmt.Errorf("%s not published again: %w", what, failure)

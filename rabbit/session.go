@@ -1,6 +1,7 @@
 package rabbit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -37,6 +38,10 @@ type Session struct {
 	// any task making progress before the run is given up. 0 means
 	// patienceFactor times the longest TTL declared, at least minPatience.
 	Patience time.Duration
+	// GiveUpAfter bounds how long the session's consumers and publishers
+	// keep redialling a broker that went away before the run is given up;
+	// 0 means DefaultGiveUpAfter. Set it before the first Consume.
+	GiveUpAfter time.Duration
 
 	connMu sync.Mutex // guards conn and closed
 	conn   *amqp.Connection
@@ -113,6 +118,21 @@ func Open(ctx context.Context, url string, names Names, clock lab.Clock, logger 
 	go s.logClose(conn)
 	return s, nil
 }
+
+// Sibling opens another session to the same broker, under the same
+// names, clock, logger and GiveUpAfter: a second process of the same run
+// (a scheduler with a connection of its own).
+func (s *Session) Sibling(ctx context.Context) (*Session, error) {
+	sib, err := Open(ctx, s.URL, s.Names, s.Clock, s.Logger)
+	if err != nil {
+		return nil, err
+	}
+	sib.GiveUpAfter = s.GiveUpAfter
+	return sib, nil
+}
+
+// giveUpAfter is GiveUpAfter or its default.
+func (s *Session) giveUpAfter() time.Duration { return cmp.Or(s.GiveUpAfter, DefaultGiveUpAfter) }
 
 // ConnectionName is the name every connection of a run with names carries
 // ("qlab qlab-3f9a1c"): the broker lists it (rabbitmqctl list_connections

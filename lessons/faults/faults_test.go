@@ -271,7 +271,15 @@ type fault struct {
 	// lost): a deleted queue ends it with exit 1. mustFail says it must.
 	// nackMayEnd lets a nacked publish end it (see runFaulted).
 	mayFail, mustFail, nackMayEnd bool
+	// giveUpAfter, when > 0, is the run's bound on waiting for a lost
+	// broker (lesson.Options.GiveUpAfter), and the run must end within it
+	// plus endSlack.
+	giveUpAfter time.Duration
 }
+
+// endSlack is how long a run may take to end after it gave the broker up:
+// its clean-up tries a broker that is down, within a bound of its own.
+const endSlack = 15 * time.Second
 
 // runFaults disturb only the run they are injected into: they run
 // concurrently on one node, each run under its own prefix.
@@ -301,9 +309,10 @@ var restart = fault{name: "restart", nackMayEnd: true, fire: func(ctx context.Co
 }}
 
 // down stops the node's application and keeps it down until the run has
-// ended: the run must give up within its bound (rabbit.DefaultGiveUpAfter
-// of redialling) with exit 1 and every unfinished task lost with a reason.
-var down = fault{name: "down", mayFail: true, mustFail: true,
+// ended: the run must give up within its bound (5 s of redialling here;
+// rabbit.DefaultGiveUpAfter, 30 s, by default) with exit 1 and every
+// unfinished task lost with a reason.
+var down = fault{name: "down", mayFail: true, mustFail: true, giveUpAfter: 5 * time.Second,
 	fire: func(ctx context.Context, n *rabbittest.Node, _ rabbit.Names, _ lab.Event) error {
 		_, err := n.Ctl(ctx, "stop_app")
 		return err
@@ -442,7 +451,8 @@ func runFaulted(t *testing.T, n *rabbittest.Node, l lesson.Lesson, f fault, at i
 		speed = 20
 	}
 	start := time.Now()
-	_, runErr := lesson.Run(ctx, l, lesson.Options{Backend: lab.Rabbit, Broker: n.URL, Speed: speed, Names: &names}, tr)
+	opts := lesson.Options{Backend: lab.Rabbit, Broker: n.URL, Speed: speed, Names: &names, GiveUpAfter: f.giveUpAfter}
+	_, runErr := lesson.Run(ctx, l, opts, tr)
 	took := time.Since(start)
 	hung := ctx.Err() != nil
 	if f.after != nil {
@@ -468,6 +478,10 @@ func runFaulted(t *testing.T, n *rabbittest.Node, l lesson.Lesson, f fault, at i
 	if hung {
 		t.Errorf("the run hung: it was still going after %v", runBound)
 	}
+	if f.giveUpAfter > 0 && took > f.giveUpAfter+endSlack {
+		t.Errorf("the run took %v to end; it should give a lost broker up after %v", took.Round(time.Millisecond), f.giveUpAfter)
+	}
+	logLost(t, events)
 	switch {
 	case runErr != nil && f.nackMayEnd && errors.Is(runErr, rabbit.ErrNacked):
 		// A publish that reaches a stopping broker may be nacked; the
@@ -494,6 +508,23 @@ func runFaulted(t *testing.T, n *rabbittest.Node, l lesson.Lesson, f fault, at i
 		cleanUp(t, n, l, names) // the run could not delete its queues on a node that was down
 	}
 	assertNoLeftovers(t, n, l, names)
+}
+
+// logLost logs each distinct reason the run gave for a lost task, with how
+// many tasks it covers.
+func logLost(t *testing.T, events []lab.Event) {
+	t.Helper()
+	byReason := map[string]int{}
+	var order []string
+	for _, e := range labtest.OfKind(events, lab.Lost) {
+		if byReason[e.Note] == 0 {
+			order = append(order, e.Note)
+		}
+		byReason[e.Note]++
+	}
+	for _, r := range order {
+		t.Logf("lost %d: %s", byReason[r], r)
+	}
 }
 
 // cleanUp removes what a run left with rabbit.Clean, as qlab broker clean

@@ -98,8 +98,7 @@ type q11Lesson struct {
 }
 
 func runQ11Rabbit(ctx context.Context, env *lesson.Env) error {
-	names := lesson.BrokerNames(env)
-	s, err := rabbit.Open(ctx, env.Broker, names, env.Stream.Clock(), nil)
+	s, err := env.Session(ctx)
 	if err != nil {
 		return err
 	}
@@ -225,7 +224,7 @@ type timerScheduler struct {
 
 func (l *q11Lesson) runTimer(ctx context.Context) error {
 	start := l.env.Stream.Clock().Elapsed()
-	s, err := rabbit.Open(ctx, l.env.Broker, l.s.Names, l.s.Clock, l.s.Logger) // the scheduler's own connection
+	s, err := l.s.Sibling(ctx) // the scheduler's own connection
 	if err != nil {
 		return err
 	}
@@ -386,7 +385,7 @@ func (l *q11Lesson) runLevels(ctx context.Context) error {
 // startLevelScheduler opens scheduler process gen: its connection, its
 // publisher and its router.
 func (l *q11Lesson) startLevelScheduler(ctx context.Context, gen int) (*levelScheduler, error) {
-	s, err := rabbit.Open(ctx, l.env.Broker, l.s.Names, l.s.Clock, l.s.Logger)
+	s, err := l.s.Sibling(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -61,7 +61,7 @@ var Lesson = lesson.Lesson{
 
 // runQ17 runs the four parts on one session and reports their tables.
 func runQ17(ctx context.Context, env *lesson.Env) error {
-	s, err := rabbit.Open(ctx, env.Broker, lesson.BrokerNames(env), env.Stream.Clock(), nil)
+	s, err := env.Session(ctx)
 	if err != nil {
 		return err
 	}
