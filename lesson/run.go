@@ -60,6 +60,9 @@ type Result struct {
 type Series struct {
 	Queue   string
 	Samples []int
+	// At is the lesson time each sample's probe started: on a loaded
+	// machine the interval slips, so a short wait may fall between two.
+	At []time.Duration
 }
 
 // ErrNoBackend is returned by Run for a backend the lesson does not have.
@@ -134,11 +137,13 @@ func (e *Env) sample(ctx context.Context, interval time.Duration) (stop func() [
 					if i == len(series) {
 						series = append(series, Series{Queue: p.queue})
 					}
+					at := e.Stream.Clock().Elapsed()
 					n, err := p.depth(ctx)
 					if err != nil {
 						n = 0
 					}
 					series[i].Samples = append(series[i].Samples, n)
+					series[i].At = append(series[i].At, at)
 				}
 			case <-done:
 				result <- series

@@ -61,6 +61,7 @@ func writeJSONLines(w io.Writer, events []lab.Event) {
 // created gets exactly one summary, the summaries close the stream, and each
 // summary's fate and attempts agree with the events before it.
 func TestEveryTaskAccountedFor(t *testing.T) {
+	t.Parallel() // beside the package's other broker suites: the runs mostly wait on the broker's timers
 	runOn := map[lab.Backend]func(*testing.T, Lesson, Options) ([]lab.Event, Result){
 		lab.InMem:  lessontest.RunInMem,
 		lab.Rabbit: lessontest.RunRabbit,

@@ -131,6 +131,7 @@ func (in *injector) run(t *testing.T, url string, finished chan<- struct{}) {
 // no measured table about a forged message, and what was parked must wait
 // in the run's hold queue with a reason.
 func TestForeignAndMalformedMessagesAreParked(t *testing.T) {
+	t.Parallel() // beside the package's other broker suites: the runs mostly wait on the broker's timers
 	for _, l := range All {
 		if l.Rabbit == nil {
 			continue

@@ -59,6 +59,7 @@ func TestScalingLessonsAccountForThousandsInMemory(t *testing.T) {
 // TestScalingLessonsOnTheBroker: every broker lesson that declares Scales
 // runs 300 tasks on the real broker, all accounted for.
 func TestScalingLessonsOnTheBroker(t *testing.T) {
+	t.Parallel() // beside the package's other broker suites: the runs mostly wait on the broker's timers
 	plan := scaledPlan(t, 300, 0)
 	for _, l := range All {
 		if !l.Scales || l.Rabbit == nil {
