@@ -236,7 +236,8 @@ func (c *Consumer) lossReason(closed chan *amqp.Error) string {
 }
 
 // reconnect redials with a doubling pause until it succeeds, ctx ends, the
-// queue turns out to be gone, or GiveUpAfter has passed.
+// queue turns out to be gone, GiveUpAfter has passed, or the session has
+// failed.
 func (c *Consumer) reconnect(ctx context.Context) (<-chan amqp.Delivery, chan *amqp.Error, error) {
 	pause := reconnectPause
 	bound := cmp.Or(c.opts.GiveUpAfter, c.s.giveUpAfter())
@@ -246,6 +247,8 @@ func (c *Consumer) reconnect(ctx context.Context) (<-chan amqp.Delivery, chan *a
 		case <-time.After(pause):
 		case <-ctx.Done():
 			return nil, nil, ctx.Err()
+		case <-c.s.failed: // the run cannot go on (a publisher gave the broker up): no second wait
+			return nil, nil, c.s.Err()
 		}
 		deliveries, closed, err := c.connect(ctx)
 		switch {

@@ -151,9 +151,10 @@ func (p *Publisher) reopen(ctx context.Context, lost *amqp.Channel) error {
 
 // confirmed runs publish (a send and its confirm) until the broker
 // confirms it, reopening the channel after a loss, with a doubling pause,
-// until ctx ends, Session.GiveUpAfter has passed or the session has failed
-// (Session.Err: its consumers already gave the broker up). An error with the
-// channel still open (a nack, a context) is returned at once.
+// until ctx ends, Session.GiveUpAfter has passed (which fails the session)
+// or the session has failed (Session.Err: its consumers already gave the
+// broker up). An error with the channel still open (a nack, a context) is
+// returned at once.
 func (p *Publisher) confirmed(ctx context.Context, what string, publish func() error) error {
 	bound := p.s.giveUpAfter()
 	giveUp := time.Now().Add(bound)
@@ -169,7 +170,11 @@ func (p *Publisher) confirmed(ctx context.Context, what string, publish func() e
 			return err
 		}
 		if time.Now().After(giveUp) {
-			return fmt.Errorf("the broker did not take %s back within %v: %w", what, bound, err)
+			// The broker has been away for the run's whole bound: the run
+			// cannot go on, and its consumers need not wait out theirs too.
+			err = fmt.Errorf("the broker did not take %s back within %v: %w", what, bound, err)
+			p.s.fail(err)
+			return err
 		}
 		if failure := p.s.Err(); failure != nil {
 			return fmt.Errorf("%s not published again: %w", what, failure)

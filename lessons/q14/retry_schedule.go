@@ -46,6 +46,7 @@ var Lesson = lesson.Lesson{
 	Default:    lab.Rabbit,
 	TestSpeed:  4, // the 300 ms first retry takes 75 ms of real time, A's whole schedule about 1.3 s
 	Topologies: topologies,
+	Faults:     true, // in the fault suite (lessons/faults)
 }
 
 // topologies is what the three runs declare, for qlab broker clean.

@@ -43,6 +43,7 @@ var Lesson = lesson.Lesson{
 	Default:    lab.Rabbit,
 	TestSpeed:  20, // the shortest expiration used, 300 ms, is 15 ms real
 	Topologies: notify.Topologies,
+	Faults:     true, // in the fault suite (lessons/faults)
 }
 
 // q15Scale divides the document's RETRY_DELAYS (10 s … 5 min): the route,

@@ -39,6 +39,7 @@ var Lesson = lesson.Lesson{
 	Default:    lab.Rabbit,
 	TestSpeed:  100, // the one retry's 30 s wait takes 300 ms
 	Topologies: notify.Topologies,
+	Faults:     true, // in the fault suite (lessons/faults)
 }
 
 // The lesson's scale: the seed's 100000 scaled down to q16MaxLength, and
