@@ -114,16 +114,22 @@ type Consumer struct {
 const reconnectPause = 50 * time.Millisecond
 
 // Consume starts a consumer on seed queue opts.Queue whose deliveries go to
-// handle. It connects before returning, so a missing queue or broker is an
-// error here; later connection losses are recovered in the background
-// until ctx ends or Stop is called.
+// handle. It connects before returning, so a missing queue is an error
+// here, and so is a broker away for longer than Session.GiveUpAfter (the
+// session reached it, so it is restarting or gone); later connection
+// losses are recovered in the background until ctx ends or Stop is called.
 func (s *Session) Consume(ctx context.Context, opts ConsumerOptions, handle Handler) (*Consumer, error) {
 	if opts.Prefetch <= 0 {
 		opts.Prefetch = 1
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	c := &Consumer{s: s, opts: opts, handle: handle, cancel: cancel, done: make(chan struct{})}
-	deliveries, closed, err := c.connect(ctx)
+	var deliveries <-chan amqp.Delivery
+	var closed chan *amqp.Error
+	err := s.awaitBroker(ctx, "consuming "+opts.Queue, func() (err error) {
+		deliveries, closed, err = c.connect(ctx)
+		return err
+	})
 	if err != nil {
 		cancel()
 		return nil, err

@@ -166,6 +166,18 @@ type DialError struct {
 	Detail string // the library's message with the password redacted ("" for a URL that does not parse)
 }
 
+// transient reports whether the same dial may succeed later: the broker
+// refused the TCP connection, did not answer, or dropped it during the
+// handshake (a node stopping or starting), as opposed to refusing the
+// credentials, the vhost, the host name or the URL.
+func (e *DialError) transient() bool {
+	switch e.Reason {
+	case "connection refused", "no answer", "failed":
+		return true
+	}
+	return false
+}
+
 // Error is the redacted URL, the reason and the detail.
 func (e *DialError) Error() string {
 	if e.Detail == "" {

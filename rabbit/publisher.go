@@ -39,9 +39,14 @@ type Publisher struct {
 	returned []amqp.Return
 }
 
-// Publisher opens a confirm-mode channel on the session's connection.
+// Publisher opens a confirm-mode channel on the session's connection,
+// waiting for a broker that is away (Session.GiveUpAfter at most).
 func (s *Session) Publisher(ctx context.Context) (*Publisher, error) {
-	ch, err := s.confirmChannel(ctx)
+	var ch *amqp.Channel
+	err := s.awaitBroker(ctx, "opening a publisher", func() (err error) {
+		ch, err = s.confirmChannel(ctx)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,85 @@
+package rabbit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestBrokerAwayTellsAbsenceFromRefusal(t *testing.T) {
+	cases := []struct {
+		err  error
+		away bool
+	}{
+		{&DialError{Reason: "connection refused"}, true},
+		{&DialError{Reason: "no answer"}, true},
+		{&DialError{Reason: "failed"}, true}, // dropped in the handshake: a node starting
+		{fmt.Errorf("opening a confirm channel: %w", &DialError{Reason: "connection refused"}), true},
+		{&DialError{Reason: "authentication failed"}, false},
+		{&DialError{Reason: "unknown host"}, false},
+		{amqp.ErrClosed, true},
+		{&amqp.Error{Code: amqp.ConnectionForced, Reason: "CONNECTION_FORCED - shutdown"}, true},
+		{&amqp.Error{Code: amqp.NotFound, Reason: "NOT_FOUND - no queue"}, false},
+		{&amqp.Error{Code: amqp.PreconditionFailed}, false},
+		{errors.New("something else"), false},
+	}
+	for _, c := range cases {
+		assert.Equal(t, c.away, brokerAway(c.err), "%v", c.err)
+	}
+}
+
+// idleSession is a session that never dialled: enough for awaitBroker,
+// which only waits, counts and fails.
+func idleSession(giveUp time.Duration) *Session {
+	return &Session{Logger: slog.New(slog.DiscardHandler), GiveUpAfter: giveUp, failed: make(chan struct{})}
+}
+
+func TestAwaitBrokerWaitsForABrokerThatComesBack(t *testing.T) {
+	s := idleSession(5 * time.Second)
+	tries := 0
+	err := s.awaitBroker(context.Background(), "opening a publisher", func() error {
+		tries++
+		if tries > 1 {
+			_, busy := s.parkActivity()
+			assert.True(t, busy, "waiting for the broker counts as the run moving (WaitSettled)")
+		}
+		if tries < 3 {
+			return &DialError{Reason: "connection refused"}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 3, tries)
+	assert.NoError(t, s.Err())
+	_, busy := s.parkActivity()
+	assert.False(t, busy, "the wait is over: the run no longer counts as busy retrying")
+}
+
+func TestAwaitBrokerGivesUpAndFailsTheSession(t *testing.T) {
+	s := idleSession(300 * time.Millisecond)
+	start := time.Now()
+	err := s.awaitBroker(context.Background(), "consuming email_queue", func() error {
+		return &DialError{Reason: "connection refused"}
+	})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "consuming email_queue: the broker stayed away for 300ms")
+	assert.Less(t, time.Since(start), 10*time.Second, "bounded by GiveUpAfter, not by anything longer")
+	assert.ErrorIs(t, s.Err(), err, "the run cannot go on: the session failed with the reason")
+}
+
+func TestAwaitBrokerReturnsARefusalAtOnce(t *testing.T) {
+	s := idleSession(time.Minute)
+	tries := 0
+	refused := &amqp.Error{Code: amqp.NotFound, Reason: "NOT_FOUND - no queue 'x'"}
+	err := s.awaitBroker(context.Background(), "consuming x", func() error { tries++; return refused })
+	assert.Same(t, refused, err)
+	assert.Equal(t, 1, tries)
+	assert.NoError(t, s.Err())
+}
