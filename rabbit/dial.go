@@ -6,10 +6,17 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
-// Dial opens a new connection to the session's broker, bounded by ctx and
-// a few seconds, for a worker that must not share the session's
-// connection (one whose mistakes may cost it its connection). The caller
-// closes it; Close does not know it.
+// Dial opens a new connection to the session's broker, named as the run's
+// (ConnectionName), for a worker that must not share the session's
+// connection (one whose mistakes may cost it its connection). Each try is
+// bounded by ctx and a few seconds; the session reached the broker, so one
+// that does not answer now is waited for (awaitBroker), for at most
+// GiveUpAfter. The caller closes it; Close does not know it.
 func (s *Session) Dial(ctx context.Context) (*amqp.Connection, error) {
-	return dial(ctx, s.URL, nil)
+	var conn *amqp.Connection
+	err := s.awaitBroker(ctx, "dialling the broker", func() (err error) {
+		conn, err = dialAs(ctx, s.URL, ConnectionName(s.Names), nil)
+		return err
+	})
+	return conn, err
 }
