@@ -1,7 +1,6 @@
 package rabbit
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -21,10 +20,6 @@ type ConsumerOptions struct {
 	Actor    string      // the worker's name in events, e.g. "Retry-Rabbit-Worker"
 	Prefetch int         // unacknowledged deliveries the broker may hand out at once; 0 means 1
 	Stream   *lab.Stream // where redelivered events go; nil reports none (benchmarks)
-	// GiveUpAfter bounds how long the consumer keeps redialling a broker
-	// that went away before it gives up and fails the session (see
-	// Session.Err); 0 means the session's (Session.GiveUpAfter).
-	GiveUpAfter time.Duration
 }
 
 // DefaultGiveUpAfter is how long a session waits for a broker that went
@@ -75,7 +70,7 @@ type Handler func(ctx context.Context, d *Delivery)
 //
 // It fails the session (Session.Err, which ends WaitSettled) instead of
 // reconnecting when its queue is gone (404: deleted from outside the run),
-// and when the broker stays away longer than GiveUpAfter.
+// and when the broker stays away longer than Session.GiveUpAfter.
 //
 // A message whose AppId is not the run's (Names.Run) is foreign: the run
 // did not publish it, so it is no task. The consumer never hands it to the
@@ -242,11 +237,11 @@ func (c *Consumer) lossReason(closed chan *amqp.Error) string {
 }
 
 // reconnect redials with a doubling pause until it succeeds, ctx ends, the
-// queue turns out to be gone, GiveUpAfter has passed, or the session has
-// failed.
+// queue turns out to be gone, Session.GiveUpAfter has passed, or the
+// session has failed.
 func (c *Consumer) reconnect(ctx context.Context) (<-chan amqp.Delivery, chan *amqp.Error, error) {
 	pause := reconnectPause
-	bound := cmp.Or(c.opts.GiveUpAfter, c.s.giveUpAfter())
+	bound := c.s.giveUpAfter()
 	giveUp := time.Now().Add(bound)
 	for {
 		select {
