@@ -32,13 +32,15 @@ type scenario struct {
 // poison fails every attempt.
 const poison = 1 << 20
 
-// The cases: the document's five attempts and delays (scaled 1/100), and
-// three attempts with other delays, so a constant passes neither both
-// schedules nor both limits. E succeeds on its last attempt: parking it
-// one attempt early fails.
+// The cases: the document's five attempts and the waits its code really
+// makes (30 s, 1 min, 2 min, 5 min: job.retries++ comes before
+// getRetryDelay, so RETRY_DELAYS[0], 10 s, is never used; lessons Q14 and
+// Q15 show it), scaled 1/200, and three attempts with other delays, so a
+// constant passes neither both schedules nor both limits. E succeeds on
+// its last attempt: parking it one attempt early fails.
 var scenarios = []scenario{
-	{name: "the document's policy: 5 attempts, retries after 10 s, 30 s, 1 min, 2 min (scaled 1/100)",
-		policy: Policy{Attempts: notify.MaxRetries, Delays: scaled(notify.RetryDelays, 100)},
+	{name: "the document's policy as its code runs: 5 attempts, retries after 30 s, 1 min, 2 min, 5 min (scaled 1/200)",
+		policy: Policy{Attempts: notify.MaxRetries, Delays: scaled(notify.Waits(), 200)},
 		tasks:  []string{"A", "B", "C", "D"}, fails: map[string]int{"B": 1, "C": poison}},
 	{name: "3 attempts, retries after 250 ms, 500 ms",
 		policy: Policy{Attempts: 3, Delays: []time.Duration{250 * time.Millisecond, 500 * time.Millisecond}},
@@ -155,6 +157,7 @@ type task struct {
 	parked     bool   // nacked or rejected without requeue: it left email-queue by the dead-letter route
 	gaveUp     string // why the worker stopped following it
 	landed     string // where it was found at the end
+	via        string // the exchange it was found to have come through (the DLX, for a dead-lettered message)
 	deaths     rabbit.Deaths
 }
 
@@ -480,7 +483,7 @@ func (w *worker) drain(ch *amqp.Channel, queue string) {
 		if err != nil || t == nil {
 			continue
 		}
-		t.landed, t.deaths = w.seed(queue), rabbit.ReadDeaths(m.Headers)
+		t.landed, t.via, t.deaths = w.seed(queue), m.Exchange, rabbit.ReadDeaths(m.Headers)
 		w.emit(lab.Event{Kind: lab.DeadLettered, Task: job.Data.NotificationID, Queue: notify.EmailQueue, To: t.landed, Actor: "Broker",
 			Note: "found there; x-death: " + t.deaths.Describe(w.seed)})
 	}
@@ -496,9 +499,11 @@ func (w *worker) check(c *check.Checker, r check.Run) {
 		}
 		if t.parked {
 			c.That(r, "a nack reaches email-dlq through email-dlx", w.dead(t), w.fate(t),
-				fmt.Sprintf("in %s, dead-lettered from %s (rejected)", notify.DLQ, notify.EmailQueue), id)
+				fmt.Sprintf("in %s, dead-lettered from %s (rejected) through %s", notify.DLQ, notify.EmailQueue, notify.DLX), id)
 		}
-		c.Expect(r, "every email ends sent, or in email-dlq after its last attempt", w.fate(t), w.wantFate(id), id)
+	}
+	for _, id := range w.sc.tasks { // after the route: a wrong route is named as such first
+		c.Expect(r, "every email ends sent, or in email-dlq after its last attempt", w.fate(w.tasks[id]), w.wantFate(id), id)
 	}
 }
 
@@ -545,7 +550,10 @@ func (w *worker) fate(t *task) string {
 	case t.gaveUp != "":
 		return t.gaveUp
 	case w.dead(t):
-		return fmt.Sprintf("in %s %s, dead-lettered from %s (rejected)", notify.DLQ, after, notify.EmailQueue)
+		return fmt.Sprintf("in %s %s, dead-lettered from %s (rejected) through %s", notify.DLQ, after, notify.EmailQueue, notify.DLX)
+	case t.landed == notify.DLQ && w.rejected(t):
+		return fmt.Sprintf("in %s %s, dead-lettered from %s (rejected) through %s: not through %s, the exchange the document binds %s to",
+			notify.DLQ, after, notify.EmailQueue, exchangeName(w.seed(t.via)), notify.DLX, notify.DLQ)
 	case t.landed == notify.DLQ:
 		return fmt.Sprintf("in %s %s, x-death: %s: published there, not dead-lettered by a nack", notify.DLQ, after, t.deaths.Describe(w.seed))
 	case t.landed == notify.RetryQueue:
@@ -562,9 +570,26 @@ func (w *worker) fate(t *task) string {
 }
 
 // dead reports whether t was found in email-dlq, where a nack from
-// email-queue put it (x-death's most recent entry).
+// email-queue put it (x-death's most recent entry) through email-dlx:
+// the broker republishes a dead-lettered message to the queue's
+// x-dead-letter-exchange, so a basic.get names that exchange. (x-death's
+// own "exchange" is where the message was published before, "" here.)
 func (w *worker) dead(t *task) bool {
-	return t.landed == notify.DLQ && len(t.deaths) > 0 && t.deaths[0].Queue == w.n.EmailQueue && t.deaths[0].Reason == "rejected"
+	return w.rejected(t) && t.landed == notify.DLQ && t.via == w.n.DLX
+}
+
+// rejected reports whether x-death's most recent entry is a reject from
+// email-queue.
+func (w *worker) rejected(t *task) bool {
+	return len(t.deaths) > 0 && t.deaths[0].Queue == w.n.EmailQueue && t.deaths[0].Reason == "rejected"
+}
+
+// exchangeName shows an exchange name, the default exchange as such.
+func exchangeName(x string) string {
+	if x == "" {
+		return `the default exchange ("")`
+	}
+	return x
 }
 
 // wantFate is where email id should end.
@@ -572,5 +597,5 @@ func (w *worker) wantFate(id string) string {
 	if f := w.sc.fails[id]; f < w.sc.policy.Attempts {
 		return fmt.Sprintf("sent on attempt %d", f+1)
 	}
-	return fmt.Sprintf("in %s after %d attempts, dead-lettered from %s (rejected)", notify.DLQ, w.sc.policy.Attempts, notify.EmailQueue)
+	return fmt.Sprintf("in %s after %d attempts, dead-lettered from %s (rejected) through %s", notify.DLQ, w.sc.policy.Attempts, notify.EmailQueue, notify.DLX)
 }
