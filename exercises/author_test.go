@@ -236,6 +236,8 @@ func TestListMatchesTheDirectories(t *testing.T) {
 		assert.True(t, strings.HasPrefix(string(ex.Stub()), "//go:build qlabex\n"), ex.Path())
 		assert.True(t, strings.HasPrefix(string(ex.Solution()), "//go:build qlabex\n"), ex.Dir)
 		assert.Contains(t, string(ex.Stub()), "// TODO", "%s: the stub marks what to write", ex.Path())
+		assert.Contains(t, strings.SplitN(string(ex.Stub()), "\n", 4)[2], `"buildFlags": ["-tags=qlabex"]`,
+			"%s: the header says how to set an editor up for the build tag", ex.Path())
 		assert.FileExists(t, filepath.Join(ex.Dir, "check_test.go"))
 		assert.FileExists(t, filepath.Join(ex.Dir, "doc.go"))
 		assert.GreaterOrEqual(t, len(ex.Hints), 3, "%s: several hints, read one at a time", ex.Dir)
