@@ -118,4 +118,15 @@ var All = []Exercise{
 			{When: "the last failure is a nack (requeue false), no copy", Text: "Count first (job.Retries++), then decide: when the new count reaches p.Attempts, d.Nack(false, false) and return, so email-queue's dead-letter route parks it in email-dlq with x-death saying \"rejected\" from email-queue. Publishing it into email-dlq yourself leaves no x-death."},
 		},
 	},
+	{
+		Dir: "12_delay_queues", File: "delay_queues.go", Lesson: "Q14", Broker: true,
+		Title: "A wait queue per delay: no retry held up behind a longer one",
+		Hints: []Hint{
+			{When: "a short retry is not held up behind a long one", Text: "RabbitMQ expires a message only at the head of its queue: in one retry queue a 30 s retry behind a 5 min one waits the 5 minutes. In a queue where every message waits the same time, the head is always the first due."},
+			{When: "a short retry is not held up behind a long one", Text: "A quorum queue does not help: on 3.10.8 it expires at the head too (lesson Q14 measures it). Give each distinct delay a queue of its own, named from n.Retry and the delay."},
+			{When: "each retry waits its own delay: the TTL of the queue it waited in", Text: "Retry n waits delays[n-1] (the last delay past the end): RetryRoute must pick the queue whose x-message-ttl is that delay. The queue's TTL is the wait, so the message needs no expiration."},
+			{When: "every retry comes back to the work queue", Text: "A wait queue needs a way back: \"x-dead-letter-exchange\" \"\" (the default exchange routes by queue name) and \"x-dead-letter-routing-key\" the work queue. Without them an expired message is dropped."},
+			{When: "the broker accepts your retry queues", Text: "\"x-message-ttl\" is an integer of milliseconds (d.Milliseconds(), an int64): the broker refuses a float or a string with 406 PRECONDITION_FAILED."},
+		},
+	},
 }
