@@ -129,4 +129,15 @@ var All = []Exercise{
 			{When: "the broker accepts your retry queues", Text: "\"x-message-ttl\" is an integer of milliseconds (d.Milliseconds(), an int64): the broker refuses a float or a string with 406 PRECONDITION_FAILED."},
 		},
 	},
+	{
+		Dir: "13_dlq_replay", File: "dlq_ops.go", Lesson: "Q16", Broker: true,
+		Title: "Operate the DLQ: read it without taking, replay with the count reset",
+		Hints: []Hint{
+			{When: "reading leaves the DLQ as it was: every message, in order", Text: "Get with autoAck true is a take: the broker forgets the message as it hands it over (the management UI's \"Automatic ack\" mode does the same). Get with autoAck false holds the message for you until you settle it."},
+			{When: "peek shows the first n messages, in order, each once", Text: "A message you hand back (nack with requeue) goes back to the head of the queue: the next Get returns it again. Hold every message you read, and hand them all back at the end."},
+			{When: "reading leaves the DLQ as it was: every message, in order", Text: "Messages you hold are not in the queue for anyone else. When you have read n (or Get says the queue is empty), one Nack of the last delivery tag with multiple and requeue returns them all, in their places."},
+			{When: "a replayed email starts over: retries 0, no x-death or other header", Text: "A copy of the message as it was keeps retries 5 and x-death: the worker would park it again on its first failure. Decode the job, set Retries to 0, and publish a new Publishing with the job's body and no headers."},
+			{When: "each copy is confirmed before its original is acked", Text: "Ack the original only after publish returned nil (the broker confirmed the copy). Acked first, a failed publish loses the email; confirmed first, a crash in between leaves a duplicate, which the worker's idempotency handles."},
+		},
+	},
 }
