@@ -131,7 +131,7 @@ var All = []Exercise{
 	},
 	{
 		Dir: "13_dlq_replay", File: "dlq_ops.go", Lesson: "Q16", Broker: true,
-		Title: "Operate the DLQ: read it without taking, replay with the count reset",
+		Title: "Operate the DLQ: read without taking, replay with the count reset",
 		Hints: []Hint{
 			{When: "reading leaves the DLQ as it was: every message, in order", Text: "Get with autoAck true is a take: the broker forgets the message as it hands it over (the management UI's \"Automatic ack\" mode does the same). Get with autoAck false holds the message for you until you settle it."},
 			{When: "peek shows the first n messages, in order, each once", Text: "A message you hand back (nack with requeue) goes back to the head of the queue: the next Get returns it again. Hold every message you read, and hand them all back at the end."},

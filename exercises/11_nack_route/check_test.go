@@ -207,11 +207,11 @@ func (w *worker) bound() time.Duration {
 // run publishes the emails and handles deliveries until each is sent or
 // parked, the channel dies, Settle fails, or the bound passes.
 func (w *worker) run(conn *amqp.Connection) error {
-	pub, err := newPublisher(conn)
+	pub, err := check.NewPublisher(conn)
 	if err != nil {
 		return err
 	}
-	defer pub.ch.Close()
+	defer pub.Close()
 	ch, err := conn.Channel()
 	if err != nil {
 		return err
@@ -230,7 +230,7 @@ func (w *worker) run(conn *amqp.Connection) error {
 		w.tasks[id] = &task{}
 		w.emit(lab.Event{Kind: lab.Enqueued, Task: id, Queue: notify.EmailQueue, Actor: "API"})
 		msg := amqp.Publishing{MessageId: id, ContentType: "application/json", Body: notify.NewJob(id, time.UnixMilli(1707217200000)).Encode()}
-		if err := pub.publish(ctx, w.n.EmailQueue, msg); err != nil {
+		if err := pub.Publish(ctx, w.n.EmailQueue, msg); err != nil {
 			return err
 		}
 	}
@@ -261,7 +261,7 @@ func (w *worker) finished() bool {
 }
 
 // handle runs one delivery through Settle and records what it did.
-func (w *worker) handle(ctx context.Context, ch *amqp.Channel, pub *publisher, d amqp.Delivery) error {
+func (w *worker) handle(ctx context.Context, ch *amqp.Channel, pub *check.Publisher, d amqp.Delivery) error {
 	job, err := notify.DecodeJob(d.Body)
 	if err != nil {
 		_ = d.Ack(false)
@@ -342,7 +342,7 @@ func (w *worker) settled(t *task, id string, dl *delivery) {
 
 // publishFor is the Publish Settle gets for attempt of task id: the
 // checker's publisher, recording each copy in rec.
-func (w *worker) publishFor(pub *publisher, id string, attempt int, rec *settleRecorder) Publish {
+func (w *worker) publishFor(pub *check.Publisher, id string, attempt int, rec *settleRecorder) Publish {
 	return func(ctx context.Context, queue string, msg amqp.Publishing) error {
 		retries := "no email job"
 		if job, err := notify.DecodeJob(msg.Body); err == nil {
@@ -352,7 +352,7 @@ func (w *worker) publishFor(pub *publisher, id string, attempt int, rec *settleR
 		ms, _ := strconv.ParseInt(msg.Expiration, 10, 64)
 		w.emit(lab.Event{Kind: lab.Scheduled, Task: id, Queue: notify.EmailQueue, Via: w.seed(queue), To: notify.EmailQueue,
 			Attempt: attempt, DelayMs: ms, Note: fmt.Sprintf("a copy, expiration %q", msg.Expiration)})
-		return pub.publish(ctx, queue, msg)
+		return pub.Publish(ctx, queue, msg)
 	}
 }
 
@@ -400,45 +400,6 @@ func (r *settleRecorder) Nack(tag uint64, multiple, requeue bool) error {
 func (r *settleRecorder) Reject(tag uint64, requeue bool) error {
 	r.add(fmt.Sprintf("reject requeue=%v", requeue), requeue)
 	return r.real.Reject(tag, requeue)
-}
-
-// publisher publishes with confirms and mandatory, so a copy no queue
-// takes is an error the student sees.
-type publisher struct {
-	ch      *amqp.Channel
-	returns chan amqp.Return
-}
-
-func newPublisher(conn *amqp.Connection) (*publisher, error) {
-	ch, err := conn.Channel()
-	if err != nil {
-		return nil, err
-	}
-	if err := ch.Confirm(false); err != nil {
-		_ = ch.Close()
-		return nil, err
-	}
-	return &publisher{ch: ch, returns: ch.NotifyReturn(make(chan amqp.Return, 8))}, nil
-}
-
-func (p *publisher) publish(ctx context.Context, queue string, msg amqp.Publishing) error {
-	dc, err := p.ch.PublishWithDeferredConfirmWithContext(ctx, "", queue, true, false, msg)
-	if err != nil {
-		return err
-	}
-	acked, err := dc.WaitContext(ctx)
-	switch {
-	case err != nil:
-		return err
-	case !acked:
-		return fmt.Errorf("the broker refused the message to %s (basic.nack)", queue)
-	}
-	select { // the broker sends basic.return before the confirm
-	case ret := <-p.returns:
-		return fmt.Errorf("no queue named %q: the message was returned (%d %s)", queue, ret.ReplyCode, ret.ReplyText)
-	default:
-		return nil
-	}
 }
 
 // land finds every email that is not sent: in email-dlq,

@@ -86,19 +86,45 @@ func (s *Scratch) Close() {
 	_ = s.Conn.Close()
 }
 
-// Publish publishes msg to queue through the default exchange, mandatory,
-// and waits for the broker's confirm on a channel of its own.
+// Publish publishes msg to queue through the default exchange (see
+// Publisher) on a channel of its own.
 func (s *Scratch) Publish(ctx context.Context, queue string, msg amqp.Publishing) error {
-	ch, err := s.Conn.Channel()
+	p, err := NewPublisher(s.Conn)
 	if err != nil {
 		return err
 	}
-	defer ch.Close()
-	if err := ch.Confirm(false); err != nil {
-		return err
+	defer p.Close()
+	return p.Publish(ctx, queue, msg)
+}
+
+// Publisher publishes on one channel in confirm mode, mandatory, so a
+// message no queue takes is an error the student sees, not a silent drop.
+// Publish calls must not overlap.
+type Publisher struct {
+	ch      *amqp.Channel
+	returns chan amqp.Return
+}
+
+// NewPublisher opens a confirm-mode channel on conn.
+func NewPublisher(conn *amqp.Connection) (*Publisher, error) {
+	ch, err := conn.Channel()
+	if err != nil {
+		return nil, err
 	}
-	returns := ch.NotifyReturn(make(chan amqp.Return, 1))
-	dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", queue, true, false, msg)
+	if err := ch.Confirm(false); err != nil {
+		_ = ch.Close()
+		return nil, err
+	}
+	return &Publisher{ch: ch, returns: ch.NotifyReturn(make(chan amqp.Return, 8))}, nil
+}
+
+// Close closes the publisher's channel.
+func (p *Publisher) Close() { _ = p.ch.Close() }
+
+// Publish publishes msg to queue through the default exchange and waits
+// for the broker's confirm: a nack or a return is an error.
+func (p *Publisher) Publish(ctx context.Context, queue string, msg amqp.Publishing) error {
+	dc, err := p.ch.PublishWithDeferredConfirmWithContext(ctx, "", queue, true, false, msg)
 	if err != nil {
 		return err
 	}
@@ -110,7 +136,7 @@ func (s *Scratch) Publish(ctx context.Context, queue string, msg amqp.Publishing
 		return fmt.Errorf("the broker refused the message to %s (basic.nack)", queue)
 	}
 	select { // the broker sends basic.return before the confirm
-	case ret := <-returns:
+	case ret := <-p.returns:
 		return fmt.Errorf("no queue named %q: the message was returned (%d %s)", queue, ret.ReplyCode, ret.ReplyText)
 	default:
 		return nil
