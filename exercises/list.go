@@ -48,7 +48,7 @@ var All = []Exercise{
 		Dir: "05_backoff", File: "backoff.go", Lesson: "Q07",
 		Title: "Exponential backoff: wait 1 s, then 2 s, then 4 s",
 		Hints: []Hint{
-			{When: "Backoff doubles: 1 s, 2 s, 4 s …", Text: "Backoff(n) is FirstBackoff times 2 to the power n-1. A shift does it: FirstBackoff << (n - 1)."},
+			{When: "Backoff doubles: 1 s, 2 s, 4 s …", Text: "Backoff(n) is FirstBackoff times 2 to the power n-1: doubled once per failed attempt before the last one. A left shift of a Duration doubles it once per bit."},
 			{When: "after a failure the task is scheduled for retryQueue with the right delay", Text: "RetryAfter still waits FirstBackoff every time: use Backoff(t.Attempt), the number of the attempt that just failed."},
 			{When: "the retry starts exactly when the delay is over", Text: "The delay you pass to ScheduleOn and the one you give AfterFunc must be the same value."},
 			{When: "the worker does not wait with the task (no sleep): it takes the next task at once", Text: "A sleep in RetryAfter, or in the start func you give ScheduleOn (it runs on the worker's goroutine), holds the worker: the next task waits. Only the timer may wait."},

@@ -124,6 +124,7 @@ func TestExListIsSelectable(t *testing.T) {
 	m := exModel{root: root, ex: exercises.All[0], st: exState{Hints: map[string]int{}}, width: 80, height: 24}
 	next, _ := m.key("l")
 	assert.Contains(t, next.View(), "›▶  1 ", "the cursor starts on the current exercise")
+	assert.Contains(t, next.View(), "enter open")
 	for range 3 {
 		next, _ = next.(exModel).key("down")
 	}

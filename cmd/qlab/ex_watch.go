@@ -319,7 +319,7 @@ func (m exModel) keysLine() string {
 	case m.mode == exConfirmReset:
 		return "y reset · any other key cancels"
 	case m.mode == exShowList:
-		return "enter open · l back · q quit"
+		return "↑/↓ or 1–9 choose · enter open · l or esc back · q quit"
 	case m.last != nil && m.last.Status == exPass:
 		return "n next · l list · q quit"
 	case m.manual:
@@ -349,7 +349,7 @@ func (m exModel) listLines() []string {
 		}
 		out = append(out, line)
 	}
-	return append(out, "", m.paint.faint("↑/↓ or a number: choose · enter: open · l or esc: back"))
+	return out
 }
 
 // clip cuts a line to width runes (escape codes of a coloured line may
