@@ -560,3 +560,17 @@ func (w *worker) wantFate(id string) string {
 	}
 	return fmt.Sprintf("in %s after %d attempts, dead-lettered from %s (rejected) through %s", notify.DLQ, w.sc.policy.Attempts, notify.EmailQueue, notify.DLX)
 }
+
+// The checker's first policy is the seed's as its code runs: Q14 and Q15
+// show the first retry waits 30 s (getRetryDelay after retries++), then
+// 1 min, 2 min, 5 min, and the fifth failure is the last.
+func TestTheDocumentsPolicyIsTheSeeds(t *testing.T) {
+	p := scenarios[0].policy
+	var waits []time.Duration
+	for retry := 1; retry < p.Attempts; retry++ {
+		waits = append(waits, p.Delay(retry)*200)
+	}
+	if want := []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute, 5 * time.Minute}; fmt.Sprint(waits) != fmt.Sprint(want) || p.Attempts != 5 {
+		t.Errorf("the document's policy waits %v over %d attempts; the seed's code waits %v over 5", waits, p.Attempts, want)
+	}
+}

@@ -214,3 +214,15 @@ func configured(headers amqp.Table, queues map[string]amqp.Table) time.Duration 
 	ms, _ := strconv.ParseInt(exp, 10, 64)
 	return time.Duration(ms) * time.Millisecond
 }
+
+// The checker's first schedule is the seed's waits as its code runs
+// (30 s, 1 min, 2 min, 5 min; lessons Q14 and Q15), scaled 1/200.
+func TestTheDocumentsScheduleIsTheSeeds(t *testing.T) {
+	var waits []time.Duration
+	for _, d := range schedules[0].delays {
+		waits = append(waits, d*200)
+	}
+	if want := []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute, 5 * time.Minute}; fmt.Sprint(waits) != fmt.Sprint(want) {
+		t.Errorf("the document's schedule waits %v; the seed's code waits %v", waits, want)
+	}
+}
