@@ -16,7 +16,7 @@ import (
 	"github.com/queuelab/qlab/exercises"
 )
 
-const exHelp = `Usage: qlab ex [command] [flags]
+const exHelp = `Usage: qlab ex [N | command] [flags]
 
 Exercises: you write the mechanism of a lesson, qlab checks it.
 
