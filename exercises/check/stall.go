@@ -22,16 +22,19 @@ const Stall = 3 * time.Second
 // StalledCheck is the check a stuck run fails.
 const StalledCheck = "lesson time moves on: nothing blocks the run"
 
-// watchdog is a Sink that notes when the run last emitted, and a real-time
-// goroutine outside the bubble that reports a run silent for Stall as the
-// failed StalledCheck and ends the test binary (a goroutine stuck inside
-// the bubble cannot be ended any other way).
+// watchdog is a Sink that keeps what the run emitted, and a goroutine
+// outside the bubble (real time) that counts the events every Stall/10:
+// a run whose count stands still for Stall is reported as the failed
+// StalledCheck, and the test binary ends (a goroutine stuck inside the
+// bubble cannot be ended any other way). A busy loop that emits nothing
+// is caught the same way.
 type watchdog struct {
 	mu     sync.Mutex
 	events []lab.Event // what the run emitted so far; no clock is read in the bubble (its time is fake)
 	done   chan struct{}
 }
 
+// watch starts a watchdog of the run on plan; stop it when the run ends.
 func watch(plan string) *watchdog {
 	w := &watchdog{done: make(chan struct{})}
 	go w.run(plan)
