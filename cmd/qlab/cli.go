@@ -38,7 +38,7 @@ Usage:
                             find the RabbitMQ broker, start one with Docker, measure TTL delays
   qlab compare N [flags]    run lesson N on both backends and measure the difference
   qlab tui [N] [flags]      watch lessons animate in the terminal (qlab tui --help)
-  qlab ex [command]         exercises: write the mechanism, qlab checks it (qlab ex --help)
+  qlab ex [N | command]     exercises: write the mechanism, qlab checks it (qlab ex --help)
   qlab dlq inspect|replay|purge QUEUE [flags]
                             read, replay or empty a dead-letter queue on the broker (qlab dlq --help)
   qlab help                 this text
