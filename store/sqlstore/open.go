@@ -112,6 +112,10 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 	return s, nil
 }
 
+// maxPostgresConns caps one store's connections: the database is shared
+// (max_connections is 100 by default), and more would only queue there.
+const maxPostgresConns = 8
+
 var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
 // openPostgres connects with pgx through database/sql, its connect bounded
@@ -133,6 +137,7 @@ func openPostgres(ctx context.Context, cfg Config) (*Store, error) {
 		pc.RuntimeParams["search_path"] = cfg.Schema
 	}
 	s := &Store{db: stdlib.OpenDB(*pc), d: postgres, schema: cfg.Schema}
+	s.db.SetMaxOpenConns(maxPostgresConns)
 	if err := s.create(ctx); err != nil {
 		s.db.Close()
 		return nil, fmt.Errorf("%w: cannot open PostgreSQL at %s: %s (unset %s to use the embedded SQLite)",
