@@ -76,8 +76,10 @@ var (
 	// ErrDuplicate: a user's id or email is already taken (a unique
 	// violation); InsertUsers stored none of the batch.
 	ErrDuplicate = errors.New("store: duplicate user")
-	// ErrUnavailable: the database cannot be opened or reached.
-	ErrUnavailable = errors.New("store: database unavailable")
+	// ErrUnavailable: the database cannot be opened or reached. From a
+	// write, it leaves the outcome unknown: the statement may have
+	// committed before the connection was lost (read the row to know).
+	ErrUnavailable = errors.New("database unavailable")
 )
 
 // Store is the status store. Every method is safe for concurrent use by

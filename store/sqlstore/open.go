@@ -79,7 +79,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	switch {
 	case cfg.URL == "":
 		if cfg.Dir == "" {
-			return nil, fmt.Errorf("%w: no directory for the embedded SQLite file", store.ErrUnavailable)
+			return nil, fmt.Errorf("store: %w: no directory for the embedded SQLite file", store.ErrUnavailable)
 		}
 		return openSQLite(ctx, filepath.Join(cfg.Dir, "qlab.db"))
 	case strings.HasPrefix(cfg.URL, "sqlite:"):
@@ -89,7 +89,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return openPostgres(ctx, cfg)
 	}
 	// Never echo a URL we cannot parse: its password may be anywhere in it.
-	return nil, fmt.Errorf("%w: %s is not a postgres:// or sqlite: URL "+
+	return nil, fmt.Errorf("store: %w: %s is not a postgres:// or sqlite: URL "+
 		"(want postgres://user:pass@host:5432/db)", store.ErrUnavailable, EnvURL)
 }
 
@@ -102,12 +102,12 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 	dsn := "file:" + path + "?_busy_timeout=10000&_journal_mode=WAL&_synchronous=NORMAL&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
-		return nil, fmt.Errorf("%w: SQLite at %s: %v", store.ErrUnavailable, path, err)
+		return nil, fmt.Errorf("store: %w: SQLite at %s: %v", store.ErrUnavailable, path, err)
 	}
 	s := &Store{db: db, d: sqlite, path: path}
 	if err := s.create(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("%w: SQLite at %s: %v", store.ErrUnavailable, path, err)
+		return nil, fmt.Errorf("store: %w: SQLite at %s: %v", store.ErrUnavailable, path, err)
 	}
 	return s, nil
 }
@@ -123,14 +123,14 @@ var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 func openPostgres(ctx context.Context, cfg Config) (*Store, error) {
 	where := Redact(cfg.URL)
 	if cfg.Schema != "" && !schemaName.MatchString(cfg.Schema) {
-		return nil, fmt.Errorf("%w: schema %q: want lower-case letters, digits, _", store.ErrUnavailable, cfg.Schema)
+		return nil, fmt.Errorf("store: %w: schema %q: want lower-case letters, digits, _", store.ErrUnavailable, cfg.Schema)
 	}
 	if _, err := url.Parse(cfg.URL); err != nil {
-		return nil, fmt.Errorf("%w: %s does not parse: %s", store.ErrUnavailable, EnvURL, parseReason(err, cfg.URL))
+		return nil, fmt.Errorf("store: %w: %s does not parse: %s", store.ErrUnavailable, EnvURL, parseReason(err, cfg.URL))
 	}
 	pc, err := pgx.ParseConfig(cfg.URL)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s does not parse: %s", store.ErrUnavailable, EnvURL, redactIn(err.Error(), cfg.URL))
+		return nil, fmt.Errorf("store: %w: %s does not parse: %s", store.ErrUnavailable, EnvURL, redactIn(err.Error(), cfg.URL))
 	}
 	pc.ConnectTimeout = cfg.ConnectTimeout
 	if cfg.Schema != "" {
@@ -140,7 +140,7 @@ func openPostgres(ctx context.Context, cfg Config) (*Store, error) {
 	s.db.SetMaxOpenConns(maxPostgresConns)
 	if err := s.create(ctx); err != nil {
 		s.db.Close()
-		return nil, fmt.Errorf("%w: cannot open PostgreSQL at %s: %s (unset %s to use the embedded SQLite)",
+		return nil, fmt.Errorf("store: %w: cannot open PostgreSQL at %s: %s (unset %s to use the embedded SQLite)",
 			store.ErrUnavailable, where, oneLine(redactIn(connectReason(err).Error(), cfg.URL)), EnvURL)
 	}
 	return s, nil
@@ -185,6 +185,9 @@ func (s *Store) create(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Schema is the PostgreSQL schema the tables live in (Config.Schema).
+func (s *Store) Schema() string { return s.schema }
 
 // Close implements store.Store: the data stays in the database.
 func (s *Store) Close() error { return s.db.Close() }

@@ -21,7 +21,7 @@ func (s *Store) QueueDueToOutbox(ctx context.Context, until time.Time) ([]store.
 		for _, r := range due {
 			if _, err := s.exec(ctx, tx, `INSERT INTO outbox (id, kind, created_us) VALUES (?, ?, ?)`,
 				r.ID, r.Kind, r.Updated.UnixMicro()); err != nil {
-				return fmt.Errorf("store: outbox entry for %q: %w", r.ID, err)
+				return failed(err, "outbox entry for %q", r.ID)
 			}
 		}
 		return nil
@@ -37,7 +37,7 @@ func (s *Store) PendingOutbox(ctx context.Context, limit int) ([]store.OutboxEnt
 	rows, err := s.db.QueryContext(ctx, s.d.bind(`SELECT seq, id, kind, created_us FROM outbox
 		WHERE relayed_us IS NULL ORDER BY seq LIMIT ?`), limit)
 	if err != nil {
-		return nil, fmt.Errorf("store: pending outbox: %w", err)
+		return nil, failed(err, "pending outbox")
 	}
 	defer rows.Close()
 	var pending []store.OutboxEntry
@@ -45,19 +45,19 @@ func (s *Store) PendingOutbox(ctx context.Context, limit int) ([]store.OutboxEnt
 		var e store.OutboxEntry
 		var created int64
 		if err := rows.Scan(&e.Seq, &e.ID, &e.Kind, &created); err != nil {
-			return nil, fmt.Errorf("store: pending outbox: %w", err)
+			return nil, failed(err, "pending outbox")
 		}
 		e.Created = time.UnixMicro(created)
 		pending = append(pending, e)
 	}
-	return pending, rows.Err()
+	return pending, failed(rows.Err(), "pending outbox")
 }
 
 // MarkRelayed implements store.Outbox.
 func (s *Store) MarkRelayed(ctx context.Context, seq int64) error {
 	res, err := s.exec(ctx, s.db, `UPDATE outbox SET relayed_us = ? WHERE seq = ? AND relayed_us IS NULL`, now(), seq)
 	if err != nil {
-		return fmt.Errorf("store: mark relayed %d: %w", seq, err)
+		return failed(err, "mark relayed %d", seq)
 	}
 	if affected(res) == 1 {
 		return nil
@@ -67,7 +67,7 @@ func (s *Store) MarkRelayed(ctx context.Context, seq int64) error {
 	if err == sql.ErrNoRows {
 		return fmt.Errorf("outbox entry %d: %w", seq, store.ErrNotFound)
 	}
-	return err
+	return failed(err, "mark relayed %d", seq)
 }
 
 // inTx runs f in one transaction (BEGIN IMMEDIATE on SQLite: see
@@ -75,14 +75,14 @@ func (s *Store) MarkRelayed(ctx context.Context, seq int64) error {
 func (s *Store) inTx(ctx context.Context, f func(*sql.Tx) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("store: begin: %w", err)
+		return failed(err, "begin")
 	}
 	if err := f(tx); err != nil {
 		tx.Rollback()
 		return err
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("store: commit: %w", err)
+		return failed(err, "commit")
 	}
 	return nil
 }

@@ -37,7 +37,7 @@ func (s *Store) Insert(ctx context.Context, r store.Row) (bool, error) {
 		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 		r.ID, r.Kind, string(r.Status), r.Due.UnixMicro(), r.Attempts, r.LastError, now())
 	if err != nil {
-		return false, fmt.Errorf("store: insert %q: %w", r.ID, err)
+		return false, failed(err, "insert %q", r.ID)
 	}
 	return affected(res) == 1, nil
 }
@@ -49,7 +49,7 @@ func (s *Store) Get(ctx context.Context, id string) (store.Row, error) {
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Row{}, fmt.Errorf("row %q: %w", id, store.ErrNotFound)
 	}
-	return r, err
+	return r, failed(err, "get %q", id)
 }
 
 // QueueDue implements store.Statuses: one UPDATE … RETURNING, so two
@@ -62,19 +62,19 @@ func (s *Store) queueDue(ctx context.Context, q sqlExecer, until time.Time) ([]s
 	rows, err := q.QueryContext(ctx, s.d.bind(`UPDATE status SET status = 'QUEUED', updated_us = ?
 		WHERE status = 'CREATED' AND due_us <= ? RETURNING `+rowColumns), now(), until.UnixMicro())
 	if err != nil {
-		return nil, fmt.Errorf("store: queue due: %w", err)
+		return nil, failed(err, "queue due")
 	}
 	defer rows.Close()
 	var due []store.Row
 	for rows.Next() {
 		r, err := scanRow(rows)
 		if err != nil {
-			return nil, err
+			return nil, failed(err, "queue due")
 		}
 		due = append(due, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: queue due: %w", err)
+		return nil, failed(err, "queue due")
 	}
 	slices.SortFunc(due, func(a, b store.Row) int {
 		return cmp.Or(a.Due.Compare(b.Due), cmp.Compare(a.ID, b.ID))
@@ -126,7 +126,7 @@ func (s *Store) move(ctx context.Context, id string, from, to store.Status, reas
 		WHERE id = ? AND status = ?`,
 		string(to), attempt, reason, now(), id, string(from))
 	if err != nil {
-		return false, fmt.Errorf("store: %s → %s %q: %w", from, to, id, err)
+		return false, failed(err, "%s → %s %q", from, to, id)
 	}
 	if affected(res) == 1 {
 		return true, nil
@@ -141,7 +141,7 @@ func (s *Store) move(ctx context.Context, id string, from, to store.Status, reas
 func (s *Store) Counts(ctx context.Context) (map[store.Status]int, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT status, COUNT(*) FROM status GROUP BY status`)
 	if err != nil {
-		return nil, fmt.Errorf("store: counts: %w", err)
+		return nil, failed(err, "counts")
 	}
 	defer rows.Close()
 	counts := make(map[store.Status]int, len(store.AllStatuses))
@@ -152,11 +152,11 @@ func (s *Store) Counts(ctx context.Context) (map[store.Status]int, error) {
 		var st string
 		var n int
 		if err := rows.Scan(&st, &n); err != nil {
-			return nil, fmt.Errorf("store: counts: %w", err)
+			return nil, failed(err, "counts")
 		}
 		counts[store.Status(st)] = n
 	}
-	return counts, rows.Err()
+	return counts, failed(rows.Err(), "counts")
 }
 
 // scanRow reads one row of rowColumns.

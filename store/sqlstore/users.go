@@ -28,7 +28,7 @@ func (s *Store) InsertUsers(ctx context.Context, users []store.User) error {
 				if isUnique(err) {
 					return fmt.Errorf("store: insert %d users: %w: %v", len(users), store.ErrDuplicate, err)
 				}
-				return fmt.Errorf("store: insert %d users: %w", len(users), err)
+				return failed(err, "insert %d users", len(users))
 			}
 		}
 		return nil
@@ -45,13 +45,13 @@ func (s *Store) InsertUsersSkipping(ctx context.Context, users []store.User) ([]
 		stmt, err := tx.PrepareContext(ctx, s.d.bind(`INSERT INTO users (id, name, email) VALUES (?, ?, ?)
 			ON CONFLICT DO NOTHING`))
 		if err != nil {
-			return fmt.Errorf("store: insert users: %w", err)
+			return failed(err, "insert users")
 		}
 		defer stmt.Close()
 		for i, u := range users {
 			res, err := stmt.ExecContext(ctx, u.ID, u.Name, u.Email)
 			if err != nil {
-				return fmt.Errorf("store: insert user %q: %w", u.ID, err)
+				return failed(err, "insert user %q", u.ID)
 			}
 			if affected(res) == 0 {
 				skipped = append(skipped, i)
@@ -69,7 +69,7 @@ func (s *Store) InsertUsersSkipping(ctx context.Context, users []store.User) ([]
 func (s *Store) CountUsers(ctx context.Context) (int, error) {
 	var n int
 	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM users`).Scan(&n); err != nil {
-		return 0, fmt.Errorf("store: count users: %w", err)
+		return 0, failed(err, "count users")
 	}
 	return n, nil
 }
