@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/queuelab/qlab/store"
@@ -63,4 +64,12 @@ func postgresURL(t testing.TB) string {
 	}
 	s.Close()
 	return url
+}
+
+// mustParse is url as a pgx config whose connections use schema.
+func mustParse(t *testing.T, url, schema string) pgx.ConnConfig {
+	cfg, err := pgx.ParseConfig(url)
+	require.NoError(t, err)
+	cfg.RuntimeParams["search_path"] = schema
+	return *cfg
 }
