@@ -173,7 +173,7 @@ func (m *Memory) PendingOutbox(ctx context.Context, limit int) ([]OutboxEntry, e
 	defer m.mu.Unlock()
 	var pending []OutboxEntry
 	for _, e := range m.outbox {
-		if len(pending) == limit {
+		if len(pending) >= limit {
 			break
 		}
 		if !e.relayed {

@@ -135,7 +135,7 @@ type Outbox interface {
 	// writes one OutboxEntry per row it queued: both happen or neither.
 	QueueDueToOutbox(ctx context.Context, until time.Time) ([]Row, error)
 	// PendingOutbox returns up to limit entries not yet marked relayed,
-	// oldest (lowest Seq) first.
+	// oldest (lowest Seq) first; none for a limit below 1.
 	PendingOutbox(ctx context.Context, limit int) ([]OutboxEntry, error)
 	// MarkRelayed records that the entry was published (and confirmed), so
 	// PendingOutbox no longer returns it. Marking it again is a no-op;

@@ -99,7 +99,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 // transactions BEGIN IMMEDIATE, taking the write lock up front (a deferred
 // one that read first could not wait for it: SQLITE_BUSY at once).
 func openSQLite(ctx context.Context, path string) (*Store, error) {
-	dsn := "file:" + path + "?_busy_timeout=10000&_journal_mode=WAL&_synchronous=NORMAL&_txlock=immediate"
+	dsn := sqliteURI(path) + "?_busy_timeout=10000&_journal_mode=WAL&_synchronous=NORMAL&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("store: %w: SQLite at %s: %v", store.ErrUnavailable, path, err)
@@ -115,6 +115,17 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 // maxPostgresConns caps one store's connections: the database is shared
 // (max_connections is 100 by default), and more would only queue there.
 const maxPostgresConns = 8
+
+// sqliteURI is path as an SQLite file: URI, escaped, so that a directory
+// with a space, "%", "?" or "#" in its name (a Windows user's, say) holds
+// the file instead of changing which file is opened.
+func sqliteURI(path string) string {
+	p := filepath.ToSlash(path)
+	if filepath.VolumeName(path) != "" {
+		p = "/" + p // file:///C:/Users/…
+	}
+	return "file:" + (&url.URL{Path: p}).EscapedPath()
+}
 
 var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 

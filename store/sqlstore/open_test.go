@@ -2,6 +2,7 @@ package sqlstore_test
 
 import (
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -121,4 +122,19 @@ func TestRedact(t *testing.T) {
 		assert.Equal(t, want, got, in)
 		assert.False(t, strings.Contains(got, secret) || strings.Contains(got, "p@ss"), got)
 	}
+}
+
+// TestSQLiteFileInAnyDirectory: a run's directory with a space, "%", "#"
+// or "?" in its name holds the file (unescaped, SQLite's URI parsing would
+// open another file, or cut the name at the "?").
+func TestSQLiteFileInAnyDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a b%20c#d?e")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	s, err := sqlstore.Open(t.Context(), sqlstore.Config{Dir: dir})
+	require.NoError(t, err)
+	_, err = os.Stat(filepath.Join(dir, "qlab.db"))
+	require.NoError(t, err)
+	require.NoError(t, s.Drop(t.Context()))
+	_, err = os.Stat(filepath.Join(dir, "qlab.db"))
+	assert.ErrorIs(t, err, os.ErrNotExist, "Drop removes the file")
 }

@@ -34,6 +34,9 @@ func (s *Store) QueueDueToOutbox(ctx context.Context, until time.Time) ([]store.
 
 // PendingOutbox implements store.Outbox.
 func (s *Store) PendingOutbox(ctx context.Context, limit int) ([]store.OutboxEntry, error) {
+	if limit < 1 {
+		return nil, nil // PostgreSQL refuses a negative LIMIT
+	}
 	rows, err := s.db.QueryContext(ctx, s.d.bind(`SELECT seq, id, kind, created_us FROM outbox
 		WHERE relayed_us IS NULL ORDER BY seq LIMIT ?`), limit)
 	if err != nil {

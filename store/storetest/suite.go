@@ -325,6 +325,11 @@ func outbox(t *testing.T, s store.Store) {
 	first, err := s.PendingOutbox(ctx, 1)
 	require.NoError(t, err)
 	assert.Equal(t, pending[:1], first, "limit, oldest first")
+	for _, limit := range []int{0, -1} {
+		none, err := s.PendingOutbox(ctx, limit)
+		require.NoError(t, err)
+		assert.Empty(t, none, "limit %d", limit)
+	}
 
 	require.NoError(t, s.MarkRelayed(ctx, pending[0].Seq))
 	require.NoError(t, s.MarkRelayed(ctx, pending[0].Seq), "marking twice is a no-op")
