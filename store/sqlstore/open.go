@@ -84,6 +84,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return openSQLite(ctx, filepath.Join(cfg.Dir, "qlab.db"))
 	case strings.HasPrefix(cfg.URL, "sqlite:"):
 		path := strings.TrimPrefix(strings.TrimPrefix(cfg.URL, "sqlite:"), "//")
+		if path == "" {
+			return nil, fmt.Errorf("store: %w: %s=sqlite: names no file (want sqlite:PATH)", store.ErrUnavailable, EnvURL)
+		}
 		return openSQLite(ctx, path)
 	case strings.HasPrefix(cfg.URL, "postgres://"), strings.HasPrefix(cfg.URL, "postgresql://"):
 		return openPostgres(ctx, cfg)
@@ -112,10 +115,6 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 	return s, nil
 }
 
-// maxPostgresConns caps one store's connections: the database is shared
-// (max_connections is 100 by default), and more would only queue there.
-const maxPostgresConns = 8
-
 // sqliteURI is path as an SQLite file: URI, escaped, so that a directory
 // with a space, "%", "?" or "#" in its name (a Windows user's, say) holds
 // the file instead of changing which file is opened.
@@ -126,6 +125,10 @@ func sqliteURI(path string) string {
 	}
 	return "file:" + (&url.URL{Path: p}).EscapedPath()
 }
+
+// maxPostgresConns caps one store's connections: the database is shared
+// (max_connections is 100 by default), and more would only queue there.
+const maxPostgresConns = 8
 
 var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 

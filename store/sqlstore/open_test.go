@@ -138,3 +138,10 @@ func TestSQLiteFileInAnyDirectory(t *testing.T) {
 	_, err = os.Stat(filepath.Join(dir, "qlab.db"))
 	assert.ErrorIs(t, err, os.ErrNotExist, "Drop removes the file")
 }
+
+func TestOpenSQLiteNeedsAPath(t *testing.T) {
+	for _, url := range []string{"sqlite:", "sqlite://"} {
+		_, err := sqlstore.Open(t.Context(), sqlstore.Config{URL: url})
+		assert.ErrorIs(t, err, store.ErrUnavailable, url)
+	}
+}
