@@ -57,12 +57,13 @@ func postgresURL(t testing.TB) string {
 		fail("PostgreSQL: %s is not set (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)", sqlstore.EnvURL)
 		return ""
 	}
-	s, err := sqlstore.Open(t.Context(), sqlstore.Config{URL: url})
+	probe := fmt.Sprintf("qlabtest_%d_probe", os.Getpid())
+	s, err := sqlstore.Open(t.Context(), sqlstore.Config{URL: url, Schema: probe})
 	if err != nil {
 		fail("PostgreSQL: %v", err)
 		return ""
 	}
-	s.Close()
+	require.NoError(t, s.Drop(context.Background()))
 	return url
 }
 
