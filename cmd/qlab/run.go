@@ -118,7 +118,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		fmt.Fprintln(noteTo, note)
 	}
-	runErr := runLesson(ctx, l, opts, f, out, colorWanted(stdout))
+	runErr := runLesson(ctx, l, opts, f, out, colorWanted(stdout), terminalWidth(stdout))
 	if err := out.Err(); err != nil {
 		return fmt.Errorf("%w (%v): the run stopped and deleted the queues it created", errOutputClosed, err)
 	}
@@ -159,7 +159,7 @@ func prefixNote(names *rabbit.Names) string {
 
 // runLesson runs l with opts and writes it to out as f asks: JSON lines, a
 // Mermaid diagram, or the notice, log and tables.
-func runLesson(ctx context.Context, l lessons.Lesson, opts lessons.Options, f runFlags, out io.Writer, color bool) error {
+func runLesson(ctx context.Context, l lessons.Lesson, opts lessons.Options, f runFlags, out io.Writer, color bool, width int) error {
 	if f.json {
 		_, err := lessons.Run(ctx, l, opts, render.NewJSONSink(out))
 		return err
@@ -170,41 +170,19 @@ func runLesson(ctx context.Context, l lessons.Lesson, opts lessons.Options, f ru
 		render.Mermaid(out, rec.Events)
 		return err
 	}
-	style := render.Style{Color: !f.noColor && color}
-	fmt.Fprintf(out, "%s · %s  (%s, speed %g×)\n", l.ID, l.Title, opts.Backend, f.speed)
-	fmt.Fprintf(out, "What to notice: %s\n\n", l.NoticeFor(opts.Backend))
+	page := render.Page{W: out, Color: !f.noColor && color, Layout: render.LayoutFor(width)}
+	page.Prose(fmt.Sprintf("%s · %s  (%s, speed %g×)", l.ID, l.Title, opts.Backend, f.speed), "  ")
+	page.Prose("What to notice: "+l.NoticeFor(opts.Backend), "")
+	fmt.Fprintln(out)
 	var rec lab.Recorder
-	res, runErr := lessons.Run(ctx, l, opts, render.LogSink{W: out, Style: style}, &rec)
+	res, runErr := lessons.Run(ctx, l, opts, page, &rec)
 	if len(res.Tasks) > 0 { // a run that could not start (no broker, a stale queue) created none
-		fmt.Fprintln(out)
-		render.WhatHappened(rec.Events).Write(out)
+		page.Results(rec.Events, nil)
 	}
-	for _, t := range res.Tables {
-		fmt.Fprintln(out)
-		t.Write(out)
-	}
+	page.Tables(res.Tables)
 	if runErr == nil {
 		fmt.Fprintln(out)
-		fmt.Fprint(out, nextSteps(l, opts.Backend))
+		page.Prose(nextSteps(l, opts.Backend, invoked()), "      ")
 	}
 	return runErr
-}
-
-// nextSteps is what a finished run points to: the other backend and
-// compare for a lesson that has both, and the next lesson.
-func nextSteps(l lessons.Lesson, ran lab.Backend) string {
-	var b strings.Builder
-	if l.Dual() {
-		other := lab.InMem
-		if ran == lab.InMem {
-			other = lab.Rabbit
-		}
-		fmt.Fprintf(&b, "Try:  qlab run %d --backend %s   (the same flow, the other mechanism), or qlab compare %d\n", l.Number(), other, l.Number())
-	}
-	if next, ok := lessons.Next(l); ok {
-		fmt.Fprintf(&b, "Next: qlab run %d   (%s)\n", next.Number(), next.Title)
-	} else {
-		b.WriteString("Next: you have run every lesson; qlab tui replays any of them, qlab compare N measures the two backends\n")
-	}
-	return b.String()
 }
