@@ -1,6 +1,7 @@
 package render
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/charmbracelet/x/ansi"
@@ -100,4 +101,12 @@ func cut(word string, n int) string {
 		head = string([]rune(word)[:1])
 	}
 	return head
+}
+
+// Count is n and word, plural unless n is 1: "1 message", "3 messages".
+func Count(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return strconv.Itoa(n) + " " + word + "s"
 }

@@ -133,7 +133,7 @@ func (m Model) drawBox(cv []canvas, s slot, arriving int) {
 	var info string
 	cw := inner - 2
 	if s.name == alertNode {
-		info = plural(len(m.sc.alerts), "mail")
+		info = render.Count(len(m.sc.alerts), "mail")
 	} else {
 		info = m.boxInfo(s.name, len(m.sc.members[s.name])-arriving, arriving, inner-3)
 	}
@@ -548,13 +548,6 @@ func seconds(ms int64) string {
 		return strconv.FormatInt(ms/1000, 10) + "s"
 	}
 	return strconv.FormatFloat(float64(ms)/1000, 'f', 1, 64) + "s"
-}
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	return strconv.Itoa(n) + " " + word + "s"
 }
 
 func speedText(f float64) string { return strconv.FormatFloat(f, 'g', 3, 64) + "×" }

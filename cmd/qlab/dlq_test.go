@@ -46,7 +46,7 @@ func TestDLQReplayMovesAndResets(t *testing.T) {
 	_, work := rabbittest.ForeignQueue(t, nil)
 	code, out, errOut := qlab("dlq", "replay", dlq, "--to", work, "--n", "1")
 	require.Equal(t, exitOK, code, errOut)
-	assert.Contains(t, out, "replayed 1 messages from "+dlq+" to "+work)
+	assert.Contains(t, out, "replayed 1 message from "+dlq+" to "+work)
 	code, out, errOut = qlab("dlq", "replay", dlq, "--to", work, "--reset-retries")
 	require.Equal(t, exitOK, code, errOut)
 	assert.Contains(t, out, "1 had their retries reset")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lessons"
+	"github.com/queuelab/qlab/rabbit"
 )
 
 // errOutputClosed is the cause a run is cancelled with when its output
@@ -126,4 +127,15 @@ func nextSteps(l lessons.Lesson, ran lab.Backend, how invocation) string {
 		b = append(b, "Next: you have run every lesson; qlab tui replays any of them, qlab compare N measures the two backends")
 	}
 	return strings.Join(b, "\n")
+}
+
+// noBrokerHint adds to a failed broker discovery, for a lesson that runs
+// on the broker by default and in memory too, the command that runs it
+// there.
+func noBrokerHint(err error, l lessons.Lesson, how invocation) error {
+	var nb *rabbit.NoBrokerError
+	if l.InMem == nil || !errors.As(err, &nb) {
+		return err
+	}
+	return fmt.Errorf("%w\nor run it in memory, no broker needed: %s", err, how.run(l.Number(), "--backend inmem"))
 }

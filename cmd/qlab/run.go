@@ -35,8 +35,8 @@ type runFlags struct {
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.backend, "backend", "inmem", "where the lesson runs: inmem or rabbit")
-	f.planFlags.register(fs, 1, "lesson time per real time: 10 runs ten times faster; stamps stay in lesson time")
+	fs.StringVar(&f.backend, "backend", "", "where the lesson runs: inmem or rabbit (default: the lesson's own, rabbit for lessons "+defaultingTo(lab.Rabbit)+", inmem for the others)")
+	f.planFlags.register(fs, 1, "lesson time per real time: 10 runs ten times faster; stamps stay in lesson time. Without it, a long lesson goes at its own pace ("+ownSpeeds()+")")
 	fs.BoolVar(&f.json, "json", false, "print the event stream as JSON lines instead of the log")
 	fs.BoolVar(&f.mermaid, "mermaid", false, "print a Mermaid sequence diagram of the run instead of the log")
 	fs.BoolVar(&f.noColor, "no-color", false, "plain text, no ANSI colour (NO_COLOR does the same)")
@@ -64,6 +64,9 @@ func (f *runFlags) check() error {
 		if err := rabbit.CheckPrefix(f.prefix); err != nil {
 			return usagef("--prefix: %v", err)
 		}
+	}
+	if f.backend == "" {
+		return nil // the lesson's own
 	}
 	return checkBackend(f.backend)
 }
@@ -93,6 +96,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	f.speed = runSpeed(fs, l, f.speed)
 	plan, err := f.scale.apply(fs, l, f.plan())
 	if err != nil {
 		return err
@@ -101,6 +105,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if backend == lab.Rabbit {
 		b, err := rabbit.Discover(ctx, discoverOptions)
 		if err != nil {
+			if !explicitFlag(fs, "backend") { // the lesson's default: say it runs in memory too
+				err = noBrokerHint(err, l, invoked())
+			}
 			return withDetails(err, *f.verbose)
 		}
 		opts.Broker = b.URL

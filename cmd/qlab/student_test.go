@@ -1,0 +1,84 @@
+package main
+
+import (
+	"runtime/debug"
+	"strings"
+	"testing"
+	"testing/synctest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestRunHelpStatesEachLessonsDefaultBackend: --backend has no single
+// default; the help names the lessons that run on the broker unless told.
+func TestRunHelpStatesEachLessonsDefaultBackend(t *testing.T) {
+	code, out, _ := qlab("run", "--help")
+	require.Equal(t, exitOK, code)
+	assert.Contains(t, out, "rabbit for lessons 10, 11, 14–17, inmem for the others")
+	assert.NotContains(t, out, "(default inmem)")
+	assert.Contains(t, out, "2× for 12, 5× for 13")
+}
+
+// TestNoBrokerSuggestsTheInMemoryRun: lessons 10 and 14 default to the
+// broker; without one they exit 1 and name the command that runs them in
+// memory. Lesson 11 has no in-memory run to suggest.
+func TestNoBrokerSuggestsTheInMemoryRun(t *testing.T) {
+	t.Setenv("RABBITMQ_URL", "amqp://guest:guest@127.0.0.1:1/") // a closed port
+	for _, n := range []string{"10", "14"} {
+		code, _, errOut := qlab("run", n)
+		assert.Equal(t, exitError, code, errOut)
+		assert.Contains(t, errOut, "no RabbitMQ broker found")
+		assert.Contains(t, errOut, "run "+n+" --backend inmem", "lesson %s", n)
+	}
+	code, _, errOut := qlab("run", "11")
+	assert.Equal(t, exitError, code)
+	assert.NotContains(t, errOut, "--backend inmem")
+}
+
+// TestLongLessonsGoAtTheirOwnSpeed: without --speed, Q12 (a 30 s outage)
+// runs at its own pace; --speed wins when given.
+func TestLongLessonsGoAtTheirOwnSpeed(t *testing.T) {
+	for args, speed := range map[string]string{
+		"13 --backend inmem":             "(inmem, speed 5×)",
+		"13 --backend inmem --speed 0.5": "(inmem, speed 0.5×)",
+		"1":                              "(inmem, speed 1×)",
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			code, out, errOut := qlab(append([]string{"run", "--no-color"}, strings.Fields(args)...)...)
+			require.Equal(t, exitOK, code, errOut)
+			assert.Contains(t, strings.Join(strings.Fields(out), " "), speed, args)
+		})
+	}
+}
+
+// TestHelpListsEveryCommand: qlab help names broker clean and version.
+func TestHelpListsEveryCommand(t *testing.T) {
+	code, out, _ := qlab("help")
+	require.Equal(t, exitOK, code)
+	assert.Contains(t, out, "status|up|down|latency|clean")
+	assert.Contains(t, out, "qlab version")
+	for name := range commands {
+		assert.Contains(t, out, "qlab "+name, "qlab help leaves out %s", name)
+	}
+}
+
+// TestVersion: qlab version says which build this is: the commit where
+// the build recorded one, and says when it did not.
+func TestVersion(t *testing.T) {
+	code, out, _ := qlab("version")
+	require.Equal(t, exitOK, code)
+	assert.True(t, strings.HasPrefix(out, "qlab "), out)
+	assert.Contains(t, out, "go1.")
+	code, out2, _ := qlab("--version")
+	assert.Equal(t, exitOK, code)
+	assert.Equal(t, out, out2)
+
+	info := &debug.BuildInfo{GoVersion: "go1.25.0", Main: debug.Module{Version: "v0.3.0"}, Settings: []debug.BuildSetting{
+		{Key: "vcs.revision", Value: "54bdcc3f00d1a2b3c4d5e6f708192a3b4c5d6e7f"}, {Key: "vcs.modified", Value: "true"},
+		{Key: "vcs.time", Value: "2026-11-24T10:00:00Z"}, {Key: "GOOS", Value: "linux"}, {Key: "GOARCH", Value: "amd64"},
+	}}
+	assert.Equal(t, "qlab v0.3.0, commit 54bdcc3f00d1 with uncommitted changes, 2026-11-24T10:00:00Z, go1.25.0 linux/amd64", versionLine(info))
+	info.Settings = nil
+	assert.Contains(t, versionLine(info), "commit unknown")
+}
