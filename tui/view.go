@@ -432,7 +432,7 @@ func noticeLines(text string, width, n int) []string {
 		wrapped = wrapped[:n]
 		more := " … (i: read all)"
 		last := strings.TrimRight(wrapped[n-1], " ")
-		wrapped[n-1] = clip(last, width-ansi.StringWidth(more)) + more
+		wrapped[n-1] = strings.TrimRight(ansi.Truncate(last, width-ansi.StringWidth(more), ""), " ") + more
 	}
 	for i := range wrapped {
 		wrapped[i] = strings.TrimRight(wrapped[i], " ")
