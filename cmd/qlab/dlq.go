@@ -194,7 +194,7 @@ func dlqReplay(ctx context.Context, conn *amqp.Connection, from, to string, opts
 	}
 	note := ""
 	if opts.ResetRetries {
-		note = fmt.Sprintf("; %d had their retries reset", res.Reset)
+		note = "; retries reset on " + render.Count(res.Reset, "message")
 	}
 	fmt.Fprintf(w, "replayed %s from %s to %s (each copy confirmed before its original was acknowledged)%s\n", render.Count(len(res.Moved), "message"), from, to, note)
 	return nil

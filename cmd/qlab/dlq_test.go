@@ -49,7 +49,7 @@ func TestDLQReplayMovesAndResets(t *testing.T) {
 	assert.Contains(t, out, "replayed 1 message from "+dlq+" to "+work)
 	code, out, errOut = qlab("dlq", "replay", dlq, "--to", work, "--reset-retries")
 	require.Equal(t, exitOK, code, errOut)
-	assert.Contains(t, out, "1 had their retries reset")
+	assert.Contains(t, out, "retries reset on 1 message")
 	assert.Empty(t, dlqOrder(t, conn, dlq))
 	assert.Equal(t, []string{"m1", "m2"}, dlqOrder(t, conn, work))
 	msgs, err := rabbit.Inspect(context.Background(), conn, work, 0)

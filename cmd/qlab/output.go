@@ -139,3 +139,17 @@ func noBrokerHint(err error, l lessons.Lesson, how invocation) error {
 	}
 	return fmt.Errorf("%w\nor run it in memory, no broker needed: %s", err, how.run(l.Number(), "--backend inmem"))
 }
+
+// keptNote says where a --keep run left its queues and how to practise on
+// them and remove them.
+func keptNote(names *rabbit.Names, how invocation) string {
+	p := strings.TrimSuffix(names.Prefix, ".")
+	prog := how.prog
+	if how.make {
+		prog = "bin/qlab"
+	}
+	return fmt.Sprintf("Kept: this run's queues and their messages stay on the broker under the prefix %s.\n"+
+		"  Read one without taking anything: %s dlq inspect QUEUE --prefix %s\n"+
+		"  Replay it:                       %s dlq replay QUEUE --to QUEUE --prefix %s\n"+
+		"  Remove them all:                 %s broker clean --prefix %s", p, prog, p, prog, p, prog, p)
+}

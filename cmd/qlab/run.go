@@ -28,6 +28,7 @@ type runFlags struct {
 	json    bool
 	mermaid bool
 	noColor bool
+	keep    bool
 	names   string
 	prefix  string
 	verbose *bool
@@ -40,6 +41,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.json, "json", false, "print the event stream as JSON lines instead of the log")
 	fs.BoolVar(&f.mermaid, "mermaid", false, "print a Mermaid sequence diagram of the run instead of the log")
 	fs.BoolVar(&f.noColor, "no-color", false, "plain text, no ANSI colour (NO_COLOR does the same)")
+	fs.BoolVar(&f.keep, "keep", false, "on the broker: leave the run's queues and the messages in them when it ends, to practise qlab dlq inspect/replay on; qlab broker clean --prefix P removes them")
 	fs.StringVar(&f.names, "names", "run", "rabbit queue names: run (a private per-run prefix) or exact (the seed document's exact names, for the management UI; the old spelling seed still works)")
 	fs.StringVar(&f.prefix, "prefix", "", "with --names exact: put the seed's names under your own prefix (alice → alice.sequential.queue), so several people can run the demo on one broker")
 	f.verbose = verboseFlag(fs)
@@ -64,6 +66,9 @@ func (f *runFlags) check() error {
 		if err := rabbit.CheckPrefix(f.prefix); err != nil {
 			return usagef("--prefix: %v", err)
 		}
+	}
+	if f.keep && f.names == "exact" && f.prefix == "" {
+		return usagef("--keep leaves queues for qlab broker clean --prefix to remove: keep the run's own prefix (no --names exact) or add --prefix yourname")
 	}
 	if f.backend == "" {
 		return nil // the lesson's own
@@ -97,11 +102,14 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	f.speed = runSpeed(fs, l, f.speed)
+	if f.keep && backend != lab.Rabbit {
+		return usagef("--keep keeps a broker run's queues; lesson %d runs on %s here (add --backend rabbit)", l.Number(), backend)
+	}
 	plan, err := f.scale.apply(fs, l, f.plan())
 	if err != nil {
 		return err
 	}
-	opts := lessons.Options{Backend: backend, Speed: f.speed, Plan: plan, SeedNames: f.names == "exact", Prefix: f.prefix}
+	opts := lessons.Options{Backend: backend, Speed: f.speed, Plan: plan, SeedNames: f.names == "exact", Prefix: f.prefix, Keep: f.keep}
 	if backend == lab.Rabbit {
 		b, err := rabbit.Discover(ctx, discoverOptions)
 		if err != nil {
@@ -116,18 +124,21 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	out := &watchedOutput{w: stdout, stop: stop}
-	if note := prefixNote(opts.Names); note != "" {
-		// A killed run's user needs it: on stdout with the log, on stderr
-		// where stdout is a JSON stream or a diagram.
-		noteTo := io.Writer(out)
-		if f.json || f.mermaid {
-			noteTo = stderr
-		}
+	// Notes on the run's queues: on stdout with the log, on stderr where
+	// stdout is a JSON stream or a diagram.
+	noteTo := io.Writer(out)
+	if f.json || f.mermaid {
+		noteTo = stderr
+	}
+	if note := prefixNote(opts.Names); note != "" { // a killed run's user needs it
 		fmt.Fprintln(noteTo, note)
 	}
 	runErr := runLesson(ctx, l, opts, f, out, colorWanted(stdout), terminalWidth(stdout))
 	if err := out.Err(); err != nil {
 		return fmt.Errorf("%w (%v): the run stopped and deleted the queues it created", errOutputClosed, err)
+	}
+	if f.keep && opts.Names != nil {
+		fmt.Fprintln(noteTo, "\n"+keptNote(opts.Names, invoked()))
 	}
 	if errors.Is(runErr, context.Canceled) {
 		return errors.New("interrupted: the table above says what became of each task in flight")
