@@ -22,7 +22,7 @@ func TestKeepThenDLQThenClean(t *testing.T) {
 	url := rabbittest.NeedBroker(t)
 	code, out, errOut := qlab("run", "15", "--keep", "--speed", "20", "--no-color")
 	require.Equal(t, exitOK, code, errOut)
-	m := regexp.MustCompile(`Kept: .* under the prefix (qlab-[0-9a-f]+)\.`).FindStringSubmatch(out)
+	m := regexp.MustCompile(`Kept: [^.]* under the prefix\s+(qlab-[0-9a-f]+)\.`).FindStringSubmatch(out)
 	require.NotNil(t, m, "a --keep run says where its queues are:\n%s", out)
 	prefix := m[1]
 	t.Cleanup(func() { qlab("broker", "clean", "--prefix", prefix) }) // whatever the test did not get to

@@ -15,6 +15,7 @@ import (
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lessons"
 	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/render"
 )
 
 // errOutputClosed is the cause a run is cancelled with when its output
@@ -141,15 +142,17 @@ func noBrokerHint(err error, l lessons.Lesson, how invocation) error {
 }
 
 // keptNote says where a --keep run left its queues and how to practise on
-// them and remove them.
+// them and remove them, in lines that fit DefaultWidth.
 func keptNote(names *rabbit.Names, how invocation) string {
 	p := strings.TrimSuffix(names.Prefix, ".")
 	prog := how.prog
 	if how.make {
 		prog = "bin/qlab"
 	}
-	return fmt.Sprintf("Kept: this run's queues and their messages stay on the broker under the prefix %s.\n"+
-		"  Read one without taking anything: %s dlq inspect QUEUE --prefix %s\n"+
-		"  Replay it:                       %s dlq replay QUEUE --to QUEUE --prefix %s\n"+
-		"  Remove them all:                 %s broker clean --prefix %s", p, prog, p, prog, p, prog, p)
+	head := "Kept: this run's queues and their messages stay on the broker under the prefix " + p +
+		". Read a queue (taking nothing), replay one into another, remove them all:"
+	return strings.Join(render.Wrap(head, render.DefaultWidth, ""), "\n") + "\n" +
+		"  " + prog + " dlq inspect QUEUE --prefix " + p + "\n" +
+		"  " + prog + " dlq replay QUEUE --to QUEUE --prefix " + p + "\n" +
+		"  " + prog + " broker clean --prefix " + p
 }

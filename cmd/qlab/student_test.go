@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"regexp"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -12,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/queuelab/qlab/lessons"
+	"github.com/queuelab/qlab/rabbit/rabbittest"
+	"github.com/queuelab/qlab/render"
 )
 
 // TestRunHelpStatesEachLessonsDefaultBackend: --backend has no single
@@ -98,4 +101,35 @@ func TestReadmeAsksAQuestionOfEveryLesson(t *testing.T) {
 	for _, l := range lessons.All {
 		assert.Contains(t, table, fmt.Sprintf("| `qlab run %d` | ", l.Number()), "no question for %s", l.ID)
 	}
+}
+
+// TestRunOutputFitsTheScreen: everything qlab run prints where stdout is
+// no terminal fits 100 columns, the notes on a broker run's queues and
+// the Next: lines included: every lesson in memory (in a synctest
+// bubble), and a --keep run on the broker.
+func TestRunOutputFitsTheScreen(t *testing.T) {
+	fits := func(t *testing.T, out string) {
+		t.Helper()
+		for _, line := range strings.Split(out, "\n") {
+			assert.LessOrEqual(t, render.Width(line), render.MaxWidth, "too wide:\n%s", line)
+		}
+	}
+	for _, l := range lessons.All {
+		if l.InMem == nil {
+			continue
+		}
+		synctest.Test(t, func(t *testing.T) {
+			code, out, errOut := qlab("run", fmt.Sprint(l.Number()), "--backend", "inmem", "--no-color")
+			require.Equal(t, exitOK, code, errOut)
+			fits(t, out)
+		})
+	}
+	rabbittest.NeedBroker(t)
+	code, out, errOut := qlab("run", "10", "--keep", "--speed", "4", "--no-color")
+	require.Equal(t, exitOK, code, errOut)
+	prefix := regexp.MustCompile(`under the prefix\s+(qlab-[0-9a-f]+)`).FindStringSubmatch(out)
+	require.NotNil(t, prefix, out)
+	t.Cleanup(func() { qlab("broker", "clean", "--prefix", prefix[1]) })
+	fits(t, out)
+	assert.Contains(t, out, "Kept:")
 }
