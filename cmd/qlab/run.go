@@ -131,7 +131,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		noteTo = stderr
 	}
 	if note := prefixNote(opts.Names); note != "" { // a killed run's user needs it
-		fmt.Fprintln(noteTo, strings.Join(render.Wrap(note, render.DefaultWidth, "  "), "\n"))
+		if noteTo == io.Writer(out) { // beside the log, it wraps as the log does
+			note = strings.Join(render.Wrap(note, render.DefaultWidth, "  "), "\n")
+		}
+		fmt.Fprintln(noteTo, note)
 	}
 	runErr := runLesson(ctx, l, opts, f, out, colorWanted(stdout), terminalWidth(stdout))
 	if err := out.Err(); err != nil {
