@@ -133,3 +133,15 @@ func keyMsg(s string) tea.KeyMsg {
 	}
 	return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(s)}
 }
+
+// TestResizeWrapsTheLogAgain: log lines wrap to the width they are drawn
+// at, and a narrower terminal draws them again rather than cutting them.
+func TestResizeWrapsTheLogAgain(t *testing.T) {
+	m := testModel(fakeDLQ, 160, 48)
+	long := ev(300, lab.Failed, "C", "main", "")
+	long.Note = strings.Repeat("a reason ", 7) + "to its very end" // one line at 160 columns, two at 80
+	m = feed(m, long)
+	m = step1(m, tea.WindowSizeMsg{Width: 80, Height: 24})
+	checkFrame(t, m, 80, 24)
+	assert.Contains(t, m.View(), "to its very end", "the whole note, wrapped, not cut")
+}

@@ -118,7 +118,9 @@ type Model struct {
 	held      []lab.Event // events that arrived while paused
 	brokerErr string      // why no broker answered (noBroker)
 
-	logLines  []string
+	logged    []lab.Event    // the last logKeep events that have a log line
+	logLines  []string       // their lines, wrapped to the width they were drawn at
+	logWidth  int            // that width: a resize draws them again
 	summaries []lab.Event    // the run's summary events, for the results
 	tables    []render.Table // the lesson's measured tables, once it returned
 	pane      pane
@@ -227,7 +229,10 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.width, m.height = msg.Width, msg.Height
 		m.menu.SetSize(msg.Width, msg.Height)
 		m.help.Width = msg.Width
-		m.fitLog()
+		if m.logWidth != m.width && len(m.logged) > 0 {
+			m.relog()
+		}
+		m.fillPane()
 		return m, nil
 	case startMsg:
 		return m.start()
@@ -348,7 +353,7 @@ func (m Model) start() (tea.Model, tea.Cmd) {
 	l := m.lesson()
 	m.backend, _ = m.pickBackend()
 	m.sc, m.run, m.paused, m.held = newScene(nil), nil, false, nil
-	m.logLines, m.summaries, m.tables, m.pane, m.flash = nil, nil, nil, logPane, ""
+	m.logged, m.logLines, m.summaries, m.tables, m.pane, m.flash = nil, nil, nil, nil, logPane, ""
 	m.log.SetContent("")
 	if m.backend == lab.Rabbit && m.broker == "" {
 		return m, m.seek()
@@ -507,21 +512,37 @@ func (m *Model) applyEvents(evs []lab.Event) {
 	if len(evs) == 0 {
 		return
 	}
-	style := render.Style{Color: m.cfg.Color, Width: m.width} // wrapped as qlab run wraps them, not cut
+	m.logWidth = m.width
 	for _, e := range evs {
 		m.sc.apply(e, m.frame)
 		m.clockMs = max(m.clockMs, e.TMs)
 		if e.Kind == lab.Summary {
 			m.summaries = append(m.summaries, e)
 		}
-		if line := style.Line(e); line != "" {
-			m.logLines = append(m.logLines, sanitize(line))
+		if line := m.logLine(e); line != "" {
+			m.logged = append(m.logged, e)
+			m.logLines = append(m.logLines, line)
 		}
 	}
 	if over := len(m.logLines) - logKeep; over > 0 {
+		m.logged = append(m.logged[:0:0], m.logged[over:]...)
 		m.logLines = append(m.logLines[:0:0], m.logLines[over:]...)
 	}
 	m.fillPane()
+}
+
+// logLine is e's log line as qlab run prints it, wrapped to the view's
+// width rather than cut; "" for an event without one.
+func (m Model) logLine(e lab.Event) string {
+	return sanitize(render.Style{Color: m.cfg.Color, Width: m.width}.Line(e))
+}
+
+// relog draws the log's lines again at the view's width, after a resize.
+func (m *Model) relog() {
+	m.logWidth = m.width
+	for i, e := range m.logged {
+		m.logLines[i] = m.logLine(e)
+	}
 }
 
 // fillPane puts the log, the results or the notice into the pane. The log
