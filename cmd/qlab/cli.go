@@ -16,6 +16,7 @@ import (
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lessons"
 	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/render"
 )
 
 // Exit codes: 0 ok, 1 the run failed, 2 the command line was wrong.
@@ -36,13 +37,13 @@ Usage:
   qlab list                 the lessons: number, title, backends
   qlab run N [flags]        run lesson N (qlab run --help for flags)
   qlab broker status|up|down|latency|clean
-                            find the RabbitMQ broker, start one with Docker, measure TTL delays,
-                            delete what a killed or --keep run left (qlab broker --help)
+                            find the broker, start one (Docker), measure TTL delays,
+                            remove what a killed or --keep run left (qlab broker --help)
   qlab compare N [flags]    run lesson N on both backends and measure the difference
   qlab tui [N] [flags]      watch lessons animate in the terminal (qlab tui --help)
   qlab ex [command]         exercises: write the mechanism, qlab checks it (qlab ex --help)
   qlab dlq inspect|replay|purge QUEUE [flags]
-                            read, replay or empty a dead-letter queue on the broker (qlab dlq --help)
+                            read, replay or empty a dead-letter queue (qlab dlq --help)
   qlab version              which qlab this is: its commit and Go version
   qlab help                 this text
 
@@ -212,13 +213,18 @@ func printHelp(fs *flag.FlagSet, w io.Writer) {
 	fmt.Fprintln(w, "\nFlags:")
 	fs.VisitAll(func(f *flag.Flag) {
 		kind, usage := flag.UnquoteUsage(f)
-		fmt.Fprintf(w, "  --%s\n    \t%s", strings.TrimSpace(f.Name+" "+kind), usage)
+		fmt.Fprintf(w, "  --%s\n", strings.TrimSpace(f.Name+" "+kind))
 		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
-			fmt.Fprintf(w, " (default %s)", f.DefValue)
+			usage += fmt.Sprintf(" (default %s)", f.DefValue)
 		}
-		fmt.Fprintln(w)
+		for _, line := range render.Wrap(usage, render.DefaultWidth-len(flagIndent), "") {
+			fmt.Fprintln(w, flagIndent+line)
+		}
 	})
 }
+
+// flagIndent sets a flag's help under its name.
+const flagIndent = "      "
 
 // singleDash matches a flag name as the flag package prints it (-speed),
 // to be spelled as users type it (--speed).

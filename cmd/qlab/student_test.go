@@ -22,6 +22,7 @@ import (
 func TestRunHelpStatesEachLessonsDefaultBackend(t *testing.T) {
 	code, out, _ := qlab("run", "--help")
 	require.Equal(t, exitOK, code)
+	out = strings.Join(strings.Fields(out), " ") // the help wraps
 	assert.Contains(t, out, "rabbit for lessons 10, 11, 14–17, inmem for the others")
 	assert.NotContains(t, out, "(default inmem)")
 	assert.Contains(t, out, "2× for 12, 5× for 13")
@@ -132,4 +133,21 @@ func TestRunOutputFitsTheScreen(t *testing.T) {
 	t.Cleanup(func() { qlab("broker", "clean", "--prefix", prefix[1]) })
 	fits(t, out)
 	assert.Contains(t, out, "Kept:")
+}
+
+// TestHelpFitsTheScreen: every command's --help, and qlab help, fit 100
+// columns (a flag's help wraps under its name).
+func TestHelpFitsTheScreen(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"list", "--help"}, {"run", "--help"}, {"tui", "--help"}, {"compare", "--help"},
+		{"broker", "--help"}, {"ex", "--help"}, {"dlq", "--help"}, {"version", "--help"}} {
+		code, out, _ := qlab(args...)
+		require.Equal(t, exitOK, code, args)
+		for _, line := range strings.Split(out, "\n") {
+			assert.LessOrEqual(t, render.Width(line), render.MaxWidth, "qlab %v:\n%s", args, line)
+		}
+	}
+	for name := range commands {
+		code, _, _ := qlab(name, "--help")
+		assert.Equal(t, exitOK, code, "qlab %s --help", name)
+	}
 }
