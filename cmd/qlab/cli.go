@@ -36,6 +36,8 @@ Usage:
   qlab run N [flags]        run lesson N (qlab run --help for flags)
   qlab broker status|up|down|latency
                             find the RabbitMQ broker, start one with Docker, measure TTL delays
+  qlab broker cluster up|down|status|kill NODE|revive NODE
+                            a three-node RabbitMQ cluster for quorum queues
   qlab compare N [flags]    run lesson N on both backends and measure the difference
   qlab tui [N] [flags]      watch lessons animate in the terminal (qlab tui --help)
   qlab ex [command]         exercises: write the mechanism, qlab checks it (qlab ex --help)

@@ -52,8 +52,9 @@ type Options struct {
 // methods are safe for one goroutine at a time.
 type Cluster struct {
 	state
-	file     string    // the state file, "" if none
-	progress io.Writer // never nil
+	file     string     // the state file, "" if none
+	progress io.Writer  // never nil
+	sayMu    sync.Mutex // nodes start at once; their lines must not mix
 	drv      driver
 }
 
@@ -230,6 +231,8 @@ func (c *Cluster) awaitNode(ctx context.Context, n NodeSpec) error {
 }
 
 func (c *Cluster) say(format string, args ...any) {
+	c.sayMu.Lock()
+	defer c.sayMu.Unlock()
 	fmt.Fprintf(c.progress, format+"\n", args...)
 }
 
@@ -371,13 +374,15 @@ func (c *Cluster) anyRunning(ctx context.Context) (NodeSpec, error) {
 	return NodeSpec{}, errors.New("no node of the cluster is running")
 }
 
-// Queue is a queue as the cluster reports it. Leader and Members are
-// Erlang node names; they are set for quorum queues only.
+// Queue is a queue as the cluster reports it. Leader, Members and Online
+// (the members whose node runs) are Erlang node names, set for quorum
+// queues only.
 type Queue struct {
-	Name    string   `json:"name"`
-	Type    string   `json:"type"`
-	Leader  string   `json:"leader"`
-	Members []string `json:"members"`
+	Name    string
+	Type    string
+	Leader  string
+	Members []string
+	Online  []string
 }
 
 // Queues lists the queues of the default vhost, asked of a running node
@@ -387,7 +392,7 @@ func (c *Cluster) Queues(ctx context.Context) ([]Queue, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := c.drv.ctl(ctx, n, "list_queues", "--formatter", "json", "name", "type", "leader", "members")
+	out, err := c.drv.ctl(ctx, n, "list_queues", "--formatter", "json", "name", "type", "leader", "members", "online")
 	if err != nil {
 		return nil, err
 	}
@@ -402,6 +407,7 @@ func parseQueues(out string) ([]Queue, error) {
 		Type    string          `json:"type"`
 		Leader  json.RawMessage `json:"leader"`
 		Members json.RawMessage `json:"members"`
+		Online  json.RawMessage `json:"online"`
 	}
 	if err := json.Unmarshal([]byte(cmp.Or(strings.TrimSpace(out), "[]")), &raw); err != nil {
 		return nil, fmt.Errorf("reading list_queues: %v: %q", err, out)
@@ -411,6 +417,9 @@ func parseQueues(out string) ([]Queue, error) {
 		qs[i] = Queue{Name: r.Name, Type: r.Type}
 		_ = json.Unmarshal(r.Leader, &qs[i].Leader)   // "" for a classic queue
 		_ = json.Unmarshal(r.Members, &qs[i].Members) // "" for a classic queue
+		_ = json.Unmarshal(r.Online, &qs[i].Online)
+		slices.Sort(qs[i].Members)
+		slices.Sort(qs[i].Online)
 	}
 	slices.SortFunc(qs, func(a, b Queue) int { return strings.Compare(a.Name, b.Name) })
 	return qs, nil
