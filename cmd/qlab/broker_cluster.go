@@ -118,7 +118,7 @@ func nodeStates(ctx context.Context, c *cluster.Cluster) string {
 // printAddresses prints where to reach each node and the URL list.
 func printAddresses(w io.Writer, c *cluster.Cluster) {
 	for _, n := range c.Nodes {
-		fmt.Fprintf(w, "%s  %s\n    AMQP %s  management %s  metrics %s\n",
+		fmt.Fprintf(w, "%s  %s\n    %s\n    management %s  metrics %s\n",
 			n.Short, n.Name, n.URL(), n.ManagementURL(), n.MetricsURL())
 	}
 	fmt.Fprintf(w, "management UI (guest/guest): %s\n", c.Nodes[0].ManagementURL())

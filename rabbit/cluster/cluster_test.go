@@ -175,3 +175,24 @@ func TestAwaitAMQPIsBoundedByItsContext(t *testing.T) {
 	require.NoError(t, err)
 	assert.ErrorIs(t, AwaitAMQP(ctx, p[0]), context.DeadlineExceeded)
 }
+
+// TestUpWithoutServerOrDockerSaysSoInOneLine: no rabbitmq-server and no
+// Docker engine, for real (an empty PATH, a socket nobody listens on).
+func TestUpWithoutServerOrDockerSaysSoInOneLine(t *testing.T) {
+	t.Setenv("PATH", "")
+	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(t.TempDir(), "no.sock"))
+	saved := sbinServer
+	sbinServer = filepath.Join(t.TempDir(), "rabbitmq-server")
+	t.Cleanup(func() { sbinServer = saved })
+	stateFile := filepath.Join(t.TempDir(), "cluster.json")
+	begin := time.Now()
+	_, err := Up(context.Background(), Options{StateFile: stateFile})
+	require.ErrorIs(t, err, ErrUnavailable)
+	assert.Less(t, time.Since(begin), dockerPing+time.Second)
+	assert.NotContains(t, err.Error(), "\n")
+	assert.Contains(t, err.Error(), "rabbitmq-server is not installed")
+	assert.Contains(t, err.Error(), "no Docker engine answers")
+	assert.NoFileExists(t, stateFile, "nothing started, nothing recorded")
+	_, err = Up(context.Background(), Options{NoDocker: true})
+	assert.ErrorIs(t, err, ErrUnavailable)
+}

@@ -64,6 +64,7 @@ func TestClusterQuorumFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%s leads %s; stopping it", leader.Short, queue)
+	killed := time.Now()
 	if err := c.Kill(ctx, leader.Short); err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,9 @@ func TestClusterQuorumFailover(t *testing.T) {
 		t.Fatalf("after Kill, %s is %s, want %s", leader.Short, st, cluster.Stopped)
 	}
 	other := otherNode(c, leader)
+	t.Logf("stop_app on %s took %v", leader.Short, time.Since(killed).Round(10*time.Millisecond))
 	got := consumeAll(ctx, t, other.URL(), queue, n)
+	t.Logf("%d of %d consumed from %s %v after the stop began", len(got), n, other.Short, time.Since(killed).Round(10*time.Millisecond))
 	if len(got) != n {
 		t.Fatalf("consumed %d distinct messages from %s after its leader stopped, want %d", len(got), other.Short, n)
 	}

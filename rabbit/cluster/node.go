@@ -59,16 +59,20 @@ func (n NodeSpec) ManagementURL() string { return fmt.Sprintf("http://127.0.0.1:
 // MetricsURL is the node's rabbitmq_prometheus endpoint.
 func (n NodeSpec) MetricsURL() string { return fmt.Sprintf("http://127.0.0.1:%d/metrics", n.PromPort) }
 
+// sbinServer is where the Debian package puts rabbitmq-server, outside a
+// user's PATH.
+var sbinServer = "/usr/sbin/rabbitmq-server"
+
 // ServerCommand finds rabbitmq-server and checks it can run as this user:
 // the Debian wrapper runs it as the rabbitmq user when started by root and
 // refuses anyone else. The error wraps ErrNoServer.
 func ServerCommand() (string, error) {
 	path, err := exec.LookPath("rabbitmq-server")
 	if err != nil {
-		if _, statErr := os.Stat("/usr/sbin/rabbitmq-server"); statErr != nil {
+		if _, statErr := os.Stat(sbinServer); statErr != nil {
 			return "", fmt.Errorf("%w: rabbitmq-server is not installed (Debian package rabbitmq-server)", ErrNoServer)
 		}
-		path = "/usr/sbin/rabbitmq-server"
+		path = sbinServer
 	}
 	if os.Geteuid() != 0 && !isUser("rabbitmq") {
 		return "", fmt.Errorf("%w: rabbitmq-server runs only as root or the rabbitmq user", ErrNoServer)
