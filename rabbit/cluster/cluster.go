@@ -132,7 +132,7 @@ func Up(ctx context.Context, opts Options) (*Cluster, error) {
 
 // plan names the nodes and picks their ports and directories.
 func (c *Cluster) plan() error {
-	ports, err := freePorts(4 * len(c.Nodes))
+	ports, err := FreePorts(4 * len(c.Nodes))
 	if err != nil {
 		return err
 	}

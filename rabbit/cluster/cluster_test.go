@@ -171,7 +171,7 @@ func TestWithoutDockerTheDriverSaysSoFast(t *testing.T) {
 func TestAwaitAMQPIsBoundedByItsContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	p, err := freePorts(1)
+	p, err := FreePorts(1)
 	require.NoError(t, err)
 	assert.ErrorIs(t, AwaitAMQP(ctx, p[0]), context.DeadlineExceeded)
 }

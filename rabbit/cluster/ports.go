@@ -12,11 +12,11 @@ import (
 // picked for a cluster node is never one of them, even while it is free.
 var reservedPorts = []int{4369, 5672, 15672, 15692, 25672}
 
-// freePorts returns n distinct ports that are free on loopback now, picked
+// FreePorts returns n distinct ports that are free on loopback now, picked
 // at random between 20000 and 32000: below Linux's ephemeral range, where
 // a probe can connect to itself and a client socket can take the port
 // between the probe and the node's listen.
-func freePorts(n int) ([]int, error) {
+func FreePorts(n int) ([]int, error) {
 	var ports []int
 	for tries := 0; len(ports) < n; tries++ {
 		if tries > 100*n {
