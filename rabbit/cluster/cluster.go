@@ -64,6 +64,7 @@ type state struct {
 	ID      string     `json:"id"`
 	Dir     string     `json:"dir,omitempty"`     // local: every node's directory is under it
 	Network string     `json:"network,omitempty"` // docker: the nodes' network
+	Cookie  string     `json:"cookie,omitempty"`  // docker: the nodes' Erlang cookie
 	Nodes   []NodeSpec `json:"nodes"`
 	Started time.Time  `json:"started"`
 }
@@ -108,7 +109,8 @@ func Up(ctx context.Context, opts Options) (*Cluster, error) {
 	case opts.NoDocker:
 		return nil, fmt.Errorf("%w (%v)", ErrUnavailable, localErr)
 	default:
-		d, err := newDockerDriver(ctx)
+		c.Cookie = newCookie()
+		d, err := newDockerDriver(ctx, c.Cookie)
 		if err != nil {
 			return nil, fmt.Errorf("%w (%v; %v)", ErrUnavailable, localErr, err)
 		}

@@ -144,9 +144,11 @@ func TestDockerNodesRunOnTheirNetworkWithTheirPortsOnLoopback(t *testing.T) {
 	opts := runOptions(n, net, "COOKIE")
 	assert.Equal(t, "n3", opts.Hostname)
 	assert.Equal(t, []*dockertest.Network{net}, opts.Networks)
-	assert.Contains(t, opts.Env, "RABBITMQ_ERLANG_COOKIE=COOKIE")
-	assert.Contains(t, opts.Env, "RABBITMQ_NODENAME=rabbit@n3")
-	assert.Contains(t, strings.Join(opts.Cmd, " "), "rabbitmq_prometheus")
+	assert.Equal(t, []string{"RABBITMQ_NODENAME=rabbit@n3"}, opts.Env, "no RABBITMQ_ERLANG_COOKIE: the 3.9+ entrypoint refuses it")
+	script := opts.Cmd[len(opts.Cmd)-1]
+	assert.Contains(t, script, "printf %s COOKIE > /var/lib/rabbitmq/.erlang.cookie && ")
+	assert.Contains(t, script, "rabbitmq-plugins enable --offline rabbitmq_management rabbitmq_prometheus && ")
+	assert.True(t, strings.HasSuffix(script, "exec docker-entrypoint.sh rabbitmq-server"), script)
 	for port, host := range map[dc.Port]int{"5672/tcp": n.Port, "15672/tcp": n.MgmtPort, "15692/tcp": n.PromPort} {
 		assert.Equal(t, []dc.PortBinding{{HostIP: "127.0.0.1", HostPort: strconv.Itoa(host)}}, opts.PortBindings[port])
 	}
@@ -159,7 +161,7 @@ func TestDockerNodesRunOnTheirNetworkWithTheirPortsOnLoopback(t *testing.T) {
 func TestWithoutDockerTheDriverSaysSoFast(t *testing.T) {
 	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(t.TempDir(), "no.sock"))
 	begin := time.Now()
-	_, err := newDockerDriver(context.Background())
+	_, err := newDockerDriver(context.Background(), "COOKIE")
 	assert.ErrorIs(t, err, ErrNoDocker)
 	assert.Less(t, time.Since(begin), dockerPing+time.Second)
 	d := &dockerDriver{}

@@ -27,15 +27,16 @@ const dockerPing = 5 * time.Second
 
 // dockerDriver runs each node as a container on a network of the
 // cluster's own, where the nodes find each other by host name (n1, n2,
-// n3) and share an Erlang cookie passed in their environment.
+// n3) and share a random Erlang cookie the state file keeps.
 type dockerDriver struct {
-	pool *dockertest.Pool // nil until first use (a loaded cluster)
+	pool   *dockertest.Pool // nil until first use (a loaded cluster)
+	cookie string           // the cluster's Erlang cookie, for rabbitmqctl
 }
 
 // newDockerDriver connects to the Docker engine, or fails with
 // ErrNoDocker within dockerPing.
-func newDockerDriver(ctx context.Context) (*dockerDriver, error) {
-	d := &dockerDriver{}
+func newDockerDriver(ctx context.Context, cookie string) (*dockerDriver, error) {
+	d := &dockerDriver{cookie: cookie}
 	return d, d.connect(ctx)
 }
 
@@ -68,9 +69,8 @@ func (d *dockerDriver) start(ctx context.Context, c *Cluster) error {
 	if err != nil {
 		return fmt.Errorf("docker: creating network %s: %v", c.Network, err)
 	}
-	cookie := newCookie()
 	return c.startAll(ctx, func(ctx context.Context, n NodeSpec) error {
-		if _, err := d.pool.RunWithOptions(runOptions(n, network, cookie)); err != nil {
+		if _, err := d.pool.RunWithOptions(runOptions(n, network, c.Cookie)); err != nil {
 			return fmt.Errorf("docker: starting %s: %v", n.Container, err)
 		}
 		return c.awaitNode(ctx, n)
@@ -78,19 +78,24 @@ func (d *dockerDriver) start(ctx context.Context, c *Cluster) error {
 }
 
 // runOptions is node n's container: on the cluster's network under its
-// short name as host name, with the shared cookie, the management and
-// Prometheus plugins, and its three ports published on loopback.
+// short name as host name, with the cluster's cookie in the cookie file
+// (the image's entrypoint refuses RABBITMQ_ERLANG_COOKIE since 3.9), the
+// management and Prometheus plugins, and its three ports published on
+// loopback.
 func runOptions(n NodeSpec, network *dockertest.Network, cookie string) *dockertest.RunOptions {
 	repo, tag, _ := strings.Cut(Image, ":")
 	bind := func(p int) []dc.PortBinding {
 		return []dc.PortBinding{{HostIP: "127.0.0.1", HostPort: strconv.Itoa(p)}}
 	}
+	const file = "/var/lib/rabbitmq/.erlang.cookie"
+	script := fmt.Sprintf("printf %%s %s > %s && chown rabbitmq:rabbitmq %s && chmod 400 %s"+
+		" && rabbitmq-plugins enable --offline rabbitmq_management rabbitmq_prometheus"+
+		" && exec docker-entrypoint.sh rabbitmq-server", cookie, file, file, file)
 	return &dockertest.RunOptions{
 		Name: n.Container, Hostname: n.Short, Repository: repo, Tag: tag,
 		Networks: []*dockertest.Network{network},
-		Env:      []string{"RABBITMQ_ERLANG_COOKIE=" + cookie, "RABBITMQ_NODENAME=" + n.Name},
-		Cmd: []string{"sh", "-c", "rabbitmq-plugins enable --offline rabbitmq_management rabbitmq_prometheus" +
-			" && exec docker-entrypoint.sh rabbitmq-server"},
+		Env:      []string{"RABBITMQ_NODENAME=" + n.Name},
+		Cmd:      []string{"sh", "-c", script},
 		PortBindings: map[dc.Port][]dc.PortBinding{
 			"5672/tcp":  bind(n.Port),
 			"15672/tcp": bind(n.MgmtPort),
@@ -115,7 +120,7 @@ func (d *dockerDriver) ctl(ctx context.Context, n NodeSpec, args ...string) (str
 		return "", fmt.Errorf("docker: no container %s", n.Container)
 	}
 	var stdout, stderr bytes.Buffer
-	cmd := append([]string{"rabbitmqctl", "-q"}, args...)
+	cmd := append([]string{"rabbitmqctl", "-q", "--erlang-cookie", d.cookie}, args...)
 	code, err := res.Exec(cmd, dockertest.ExecOptions{StdOut: &stdout, StdErr: &stderr})
 	if err == nil && code != 0 {
 		err = fmt.Errorf("exit status %d", code)

@@ -23,7 +23,8 @@ func DefaultStateFile() (string, error) {
 }
 
 // save writes the state file (atomically: a crash leaves the old or the
-// new one), if the cluster has one.
+// new one; readable by this user only: a Docker cluster's cookie is in
+// it), if the cluster has one.
 func (c *Cluster) save() error {
 	if c.file == "" {
 		return nil
@@ -36,7 +37,7 @@ func (c *Cluster) save() error {
 		return err
 	}
 	tmp := c.file + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
 		return err
 	}
 	return os.Rename(tmp, c.file)
@@ -65,7 +66,7 @@ func Load(file string, progress io.Writer) (*Cluster, error) {
 	case Local:
 		c.drv = &localDriver{}
 	case Docker:
-		c.drv = &dockerDriver{} // connects on first use
+		c.drv = &dockerDriver{cookie: c.Cookie} // connects on first use
 	default:
 		return nil, fmt.Errorf("reading %s: unknown cluster kind %q", file, c.Kind)
 	}
