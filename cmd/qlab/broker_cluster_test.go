@@ -173,3 +173,32 @@ func declareQuorum(t *testing.T, url, queue string) {
 		amqp.Table{"x-queue-type": "quorum"})
 	require.NoError(t, err)
 }
+
+// TestBrokerClusterOnNodesThatAreGone: a recorded cluster whose processes
+// exited (a reboot). Each command says so in one line, without the page
+// of diagnostics rabbitmqctl prints, and down clears the record.
+func TestBrokerClusterOnNodesThatAreGone(t *testing.T) {
+	file := privateClusterState(t)
+	writeClusterState(t, file, t.TempDir())
+	code, out, errOut := qlab("broker", "cluster", "status")
+	assert.Equal(t, exitError, code)
+	assert.Equal(t, 3, strings.Count(out, " down "), out)
+	assert.Equal(t, "qlab: no node of the cluster is running\n", errOut)
+
+	code, _, errOut = qlab("broker", "cluster", "revive", "n2")
+	assert.Equal(t, exitError, code)
+	assert.Equal(t, "qlab: n2 is gone, not stopped: its process exited, so start_app cannot reach it; "+
+		"remove the cluster and start a new one\n", errOut)
+
+	if _, err := cluster.ServerCommand(); err == nil { // rabbitmqctl is there to fail
+		code, _, errOut = qlab("broker", "cluster", "kill", "n2")
+		assert.Equal(t, exitError, code)
+		assert.Equal(t, 1, strings.Count(errOut, "\n"), "one line: %q", errOut)
+		assert.Contains(t, errOut, "rabbitmqctl stop_app on qlabtest-1-beef-n2@localhost")
+	}
+
+	code, out, _ = qlab("broker", "cluster", "down")
+	assert.Equal(t, exitOK, code)
+	assert.Contains(t, out, "removed cluster qlabtest-1-beef")
+	assert.NoFileExists(t, file)
+}

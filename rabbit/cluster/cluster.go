@@ -296,6 +296,10 @@ func (c *Cluster) Revive(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	if c.State(ctx, n) == Gone {
+		return fmt.Errorf("%s is gone, not stopped: its process exited, so start_app cannot reach it; "+
+			"remove the cluster and start a new one", n.Short)
+	}
 	if _, err := c.drv.ctl(ctx, n, "start_app"); err != nil {
 		return err
 	}

@@ -198,3 +198,9 @@ func TestUpWithoutServerOrDockerSaysSoInOneLine(t *testing.T) {
 	_, err = Up(context.Background(), Options{NoDocker: true})
 	assert.ErrorIs(t, err, ErrUnavailable)
 }
+
+func TestFirstLineDropsTheDiagnostics(t *testing.T) {
+	assert.Equal(t, "Error: unable to perform an operation on node 'x@localhost'.",
+		firstLine("\n  Error: unable to perform an operation on node 'x@localhost'.\n\nMost common reasons...\n"))
+	assert.Equal(t, "(no error output)", firstLine(" \n"))
+}

@@ -244,9 +244,20 @@ func runTool(ctx context.Context, tool, node string, args ...string) (string, er
 	out, err := cmd.Output()
 	if err != nil {
 		return string(out), fmt.Errorf("%s %s on %s: %v: %s", tool, strings.Join(args, " "), node, err,
-			strings.TrimSpace(stderr.String()))
+			firstLine(stderr.String()))
 	}
 	return string(out), nil
+}
+
+// firstLine is the first non-blank line of a tool's error output: the
+// broker's CLI follows it with a page of diagnostics.
+func firstLine(s string) string {
+	for _, line := range strings.Split(s, "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			return line
+		}
+	}
+	return "(no error output)"
 }
 
 // RemoveLocal stops the node (rabbitmqctl stop, then SIGKILL if its

@@ -76,6 +76,16 @@ func Load(file string, progress io.Writer) (*Cluster, error) {
 	return c, nil
 }
 
+// LoadRecorded is Load of DefaultStateFile: the cluster `qlab broker
+// cluster up` started, for a lesson that needs one.
+func LoadRecorded(progress io.Writer) (*Cluster, error) {
+	file, err := DefaultStateFile()
+	if err != nil {
+		return nil, err
+	}
+	return Load(file, progress)
+}
+
 // StateFile is where the cluster is recorded, "" if nowhere.
 func (c *Cluster) StateFile() string { return c.file }
 
