@@ -10,6 +10,7 @@ import (
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lesson/lessontest"
 	"github.com/queuelab/qlab/lessons"
+	"github.com/queuelab/qlab/lessons/q10"
 )
 
 // TestEveryInMemoryLessonFeedsTheSink replays every in-memory lesson's
@@ -53,4 +54,51 @@ func TestEveryInMemoryLessonFeedsTheSink(t *testing.T) {
 			assert.Empty(t, m.arrived, "no arrival kept after the summaries")
 		})
 	}
+}
+
+// TestBothBackendsReportTheSameSeries runs Q10 on both backends, the
+// broker's run with the metrics attached live as a sink: the same metric
+// names with the same queue labels on both, and each backend's acks agree
+// with its own stream.
+func TestBothBackendsReportTheSameSeries(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs Q10 on the broker")
+	}
+	series := map[lab.Backend][]string{}
+	for _, b := range []lab.Backend{lab.InMem, lab.Rabbit} {
+		m := New()
+		var events []lab.Event
+		if b == lab.Rabbit {
+			events, _ = lessontest.RunRabbitWith(t, q10.Lesson, lesson.Options{}, m)
+		} else {
+			events, _ = lessontest.RunInMem(t, q10.Lesson, lesson.Options{})
+			for _, e := range events {
+				m.Emit(e)
+			}
+		}
+		succeeded := 0.0
+		for _, e := range events {
+			if e.Kind == lab.Succeeded {
+				succeeded++
+			}
+		}
+		families, err := m.Registry().Gather()
+		require.NoError(t, err)
+		acks := 0.0
+		for _, f := range families {
+			for _, metric := range f.GetMetric() {
+				labels := map[string]string{}
+				for _, l := range metric.GetLabel() {
+					labels[l.GetName()] = l.GetValue()
+				}
+				series[b] = append(series[b], f.GetName()+"{queue="+labels["queue"]+"}")
+				assert.Equal(t, string(b), labels["backend"])
+				if f.GetName() == AckTotal {
+					acks += metric.GetCounter().GetValue()
+				}
+			}
+		}
+		assert.Equal(t, succeeded, acks, "%s: acks", b)
+	}
+	assert.ElementsMatch(t, series[lab.InMem], series[lab.Rabbit])
 }
