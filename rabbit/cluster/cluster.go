@@ -96,25 +96,14 @@ type driver interface {
 // neither the error wraps ErrUnavailable. On failure it removes what it
 // started. ctx bounds the whole start.
 func Up(ctx context.Context, opts Options) (*Cluster, error) {
-	c := &Cluster{file: opts.StateFile, progress: opts.Progress}
-	if c.progress == nil {
-		c.progress = io.Discard
+	if opts.Nodes < 0 {
+		return nil, fmt.Errorf("a cluster of %d nodes", opts.Nodes)
 	}
+	c := &Cluster{file: opts.StateFile, progress: cmp.Or[io.Writer](opts.Progress, io.Discard)}
 	c.Nodes = make([]NodeSpec, cmp.Or(opts.Nodes, 3))
 	c.ID = fmt.Sprintf("%s-%d-%04x", cmp.Or(opts.Prefix, "qlab"), os.Getpid(), rand.IntN(1<<16))
-	server, localErr := ServerCommand()
-	switch {
-	case localErr == nil:
-		c.Kind, c.drv = Local, &localDriver{server: server}
-	case opts.NoDocker:
-		return nil, fmt.Errorf("%w (%v)", ErrUnavailable, localErr)
-	default:
-		c.Cookie = newCookie()
-		d, err := newDockerDriver(ctx, c.Cookie)
-		if err != nil {
-			return nil, fmt.Errorf("%w (%v; %v)", ErrUnavailable, localErr, err)
-		}
-		c.Kind, c.drv = Docker, d
+	if err := c.pickDriver(ctx, opts.NoDocker); err != nil {
+		return nil, err
 	}
 	begin := time.Now()
 	c.Started = begin.UTC()
@@ -130,6 +119,26 @@ func Up(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	c.say("cluster up in %.1fs: %s", time.Since(begin).Seconds(), strings.Join(c.names(), ", "))
 	return c, nil
+}
+
+// pickDriver runs the nodes as local processes where rabbitmq-server can
+// run, else as containers where a Docker engine answers.
+func (c *Cluster) pickDriver(ctx context.Context, noDocker bool) error {
+	server, localErr := ServerCommand()
+	switch {
+	case localErr == nil:
+		c.Kind, c.drv = Local, &localDriver{server: server}
+		return nil
+	case noDocker:
+		return fmt.Errorf("%w (%v)", ErrUnavailable, localErr)
+	}
+	c.Cookie = newCookie()
+	d, err := newDockerDriver(ctx, c.Cookie)
+	if err != nil {
+		return fmt.Errorf("%w (%v; %v)", ErrUnavailable, localErr, err)
+	}
+	c.Kind, c.drv = Docker, d
+	return nil
 }
 
 // plan names the nodes and picks their ports and directories.

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -55,10 +56,7 @@ func Load(file string, progress io.Writer) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{file: file, progress: progress}
-	if c.progress == nil {
-		c.progress = io.Discard
-	}
+	c := &Cluster{file: file, progress: cmp.Or[io.Writer](progress, io.Discard)}
 	if err := json.Unmarshal(b, &c.state); err != nil {
 		return nil, fmt.Errorf("reading %s: %v (remove it if no cluster runs)", file, err)
 	}
