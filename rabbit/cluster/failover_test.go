@@ -28,8 +28,8 @@ func (w logWriter) Write(p []byte) (int, error) {
 // TestClusterQuorumFailover is the quick quorum check on a real
 // cluster of its own: a quorum queue gets 100 confirmed messages, its
 // leader's node is stopped, another node delivers all 100, a new leader
-// leads, the node comes back, and Down leaves no process, port, directory
-// or state file (and a second Down is no error).
+// leads, the node comes back, another is stopped, and Down leaves no
+// process, port, directory or state file (and a second Down is no error).
 func TestClusterQuorumFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a three-node RabbitMQ cluster (about half a minute)")
@@ -90,6 +90,9 @@ func TestClusterQuorumFailover(t *testing.T) {
 		t.Fatalf("after Revive, %s is %s, want %s", leader.Short, st, cluster.Running)
 	}
 
+	if err := c.Kill(ctx, other.Short); err != nil { // Down must also remove a stopped node
+		t.Fatal(err)
+	}
 	if err := loaded.Down(ctx); err != nil { // down from the state file, as the CLI does
 		t.Fatal(err)
 	}
