@@ -70,11 +70,28 @@ func (d *dockerDriver) start(ctx context.Context, c *Cluster) error {
 		return fmt.Errorf("docker: creating network %s: %v", c.Network, err)
 	}
 	return c.startAll(ctx, func(ctx context.Context, n NodeSpec) error {
-		if _, err := d.pool.RunWithOptions(runOptions(n, network, c.Cookie)); err != nil {
+		if err := d.run(ctx, runOptions(n, network, c.Cookie)); err != nil {
 			return fmt.Errorf("docker: starting %s: %v", n.Container, err)
 		}
 		return c.awaitNode(ctx, n)
 	})
+}
+
+// run starts a container within ctx. dockertest takes no context (a first
+// image pull can take minutes), so past ctx the start is abandoned and the
+// error says so; Down removes the container by name should it appear.
+func (d *dockerDriver) run(ctx context.Context, opts *dockertest.RunOptions) error {
+	done := make(chan error, 1)
+	go func() {
+		_, err := d.pool.RunWithOptions(opts)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("no container within the start's bound (pulling %s?): %w", Image, ctx.Err())
+	}
 }
 
 // runOptions is node n's container: on the cluster's network under its
