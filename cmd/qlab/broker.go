@@ -11,7 +11,7 @@ import (
 	"github.com/queuelab/qlab/rabbit"
 )
 
-const brokerHelp = `Usage: qlab broker status|up|down|latency|clean [flags]
+const brokerHelp = `Usage: qlab broker status|up|down|latency|clean|cluster [flags]
 
   status    which RabbitMQ broker qlab finds, its version, and how it found it
             (RABBITMQ_URL, then amqp://guest:guest@127.0.0.1:5672/)
@@ -20,13 +20,18 @@ const brokerHelp = `Usage: qlab broker status|up|down|latency|clean [flags]
   latency   measure how late a TTL wait queue delivers (p50, p99)
   clean     delete what a killed run left under --prefix P (the prefix a run
             prints when it starts): the queues and exchanges the broker lessons
-            declare, each only if it is there and no consumer is attached`
+            declare, each only if it is there and no consumer is attached
+  cluster   a three-node cluster: up, down, status, kill NODE, revive NODE
+            (qlab broker cluster --help)`
 
 // discoverOptions is how qlab looks for a broker; tests point DefaultURL
 // at a closed port to see the no-broker path for real.
 var discoverOptions = rabbit.DiscoverOptions{Docker: true}
 
-func cmdBroker(ctx context.Context, args []string, stdout, _ io.Writer) error {
+func cmdBroker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "cluster" {
+		return cmdBrokerCluster(ctx, args[1:], stdout, stderr)
+	}
 	fs := newFlagSet("broker", brokerHelp)
 	ttl := fs.Duration("ttl", time.Second, "latency: the wait queue's TTL")
 	n := fs.Int("n", 200, "latency: messages to measure")

@@ -39,6 +39,8 @@ Usage:
   qlab broker status|up|down|latency|clean
                             find the broker, start one (Docker), measure TTL delays,
                             remove what a killed or --keep run left (qlab broker --help)
+  qlab broker cluster up|down|status|kill NODE|revive NODE
+                            a three-node RabbitMQ cluster for quorum queues
   qlab compare N [flags]    run lesson N on both backends and measure the difference
   qlab tui [N] [flags]      watch lessons animate in the terminal (qlab tui --help)
   qlab ex [N | command]     exercises: write the mechanism, qlab checks it (qlab ex --help)

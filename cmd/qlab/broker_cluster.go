@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/queuelab/qlab/rabbit/cluster"
+)
+
+const clusterHelp = `Usage: qlab broker cluster up|down|status|kill NODE|revive NODE [flags]
+
+  up           start a three-node RabbitMQ cluster on this machine (local rabbitmq-server
+               nodes, or Docker containers where no rabbitmq-server can run), print its AMQP
+               URLs (a list for RABBITMQ_URL), management UI and /metrics addresses
+  down         stop and remove everything up started; safe to repeat, and after a crash
+  status       the nodes, which are running, each quorum queue's leader and members
+  kill NODE    stop the RabbitMQ application on NODE (n1, n2, n3 or its full name), as if
+               it died: its quorum queue members go, a new leader is elected
+  revive NODE  start it again
+
+The cluster is recorded in $XDG_CACHE_HOME/qlab/cluster.json (~/.cache/qlab). It never
+touches the broker on 127.0.0.1:5672 or any node it did not start.`
+
+// cmdBrokerCluster runs `qlab broker cluster ...`.
+func cmdBrokerCluster(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("broker cluster", clusterHelp)
+	timeout := fs.Duration("timeout", 5*time.Minute, "up: how long to wait for the cluster to start")
+	pos, err := parseInterspersed(fs, args, stdout)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usagef("broker cluster takes one of up, down, status, kill NODE, revive NODE")
+	}
+	verb, rest := pos[0], pos[1:]
+	want := map[string]int{"up": 0, "down": 0, "status": 0, "kill": 1, "revive": 1}
+	n, ok := want[verb]
+	if !ok {
+		return usagef("unknown broker cluster command %q: use up, down, status, kill NODE or revive NODE", verb)
+	}
+	if len(rest) != n {
+		if n == 1 {
+			return usagef("broker cluster %s takes one NODE (n1, n2, n3 or a full node name)", verb)
+		}
+		return usagef("broker cluster %s takes no arguments, got %q", verb, rest)
+	}
+	if *timeout <= 0 {
+		return usagef("--timeout must be positive")
+	}
+	file, err := cluster.DefaultStateFile()
+	if err != nil {
+		return fmt.Errorf("no cache directory to record the cluster in: %v", err)
+	}
+	switch verb {
+	case "up":
+		ctx, cancel := context.WithTimeout(ctx, *timeout)
+		defer cancel()
+		return clusterUp(ctx, file, stdout, stderr)
+	case "down":
+		return clusterDown(ctx, file, stdout, stderr)
+	}
+	c, err := cluster.Load(file, stderr)
+	if errors.Is(err, cluster.ErrNoCluster) {
+		return errors.New("no cluster is up; start one with: qlab broker cluster up")
+	}
+	if err != nil {
+		return err
+	}
+	switch verb {
+	case "status":
+		return clusterStatus(ctx, c, stdout)
+	case "kill":
+		return clusterNode(ctx, c, rest[0], "killing", c.Kill, stdout)
+	default:
+		return clusterNode(ctx, c, rest[0], "reviving", c.Revive, stdout)
+	}
+}
+
+// clusterUp starts a cluster, or reports the one recorded if it runs.
+func clusterUp(ctx context.Context, file string, stdout, stderr io.Writer) error {
+	if old, err := cluster.Load(file, stderr); err == nil {
+		states := nodeStates(ctx, old)
+		switch {
+		case !strings.Contains(states, string(cluster.Stopped)) && !strings.Contains(states, string(cluster.Gone)):
+			fmt.Fprintln(stdout, "a cluster is already up:")
+			printAddresses(stdout, old)
+			return nil
+		case !strings.Contains(states, string(cluster.Gone)):
+			return fmt.Errorf("a cluster is up with a node stopped (%s): revive it (qlab broker cluster revive NODE) "+
+				"or remove the cluster (qlab broker cluster down)", states)
+		}
+		fmt.Fprintf(stderr, "removing what is left of the cluster recorded in %s (%s)\n", file, states)
+		if err := old.Down(ctx); err != nil {
+			return err
+		}
+	}
+	c, err := cluster.Up(ctx, cluster.Options{StateFile: file, Progress: stderr})
+	if err != nil {
+		return err
+	}
+	printAddresses(stdout, c)
+	return nil
+}
+
+// nodeStates is "n1 running, n2 stopped, n3 down".
+func nodeStates(ctx context.Context, c *cluster.Cluster) string {
+	parts := make([]string, len(c.Nodes))
+	for i, n := range c.Nodes {
+		parts[i] = fmt.Sprintf("%s %s", n.Short, c.State(ctx, n))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// printAddresses prints where to reach each node and the URL list.
+func printAddresses(w io.Writer, c *cluster.Cluster) {
+	for _, n := range c.Nodes {
+		fmt.Fprintf(w, "%s  %s\n    %s\n    management %s  metrics %s\n",
+			n.Short, n.Name, n.URL(), n.ManagementURL(), n.MetricsURL())
+	}
+	fmt.Fprintf(w, "management UI (guest/guest): %s\n", c.Nodes[0].ManagementURL())
+	fmt.Fprintf(w, "RABBITMQ_URL=%s\n", c.URLList())
+	fmt.Fprintln(w, "stop it with: qlab broker cluster down")
+}
+
+// clusterDown removes the recorded cluster, if any, and checks nothing of
+// it is left.
+func clusterDown(ctx context.Context, file string, stdout, stderr io.Writer) error {
+	c, err := cluster.Load(file, stderr)
+	if errors.Is(err, cluster.ErrNoCluster) {
+		fmt.Fprintln(stdout, "no cluster is recorded: nothing to remove")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "stopping %s\n", strings.Join(c.URLs(), ", "))
+	if err := c.Down(ctx); err != nil {
+		return err
+	}
+	if left := c.Leftovers(ctx); len(left) > 0 {
+		return fmt.Errorf("after down, still there: %s", strings.Join(left, "; "))
+	}
+	fmt.Fprintf(stdout, "removed cluster %s: no process, port or directory left\n", c.ID)
+	return nil
+}
+
+// clusterStatus prints each node's state and each quorum queue's leader
+// and members (by short node name).
+func clusterStatus(ctx context.Context, c *cluster.Cluster, stdout io.Writer) error {
+	fmt.Fprintf(stdout, "cluster %s (%s nodes), recorded in %s\n", c.ID, c.Kind, c.StateFile())
+	for _, n := range c.Nodes {
+		fmt.Fprintf(stdout, "  %s  %-8s %s  %s\n", n.Short, c.State(ctx, n), n.Name, n.URL())
+	}
+	queues, err := c.Queues(ctx)
+	if err != nil {
+		return err
+	}
+	quorum := 0
+	for _, q := range queues {
+		if q.Type != "quorum" {
+			continue
+		}
+		if quorum++; quorum == 1 {
+			fmt.Fprintln(stdout, "quorum queues:")
+		}
+		fmt.Fprintf(stdout, "  %s  leader %s  members %s  online %s\n",
+			q.Name, short(c, q.Leader), short(c, q.Members...), short(c, q.Online...))
+	}
+	if quorum == 0 {
+		fmt.Fprintln(stdout, "no quorum queues")
+	}
+	return nil
+}
+
+// short names nodes of c by their short names (others as they are).
+func short(c *cluster.Cluster, names ...string) string {
+	out := make([]string, len(names))
+	for i, name := range names {
+		out[i] = name
+		if n, err := c.Node(name); err == nil {
+			out[i] = n.Short
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// clusterNode kills or revives one node; a name not in the cluster is a
+// usage error.
+func clusterNode(ctx context.Context, c *cluster.Cluster, name, doing string,
+	do func(context.Context, string) error, stdout io.Writer) error {
+	n, err := c.Node(name)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	fmt.Fprintf(stdout, "%s %s (%s)\n", doing, n.Short, n.Name)
+	if err := do(ctx, n.Short); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s is %s\n", n.Short, c.State(ctx, n))
+	return nil
+}

@@ -1,0 +1,103 @@
+// Package clustertest gives the tests of a package one RabbitMQ cluster,
+// started on first use and removed when the package's tests end:
+//
+//	func TestMain(m *testing.M) { os.Exit(clustertest.Main(m)) }
+//
+//	func TestFailover(t *testing.T) {
+//		c := clustertest.Get(t) // skips where no cluster can start
+//		...
+//	}
+//
+// A test that kills a node revives it before it ends (Revive in
+// t.Cleanup), so the next test finds every node running.
+package clustertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/queuelab/qlab/rabbit/cluster"
+)
+
+// RequireEnv names the variable that turns "no cluster can start here"
+// from a skip into a failure (CI sets it to 1).
+const RequireEnv = "QLAB_REQUIRE_BROKER"
+
+// StartTimeout bounds the shared cluster's start.
+const StartTimeout = 5 * time.Minute
+
+var (
+	mu      sync.Mutex
+	inMain  bool             // Main runs the package's tests
+	shared  *cluster.Cluster // started by the first Get
+	initErr error            // why it could not start
+	started bool
+)
+
+// Main runs m's tests and then removes the shared cluster, if a test
+// started it; it returns the exit code for os.Exit. Removing it fails the
+// run when anything is left behind.
+func Main(m *testing.M) int {
+	mu.Lock()
+	inMain = true
+	mu.Unlock()
+	code := m.Run()
+	mu.Lock()
+	defer mu.Unlock()
+	if shared == nil {
+		return code
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := shared.Down(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "clustertest: removing the shared cluster:", err)
+		return 1
+	}
+	if left := shared.Leftovers(ctx); len(left) > 0 {
+		fmt.Fprintln(os.Stderr, "clustertest: left behind after down:", left)
+		return 1
+	}
+	return code
+}
+
+// Get returns the package's shared cluster, starting it on the first call
+// (about half a minute on two cores). Where no cluster can start it skips
+// t with the reason, or fails t under QLAB_REQUIRE_BROKER=1. It fails t if
+// the package's TestMain does not call Main, which removes the cluster.
+func Get(t testing.TB) *cluster.Cluster {
+	t.Helper()
+	mu.Lock()
+	defer mu.Unlock()
+	if !inMain {
+		t.Fatal("clustertest.Get needs the package's TestMain to call clustertest.Main")
+	}
+	if !started {
+		started = true
+		ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
+		defer cancel()
+		shared, initErr = cluster.Up(ctx, cluster.Options{Prefix: "qlabtest"})
+	}
+	if initErr != nil {
+		SkipOrFail(t, initErr)
+	}
+	return shared
+}
+
+// SkipOrFail skips t because no cluster can start (err wraps
+// cluster.ErrUnavailable), or fails it: under QLAB_REQUIRE_BROKER=1, or for
+// any other reason.
+func SkipOrFail(t testing.TB, err error) {
+	t.Helper()
+	if !errors.Is(err, cluster.ErrUnavailable) {
+		t.Fatalf("starting a cluster: %v", err)
+	}
+	if os.Getenv(RequireEnv) == "1" {
+		t.Fatalf("%s=1 but: %v", RequireEnv, err)
+	}
+	t.Skipf("skipping: %v", err)
+}

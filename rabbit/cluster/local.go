@@ -1,0 +1,65 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+)
+
+// localDriver runs each node as a rabbitmq-server process of this machine.
+type localDriver struct {
+	server string // rabbitmq-server's path; "" for a loaded cluster
+}
+
+func (d *localDriver) start(ctx context.Context, c *Cluster) error {
+	return c.startAll(ctx, func(ctx context.Context, n NodeSpec) error {
+		return StartLocal(ctx, d.server, n)
+	})
+}
+
+func (d *localDriver) ctl(ctx context.Context, n NodeSpec, args ...string) (string, error) {
+	return Ctl(ctx, n.Name, args...)
+}
+
+func (d *localDriver) alive(_ context.Context, n NodeSpec) bool { return n.Pid() > 0 }
+
+func (d *localDriver) remove(_ context.Context, n NodeSpec) error { return RemoveLocal(n) }
+
+// cleanup waits for the nodes' helper processes (erl_child_setup,
+// inet_gethost) to follow their node out, and deletes the cluster's
+// directory (Load has checked it is the one Up made).
+func (d *localDriver) cleanup(_ context.Context, c *Cluster) error {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if len(processesNaming(c.ID)) == 0 {
+			break
+		}
+	}
+	if left := processesNaming(c.ID); len(left) > 0 {
+		return fmt.Errorf("processes of the cluster still run: %v", left)
+	}
+	return os.RemoveAll(c.Dir)
+}
+
+func (d *localDriver) leftovers(_ context.Context, c *Cluster) []string {
+	var left []string
+	for _, pid := range processesNaming(c.ID) {
+		left = append(left, fmt.Sprintf("process %d", pid))
+	}
+	if _, err := os.Stat(c.Dir); err == nil {
+		left = append(left, "directory "+c.Dir)
+	}
+	return left
+}
+
+// processesNaming lists the processes (other than this one) whose
+// command line or environment contains s.
+func processesNaming(s string) []int {
+	var pids []int
+	for _, pid := range processes() {
+		if pid != os.Getpid() && processNames(pid, s) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}

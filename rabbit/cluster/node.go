@@ -1,0 +1,347 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// A local node is one rabbitmq-server beside the shared one on 5672, with
+// everything that could collide made its own: the Erlang node name, the
+// AMQP, distribution, management and Prometheus ports, the data and log
+// directories, the enabled-plugins file, and a config file (the global one
+// pins its listener to 5672). The Erlang cookie is the rabbitmq user's:
+// as root, the Debian wrappers run both rabbitmq-server and rabbitmqctl as
+// that user, so every node and every rabbitmqctl shares it.
+
+// Bounds on the waits a node involves. Measured on RabbitMQ 3.10.8 with two
+// busy cores: a node with the management plugin starts in 5-20 s,
+// stop_app+start_app takes about 5 s, one rabbitmqctl 1-3 s.
+const (
+	NodeStartTimeout = 120 * time.Second // one node, from exec to AMQP
+	CtlTimeout       = 60 * time.Second  // one rabbitmqctl command
+	stopTimeout      = 30 * time.Second  // a polite stop before SIGKILL
+)
+
+// ErrNoServer means rabbitmq-server cannot be started here (not
+// installed, or not runnable as this user).
+var ErrNoServer = errors.New("cannot start a local RabbitMQ node")
+
+// NodeSpec is one node's name, ports and directory: everything needed to
+// start it, reach it, and remove it later from another process.
+type NodeSpec struct {
+	Short     string `json:"short"`               // n1, n2, n3
+	Name      string `json:"name"`                // Erlang node name, e.g. qlab-4242-1a2b-n1@localhost
+	Port      int    `json:"port"`                // AMQP listener on 127.0.0.1
+	DistPort  int    `json:"dist_port,omitempty"` // Erlang distribution (local nodes)
+	MgmtPort  int    `json:"mgmt_port"`           // management UI and HTTP API
+	PromPort  int    `json:"prom_port"`           // rabbitmq_prometheus /metrics
+	Dir       string `json:"dir,omitempty"`       // config, data, logs, pid file (local nodes)
+	Container string `json:"container,omitempty"` // container name (Docker nodes)
+}
+
+// URL is the node's AMQP URL (guest/guest, loopback only).
+func (n NodeSpec) URL() string { return fmt.Sprintf("amqp://guest:guest@127.0.0.1:%d/", n.Port) }
+
+// ManagementURL is the node's management UI.
+func (n NodeSpec) ManagementURL() string { return fmt.Sprintf("http://127.0.0.1:%d/", n.MgmtPort) }
+
+// MetricsURL is the node's rabbitmq_prometheus endpoint.
+func (n NodeSpec) MetricsURL() string { return fmt.Sprintf("http://127.0.0.1:%d/metrics", n.PromPort) }
+
+// sbinServer is where the Debian package puts rabbitmq-server, outside a
+// user's PATH.
+var sbinServer = "/usr/sbin/rabbitmq-server"
+
+// ServerCommand finds rabbitmq-server and checks it can run as this user:
+// the Debian wrapper runs it as the rabbitmq user when started by root and
+// refuses anyone else. The error wraps ErrNoServer.
+func ServerCommand() (string, error) {
+	path, err := exec.LookPath("rabbitmq-server")
+	if err != nil {
+		if _, statErr := os.Stat(sbinServer); statErr != nil {
+			return "", fmt.Errorf("%w: rabbitmq-server is not installed (Debian package rabbitmq-server)", ErrNoServer)
+		}
+		path = sbinServer
+	}
+	if os.Geteuid() != 0 && !isUser("rabbitmq") {
+		return "", fmt.Errorf("%w: rabbitmq-server runs only as root or the rabbitmq user", ErrNoServer)
+	}
+	return path, nil
+}
+
+func isUser(name string) bool {
+	u, err := user.Current()
+	return err == nil && u.Username == name
+}
+
+// Config is the node's rabbitmq.conf: every listener on loopback and on
+// the node's own ports.
+func (n NodeSpec) Config() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "listeners.tcp.default = 127.0.0.1:%d\n", n.Port)
+	if n.MgmtPort > 0 {
+		fmt.Fprintf(&b, "management.tcp.ip = 127.0.0.1\nmanagement.tcp.port = %d\n", n.MgmtPort)
+	}
+	if n.PromPort > 0 {
+		fmt.Fprintf(&b, "prometheus.tcp.ip = 127.0.0.1\nprometheus.tcp.port = %d\n", n.PromPort)
+	}
+	return b.String()
+}
+
+// plugins is the node's enabled_plugins file.
+func (n NodeSpec) plugins() string {
+	if n.MgmtPort > 0 {
+		return "[rabbitmq_management,rabbitmq_prometheus].\n"
+	}
+	return "[].\n"
+}
+
+// prepare writes the node's config and plugins files and, as root, hands
+// its directory to the rabbitmq user the node runs as.
+func (n NodeSpec) prepare() error {
+	if err := os.MkdirAll(n.Dir, 0o755); err != nil {
+		return err
+	}
+	files := map[string]string{"rabbitmq.conf": n.Config(), "enabled_plugins": n.plugins()}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(n.Dir, name), []byte(text), 0o644); err != nil {
+			return err
+		}
+	}
+	for _, sub := range []string{"mnesia", "log"} {
+		if err := os.Mkdir(filepath.Join(n.Dir, sub), 0o755); err != nil {
+			return err
+		}
+	}
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	u, err := user.Lookup("rabbitmq")
+	if err != nil {
+		return fmt.Errorf("%w: no rabbitmq user to run the node as: %v", ErrNoServer, err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return filepath.Walk(n.Dir, func(path string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Chown(path, uid, gid)
+	})
+}
+
+// env makes rabbitmq-server start this node and no other.
+func (n NodeSpec) env() []string {
+	return []string{
+		"RABBITMQ_NODENAME=" + n.Name,
+		"RABBITMQ_NODE_PORT=" + strconv.Itoa(n.Port),
+		"RABBITMQ_DIST_PORT=" + strconv.Itoa(n.DistPort),
+		"RABBITMQ_MNESIA_BASE=" + filepath.Join(n.Dir, "mnesia"),
+		"RABBITMQ_LOG_BASE=" + filepath.Join(n.Dir, "log"),
+		"RABBITMQ_PID_FILE=" + filepath.Join(n.Dir, "node.pid"),
+		"RABBITMQ_ENABLED_PLUGINS_FILE=" + filepath.Join(n.Dir, "enabled_plugins"),
+		"RABBITMQ_CONFIG_FILE=" + filepath.Join(n.Dir, "rabbitmq.conf"),
+	}
+}
+
+// StartLocal writes the node's files under n.Dir, starts rabbitmq-server
+// detached, and waits within ctx and NodeStartTimeout until the node
+// accepts AMQP connections. On failure it removes what it started.
+func StartLocal(ctx context.Context, server string, n NodeSpec) error {
+	ctx, cancel := context.WithTimeout(ctx, NodeStartTimeout)
+	defer cancel()
+	if err := n.prepare(); err != nil {
+		os.RemoveAll(n.Dir)
+		return err
+	}
+	cmd := exec.CommandContext(ctx, server, "-detached")
+	cmd.Env = append(os.Environ(), n.env()...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		os.RemoveAll(n.Dir)
+		return fmt.Errorf("%w: rabbitmq-server -detached: %v: %s", ErrNoServer, err, strings.TrimSpace(string(out)))
+	}
+	if err := AwaitAMQP(ctx, n.Port); err != nil {
+		RemoveLocal(n)
+		return fmt.Errorf("node %s did not accept connections on port %d: %w; its log: %s",
+			n.Name, n.Port, err, n.LogTail())
+	}
+	return nil
+}
+
+// AwaitAMQP waits, within ctx, until something on 127.0.0.1:port answers
+// an AMQP protocol header with a connection.start frame: a listening port
+// alone is not a broker ready for clients.
+func AwaitAMQP(ctx context.Context, port int) error {
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if amqpAnswers(ctx, port) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// amqpAnswers sends the AMQP 0-9-1 header and reads the first frame's type
+// byte (1, a method frame: connection.start).
+func amqpAnswers(ctx context.Context, port int) bool {
+	d := net.Dialer{Timeout: 2 * time.Second}
+	conn, err := d.DialContext(ctx, "tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(3 * time.Second))
+	if _, err := conn.Write([]byte("AMQP\x00\x00\x09\x01")); err != nil {
+		return false
+	}
+	frame := make([]byte, 1)
+	_, err = conn.Read(frame)
+	return err == nil && frame[0] == 1
+}
+
+// LogTail is the end of a local node's log, for an error message.
+func (n NodeSpec) LogTail() string {
+	b, err := os.ReadFile(filepath.Join(n.Dir, "log", n.Name+".log"))
+	if err != nil {
+		return "(no log)"
+	}
+	if len(b) > 800 {
+		b = b[len(b)-800:]
+	}
+	return string(b)
+}
+
+// Ctl runs rabbitmqctl -q -n <node> args within ctx and CtlTimeout and
+// returns its standard output. As root the Debian wrapper runs it as the
+// rabbitmq user, whose Erlang cookie the node shares.
+func Ctl(ctx context.Context, node string, args ...string) (string, error) {
+	return runTool(ctx, "rabbitmqctl", node, args...)
+}
+
+// runTool runs one of the broker's CLI tools against node.
+func runTool(ctx context.Context, tool, node string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, CtlTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, tool, append([]string{"-q", "-n", node}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return string(out), fmt.Errorf("%s %s on %s: %v: %s", tool, strings.Join(args, " "), node, err,
+			firstLine(stderr.String()))
+	}
+	return string(out), nil
+}
+
+// firstLine is the first non-blank line of a tool's error output: the
+// broker's CLI follows it with a page of diagnostics.
+func firstLine(s string) string {
+	for _, line := range strings.Split(s, "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			return line
+		}
+	}
+	return "(no error output)"
+}
+
+// RemoveLocal stops the node (rabbitmqctl stop, then SIGKILL if its
+// process is still there after a while) and deletes its directory.
+func RemoveLocal(n NodeSpec) error {
+	var stopErr error
+	if pid := n.Pid(); pid > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+		_, stopErr = Ctl(ctx, n.Name, "stop")
+		cancel()
+		if !awaitGone(pid, n.Name, 10*time.Second) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			awaitGone(pid, n.Name, 5*time.Second)
+		}
+	}
+	if err := os.RemoveAll(n.Dir); err != nil {
+		return err
+	}
+	if n.Pid() > 0 {
+		return fmt.Errorf("node %s is still running: %v", n.Name, stopErr)
+	}
+	return nil
+}
+
+// Pid is the node's beam.smp process (the one whose environment names the
+// node in RABBITMQ_NODENAME: RabbitMQ 3.10 keeps the node name out of its
+// command line), or 0 when it has none.
+func (n NodeSpec) Pid() int {
+	want := []byte("RABBITMQ_NODENAME=" + n.Name + "\x00")
+	for _, pid := range processes() {
+		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		if !bytes.HasPrefix(comm, []byte("beam")) {
+			continue
+		}
+		if env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid)); err == nil && bytes.Contains(env, want) && alive(pid) {
+			return pid
+		}
+	}
+	return 0
+}
+
+// processes lists the ids of the machine's processes.
+func processes() []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// processNames reports whether process pid is alive and names s in its
+// command line or environment.
+func processNames(pid int, s string) bool {
+	for _, f := range []string{"cmdline", "environ"} {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, f))
+		if err == nil && bytes.Contains(b, []byte(s)) {
+			return alive(pid)
+		}
+	}
+	return false
+}
+
+// alive reports whether process pid exists and is not a zombie.
+func alive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	return err == nil && !isZombie(stat)
+}
+
+// isZombie reads the state field of /proc/PID/stat ("pid (comm) S ...").
+func isZombie(stat []byte) bool {
+	i := bytes.LastIndexByte(stat, ')')
+	return i > 0 && i+2 < len(stat) && stat[i+2] == 'Z'
+}
+
+// awaitGone waits up to d for process pid to be gone (or to be another
+// process), and reports whether it is.
+func awaitGone(pid int, name string, d time.Duration) bool {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if !processNames(pid, name) {
+			return true
+		}
+	}
+	return !processNames(pid, name)
+}
