@@ -33,6 +33,35 @@ func TestLineShowsNotesAndTellsNewScheduledJobsFromRetries(t *testing.T) {
 	}
 }
 
+// TestLineSaysWhatEachKindMeans: a move shows the note that explains it,
+// and the kinds that are not a dead-lettering, a drop or an alert do not
+// read like one (issue 20: a 406 printed as "Sending email", a stranded
+// retry as "Moving to Dead Letter Queue", a dead-lettering's reason only
+// in --json).
+func TestLineSaysWhatEachKindMeans(t *testing.T) {
+	var plain Style
+	cases := []struct {
+		e    lab.Event
+		want string
+	}{
+		{lab.Event{Kind: lab.DeadLettered, Task: "C", Actor: "W", Queue: "q", To: "dlq", Note: "max retries reached"},
+			"00:00.000 [W] 💀 Moving to Dead Letter Queue (dlq): C (max retries reached)"},
+		{lab.Event{Kind: lab.Dropped, Task: "C", Actor: "W", Note: "permanent error"},
+			"00:00.000 [W] 🗑️ Permanently failed, dropped: C (discarded on purpose: no copy is kept) (permanent error)"},
+		{lab.Event{Kind: lab.ChannelClosed, Task: "sC", Actor: "W", Note: "406 PRECONDITION_FAILED - unknown delivery tag 1"},
+			"00:00.000 [W] 🚫 The broker closed the channel (after task sC): 406 PRECONDITION_FAILED - unknown delivery tag 1"},
+		{lab.Event{Kind: lab.Refused, Task: "r11", Actor: "API", Queue: "email-queue", Note: "nacked: the queue is full"},
+			"00:00.000 [API] ↩️ Publish refused by the broker: r11 -> email-queue (nacked: the queue is full)"},
+		{lab.Event{Kind: lab.Stranded, Task: "dC", Actor: "Broker", Queue: "email-queue", To: "email-retry-queue", Note: "no TTL"},
+			"00:00.000 [Broker] 🧊 Stranded in email-retry-queue, where nothing consumes it: dC (no TTL)"},
+		{lab.Event{Kind: lab.Mailed, Task: "A1", Actor: "Mail-Server", Note: "To: a@example.com"},
+			"00:00.000 [Mail-Server] ✉️ Mail sent to the customer: A1\n             To: a@example.com"},
+	}
+	for _, c := range cases {
+		assert.Equal(t, c.want, plain.Line(c.e))
+	}
+}
+
 // TestEveryKindRenders: every kind of the contract has a log line and a
 // Mermaid line (a summary belongs to the closing table instead), and a
 // kind nobody taught the renderers shows up as unknown rather than
@@ -49,7 +78,7 @@ func TestEveryKindRenders(t *testing.T) {
 		}
 		assert.NotEmpty(t, msg, "kind %q has no log line", k)
 		assert.NotContains(t, msg, "unknown event kind", "kind %q has no log line", k)
-		assert.Regexp(t, `(?m)^    (P\d+-?->>P\d+|Note over P\d+): `, diagram.String(), "kind %q has no Mermaid line", k)
+		assert.Regexp(t, `(?m)^    (P\d+-?-(>>|x)P\d+|Note over P\d+): `, diagram.String(), "kind %q has no Mermaid line", k)
 		assert.NotContains(t, diagram.String(), "unknown event kind", "kind %q has no Mermaid line", k)
 	}
 	bogus := lab.Event{Kind: "teleported", Task: "C", Actor: "Worker"}

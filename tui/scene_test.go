@@ -247,6 +247,26 @@ var kindCases = []struct {
 		assert.Equal(t, received, s.tokens["C"].status)
 		assert.Equal(t, "dlq", s.tokens["C"].queue)
 	}},
+	{lab.ChannelClosed, ev(0, lab.ChannelClosed, "C", "q", ""), func(t *testing.T, s *scene) {
+		assert.Equal(t, 1, s.closes)
+		assert.Empty(t, s.alerts, "a channel close is no alert mail")
+		assert.Equal(t, working, s.tokens["C"].status, "a redelivered event, not the close, moves the task")
+	}},
+	{lab.Refused, ev(0, lab.Refused, "R", "q", ""), func(t *testing.T, s *scene) {
+		assert.Equal(t, 1, s.count[lab.FateRefused])
+		assert.Equal(t, gone, s.tokens["R"].status)
+		assert.Empty(t, s.tokens["R"].queue, "no queue holds a refused publish")
+	}},
+	{lab.Stranded, ev(0, lab.Stranded, "C", "q", "retry"), func(t *testing.T, s *scene) {
+		assert.Equal(t, 1, s.count[lab.FateStranded])
+		assert.Equal(t, 0, s.count[lab.FateDead], "a stranded task is not dead-lettered")
+		assert.Equal(t, "retry", s.tokens["C"].queue)
+		assert.Equal(t, stranded, s.tokens["C"].status)
+	}},
+	{lab.Mailed, ev(0, lab.Mailed, "C", "", ""), func(t *testing.T, s *scene) {
+		assert.Equal(t, 1, s.mails)
+		assert.Empty(t, s.alerts, "a customer's mail is no alert")
+	}},
 }
 
 func TestSceneHasARuleForEveryKind(t *testing.T) {

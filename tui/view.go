@@ -227,7 +227,7 @@ func (m Model) tokenText(t *token) (string, tone) {
 		return id + " " + seconds(t.due-m.clockMs), warn
 	case t.status == received:
 		return "✉" + id, bad
-	case t.status == dead:
+	case t.status == dead, t.status == stranded:
 		return id, bad
 	}
 	return id, plain
@@ -498,12 +498,20 @@ func (m Model) breakerLine() string {
 }
 
 // statsLine is the run's tally, one count per fate as the closing
-// summary counts them.
+// summary counts them; the rarer fates and counts show once they happen.
 func (m Model) statsLine() string {
 	c := m.sc.count
-	return fmt.Sprintf("done %d · dead %d · dropped %d · lost %d · pending %d · attempts %d · %s",
-		c[lab.FateDone], c[lab.FateDead], c[lab.FateDropped], c[lab.FateLost], c[lab.FatePending],
-		m.sc.attempts, render.Stamp(m.clockMs))
+	line := fmt.Sprintf("done %d · dead %d · dropped %d · lost %d · pending %d",
+		c[lab.FateDone], c[lab.FateDead], c[lab.FateDropped], c[lab.FateLost], c[lab.FatePending])
+	for _, n := range []struct {
+		name  string
+		count int
+	}{{"stranded", c[lab.FateStranded]}, {"refused", c[lab.FateRefused]}, {"mails", m.sc.mails}, {"channel closes", m.sc.closes}} {
+		if n.count > 0 {
+			line += fmt.Sprintf(" · %s %d", n.name, n.count)
+		}
+	}
+	return line + fmt.Sprintf(" · attempts %d · %s", m.sc.attempts, render.Stamp(m.clockMs))
 }
 
 // label shortens a task id for a token: A, B, C stay, UUIDs get cut.
