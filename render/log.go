@@ -90,7 +90,11 @@ func Message(e lab.Event) (text, tone string) {
 	case lab.DeadLettered:
 		return fmt.Sprintf("💀 Moving to Dead Letter Queue (%s): %s", e.To, t) + withNote(e.Note), red
 	case lab.Dropped:
-		return fmt.Sprintf("🗑️ Permanently failed, dropped: %s (discarded on purpose: no copy is kept)", t) + withNote(e.Note), red
+		why := "discarded on purpose: no copy is kept"
+		if e.Note != "" {
+			why = e.Note + "; no copy is kept"
+		}
+		return fmt.Sprintf("🗑️ Permanently failed, dropped: %s (%s)", t, why), red
 	case lab.Alerted:
 		return "📧 Sending email\n" + e.Note, amber
 	case lab.Breaker:
@@ -112,7 +116,10 @@ func Message(e lab.Event) (text, tone string) {
 	case lab.Stranded:
 		return fmt.Sprintf("🧊 Stranded in %s, where nothing consumes it: %s", where(e), t) + withNote(e.Note), red
 	case lab.Mailed:
-		return "✉️ Mail sent to the customer: " + t + "\n" + e.Note, ""
+		if strings.Contains(e.Note, "\n") { // a whole mail: on lines of its own
+			return "✉️ Mail sent to the customer of " + t + "\n" + e.Note, ""
+		}
+		return "✉️ Mail sent to the customer of " + t + withNote(e.Note), ""
 	case lab.Phase:
 		return "━━ " + e.Note + " ━━", bold
 	case lab.Summary:

@@ -47,15 +47,17 @@ func TestLineSaysWhatEachKindMeans(t *testing.T) {
 		{lab.Event{Kind: lab.DeadLettered, Task: "C", Actor: "W", Queue: "q", To: "dlq", Note: "max retries reached"},
 			"00:00.000 [W] 💀 Moving to Dead Letter Queue (dlq): C (max retries reached)"},
 		{lab.Event{Kind: lab.Dropped, Task: "C", Actor: "W", Note: "permanent error"},
-			"00:00.000 [W] 🗑️ Permanently failed, dropped: C (discarded on purpose: no copy is kept) (permanent error)"},
+			"00:00.000 [W] 🗑️ Permanently failed, dropped: C (permanent error; no copy is kept)"},
 		{lab.Event{Kind: lab.ChannelClosed, Task: "sC", Actor: "W", Note: "406 PRECONDITION_FAILED - unknown delivery tag 1"},
 			"00:00.000 [W] 🚫 The broker closed the channel (after task sC): 406 PRECONDITION_FAILED - unknown delivery tag 1"},
 		{lab.Event{Kind: lab.Refused, Task: "r11", Actor: "API", Queue: "email-queue", Note: "nacked: the queue is full"},
 			"00:00.000 [API] ↩️ Publish refused by the broker: r11 -> email-queue (nacked: the queue is full)"},
 		{lab.Event{Kind: lab.Stranded, Task: "dC", Actor: "Broker", Queue: "email-queue", To: "email-retry-queue", Note: "no TTL"},
 			"00:00.000 [Broker] 🧊 Stranded in email-retry-queue, where nothing consumes it: dC (no TTL)"},
-		{lab.Event{Kind: lab.Mailed, Task: "A1", Actor: "Mail-Server", Note: "To: a@example.com"},
-			"00:00.000 [Mail-Server] ✉️ Mail sent to the customer: A1\n             To: a@example.com"},
+		{lab.Event{Kind: lab.Mailed, Task: "A1", Actor: "Mail-Server", Note: "email msg-1"},
+			"00:00.000 [Mail-Server] ✉️ Mail sent to the customer of A1 (email msg-1)"},
+		{lab.Event{Kind: lab.Mailed, Task: "a-5s", Actor: "M", Note: "To: a@example.com\nSubject: hi"},
+			"00:00.000 [M] ✉️ Mail sent to the customer of a-5s\n             To: a@example.com\n             Subject: hi"},
 	}
 	for _, c := range cases {
 		assert.Equal(t, c.want, plain.Line(c.e))

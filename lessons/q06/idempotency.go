@@ -193,7 +193,7 @@ func (m *mailServer) send(s step, key string) string {
 		m.byKey[key] = msg
 	}
 	m.mu.Unlock()
-	m.sys.Stream().Emit(lab.Event{Kind: lab.Alerted, Task: s.task, Actor: "Mail-Server", Note: "email " + msg + " to the customer of " + s.task})
+	m.sys.Stream().Emit(lab.Event{Kind: lab.Mailed, Task: s.task, Actor: "Mail-Server", Note: "email " + msg})
 	wire := m.plan.WorkTime(s.planID, s.n)
 	_ = m.sys.Sleep(s.ctx, min(dropAfter, wire)) // a cancelled run only ends the wait early
 	if s.onWire != nil {

@@ -47,7 +47,7 @@ func countFromEvents(events []lab.Event) (owed, sent map[string]int) {
 		switch e.Kind {
 		case lab.Enqueued:
 			owed[strategyOf(e.Task)]++
-		case lab.Alerted:
+		case lab.Mailed:
 			sent[strategyOf(e.Task)]++
 		}
 	}
@@ -112,7 +112,7 @@ func emailsAndFates(events []lab.Event) (map[string]int, map[string]lab.Fate) {
 		switch e.Kind {
 		case lab.Enqueued:
 			sent[e.Task] += 0
-		case lab.Alerted:
+		case lab.Mailed:
 			sent[e.Task]++
 		case lab.Summary:
 			fate[e.Task] = e.Fate
@@ -128,7 +128,7 @@ func TestQ06MarkFirstLosesTheEmail(t *testing.T) {
 	events, _ := runOwed(t, nil)
 	fate, _ := labtest.Summary(t, events, "C3")
 	assert.Equal(t, lab.FateDone, fate)
-	assert.Empty(t, labtest.Of(events, "C3", lab.Alerted), "no email for C3")
+	assert.Empty(t, labtest.Of(events, "C3", lab.Mailed), "no email for C3")
 	assert.Equal(t, []lab.Kind{lab.Enqueued, lab.Started, lab.Failed, lab.Moved, lab.Started, lab.Duplicate}, labtest.Kinds(events, "C3"))
 	assert.Contains(t, labtest.Find(t, events, lab.Failed, "C3", 1).Note, "after PENDING→SENT, before the email was sent")
 }
@@ -146,9 +146,9 @@ func TestQ06TwoConsumersRace(t *testing.T) {
 		return out
 	}
 	assert.Equal(t, []string{"Consumer-1", "Consumer-2"}, actors("A5", lab.Started))
-	assert.Len(t, labtest.Of(events, "A5", lab.Alerted), 2, "check-then-act: both consumers sent")
+	assert.Len(t, labtest.Of(events, "A5", lab.Mailed), 2, "check-then-act: both consumers sent")
 	assert.Equal(t, []string{"Consumer-1", "Consumer-2"}, actors("A6", lab.Started))
-	assert.Len(t, labtest.Of(events, "A6", lab.Alerted), 1, "claim-first: one email")
+	assert.Len(t, labtest.Of(events, "A6", lab.Mailed), 1, "claim-first: one email")
 	assert.Equal(t, []string{"Consumer-2"}, actors("A6", lab.Duplicate))
 	assert.Contains(t, labtest.Find(t, events, lab.Duplicate, "A6", 0).Note, "ON CONFLICT DO NOTHING")
 }

@@ -149,7 +149,7 @@ func q11Topology() rabbit.Topology {
 // come; the worker sends it with the mock mailer and notes when.
 func (l *q11Lesson) startWorker(ctx context.Context) error {
 	stream := l.env.Stream
-	mailer := inmem.Mailer{Stream: stream}
+	mailer := inmem.Mailer{Stream: stream, Customer: true}
 	opts := rabbit.ConsumerOptions{Queue: q11MailQueue, Actor: q11Worker, Prefetch: 1, Stream: stream}
 	_, err := l.s.Consume(ctx, opts, func(ctx context.Context, d *rabbit.Delivery) {
 		req, err := decodeMail(d.Body)

@@ -177,7 +177,8 @@ func TestQ11ScheduledEmailsRabbitMQ(t *testing.T) {
 			}
 			assert.Equal(t, lab.FateDone, fate, id)
 			assert.Equal(t, 1, attempts, id)
-			assert.Contains(t, labtest.Kinds(events, id), lab.Alerted, "%s: the mock mailer sent it", id)
+			assert.Contains(t, labtest.Kinds(events, id), lab.Mailed, "%s: the mock mailer sent it to the customer", id)
+			assert.NotContains(t, labtest.Kinds(events, id), lab.Alerted, "%s: a customer's mail is no alert", id)
 		}
 	}
 
