@@ -90,3 +90,19 @@ func TestEveryKindRenders(t *testing.T) {
 	Mermaid(&diagram, []lab.Event{bogus})
 	assert.Contains(t, diagram.String(), "unknown event kind teleported")
 }
+
+// TestWhatHappenedCountsFastFails: an open breaker's fast fail is a
+// delivery without an attempt; the closing table counts both, so "attempts
+// 1" and a log line "delivery 7 of 15" add up (issue 20, Q12's b04).
+func TestWhatHappenedCountsFastFails(t *testing.T) {
+	events := []lab.Event{{Kind: lab.Started, Task: "b04", Attempt: 1}}
+	for range 14 {
+		events = append(events, lab.Event{Kind: lab.Rejected, Task: "b04"})
+	}
+	events = append(events, lab.Event{Kind: lab.Summary, Task: "b04", Fate: lab.FateDead, Attempt: 1},
+		lab.Event{Kind: lab.Summary, Task: "b05", Fate: lab.FateDone, Attempt: 2})
+	got := WhatHappened(events)
+	assert.Equal(t, []string{"task", "fate", "attempts", "fast fails"}, got.Header)
+	assert.Equal(t, [][]string{{"b04", "dead", "1", "14"}, {"b05", "done", "2", "0"}}, got.Rows)
+	assert.Equal(t, []string{"task", "fate", "attempts"}, WhatHappened(events[:1]).Header, "no column without a breaker")
+}
