@@ -106,3 +106,17 @@ func TestWhatHappenedCountsFastFails(t *testing.T) {
 	assert.Equal(t, [][]string{{"b04", "dead", "1", "14"}, {"b05", "done", "2", "0"}}, got.Rows)
 	assert.Equal(t, []string{"task", "fate", "attempts"}, WhatHappened(events[:1]).Header, "no column without a breaker")
 }
+
+// TestEveryNoteShowsInTheLog: the text log shows an event's note whatever
+// its kind (a note is why a task moved, failed or settled), so nothing a
+// person needs is in --json only (issue 20: a dead-lettering's reason was).
+func TestEveryNoteShowsInTheLog(t *testing.T) {
+	var plain Style
+	for _, k := range lab.Kinds {
+		if k == lab.Summary {
+			continue
+		}
+		e := lab.Event{Kind: k, Task: "C", Queue: "queue", To: "elsewhere", Actor: "Worker", Attempt: 2, DelayMs: 1000, Note: "the-reason"}
+		assert.Contains(t, plain.Line(e), "the-reason", "kind %q", k)
+	}
+}
