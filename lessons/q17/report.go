@@ -119,9 +119,11 @@ func seedTable(version string, runs []jobRun) render.Table {
 			fmt.Sprintf("Scaled: %d jobs instead of a steady stream; the %v handler is lesson time (--speed shrinks it) and the rate is per lesson minute. "+
 				"At %v a job one handler does %d a minute and %d concurrent handlers %d: the seed's %d fits neither.",
 				seedJobs, seedWork, seedWork, int(time.Minute/seedWork), seedPrefetch, seedPrefetch*int(time.Minute/seedWork), seedClaim),
-			"Prefetch only lets the broker push 5 jobs ahead; amqp091-go hands one consumer's deliveries to one Go channel, and a loop over it runs one handler at a time. " +
-				"Throughput is set by how many handlers run at once (the seed's QUEUE_CONCURRENCY=5 is its prefetch, not a concurrency) and how long each takes; " +
-				"prefetch must be at least that concurrency, or handlers wait for deliveries.",
+			"Prefetch lets the broker push 5 jobs ahead; how many run at once is the client's doing. The seed is TypeScript on amqp-connection-manager over amqplib, " +
+				"which calls the consume callback for each delivery without awaiting it (BaseChannel.dispatchMessage): an async handler there runs up to prefetch jobs at once, " +
+				"so its QUEUE_CONCURRENCY=5 is the prefetch and, in effect, the concurrency too: the goroutine-per-delivery row is that seed. " +
+				"amqp091-go hands one consumer's deliveries to one Go channel, and a loop over it runs one handler at a time: the first row. " +
+				"Throughput is set by how many handlers run at once and how long each takes; prefetch must be at least that many, or handlers wait for deliveries.",
 		},
 	}
 	for _, r := range runs {
