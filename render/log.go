@@ -92,7 +92,7 @@ func Message(e lab.Event) (text, tone string) {
 	case lab.Dropped:
 		why := "discarded on purpose: no copy is kept"
 		if e.Note != "" {
-			why = e.Note + "; no copy is kept"
+			why = "discarded on purpose: " + e.Note + "; no copy is kept"
 		}
 		return fmt.Sprintf("🗑️ Permanently failed, dropped: %s (%s)", t, why), red
 	case lab.Alerted:

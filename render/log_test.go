@@ -47,7 +47,7 @@ func TestLineSaysWhatEachKindMeans(t *testing.T) {
 		{lab.Event{Kind: lab.DeadLettered, Task: "C", Actor: "W", Queue: "q", To: "dlq", Note: "max retries reached"},
 			"00:00.000 [W] 💀 Moving to Dead Letter Queue (dlq): C (max retries reached)"},
 		{lab.Event{Kind: lab.Dropped, Task: "C", Actor: "W", Note: "permanent error"},
-			"00:00.000 [W] 🗑️ Permanently failed, dropped: C (permanent error; no copy is kept)"},
+			"00:00.000 [W] 🗑️ Permanently failed, dropped: C (discarded on purpose: permanent error; no copy is kept)"},
 		{lab.Event{Kind: lab.ChannelClosed, Task: "sC", Actor: "W", Note: "406 PRECONDITION_FAILED - unknown delivery tag 1"},
 			"00:00.000 [W] 🚫 The broker closed the channel (after task sC): 406 PRECONDITION_FAILED - unknown delivery tag 1"},
 		{lab.Event{Kind: lab.Refused, Task: "r11", Actor: "API", Queue: "email-queue", Note: "nacked: the queue is full"},
