@@ -139,7 +139,9 @@ func q16OverflowRun(ctx context.Context, env *lesson.Env, o q16Overflow, inspect
 		case errors.Is(err, rabbit.ErrNacked):
 			nacked++
 			env.Stream.Emit(lab.Event{Kind: lab.Refused, Task: task, Queue: notify.EmailQueue, Actor: "API", Note: q16Refusal(o.mode)})
-		case err != nil:
+		case err != nil: // no confirm either way: the broker may or may not hold it
+			env.Stream.Emit(lab.Event{Kind: lab.Enqueued, Task: task, Queue: notify.EmailQueue, Actor: "API", Note: "not confirmed"})
+			env.Stream.Emit(lab.Event{Kind: lab.Lost, Task: task, Queue: notify.EmailQueue, Actor: "API", Note: "publish failed before its confirm: " + err.Error()})
 			return nil, "", err
 		default:
 			acked++
