@@ -68,6 +68,7 @@ func q13TrapTable(version string, poison []string, readings *q13Readings, u *q13
 		Notes: []string{
 			"amqplib's nack(msg) is nack(msg, allUpTo=false, requeue=true). amqp091-go's Delivery.Nack(multiple, requeue) has no defaults: " +
 				"that call is d.Nack(false, true); the service meant d.Nack(false, false), which email_queue dead-letters into email_queue_wait.",
+			fmt.Sprintf("The closing table counts %d attempts for the requeued mail: each delivery ran the handler, while the attempt number it read never moved from 1.", q13HotLoopGuard),
 		},
 	}
 	if version != "" {

@@ -125,6 +125,7 @@ func TestQ13InMemory(t *testing.T) {
 	assert.Equal(t, fmt.Sprintf("nC: %d deliveries in a row, the attempt read all 1; no timer: it never waited", q13HotLoopGuard), traps.Rows[0][2])
 	assert.Contains(t, traps.Rows[1][2], "broker only")
 	assert.Contains(t, traps.Notes[0], "d.Nack(false, true)", "the Go equivalent of amqplib's default")
+	assert.Contains(t, traps.Notes[1], "20 attempts for the requeued mail", "the closing table's attempts and the attempt read are told apart")
 }
 
 func TestQ13NoticeShowsTheMaximum(t *testing.T) {
