@@ -284,3 +284,19 @@ func TestSceneHasARuleForEveryKind(t *testing.T) {
 	assert.ElementsMatch(t, lab.Kinds, listed, "every kind of lab.Kinds has a case here, and no other")
 	assert.False(t, newScene(nil).apply(lab.Event{Kind: "teleported", Task: "C"}, 0), "an unknown kind is reported")
 }
+
+// The stats line counts the fates a stranded or refused task ends in, and
+// the mails and closed channels that are no fate, only once they happen.
+func TestStatsLineCountsTheNewKinds(t *testing.T) {
+	m := testModel(fakeDLQ, 160, 48)
+	assert.NotContains(t, m.statsLine(), "stranded")
+	for _, e := range []lab.Event{
+		ev(0, lab.Enqueued, "C", "q", ""), ev(0, lab.Stranded, "C", "q", "retry"),
+		ev(0, lab.Refused, "R", "q", ""), ev(0, lab.Mailed, "A", "", ""), ev(0, lab.ChannelClosed, "C", "q", ""),
+	} {
+		m.sc.apply(e, 0)
+	}
+	line := m.statsLine()
+	assert.Contains(t, line, "pending 0 · stranded 1 · refused 1 · attempts 0")
+	assert.Contains(t, line, "· mails sent 1 · channels closed 1")
+}

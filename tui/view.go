@@ -503,15 +503,27 @@ func (m Model) statsLine() string {
 	c := m.sc.count
 	line := fmt.Sprintf("done %d · dead %d · dropped %d · lost %d · pending %d",
 		c[lab.FateDone], c[lab.FateDead], c[lab.FateDropped], c[lab.FateLost], c[lab.FatePending])
-	for _, n := range []struct {
-		name  string
-		count int
-	}{{"stranded", c[lab.FateStranded]}, {"refused", c[lab.FateRefused]}, {"mails", m.sc.mails}, {"channel closes", m.sc.closes}} {
-		if n.count > 0 {
-			line += fmt.Sprintf(" · %s %d", n.name, n.count)
+	line += nonZero(count{"stranded", c[lab.FateStranded]}, count{"refused", c[lab.FateRefused]})
+	line += fmt.Sprintf(" · attempts %d · %s", m.sc.attempts, render.Stamp(m.clockMs))
+	// Counts that are no fate come last: a narrow screen cuts them first.
+	return line + nonZero(count{"mails sent", m.sc.mails}, count{"channels closed", m.sc.closes})
+}
+
+// count is one named number of the stats line.
+type count struct {
+	name string
+	n    int
+}
+
+// nonZero is " · name n" for each count that is not zero.
+func nonZero(counts ...count) string {
+	var b strings.Builder
+	for _, c := range counts {
+		if c.n > 0 {
+			fmt.Fprintf(&b, " · %s %d", c.name, c.n)
 		}
 	}
-	return line + fmt.Sprintf(" · attempts %d · %s", m.sc.attempts, render.Stamp(m.clockMs))
+	return b.String()
 }
 
 // label shortens a task id for a token: A, B, C stay, UUIDs get cut.
