@@ -30,7 +30,7 @@ const (
 	dead                   // parked in a dead-letter queue (drawn in that box)
 	received               // a dead-letter worker took it off its queue (drawn there)
 	stranded               // in a queue nothing consumes (drawn there)
-	gone                   // dropped or lost: out of every box
+	gone                   // dropped, lost or refused: out of every box
 )
 
 // token is one task as the view draws it.
