@@ -197,8 +197,9 @@ var interruption = map[lab.Backend]string{
 }
 
 // PersistenceTable counts, per backend, what an interruption mid-run cost
-// over its runs (median [min–max]): tasks lost (the stream's lost events)
-// and tasks that still reached a final state after it.
+// over its runs (median [min–max]): of the tasks that existed when it
+// came, those lost (the stream's lost events) and those that still reached
+// a final state after it.
 func PersistenceTable(a, b []Side) render.Table {
 	t := render.Table{
 		Title:  fmt.Sprintf("Persistence: an interruption at %s of lesson time, while retries wait", render.Stamp(interruptAt.Milliseconds())),
@@ -207,10 +208,13 @@ func PersistenceTable(a, b []Side) render.Table {
 	for _, sides := range [][]Side{a, b} {
 		row := []string{string(sides[0].Backend), interruption[sides[0].Backend]}
 		for _, fate := range []lab.Fate{"", lab.FateLost, lab.FateDone, lab.FateDead, lab.FatePending} {
-			row = append(row, fateCount(sides, fate))
+			row = append(row, fateCount(sides, fate, interruptAt.Milliseconds()))
 		}
 		t.Rows = append(t.Rows, row)
 	}
+	t.Notes = append(t.Notes,
+		noteLines(fmt.Sprintf("tasks: those enqueued before the interruption at %s; one published after it never met it "+
+			"(and the crashed process published none).", render.Stamp(interruptAt.Milliseconds())))...)
 	t.Notes = append(t.Notes,
 		"inmem: the queues and the timers lived in the process's memory and died with it.",
 		"rabbit: the process and the broker lived on, and the consumers reconnected: "+redeliveries(b)+" unacked",
@@ -227,13 +231,14 @@ func PersistenceTable(a, b []Side) render.Table {
 	return t
 }
 
-// fateCount is how many tasks of each run ended with fate ("" = all
-// tasks), as a median [min–max].
-func fateCount(sides []Side, fate lab.Fate) string {
+// fateCount is how many tasks of each run, of those enqueued before
+// lesson time beforeMs, ended with fate ("" = all of them), as a median
+// [min–max].
+func fateCount(sides []Side, fate lab.Fate, beforeMs int64) string {
 	var n []float64
 	for _, s := range sides {
 		c := 0
-		for f, k := range s.Fates() {
+		for f, k := range s.FatesOfTasksBefore(beforeMs) {
 			if fate == "" || f == fate {
 				c += k
 			}

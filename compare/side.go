@@ -271,6 +271,26 @@ func sortedKeys[V any](m map[time.Duration]V) []time.Duration {
 }
 
 // Fates counts the side's tasks by fate.
+// FatesOfTasksBefore counts the fates of the tasks first enqueued before
+// lesson time ms: the ones an interruption at ms found in the system. A
+// task published after it never met the interruption (and a crashed
+// in-memory process published none).
+func (s Side) FatesOfTasksBefore(ms int64) map[lab.Fate]int {
+	existed := map[string]bool{}
+	for _, e := range s.Events {
+		if e.Kind == lab.Enqueued && e.TMs < ms {
+			existed[e.Task] = true
+		}
+	}
+	n := map[lab.Fate]int{}
+	for _, r := range s.Ledger().Tasks() {
+		if existed[r.ID] {
+			n[r.Fate]++
+		}
+	}
+	return n
+}
+
 func (s Side) Fates() map[lab.Fate]int {
 	n := map[lab.Fate]int{}
 	for _, r := range s.Ledger().Tasks() {
