@@ -73,7 +73,7 @@ func TestPersistenceTableCountsTheMedianOfTheRuns(t *testing.T) {
 	}
 	inmem := []Side{run(lab.InMem, lab.Lost, lab.Succeeded), run(lab.InMem, lab.Lost, lab.Lost), run(lab.InMem, lab.Lost, lab.Succeeded)}
 	broker := []Side{run(lab.Rabbit, lab.Succeeded, lab.DeadLettered)}
-	tab := PersistenceTable(inmem, broker)
+	tab := PersistenceTable(inmem, broker, interruptAt)
 	assert.Equal(t, []string{"inmem", "process crashed", "2", "1 [1–2]", "1 [0–1]", "0", "0"}, tab.Rows[0])
 	assert.Equal(t, []string{"rabbit", "consumer connections cut", "2", "0", "1", "1", "0"}, tab.Rows[1])
 	assert.NotContains(t, tab.Title, "process dies")
@@ -107,7 +107,7 @@ func TestPersistenceTableCountsTheTasksTheInterruptionFound(t *testing.T) {
 		{Kind: lab.Enqueued, Task: "A"}, {Kind: lab.Succeeded, Task: "A", TMs: at + 100},
 		{Kind: lab.Enqueued, Task: "B", TMs: at + 500}, {Kind: lab.Succeeded, Task: "B", TMs: at + 600},
 	}}
-	tab := PersistenceTable([]Side{inmem}, []Side{broker})
+	tab := PersistenceTable([]Side{inmem}, []Side{broker}, interruptAt)
 	assert.Equal(t, []string{"inmem", "process crashed", "1", "1", "0", "0", "0"}, tab.Rows[0])
 	assert.Equal(t, []string{"rabbit", "consumer connections cut", "1", "0", "1", "0", "0"}, tab.Rows[1], "B came after the interruption")
 	assert.Contains(t, strings.Join(tab.Notes, " "), "enqueued before the interruption")
