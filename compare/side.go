@@ -219,6 +219,8 @@ func DelayTable(timer map[lab.Backend]string, runs ...[]Side) render.Table {
 			t.Notes = append(t.Notes, fmt.Sprintf("%s: %s keeps the timer.", sides[0].Backend, keeper))
 		}
 	}
+	t.Notes = append(t.Notes, noteLines("Late: the next attempt began this long after the configured wait. It counts any wait for a busy worker "+
+		"as well as the timer (Q12's hung calls hold its one worker for seconds): a late row with a busy worker measures the worker.")...)
 	if len(runs) > 0 && len(runs[0]) > 1 {
 		t.Notes = append(t.Notes, fmt.Sprintf("Late: median [min–max] over %d runs per backend.", len(runs[0])))
 	}
