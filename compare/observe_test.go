@@ -73,7 +73,7 @@ func TestPersistenceTableCountsTheMedianOfTheRuns(t *testing.T) {
 	}
 	inmem := []Side{run(lab.InMem, lab.Lost, lab.Succeeded), run(lab.InMem, lab.Lost, lab.Lost), run(lab.InMem, lab.Lost, lab.Succeeded)}
 	broker := []Side{run(lab.Rabbit, lab.Succeeded, lab.DeadLettered)}
-	tab := PersistenceTable(inmem, broker)
+	tab := PersistenceTable(inmem, broker, interruptAt)
 	assert.Equal(t, []string{"inmem", "process crashed", "2", "1 [1–2]", "1 [0–1]", "0", "0"}, tab.Rows[0])
 	assert.Equal(t, []string{"rabbit", "consumer connections cut", "2", "0", "1", "1", "0"}, tab.Rows[1])
 	assert.NotContains(t, tab.Title, "process dies")
@@ -92,4 +92,24 @@ func assertFits(t *testing.T, tab render.Table) {
 	for _, line := range strings.Split(b.String(), "\n") {
 		assert.LessOrEqual(t, utf8.RuneCountInString(line), slideWidth, "%q", line)
 	}
+}
+
+// The persistence row counts only the tasks the interruption found: a
+// task the broker run published after it (in memory the crashed process
+// published none) is no part of either side (issue 20: compare 14 counted
+// 3 tasks in memory against 5, compare 12 "19 of 20 lost").
+func TestPersistenceTableCountsTheTasksTheInterruptionFound(t *testing.T) {
+	at := interruptAt.Milliseconds()
+	inmem := Side{Backend: lab.InMem, Events: []lab.Event{
+		{Kind: lab.Enqueued, Task: "A"}, {Kind: lab.Lost, Task: "A", TMs: at},
+	}}
+	broker := Side{Backend: lab.Rabbit, Events: []lab.Event{
+		{Kind: lab.Enqueued, Task: "A"}, {Kind: lab.Succeeded, Task: "A", TMs: at + 100},
+		{Kind: lab.Enqueued, Task: "B", TMs: at + 500}, {Kind: lab.Succeeded, Task: "B", TMs: at + 600},
+	}}
+	tab := PersistenceTable([]Side{inmem}, []Side{broker}, interruptAt)
+	assert.Equal(t, []string{"inmem", "process crashed", "1", "1", "0", "0", "0"}, tab.Rows[0])
+	assert.Equal(t, []string{"rabbit", "consumer connections cut", "1", "0", "1", "0", "0"}, tab.Rows[1], "B came after the interruption")
+	assert.Contains(t, strings.Join(tab.Notes, " "), "enqueued before the interruption")
+	assertFits(t, tab)
 }

@@ -82,6 +82,16 @@ func TestCompareLessonsInParts(t *testing.T) {
 			assert.Contains(t, strings.Join(rep.Tables[2].Notes, " "), "part it was interrupted in (Run 1",
 				"the runs stopped after part 1, where the interruption fell")
 			assert.Zero(t, rep.Persistence[1][0].Fates()[lab.FateLost])
+			if tc.lesson == "12" { // interrupted in the outage, with retries waiting, not before it
+				assert.Contains(t, rep.Tables[2].Title, "00:12.000")
+				found := rep.Persistence[0][0].FatesOfTasksBefore(interruptions["Q12"].Milliseconds())
+				total := 0
+				for _, n := range found {
+					total += n
+				}
+				assert.GreaterOrEqual(t, total, 3, "several mails existed when the process died: %v", found)
+				assert.Positive(t, found[lab.FateLost], "the crash took some of them: %v", found)
+			}
 
 			require.Len(t, rep.Tables, 6)
 			assert.Equal(t, tc.same, rep.Tables[0].Header[7])

@@ -219,6 +219,8 @@ func DelayTable(timer map[lab.Backend]string, runs ...[]Side) render.Table {
 			t.Notes = append(t.Notes, fmt.Sprintf("%s: %s keeps the timer.", sides[0].Backend, keeper))
 		}
 	}
+	t.Notes = append(t.Notes, noteLines("Late: the next attempt began this long after the configured wait. It counts any wait for a busy worker "+
+		"as well as the timer (Q12's hung calls hold its one worker for seconds): a late row with a busy worker measures the worker.")...)
 	if len(runs) > 0 && len(runs[0]) > 1 {
 		t.Notes = append(t.Notes, fmt.Sprintf("Late: median [min–max] over %d runs per backend.", len(runs[0])))
 	}
@@ -271,6 +273,26 @@ func sortedKeys[V any](m map[time.Duration]V) []time.Duration {
 }
 
 // Fates counts the side's tasks by fate.
+// FatesOfTasksBefore counts the fates of the tasks first enqueued before
+// lesson time ms: the ones an interruption at ms found in the system. A
+// task published after it never met the interruption (and a crashed
+// in-memory process published none).
+func (s Side) FatesOfTasksBefore(ms int64) map[lab.Fate]int {
+	existed := map[string]bool{}
+	for _, e := range s.Events {
+		if e.Kind == lab.Enqueued && e.TMs < ms {
+			existed[e.Task] = true
+		}
+	}
+	n := map[lab.Fate]int{}
+	for _, r := range s.Ledger().Tasks() {
+		if existed[r.ID] {
+			n[r.Fate]++
+		}
+	}
+	return n
+}
+
 func (s Side) Fates() map[lab.Fate]int {
 	n := map[lab.Fate]int{}
 	for _, r := range s.Ledger().Tasks() {

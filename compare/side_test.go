@@ -38,6 +38,8 @@ func TestDelayTableReportsRealMilliseconds(t *testing.T) {
 	// 30 ms late in lesson time at speed 10 is 3 ms of real time.
 	assert.Equal(t, []string{"rabbit", "1s", "1", "3.0", "3.0"}, tab.Rows[0])
 	assert.Contains(t, tab.Notes, "rabbit: the broker keeps the timer.")
+	assert.Contains(t, strings.Join(tab.Notes, " "), "counts any wait for a busy", "lateness is not only the timer's (issue 20, compare 12)")
+	assertFits(t, tab)
 }
 
 func TestDelayTableShowsTheSpreadOfRepeatedRuns(t *testing.T) {

@@ -175,19 +175,16 @@ type Features struct {
 var ErrNoRoute = errors.New("flow: no such route in the topology")
 
 // ErrUnroutable means a message published to an exchange matched none of
-// its bindings: no queue took it, and the stream reports it lost.
+// its bindings: no queue took it, and the stream reports it refused.
 var ErrUnroutable = errors.New("flow: no binding matches the routing key")
 
 // Unroutable is the event that reports task, published by actor to
-// exchange with key, lost because no binding matched: the task is
-// created (enqueued at the exchange) and lost in the same breath, so its
-// summary says what became of it.
+// exchange with key, refused because no binding matched: it creates the
+// task and settles it (refused: no queue holds it, only the publisher
+// knows), so its summary says what became of it.
 func Unroutable(actor, exchange, key, task, how string) []lab.Event {
-	at := lab.Event{Task: task, Queue: exchange, Actor: actor}
-	enq, lost := at, at
-	enq.Kind, enq.Note = lab.Enqueued, fmt.Sprintf("to exchange %s with key %q", exchange, key)
-	lost.Kind, lost.Note = lab.Lost, fmt.Sprintf("unroutable: no binding of %s matches key %q; %s", exchange, key, how)
-	return []lab.Event{enq, lost}
+	return []lab.Event{{Kind: lab.Refused, Task: task, Queue: exchange, Actor: actor,
+		Note: fmt.Sprintf("unroutable: no binding of %s matches key %q; %s", exchange, key, how)}}
 }
 
 // RoutedNote is the note of the enqueued event of a task that reached its

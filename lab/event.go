@@ -23,13 +23,29 @@ const (
 	Summary      Kind = "summary"       // one per task at the end of a run (Fate, Attempt)
 	Phase        Kind = "phase"         // the lesson starts a new part of its run (Note = the part's title)
 	Received     Kind = "received"      // a worker took a parked task off a dead-letter queue to act on it (no attempt)
+	// ChannelClosed: the broker closed a channel with an error (Note = its
+	// reply code and text). It settles no task: every delivery unacked on
+	// the channel goes back to its queue, and a redelivered event says so.
+	ChannelClosed Kind = "channel_closed"
+	// Refused: the broker would not take a publish: it nacked it (a full
+	// queue that rejects publishes) or returned it (nothing routes it). The
+	// publisher has the only copy (Note = why). Like enqueued, it makes a
+	// task exist.
+	Refused Kind = "refused"
+	// Stranded: the task sits in To (or Queue), where nothing consumes it
+	// and nothing moves it on: it will wait there until a person acts.
+	Stranded Kind = "stranded"
+	// Mailed: a mail went to a customer as the work itself (Note = the
+	// mail). An alert to an operator is alerted, not mailed.
+	Mailed Kind = "mailed"
 )
 
 // Kinds lists every kind of the contract, in the order above. A renderer,
 // the ledger and the TUI each have a rule for every one; a test in each
 // says so, so a new kind cannot vanish from what a person sees.
 var Kinds = []Kind{Enqueued, Started, Succeeded, Failed, Moved, Scheduled, DeadLettered, Dropped,
-	Alerted, Breaker, Rejected, Duplicate, Redelivered, Lost, Summary, Phase, Received}
+	Alerted, Breaker, Rejected, Duplicate, Redelivered, Lost, Summary, Phase, Received,
+	ChannelClosed, Refused, Stranded, Mailed}
 
 // Fate is a task's final state, carried only by Summary events.
 type Fate string
@@ -41,6 +57,12 @@ const (
 	FateDropped Fate = "dropped" // discarded after its last failure
 	FateLost    Fate = "lost"    // vanished (process death, a timer that never fired)
 	FatePending Fate = "pending" // still somewhere in the system when the run ended
+	// FateStranded: in a queue nothing consumes or empties; only a person
+	// can move it on (a stranded event said where).
+	FateStranded Fate = "stranded"
+	// FateRefused: the broker refused the publish; no queue holds it and
+	// only the publisher knows (a refused event said why).
+	FateRefused Fate = "refused"
 )
 
 // Backend names where a lesson runs.

@@ -25,6 +25,7 @@ var ledgerRules = map[Kind]Fate{
 	Moved: FatePending, Scheduled: FatePending, DeadLettered: FateDead, Dropped: FateDropped,
 	Alerted: keep, Breaker: keep, Rejected: keep, Duplicate: FateDone,
 	Redelivered: FatePending, Lost: FateLost, Summary: keep, Phase: keep, Received: keep,
+	ChannelClosed: keep, Refused: FateRefused, Stranded: FateStranded, Mailed: keep,
 }
 
 func TestEveryKindHasALedgerRule(t *testing.T) {

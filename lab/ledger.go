@@ -10,9 +10,10 @@ type TaskRecord struct {
 }
 
 // Ledger derives every task's fate and attempt count from the events it
-// observes. A task exists from its first Enqueued event. The latest deciding
-// event wins: succeeded → done, dead_lettered → dead, dropped → dropped,
-// lost → lost, duplicate → done (the work was already done); a task that
+// observes. A task exists from its first Enqueued (or Refused) event. The
+// latest deciding event wins: succeeded → done, dead_lettered → dead,
+// dropped → dropped, lost → lost, duplicate → done (the work was already
+// done), stranded → stranded, refused → refused; a task that
 // re-enters the system (enqueued again, moved, scheduled, redelivered)
 // becomes pending until decided again. Ledger is not safe for concurrent
 // use; Stream serialises access. The zero Ledger is empty and ready.
@@ -35,7 +36,7 @@ func (l *Ledger) observe(e *Event) {
 	}
 	i, ok := l.index[e.Task]
 	if !ok {
-		if e.Kind != Enqueued {
+		if e.Kind != Enqueued && e.Kind != Refused {
 			return
 		}
 		if l.index == nil {
@@ -61,6 +62,10 @@ func (l *Ledger) observe(e *Event) {
 		r.settle(FateDropped, e.TMs)
 	case Lost:
 		r.settle(FateLost, e.TMs)
+	case Stranded:
+		r.settle(FateStranded, e.TMs)
+	case Refused:
+		r.settle(FateRefused, e.TMs)
 	case Enqueued, Moved, Scheduled, Redelivered:
 		if r.Fate != FatePending {
 			r.Fate, r.Settled = FatePending, -1

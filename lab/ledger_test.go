@@ -27,6 +27,11 @@ func TestLedgerFateRules(t *testing.T) {
 		{"latest deciding event wins", []Kind{Enqueued, Started, Succeeded, Lost}, FateLost, 1},
 		{"alerts do not change the fate", []Kind{Enqueued, Started, Failed, DeadLettered, Alerted}, FateDead, 1},
 		{"rejected does not settle", []Kind{Enqueued, Rejected}, FatePending, 0},
+		{"a refused publish makes the task, refused", []Kind{Refused}, FateRefused, 0},
+		{"refused, then dead-lettered by reject-publish-dlx, is dead", []Kind{Refused, DeadLettered}, FateDead, 0},
+		{"stranded is stranded", []Kind{Enqueued, Started, Failed, Stranded}, FateStranded, 1},
+		{"a channel close settles nothing", []Kind{Enqueued, Started, ChannelClosed}, FatePending, 1},
+		{"a customer's mail is no fate", []Kind{Enqueued, Started, Mailed}, FatePending, 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

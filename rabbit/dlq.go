@@ -11,8 +11,9 @@ import (
 )
 
 // This file is how an operator works a dead-letter queue over AMQP: read
-// it without removing anything (Inspect), read it the way the management
-// API's ack_requeue_false and ack_requeue_true do (Take, InspectRequeue),
+// it without removing anything (Inspect, as the management API's
+// ack_requeue_true does), read it the way its ack_requeue_false and
+// reject_requeue_true do (Take, InspectRequeue),
 // move messages back to a work queue (Replay) and empty it (Purge). The
 // functions take broker names and a connection, so they work on any queue
 // of any broker, not only a lab run's; lesson Q16 and `qlab dlq` share them.
@@ -52,14 +53,20 @@ func Inspect(ctx context.Context, conn *amqp.Connection, name string, n int) ([]
 }
 
 // InspectRequeue reads up to n messages (n <= 0: all) like the management
-// API's ackmode ack_requeue_true: it takes them with basic.get (without
-// acknowledging), then returns all of them at once with basic.nack
-// (multiple, requeue). They stay in the queue, marked redelivered. It
-// must take them all before requeueing any: a message requeued at once
-// would be the next basic.get's answer again.
+// API's ackmode reject_requeue_true: it takes them with basic.get (without
+// acknowledging), then rejects each with requeue, as the plugin does
+// (rabbit_mgmt_wm_queue_get). They stay in the queue, marked redelivered.
+// It must take them all before requeueing any: a message requeued at once
+// would be the next basic.get's answer again. (The API's ack_requeue_true
+// sends no reject: the plugin closes its channel, which is Inspect.)
 func InspectRequeue(ctx context.Context, conn *amqp.Connection, name string, n int) ([]amqp.Delivery, error) {
 	return getMany(ctx, conn, name, n, false, func(ch *amqp.Channel, last uint64) error {
-		return ch.Nack(last, true /* multiple */, true /* requeue */)
+		for tag := uint64(1); tag <= last; tag++ { // a channel of its own: its tags are 1 … last
+			if err := ch.Reject(tag, true /* requeue */); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 

@@ -50,7 +50,7 @@ func TestInspectLeavesEveryMessageInPlace(t *testing.T) {
 	assert.Equal(t, 4, depth)
 }
 
-// InspectRequeue (the management API's ack_requeue_true) keeps them too;
+// InspectRequeue (the management API's reject_requeue_true) keeps them too;
 // Take (its ack_requeue_false) removes what it reads.
 func TestRequeueKeepsTakeRemoves(t *testing.T) {
 	ctx := dlqCtx(t)

@@ -100,9 +100,13 @@ func Message(e lab.Event) (text, tone string) {
 		}
 		return fmt.Sprintf("🕒 Scheduling retry in %s%s -> %s: %s", delay(e.DelayMs), via(e.Via), e.To, t) + withNote(e.Note), amber
 	case lab.DeadLettered:
-		return fmt.Sprintf("💀 Moving to Dead Letter Queue (%s): %s", e.To, t), red
+		return fmt.Sprintf("💀 Moving to Dead Letter Queue (%s): %s", e.To, t) + withNote(e.Note), red
 	case lab.Dropped:
-		return fmt.Sprintf("🗑️ Permanently failed, dropped: %s (discarded on purpose: no copy is kept)", t), red
+		why := "discarded on purpose: no copy is kept"
+		if e.Note != "" {
+			why = "discarded on purpose: " + e.Note + "; no copy is kept"
+		}
+		return fmt.Sprintf("🗑️ Permanently failed, dropped: %s (%s)", t, why), red
 	case lab.Alerted:
 		return "📧 Sending email\n" + e.Note, amber
 	case lab.Breaker:
@@ -117,12 +121,31 @@ func Message(e lab.Event) (text, tone string) {
 		return "🕳️ Lost: " + t + withNote(e.Note), red
 	case lab.Received:
 		return "📩 Received dead letter: " + t + withNote(e.Note), ""
+	case lab.ChannelClosed:
+		return "🚫 The broker closed the channel" + withTask(t) + ": " + e.Note, red
+	case lab.Refused:
+		return fmt.Sprintf("↩️ Publish refused by the broker: %s -> %s", t, e.Queue) + withNote(e.Note), red
+	case lab.Stranded:
+		return fmt.Sprintf("🧊 Stranded in %s, where nothing consumes it: %s", where(e), t) + withNote(e.Note), red
+	case lab.Mailed:
+		if strings.Contains(e.Note, "\n") { // a whole mail: on lines of its own
+			return "✉️ Mail sent to the customer of " + t + "\n" + e.Note, ""
+		}
+		return "✉️ Mail sent to the customer of " + t + withNote(e.Note), ""
 	case lab.Phase:
 		return "━━ " + e.Note + " ━━", bold
 	case lab.Summary:
 		return "", "" // summaries belong to the closing table
 	}
 	return fmt.Sprintf("❓ unknown event kind %q: %s", e.Kind, t) + withNote(e.Note), red
+}
+
+// where is the queue a stranded task sits in: To, or Queue if it never moved.
+func where(e lab.Event) string {
+	if e.To != "" {
+		return e.To
+	}
+	return e.Queue
 }
 
 func via(queue string) string {

@@ -79,7 +79,7 @@ func (d *diagram) add(e lab.Event) {
 	case lab.DeadLettered:
 		d.arrow(actor, e.To, "->>", "dead-letter "+t)
 	case lab.Dropped:
-		d.note(actor, t+" dropped (lost)")
+		d.note(actor, t+" dropped on purpose")
 	case lab.Alerted:
 		d.note(actor, "alert mail about "+t)
 	case lab.Breaker:
@@ -96,6 +96,17 @@ func (d *diagram) add(e lab.Event) {
 		d.note(over, t+" lost")
 	case lab.Received:
 		d.arrow(e.Queue, actor, "->>", "dead letter "+t)
+	case lab.ChannelClosed:
+		d.note(actor, "channel closed by the broker - "+mermaidSafe(e.Note))
+	case lab.Refused:
+		d.arrow(actor, e.Queue, "-x", t+" refused - "+mermaidSafe(e.Note))
+	case lab.Stranded:
+		if e.To != "" && e.To != e.Queue {
+			d.arrow(e.Queue, e.To, "->>", t+" stranded")
+		}
+		d.note(where(e), t+" stranded, nothing consumes it")
+	case lab.Mailed:
+		d.note(actor, "mail to the customer of "+t)
 	case lab.Phase:
 		d.note(actor, mermaidSafe(e.Note))
 	case lab.Summary:

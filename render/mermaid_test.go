@@ -36,3 +36,28 @@ func TestMermaidOneArrowPerHop(t *testing.T) {
 `
 	assert.Equal(t, want, b.String())
 }
+
+// TestMermaidSaysWhatHappened: a drop is not a loss, a customer's mail is
+// not an alert, and a stranded task shows where it sits (issue 20).
+func TestMermaidSaysWhatHappened(t *testing.T) {
+	var b bytes.Buffer
+	Mermaid(&b, []lab.Event{
+		{Kind: lab.Dropped, Task: "C", Actor: "W"},
+		{Kind: lab.Mailed, Task: "A1", Actor: "Mail-Server"},
+		{Kind: lab.Stranded, Task: "dC", Actor: "Broker", Queue: "email-queue", To: "email-retry-queue"},
+		{Kind: lab.Refused, Task: "r11", Actor: "API", Queue: "email-queue", Note: "nacked"},
+	})
+	want := `sequenceDiagram
+    participant P1 as API
+    participant P2 as email-queue
+    participant P3 as email-retry-queue
+    participant P4 as Mail-Server
+    participant P5 as W
+    P1-xP2: r11 refused - nacked
+    P2->>P3: dC stranded
+    Note over P3: dC stranded, nothing consumes it
+    Note over P4: mail to the customer of A1
+    Note over P5: C dropped on purpose
+`
+	assert.Equal(t, want, b.String())
+}

@@ -178,13 +178,31 @@ func writeRow(w io.Writer, row []string, widths []int) {
 }
 
 // WhatHappened is the closing table of a run: per task, its fate and the
-// attempts it took, from the run's summary events.
+// attempts it took, from the run's summary events. An attempt is a call
+// that started; when an open breaker fast-failed calls, a column counts
+// those deliveries that made no attempt, so the table and a log line such
+// as "delivery 7 of 15" add up.
 func WhatHappened(events []lab.Event) Table {
 	t := Table{Title: "What happened", Header: []string{"task", "fate", "attempts"}}
+	fast := map[string]int{}
 	for _, e := range events {
-		if e.Kind == lab.Summary {
-			t.Rows = append(t.Rows, []string{e.Task, string(e.Fate), fmt.Sprint(e.Attempt)})
+		if e.Kind == lab.Rejected && e.Task != "" {
+			fast[e.Task]++
 		}
+	}
+	if len(fast) > 0 {
+		t.Header = append(t.Header, "fast fails")
+		t.Notes = []string{"attempts are calls made; a fast fail is a delivery the open breaker refused without a call: deliveries = attempts + fast fails."}
+	}
+	for _, e := range events {
+		if e.Kind != lab.Summary {
+			continue
+		}
+		row := []string{e.Task, string(e.Fate), fmt.Sprint(e.Attempt)}
+		if len(fast) > 0 {
+			row = append(row, fmt.Sprint(fast[e.Task]))
+		}
+		t.Rows = append(t.Rows, row)
 	}
 	return t
 }

@@ -29,7 +29,8 @@ const (
 	done                   // processed
 	dead                   // parked in a dead-letter queue (drawn in that box)
 	received               // a dead-letter worker took it off its queue (drawn there)
-	gone                   // dropped or lost: out of every box
+	stranded               // in a queue nothing consumes (drawn there)
+	gone                   // dropped, lost or refused: out of every box
 )
 
 // token is one task as the view draws it.
@@ -118,6 +119,8 @@ type scene struct {
 	doneIDs  recent
 	goneIDs  recent // dropped and lost
 	alerts   []string
+	mails    int // mails sent to customers (the work itself, not alerts)
+	closes   int // channels the broker closed with an error
 	breaker  breakerLight
 	phase    string // the title of the run's current part
 	phases   int
@@ -193,6 +196,19 @@ func (s *scene) apply(e lab.Event, frame int) bool {
 		s.phase = e.Note
 		s.phases++
 		return true
+	case lab.ChannelClosed: // no box changes: redelivered events move the tokens
+		s.closes++
+		return true
+	case lab.Mailed: // the work's own effect, counted; the alert box is for alerts
+		s.mails++
+		return true
+	case lab.Refused: // it never reached a queue: no box holds it
+		t = s.create(e.Task)
+		s.stopMove(t)
+		s.finish(t)
+		t.status = gone
+		s.setFate(t, lab.FateRefused)
+		return true
 	case lab.Summary:
 		s.finished = true
 		if t != nil {
@@ -219,7 +235,8 @@ func knownKind(k lab.Kind) bool {
 	switch k {
 	case lab.Enqueued, lab.Started, lab.Succeeded, lab.Failed, lab.Moved, lab.Scheduled,
 		lab.DeadLettered, lab.Dropped, lab.Alerted, lab.Breaker, lab.Rejected, lab.Duplicate,
-		lab.Redelivered, lab.Lost, lab.Summary, lab.Phase, lab.Received:
+		lab.Redelivered, lab.Lost, lab.Summary, lab.Phase, lab.Received,
+		lab.ChannelClosed, lab.Refused, lab.Stranded, lab.Mailed:
 		return true
 	}
 	return false
@@ -280,6 +297,14 @@ func (s *scene) applyToToken(t *token, e lab.Event, frame int) {
 		s.stopMove(t)
 		s.place(t, e.Queue)
 		t.status = received
+	case lab.Stranded:
+		if e.To != "" && e.To != t.queue {
+			s.travel(t, e.Queue, e.To, frame, bad)
+		} else {
+			s.place(t, e.Queue)
+		}
+		t.status = stranded
+		s.setFate(t, lab.FateStranded)
 	case lab.Dropped, lab.Lost:
 		s.stopMove(t)
 		s.finish(t)
@@ -442,7 +467,7 @@ func (s *scene) finish(t *token) {
 // settle applies a summary's fate, the ledger's last word: a task lost or
 // dropped without an event of its own leaves its box too.
 func (s *scene) settle(t *token, f lab.Fate) {
-	if (f == lab.FateLost || f == lab.FateDropped) && t.status != gone {
+	if (f == lab.FateLost || f == lab.FateDropped || f == lab.FateRefused) && t.status != gone {
 		s.stopMove(t)
 		s.finish(t)
 		t.status = gone

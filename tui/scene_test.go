@@ -247,6 +247,26 @@ var kindCases = []struct {
 		assert.Equal(t, received, s.tokens["C"].status)
 		assert.Equal(t, "dlq", s.tokens["C"].queue)
 	}},
+	{lab.ChannelClosed, ev(0, lab.ChannelClosed, "C", "q", ""), func(t *testing.T, s *scene) {
+		assert.Equal(t, 1, s.closes)
+		assert.Empty(t, s.alerts, "a channel close is no alert mail")
+		assert.Equal(t, working, s.tokens["C"].status, "a redelivered event, not the close, moves the task")
+	}},
+	{lab.Refused, ev(0, lab.Refused, "R", "q", ""), func(t *testing.T, s *scene) {
+		assert.Equal(t, 1, s.count[lab.FateRefused])
+		assert.Equal(t, gone, s.tokens["R"].status)
+		assert.Empty(t, s.tokens["R"].queue, "no queue holds a refused publish")
+	}},
+	{lab.Stranded, ev(0, lab.Stranded, "C", "q", "retry"), func(t *testing.T, s *scene) {
+		assert.Equal(t, 1, s.count[lab.FateStranded])
+		assert.Equal(t, 0, s.count[lab.FateDead], "a stranded task is not dead-lettered")
+		assert.Equal(t, "retry", s.tokens["C"].queue)
+		assert.Equal(t, stranded, s.tokens["C"].status)
+	}},
+	{lab.Mailed, ev(0, lab.Mailed, "C", "", ""), func(t *testing.T, s *scene) {
+		assert.Equal(t, 1, s.mails)
+		assert.Empty(t, s.alerts, "a customer's mail is no alert")
+	}},
 }
 
 func TestSceneHasARuleForEveryKind(t *testing.T) {
@@ -263,4 +283,20 @@ func TestSceneHasARuleForEveryKind(t *testing.T) {
 	}
 	assert.ElementsMatch(t, lab.Kinds, listed, "every kind of lab.Kinds has a case here, and no other")
 	assert.False(t, newScene(nil).apply(lab.Event{Kind: "teleported", Task: "C"}, 0), "an unknown kind is reported")
+}
+
+// The stats line counts the fates a stranded or refused task ends in, and
+// the mails and closed channels that are no fate, only once they happen.
+func TestStatsLineCountsTheNewKinds(t *testing.T) {
+	m := testModel(fakeDLQ, 160, 48)
+	assert.NotContains(t, m.statsLine(), "stranded")
+	for _, e := range []lab.Event{
+		ev(0, lab.Enqueued, "C", "q", ""), ev(0, lab.Stranded, "C", "q", "retry"),
+		ev(0, lab.Refused, "R", "q", ""), ev(0, lab.Mailed, "A", "", ""), ev(0, lab.ChannelClosed, "C", "q", ""),
+	} {
+		m.sc.apply(e, 0)
+	}
+	line := m.statsLine()
+	assert.Contains(t, line, "pending 0 · stranded 1 · refused 1 · attempts 0")
+	assert.Contains(t, line, "· mails sent 1 · channels closed 1")
 }

@@ -229,7 +229,7 @@ func (m Model) tokenText(t *token) (string, tone) {
 		return id + " " + seconds(t.due-m.clockMs), warn
 	case t.status == received:
 		return "✉" + id, bad
-	case t.status == dead:
+	case t.status == dead, t.status == stranded:
 		return id, bad
 	}
 	return id, plain
@@ -500,12 +500,32 @@ func (m Model) breakerLine() string {
 }
 
 // statsLine is the run's tally, one count per fate as the closing
-// summary counts them.
+// summary counts them; the rarer fates and counts show once they happen.
 func (m Model) statsLine() string {
 	c := m.sc.count
-	return fmt.Sprintf("done %d · dead %d · dropped %d · lost %d · pending %d · attempts %d · %s",
-		c[lab.FateDone], c[lab.FateDead], c[lab.FateDropped], c[lab.FateLost], c[lab.FatePending],
-		m.sc.attempts, render.Stamp(m.clockMs))
+	line := fmt.Sprintf("done %d · dead %d · dropped %d · lost %d · pending %d",
+		c[lab.FateDone], c[lab.FateDead], c[lab.FateDropped], c[lab.FateLost], c[lab.FatePending])
+	line += nonZero(count{"stranded", c[lab.FateStranded]}, count{"refused", c[lab.FateRefused]})
+	line += fmt.Sprintf(" · attempts %d · %s", m.sc.attempts, render.Stamp(m.clockMs))
+	// Counts that are no fate come last: a narrow screen cuts them first.
+	return line + nonZero(count{"mails sent", m.sc.mails}, count{"channels closed", m.sc.closes})
+}
+
+// count is one named number of the stats line.
+type count struct {
+	name string
+	n    int
+}
+
+// nonZero is " · name n" for each count that is not zero.
+func nonZero(counts ...count) string {
+	var b strings.Builder
+	for _, c := range counts {
+		if c.n > 0 {
+			fmt.Fprintf(&b, " · %s %d", c.name, c.n)
+		}
+	}
+	return b.String()
 }
 
 // label shortens a task id for a token: A, B, C stay, UUIDs get cut.

@@ -194,7 +194,7 @@ func (d *delivery) Send(task, key string) (string, error) {
 		if !sent {
 			return " → " + m + ", already sent for that key: nothing sent", true
 		}
-		d.w.sys.Stream().Emit(lab.Event{Kind: lab.Alerted, Task: d.task, Actor: "Mail-Server", Note: "email " + m + " to the customer of " + task})
+		d.w.sys.Stream().Emit(lab.Event{Kind: lab.Mailed, Task: d.task, Actor: "Mail-Server", Note: "email " + m})
 		_ = d.w.sys.Sleep(d.w.sys.Context(), d.w.plan.WorkTime(d.task, d.attempt)) // on the wire; a stopped run ends it early
 		return " → sent " + m, true
 	})

@@ -86,7 +86,7 @@ func Run(t *testing.T, cfg Config) {
 		"ImpossibleRouteIsAnError":     impossibleRouteIsAnError,
 		"EveryTaskIsAccountedFor":      everyTaskIsAccountedFor,
 		"ExchangesRouteByKind":         exchangesRouteByKind,
-		"UnroutableIsReportedLost":     unroutableIsReportedLost,
+		"UnroutableIsRefused":          unroutableIsRefused,
 		"DelayQueueExpiresOnlyItsHead": delayQueueExpiresOnlyItsHead,
 		"RetryAfterNeedsItsDelayQueue": retryAfterNeedsItsDelayQueue,
 	}
@@ -328,10 +328,11 @@ func exchangesRouteByKind(t *testing.T, cfg Config) {
 	labtest.AssertAccounted(t, got)
 }
 
-// unroutableIsReportedLost publishes with a key no binding matches: the
-// task is reported lost (on a broker, it came back from a mandatory
-// publish), and an exchange the topology lacks is a lesson's mistake.
-func unroutableIsReportedLost(t *testing.T, cfg Config) {
+// unroutableIsRefused publishes with a key no binding matches: the task
+// is reported refused, never enqueued (on a broker, it came back from a
+// mandatory publish), and an exchange the topology lacks is a lesson's
+// mistake.
+func unroutableIsRefused(t *testing.T, cfg Config) {
 	h := open(t, cfg)
 	err := h.b.PublishTo(h.ctx, "Producer", tasksX, "nobody", "U")
 	require.ErrorIs(t, err, flow.ErrUnroutable)
@@ -339,11 +340,10 @@ func unroutableIsReportedLost(t *testing.T, cfg Config) {
 	require.NoError(t, h.b.Wait(h.ctx))
 	h.stream.Finish()
 	got := h.rec.Events()
-	lost := labtest.Of(got, "U", lab.Lost)
-	require.Len(t, lost, 1)
-	assert.Contains(t, lost[0].Note, "unroutable")
+	assert.Equal(t, []lab.Kind{lab.Refused}, labtest.Kinds(got, "U"), "refused, never enqueued")
+	assert.Contains(t, labtest.Of(got, "U", lab.Refused)[0].Note, "unroutable")
 	fate, _ := labtest.Summary(t, got, "U")
-	assert.Equal(t, lab.FateLost, fate)
+	assert.Equal(t, lab.FateRefused, fate)
 	assert.Empty(t, labtest.Of(got, "V"), "nothing was published for V")
 	n, err := h.b.Depth(h.ctx, work)
 	require.NoError(t, err)

@@ -153,7 +153,7 @@ func AssertAccounted(t testing.TB, events []lab.Event) {
 			continue
 		}
 		require.Less(t, firstSummary, 0, "event %+v after the summaries began", e)
-		if e.Kind == lab.Enqueued && !created[e.Task] {
+		if (e.Kind == lab.Enqueued || e.Kind == lab.Refused) && !created[e.Task] {
 			created[e.Task] = true
 			order = append(order, e.Task)
 		}
@@ -171,6 +171,10 @@ func AssertAccounted(t testing.TB, events []lab.Event) {
 			fate[e.Task] = lab.FateDropped
 		case lab.Lost:
 			fate[e.Task] = lab.FateLost
+		case lab.Stranded:
+			fate[e.Task] = lab.FateStranded
+		case lab.Refused:
+			fate[e.Task] = lab.FateRefused
 		case lab.Enqueued, lab.Moved, lab.Scheduled, lab.Redelivered:
 			fate[e.Task] = lab.FatePending
 		}

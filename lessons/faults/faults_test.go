@@ -207,7 +207,7 @@ func (tr *trigger) Emit(e lab.Event) {
 // tally is what a faulted run did, for the report line.
 type tally struct {
 	tasks, done, dead, dropped, lost, pending, dup, redelivered int
-	lostNoReason                                                int
+	stranded, refused, lostNoReason                             int
 }
 
 func tallyOf(events []lab.Event) tally {
@@ -242,6 +242,10 @@ func tallyOf(events []lab.Event) tally {
 			}
 		case lab.FatePending:
 			c.pending++
+		case lab.FateStranded:
+			c.stranded++
+		case lab.FateRefused:
+			c.refused++
 		}
 	}
 	for _, n := range seen {
@@ -253,8 +257,8 @@ func tallyOf(events []lab.Event) tally {
 }
 
 func (c tally) String() string {
-	return fmt.Sprintf("tasks=%d done=%d dead=%d dropped=%d lost=%d pending=%d dup=%d redelivered=%d",
-		c.tasks, c.done, c.dead, c.dropped, c.lost, c.pending, c.dup, c.redelivered)
+	return fmt.Sprintf("tasks=%d done=%d dead=%d dropped=%d lost=%d pending=%d stranded=%d refused=%d dup=%d redelivered=%d",
+		c.tasks, c.done, c.dead, c.dropped, c.lost, c.pending, c.stranded, c.refused, c.dup, c.redelivered)
 }
 
 // A fault disturbs the node during a run; first is the run's first

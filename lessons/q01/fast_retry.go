@@ -3,7 +3,8 @@
 // Notice: when C fails, the worker puts it straight back at the tail of the
 // same queue, so D finishes before C's second attempt (the order changed).
 // C is poison: it fails every time and would loop forever, eating the
-// worker's time; only the lesson's bound stops it, and C ends pending.
+// worker's time; only the lesson's bound stops it: the lesson drops C and
+// says so (the design itself never would).
 package q01
 
 import (
@@ -24,7 +25,7 @@ var Lesson = lesson.Lesson{
 	ID:    "Q01",
 	Title: "Fast retry: re-enqueue at the tail",
 	Notice: "When C fails, the worker puts it back at the tail of the same queue: D finishes before C's second try. " +
-		"C is poison, so it loops forever and eats the worker's time; the lesson stops it after 5 attempts and C ends pending.",
+		"C is poison, so it loops forever and eats the worker's time; the lesson's bound drops it after 5 attempts (the design has no bound).",
 	InMem:  runQ01,
 	Scales: true,
 }
@@ -32,8 +33,9 @@ var Lesson = lesson.Lesson{
 func runQ01(ctx context.Context, env *lesson.Env) error {
 	sys, queue, _ := lesson.PlanQueue(ctx, env)
 	var gaveUp []string
-	StartFastRetry(sys, queue, "Sequential-Worker", MaxAttempts, func(_ string, t *inmem.Task) {
+	StartFastRetry(sys, queue, "Sequential-Worker", MaxAttempts, func(actor string, t *inmem.Task) {
 		gaveUp = append(gaveUp, t.ID) // only the one worker calls this
+		sys.Drop(actor, t, queue.Name(), fmt.Sprintf("the lesson's bound, not the design: %d attempts; fast retry would re-enqueue it forever", MaxAttempts))
 	})
 	err := sys.Wait(ctx)
 	if len(gaveUp) > 0 {
@@ -41,7 +43,7 @@ func runQ01(ctx context.Context, env *lesson.Env) error {
 			Title:  "Poison loop",
 			Header: []string{"task", "attempts", "what the design would do"},
 			Rows:   [][]string{{strings.Join(gaveUp, ", "), fmt.Sprint(MaxAttempts), "re-enqueue forever"}},
-			Notes:  []string{"The lesson stopped the loop; the fast-retry design has no bound of its own."},
+			Notes:  []string{"The lesson stopped the loop and dropped the task; the fast-retry design has no bound of its own."},
 		})
 	}
 	return err
@@ -50,7 +52,7 @@ func runQ01(ctx context.Context, env *lesson.Env) error {
 // StartFastRetry starts the Q01 design on queue: a worker goroutine named
 // actor that puts a failed task straight back at the tail of the same
 // queue. After maxAttempts giveUp decides what becomes of the task (the
-// lesson leaves it pending; the design itself would loop forever). Call it
+// lesson drops it and says why; the design itself would loop forever). Call it
 // again with another actor for a second worker on the same queue.
 func StartFastRetry(sys *inmem.System, queue *inmem.Queue, actor string, maxAttempts int, giveUp func(actor string, t *inmem.Task)) {
 	sys.Worker(actor, queue, func(t *inmem.Task) {

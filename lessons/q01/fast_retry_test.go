@@ -14,7 +14,8 @@ func TestQ01FastRetry(t *testing.T) {
 	events, res := lessontest.RunInMem(t, Lesson, lesson.Options{})
 
 	fate, attempts := labtest.Summary(t, events, "C")
-	assert.Equal(t, lab.FatePending, fate, "the poison task is still looping when the lesson stops it")
+	assert.Equal(t, lab.FateDropped, fate, "the lesson's bound drops the poison task, and says so: no queue holds it")
+	assert.Contains(t, labtest.Find(t, events, lab.Dropped, "C", MaxAttempts).Note, "the lesson's bound, not the design")
 	assert.Equal(t, MaxAttempts, attempts)
 	for _, id := range []string{"A", "B", "D"} {
 		fate, attempts := labtest.Summary(t, events, id)

@@ -33,6 +33,14 @@ func runQ02(ctx context.Context, env *lesson.Env) error {
 // goes on with the next task; the Retry-Worker gives each task there one
 // more attempt and drops it if that fails too.
 func StartRetryQueue(sys *inmem.System, queue *inmem.Queue, room int) {
+	StartRetryQueueN(sys, queue, room, 2)
+}
+
+// StartRetryQueueN is the Q02 design with a budget of attempts per task
+// (at least 2): the Retry-Worker puts a failed task back at the tail of
+// retryQueue until the task has had them all, then drops it. The main
+// queue meets every task once.
+func StartRetryQueueN(sys *inmem.System, queue *inmem.Queue, room, attempts int) {
 	retryQueue := sys.Queue("retryQueue", room)
 	sys.Worker("Sequential-Worker", queue, func(t *inmem.Task) {
 		if sys.Attempt("Sequential-Worker", queue, t) != nil {
@@ -40,7 +48,12 @@ func StartRetryQueue(sys *inmem.System, queue *inmem.Queue, room int) {
 		}
 	})
 	sys.Worker("Retry-Worker", retryQueue, func(t *inmem.Task) {
-		if err := sys.Attempt("Retry-Worker", retryQueue, t); err != nil {
+		err := sys.Attempt("Retry-Worker", retryQueue, t)
+		switch {
+		case err == nil:
+		case t.Attempt < attempts:
+			retryQueue.Requeue("Retry-Worker", t)
+		default:
 			sys.Drop("Retry-Worker", t, retryQueue.Name(), "no retries left: "+err.Error())
 		}
 	})

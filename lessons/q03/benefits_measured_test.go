@@ -23,7 +23,9 @@ func TestQ03BenefitsMeasured(t *testing.T) {
 	fate, _ := labtest.Summary(t, events, "C")
 	assert.Equal(t, lab.FateDropped, fate)
 
-	require.Len(t, runs, 3)
+	require.Len(t, runs, 3*len(q03Budgets))
+	many := runs[3:]
+	runs = runs[:3]
 	for _, r := range runs {
 		t.Run(r.Design, func(t *testing.T) {
 			labtest.AssertAccounted(t, r.Events())
@@ -55,7 +57,7 @@ func TestQ03BenefitsMeasured(t *testing.T) {
 
 	// The table shows exactly these runs' figures, with each design's
 	// workers (the goroutines that made its attempts) and attempt budget.
-	require.Len(t, tables, 1)
+	require.Len(t, tables, 2)
 	rows := tables[0].Rows
 	require.Len(t, rows, 3)
 	times := make([][]int64, len(runs))
@@ -85,6 +87,22 @@ func TestQ03BenefitsMeasured(t *testing.T) {
 		rows[1][4], rows[2][4], rows[1][5], rows[2][5]))
 	// Under synctest the timers run exactly to plan, and the note says so.
 	assert.Contains(t, notes, "Timers ran exactly to plan")
+
+	// With 10 attempts the quarantine pays: the main queue meets each
+	// poison task once, and the healthy tasks finish sooner than with two
+	// workers sharing one queue, both at the median and at the worst.
+	for _, r := range many {
+		for _, id := range w.Plan.Poison {
+			_, attempts := labtest.Summary(t, r.Events(), id)
+			assert.Equal(t, q03ManyAttempts, attempts, "%s: %s", r.Design, id)
+		}
+	}
+	assert.Equal(t, poison, measuretest.AttemptsBy(many[2].Events(), w.IsPoison)["Sequential-Worker"], "the main queue meets each poison task once")
+	pooled, quarantined := healthyCompletion(many[1].Events(), w), healthyCompletion(many[2].Events(), w)
+	assert.Less(t, medianLow(quarantined), medianLow(pooled))
+	assert.Less(t, slices.Max(quarantined), slices.Max(pooled))
+	assert.Contains(t, strings.Join(tables[1].Notes, "\n"), "the quarantine pays")
+	assert.Contains(t, tables[1].Title, "10 attempts per task")
 }
 
 // healthyCompletion lists succeeded − enqueued for every healthy task, read

@@ -107,3 +107,8 @@ func TestQ05ScalingMeasured(t *testing.T) {
 	}
 	assert.Greater(t, idle(1), idle(0), "more chained retries, more idle goroutines")
 }
+
+// The notice says what the timers cost: they die with the process (issue 20).
+func TestQ05NoticeSaysTheTimersDieWithTheProcess(t *testing.T) {
+	assert.Contains(t, Lesson.Notice, "if the process dies, every task waiting on one dies with it")
+}

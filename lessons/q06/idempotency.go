@@ -8,8 +8,10 @@
 // that is itself idempotent (the mail server keeps a result per key) is
 // safe both ways. With two consumers holding the same message, checking
 // and then acting lets both send; an atomic claim (INSERT … ON CONFLICT DO
-// NOTHING) lets one. The closing table counts emails owed against emails
-// sent, from what the run did.
+// NOTHING) lets one. Part 3 runs the claim against part 1's failure: what
+// sank mark-then-send was keeping SENT after the failure, not the SQL
+// statement, and undoing the write on failure saves either. The closing
+// table counts emails owed against emails sent, from what the run did.
 package q06
 
 import (
@@ -28,8 +30,10 @@ var Lesson = lesson.Lesson{
 	ID:    "Q06",
 	Title: "Idempotency: which guard loses or doubles an email",
 	Notice: "Each task owes one email, and the plan's failures (C on every attempt) strike between sending it and writing that down. " +
-		"Send-then-record sends again on the retry, mark-then-send (PENDING→SENT first) skips an email it never sent, and only a stored result with the mail server's idempotency key sends once. " +
-		"With two consumers holding one message, check-then-act sends twice and an atomic claim once: the table sets emails owed against emails sent.",
+		"Send-then-record sends again on the retry, mark-then-send (PENDING→SENT first) skips an email it never sent, and a stored result with the mail server's idempotency key sends once. " +
+		"With two consumers holding one message, check-then-act sends twice and an atomic claim once. " +
+		"Part 3 runs the claim, and the conditional update that undoes itself, against part 1's failure: neither skips an email nor sends one twice, because each undoes its write when the send fails; " +
+		"what sank mark-then-send is keeping SENT, not UPDATE … WHERE PENDING. The table sets emails owed against emails sent.",
 	InMem: runQ06,
 }
 
@@ -140,6 +144,20 @@ func claimFirst(s step) outcome {
 	return outcome{note: "claimed, email " + s.mail.send(s, "") + " sent"}
 }
 
+// markThenSendUndo is markThenSend that sets the status back to PENDING
+// when the send fails, as a rolled-back transaction would: the same
+// statement as part 1's, the same safety as claimFirst.
+func markThenSendUndo(s step) outcome {
+	if !s.store.claim(s.task) {
+		return outcome{skipped: "status is already SENT: the conditional update matched no row"}
+	}
+	if s.fail != nil {
+		s.store.release(s.task)
+		return s.halfway("after PENDING→SENT, before the email was sent: status set back to PENDING")
+	}
+	return outcome{note: "status SENT, email " + s.mail.send(s, "") + " sent"}
+}
+
 // part is one part of the run: its strategies and how many consumers race.
 type part struct {
 	title      string
@@ -151,7 +169,7 @@ type part struct {
 // them; task A of strategy 3 is A3.
 func q06Parts() []part {
 	return []part{
-		{title: "one consumer; the plan's failures strike between the two steps, and the first task's first ack is lost", consumers: 1,
+		{title: "one consumer; the plan's failures strike between the two steps, and the first task's channel closes before its first ack arrives", consumers: 1,
 			strategies: []strategy{
 				{"no guard", noGuard},
 				{"processed-ID set: send, then record", sendThenRecord},
@@ -162,6 +180,11 @@ func q06Parts() []part {
 			strategies: []strategy{
 				{"check-then-act: check, send, record", sendThenRecord},
 				{"claim-first: atomic claim, then send", claimFirst},
+			}},
+		{title: "one consumer again: part 1's failure against a write that is undone when the send fails", consumers: 1,
+			strategies: []strategy{
+				{"claim-first: atomic claim, released on failure", claimFirst},
+				{"conditional update, set back to PENDING on failure", markThenSendUndo},
 			}},
 	}
 }
@@ -193,7 +216,7 @@ func (m *mailServer) send(s step, key string) string {
 		m.byKey[key] = msg
 	}
 	m.mu.Unlock()
-	m.sys.Stream().Emit(lab.Event{Kind: lab.Alerted, Task: s.task, Actor: "Mail-Server", Note: "email " + msg + " to the customer of " + s.task})
+	m.sys.Stream().Emit(lab.Event{Kind: lab.Mailed, Task: s.task, Actor: "Mail-Server", Note: "email " + msg})
 	wire := m.plan.WorkTime(s.planID, s.n)
 	_ = m.sys.Sleep(s.ctx, min(dropAfter, wire)) // a cancelled run only ends the wait early
 	if s.onWire != nil {
@@ -297,7 +320,7 @@ type phase struct {
 
 	mu          sync.Mutex
 	redelivered map[*inmem.Task]bool // the next attempt is a redelivery, not a retry
-	ackLost     string               // the task whose first ack is lost (part 1)
+	ackLost     string               // the task whose channel closes before its first ack arrives (parts 1 and 3)
 	dropped     bool                 // Consumer-1's connection dropped (part 2)
 }
 
@@ -321,8 +344,11 @@ func (p *phase) enqueue(q *inmem.Queue, id string) *inmem.Task {
 	return q.Enqueue("Producer", task)
 }
 
-// oneConsumer is part 1: every task of the plan through one worker, and
-// the first task's first ack is lost after a complete delivery.
+// oneConsumer is parts 1 and 3: every task of the plan through one
+// worker, and the first task's channel closes after a complete delivery,
+// before its ack reaches the broker. An ack is never lost on its own: the
+// broker requeues an unacked message only when its channel or connection
+// closes (or the consumer timeout closes the channel).
 func (p *phase) oneConsumer(ctx context.Context) error {
 	queue := p.sys.Queue("queue", len(p.plan.Tasks)+1)
 	for _, id := range p.plan.Tasks {
@@ -390,7 +416,7 @@ func (p *phase) deliver(ctx context.Context, actor string, q *inmem.Queue, t *in
 		if t.ID == p.ackLost {
 			p.ackLost = ""
 			p.markRedelivered(t)
-			q.Redeliver("Broker", t, "its ack was lost, so the broker delivers it again")
+			q.Redeliver("Broker", t, "the worker's channel closed before its ack reached the broker, so the broker requeued it and delivers it again")
 		}
 	}
 }

@@ -47,7 +47,7 @@ func countFromEvents(events []lab.Event) (owed, sent map[string]int) {
 		switch e.Kind {
 		case lab.Enqueued:
 			owed[strategyOf(e.Task)]++
-		case lab.Alerted:
+		case lab.Mailed:
 			sent[strategyOf(e.Task)]++
 		}
 	}
@@ -55,7 +55,7 @@ func countFromEvents(events []lab.Event) (owed, sent map[string]int) {
 }
 
 // The expected-vs-actual table on the default plan (C poison, A's first
-// ack lost) and on a seeded failure plan: sending first duplicates,
+// ack never reaching the broker before its channel closed) and on a seeded failure plan: sending first duplicates,
 // marking first loses C silently, the idempotency key and the atomic
 // claim are safe, check-then-act with two consumers sends twice.
 func TestQ06OwedVsSent(t *testing.T) {
@@ -66,10 +66,12 @@ func TestQ06OwedVsSent(t *testing.T) {
 		"default": {nil, []row{
 			{"4", "7", "duplicates"}, {"4", "6", "duplicates"}, {"4", "3", "loses silently"}, {"4", "4", "safe"},
 			{"1", "2", "duplicates"}, {"1", "1", "safe"},
+			{"4", "3", "safe"}, {"4", "3", "safe"},
 		}},
 		"seeded": {lessontest.SeededPlan(7), []row{
 			{"4", "8", "duplicates"}, {"4", "6", "duplicates"}, {"4", "3", "loses silently"}, {"4", "4", "safe"},
 			{"1", "2", "duplicates"}, {"1", "1", "safe"},
+			{"4", "3", "safe"}, {"4", "3", "safe"},
 		}},
 	}
 	for name, c := range cases {
@@ -97,7 +99,7 @@ func TestQ06StrategiesUnderRandomFailures(t *testing.T) {
 				assert.False(t, silent, "seed %d: %s lost its email", seed, task)
 			case "3": // mark first
 				assert.LessOrEqual(t, n, 1, "seed %d: %s sent twice", seed, task)
-			case "4", "6": // idempotency key, atomic claim
+			case "4", "6", "7", "8": // idempotency key, atomic claim, a write undone on failure
 				assert.LessOrEqual(t, n, 1, "seed %d: %s sent twice", seed, task)
 				assert.False(t, silent, "seed %d: %s lost its email", seed, task)
 			}
@@ -112,7 +114,7 @@ func emailsAndFates(events []lab.Event) (map[string]int, map[string]lab.Fate) {
 		switch e.Kind {
 		case lab.Enqueued:
 			sent[e.Task] += 0
-		case lab.Alerted:
+		case lab.Mailed:
 			sent[e.Task]++
 		case lab.Summary:
 			fate[e.Task] = e.Fate
@@ -128,7 +130,7 @@ func TestQ06MarkFirstLosesTheEmail(t *testing.T) {
 	events, _ := runOwed(t, nil)
 	fate, _ := labtest.Summary(t, events, "C3")
 	assert.Equal(t, lab.FateDone, fate)
-	assert.Empty(t, labtest.Of(events, "C3", lab.Alerted), "no email for C3")
+	assert.Empty(t, labtest.Of(events, "C3", lab.Mailed), "no email for C3")
 	assert.Equal(t, []lab.Kind{lab.Enqueued, lab.Started, lab.Failed, lab.Moved, lab.Started, lab.Duplicate}, labtest.Kinds(events, "C3"))
 	assert.Contains(t, labtest.Find(t, events, lab.Failed, "C3", 1).Note, "after PENDING→SENT, before the email was sent")
 }
@@ -146,9 +148,9 @@ func TestQ06TwoConsumersRace(t *testing.T) {
 		return out
 	}
 	assert.Equal(t, []string{"Consumer-1", "Consumer-2"}, actors("A5", lab.Started))
-	assert.Len(t, labtest.Of(events, "A5", lab.Alerted), 2, "check-then-act: both consumers sent")
+	assert.Len(t, labtest.Of(events, "A5", lab.Mailed), 2, "check-then-act: both consumers sent")
 	assert.Equal(t, []string{"Consumer-1", "Consumer-2"}, actors("A6", lab.Started))
-	assert.Len(t, labtest.Of(events, "A6", lab.Alerted), 1, "claim-first: one email")
+	assert.Len(t, labtest.Of(events, "A6", lab.Mailed), 1, "claim-first: one email")
 	assert.Equal(t, []string{"Consumer-2"}, actors("A6", lab.Duplicate))
 	assert.Contains(t, labtest.Find(t, events, lab.Duplicate, "A6", 0).Note, "ON CONFLICT DO NOTHING")
 }
@@ -194,4 +196,24 @@ func TestStoreClaimIsAtomic(t *testing.T) {
 	s.release("X")
 	assert.True(t, s.claim("X"), "a released claim can be taken again")
 	assert.False(t, s.claim("X"))
+}
+
+// Part 3: the failure that sinks mark-then-send (C3: SENT, no email) does
+// not sink claim-first nor the conditional update undone on failure: what
+// differs is the undo, not the statement (issue 20).
+func TestQ06ClaimFirstAgainstMarkThenSendsFailure(t *testing.T) {
+	events, _ := runOwed(t, nil)
+	sent, fate := emailsAndFates(events)
+	assert.Equal(t, 0, sent["C3"], "mark-then-send: no email for C3")
+	assert.Equal(t, lab.FateDone, fate["C3"], "and says done: a silent loss")
+	for _, task := range []string{"C7", "C8"} {
+		// C fails on every attempt: no email, and the DLQ shows it is still owed.
+		assert.Equal(t, 0, sent[task], task)
+		assert.Equal(t, lab.FateDead, fate[task], "%s: still owed, and visible", task)
+		assert.Len(t, labtest.Of(events, task, lab.Started), maxAttempts, "%s: every retry tried again, none was skipped", task)
+		assert.Contains(t, labtest.Find(t, events, lab.Failed, task, 1).Note, "before the email was sent", task)
+	}
+	redelivered := labtest.Of(events, "A1", lab.Redelivered)
+	require.Len(t, redelivered, 1)
+	assert.Contains(t, redelivered[0].Note, "channel closed before its ack reached the broker", "an ack is not lost on its own")
 }

@@ -21,8 +21,10 @@ func owedTable(phases []*phase, records []lab.TaskRecord) render.Table {
 		Header: []string{"#", "strategy", "owed", "sent", "sent twice or more", "never sent", "verdict"},
 		Notes: []string{
 			"owed: one email per task; sent: what the mail server sent. A task never sent but marked done is a silent loss; one in the DLQ is still owed, and visible.",
-			"A failure between sending and writing down that you did either repeats the email (send first) or loses it (write first): only a key the mail server itself keeps is safe both ways.",
-			"Claim-first releases its claim on a failure it sees; a process that dies holding one keeps it, so real claims carry a lease.",
+			"A failure between sending and writing down that you did either repeats the email (send first) or, unless the write is undone, loses it (write first): " +
+				"a key the mail server itself keeps is safe both ways, even when the process dies between the two steps.",
+			"Part 3: the conditional update that sank #3 is safe once it is undone when the send fails, as claim-first releases its claim; the statement was never the problem. " +
+				"Both lose the email if the process dies between the write and the send (no one is left to undo it), so real claims carry a lease that expires.",
 		},
 	}
 	for i, p := range phases {

@@ -4,7 +4,8 @@
 // on a timer (time.AfterFunc, below in retryAfter) 1 s before the retry
 // queue and 2 s before the second retry queue: the delay doubles with every
 // failed attempt, and the stamps show the gaps. A struggling downstream
-// service gets time to recover between tries.
+// service gets time to recover between tries: the closing table runs A–D
+// against a service that is down for 2.5 s, with and without the waits.
 //
 // Why the chain again? Lesson 5 already showed one delayed retry queue
 // with a dead-letter queue beating a chain of queues. The seed's own order
@@ -26,15 +27,21 @@ var Lesson = lesson.Lesson{
 	Title: "Exponential backoff: wait 1 s, then 2 s",
 	Notice: "A failed task waits on a timer (time.AfterFunc) before its next try: 1 s before the retry queue, 2 s before the second retry queue, doubling with each failure. " +
 		"Compare the stamps of C's failures and retries: the gaps double. " +
+		"Why a struggling service cares: the table runs A–D against a service that is down for 2.5 s; retrying at once calls it 12 times while it is down and drops all four, backing off calls it 8 times and gets all four done. " +
 		"This is the two-queue chain of lesson 4 again, not lesson 5's single delayed queue: the course adds the delays to the chain first and its dead-letter queue in lesson 8, so C is still dropped after its last retry here.",
 	InMem: runQ07,
 }
 
 func runQ07(ctx context.Context, env *lesson.Env) error {
 	chain := NewChain(ctx, env)
-	return chain.Run(ctx, env, func(actor string, from *inmem.Queue, t *inmem.Task) {
+	if err := chain.Run(ctx, env, func(actor string, from *inmem.Queue, t *inmem.Task) {
 		chain.Sys.Drop(actor, t, from.Name(), "all retries failed")
-	})
+	}); err != nil {
+		return err
+	}
+	struggling, err := q07Struggling(ctx, env)
+	env.Report(struggling)
+	return err
 }
 
 // FirstBackoff is the wait after a task's first failure; each further

@@ -76,3 +76,16 @@ func TestQ07TransientFailureWaitsThenSucceeds(t *testing.T) {
 	assert.Equal(t, lab.FateDone, fate)
 	assert.Equal(t, 2, attempts)
 }
+
+// The lesson shows why a struggling service cares (issue 20): against a
+// service down for 2.5 s, retrying at once calls it only while it is down
+// and drops every task; backing off calls it less while down and gets
+// every task done.
+func TestQ07BackoffSparesAStrugglingService(t *testing.T) {
+	_, res := lessontest.RunInMem(t, Lesson, lesson.Options{})
+	tb := lessontest.TableTitled(t, res.Tables, "A service that is down")
+	assert.Equal(t, [][]string{
+		{"retry at once (lesson 4's chain)", "12", "12", "0", "4"},
+		{"wait 1 s, then 2 s (this lesson)", "8", "12", "4", "0"},
+	}, tb.Rows)
+}

@@ -3,7 +3,8 @@
 // Notice: a separate DLQ-Worker takes C from the dead-letter queue and has
 // the (mock) mail service send an alert. Mailing is slow (500 ms here), and
 // because it happens in its own worker, the Second-Retry-Worker keeps
-// retrying and dead-lettering other tasks meanwhile.
+// retrying and dead-lettering other tasks meanwhile: the closing table runs
+// both designs with two poison tasks and shows the retry that waits.
 package q09
 
 import (
@@ -25,7 +26,8 @@ var Lesson = lesson.Lesson{
 	ID:    "Q09",
 	Title: "DLQ alert: a DLQ-Worker mails the admin",
 	Notice: "A separate DLQ-Worker takes C from the dead-letter queue and the mock mail service sends the alert to admin@example.com. " +
-		"Sending takes 500 ms; because it has its own worker, the retry workers never wait for it: with --fail-rate 0.5 --seed 3, D is retried and dead-lettered while C's alert is still being sent.",
+		"Sending takes 500 ms; because it has its own worker, the retry workers never wait for it. " +
+		"The table shows it with two poison tasks, C and E: when the Second-Retry-Worker mails C's alert itself, E's last retry starts 400 ms late; with the DLQ-Worker it starts on time.",
 	InMem: runQ09,
 }
 
@@ -40,7 +42,12 @@ func runQ09(ctx context.Context, env *lesson.Env) error {
 		env.Stream.Emit(lab.Event{Kind: lab.Received, Task: t.ID, Queue: dlq.Name(), Actor: "DLQ-Worker"})
 		mailer.Send(t.ID, inmem.DLQAlert(t.ID))
 	})
-	return chain.Run(ctx, env, func(actor string, from *inmem.Queue, t *inmem.Task) {
+	if err := chain.Run(ctx, env, func(actor string, from *inmem.Queue, t *inmem.Task) {
 		from.DeadLetter(actor, t, dlq, "failed all retries")
-	})
+	}); err != nil {
+		return err
+	}
+	compare, err := q09Compare(ctx, env)
+	env.Report(compare)
+	return err
 }

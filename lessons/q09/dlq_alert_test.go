@@ -70,3 +70,16 @@ func TestQ09NoticeScenario(t *testing.T) {
 	assert.Less(t, labtest.FirstAt(t, events, lab.DeadLettered, "D"), alertC+MailLatency.Milliseconds(),
 		"D is retried and dead-lettered while C's alert is being sent")
 }
+
+// The lesson shows the decoupling without flags: its table runs both
+// designs on two poison tasks, and mailing in the retry worker makes E's
+// last retry wait for C's mail (issue 20).
+func TestQ09TableShowsTheRetryThatWaits(t *testing.T) {
+	_, res := lessontest.RunInMem(t, Lesson, lesson.Options{})
+	tb := lessontest.TableTitled(t, res.Tables, "Who sends the alert")
+	require.Len(t, tb.Rows, 2)
+	inline, worker := tb.Rows[0], tb.Rows[1]
+	assert.Equal(t, []string{"00:03.600", "00:04.000", "400 ms", "1000 ms"}, inline[1:], "E's retry waits for C's 500 ms mail")
+	assert.Equal(t, []string{"00:03.600", "00:03.600", "0 ms", "0 ms"}, worker[1:], "with a DLQ-Worker it starts on time")
+	assert.NotContains(t, Lesson.Notice, "--fail-rate", "the notice needs no flags")
+}

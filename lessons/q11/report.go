@@ -84,7 +84,8 @@ var q11Strategies = []struct{ id, title, note string }{
 	{"b", "(b) One delay queue, per-message TTL",
 		"RabbitMQ expires a message only once it reaches the head of its queue: the 1 s mail sat behind the 5 s one and went out when that one did (classic queue here; a quorum queue does the same on 3.10.8)."},
 	{"c", "(c) Fixed delay levels + stateless router",
-		"Each wait queue has one TTL, so it expires in FIFO order; the router re-routes by the %s header after each hop."},
+		"Each wait queue has one TTL, so it expires in FIFO order; the router re-routes by the %s header after each hop " +
+			"(the lab's own header: no x- prefix, since RabbitMQ treats x- headers as the broker's, as Q13 shows)."},
 }
 
 // report adds one table per strategy and a comparison.

@@ -45,8 +45,11 @@ const (
 	// q11Memory is not a queue: it stands for the scheduler's timers in (a).
 	q11Memory = "scheduler memory"
 	// q11DueHeader carries a mail's scheduledTime through (c)'s hops, so
-	// the router keeps no state of its own.
-	q11DueHeader = "x-scheduled-time"
+	// the router keeps no state of its own. It is the lab's header, so no
+	// "x-" prefix: RabbitMQ treats x- headers as its own (Q13, and 4.0
+	// stopped reading an x-death a client publishes), the practice
+	// qlab-retries follows too.
+	q11DueHeader = "qlab-scheduled-time"
 )
 
 // The lesson's actors.
@@ -149,7 +152,7 @@ func q11Topology() rabbit.Topology {
 // come; the worker sends it with the mock mailer and notes when.
 func (l *q11Lesson) startWorker(ctx context.Context) error {
 	stream := l.env.Stream
-	mailer := inmem.Mailer{Stream: stream}
+	mailer := inmem.Mailer{Stream: stream, Customer: true}
 	opts := rabbit.ConsumerOptions{Queue: q11MailQueue, Actor: q11Worker, Prefetch: 1, Stream: stream}
 	_, err := l.s.Consume(ctx, opts, func(ctx context.Context, d *rabbit.Delivery) {
 		req, err := decodeMail(d.Body)

@@ -177,7 +177,8 @@ func TestQ11ScheduledEmailsRabbitMQ(t *testing.T) {
 			}
 			assert.Equal(t, lab.FateDone, fate, id)
 			assert.Equal(t, 1, attempts, id)
-			assert.Contains(t, labtest.Kinds(events, id), lab.Alerted, "%s: the mock mailer sent it", id)
+			assert.Contains(t, labtest.Kinds(events, id), lab.Mailed, "%s: the mock mailer sent it to the customer", id)
+			assert.NotContains(t, labtest.Kinds(events, id), lab.Alerted, "%s: a customer's mail is no alert", id)
 		}
 	}
 
@@ -219,6 +220,9 @@ func TestQ11ScheduledEmailsRabbitMQ(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, actors)
+	first := labtest.Of(events, "c-5s", lab.Scheduled)[0]
+	assert.Contains(t, first.Note, "travels in header qlab-scheduled-time",
+		"the lab's own header has no x- prefix: RabbitMQ treats x- headers as the broker's (Q13)")
 	assert.Equal(t, q11LevelSched+"-1", actors[0])
 	assert.Contains(t, actors, q11LevelRouter+"-2", "the restarted scheduler routed c-5s")
 	assert.NotContains(t, actors, q11LevelRouter+"-1", "the first router never saw c-5s: it was still waiting at the restart")

@@ -8,8 +8,8 @@
 // opens it, reset 10 s) the first hung call times out at 3 s and opens it;
 // calls fail fast back to the wait queue, a timer lets one trial through
 // every 10 s, and the first trial after the service is back closes it.
-// Every delivery, fast fails too, spends one of a mail's 15. No mail is
-// lost.
+// Every delivery, fast fails too, spends one of a mail's 15: the closing
+// table counts attempts (calls) and fast fails apart. No mail is lost.
 package q12
 
 import (
@@ -33,7 +33,8 @@ var Lesson = lesson.Lesson{
 	Title:      "Circuit breaker: fail fast while the mail service is down",
 	Notice: "The mail service is down from 5 s to 35 s; until 15 s each call hangs 5 s before its 503. Without a breaker (n01…) every retry hits the dead service and a hung call holds the worker. " +
 		"With the NestJS email service's opossum breaker (b01…: timeout 3 s, opens above 20 % failed, reset 10 s) the first hung call times out and opens it, calls fail fast back to the wait queue, a timer lets one trial through every 10 s, and it closes once the service is back. " +
-		"Every delivery, fast fails too, spends one of a mail's 15, as in the seed. " + q12NotFromSeed(lab.DefaultPlan().Work),
+		"Every delivery, fast fails too, spends one of a mail's 15, as the seed's text says (its code's x-death reading would allow a 16th: see Q13); " +
+		"the closing table counts attempts (calls) and fast fails apart. " + q12NotFromSeed(lab.DefaultPlan().Work),
 	InMem:      runQ12,
 	Rabbit:     runQ12,
 	Faults:     true, // in the fault suite (lessons/faults)
@@ -331,7 +332,8 @@ func q12Table(env *lesson.Env, without, with q12Result) render.Table {
 		Notes: []string{
 			fmt.Sprintf("The service was down from %s to %s of each run; until %s a call hung %s before its 503. Failed mails waited %s in email_queue_wait.",
 				render.Stamp(o.From.Milliseconds()), render.Stamp(o.Until.Milliseconds()), render.Stamp(o.SlowUntil.Milliseconds()), o.Hang, q12Wait),
-			fmt.Sprintf("A fast fail spends a delivery as a failed call does: the seed parks a mail by x-death's count, after %d deliveries, whatever they were.", q12MaxDeliveries),
+			fmt.Sprintf("A fast fail spends a delivery as a failed call does: the lab parks a mail after %d deliveries, whatever they were, as the seed's text says "+
+				"(its code, x-death[0].count ?? 1 >= 15, would park after 16: Q13).", q12MaxDeliveries),
 			"Breaker (the seed's): timeout 3s, opens above 20 % failed, reset 10s. " + q12NotFromSeed(env.Plan.Work),
 			"The breaker keeps the dead service quiet; the price is up to one reset timeout (10 s) of waiting after it is back.",
 		},

@@ -19,14 +19,16 @@ import (
 // d.Nack(false, true). The service meant d.Nack(false, false), a reject
 // that email_queue dead-letters into email_queue_wait. A requeue instead
 // puts the mail straight back on email_queue: no x-death entry, no wait,
-// the same attempt again. The lab's guard parks it after q13HotLoopGuard
-// deliveries; the service has no guard, so its loop never ends.
+// the same attempt again. The service has no guard, so its loop never
+// ends and the mail never reaches the DLQ; the lab's guard drops it after
+// q13HotLoopGuard deliveries so the run can end, and says so (Q01 stops
+// its poison loop the same way).
 func q13Nack(readings *q13Readings, d *flow.Delivery) flow.Decision {
 	if n := readings.nacked(d.Task, d.Attempt); n < q13HotLoopGuard {
 		return flow.Requeue() // on the broker: basic.nack, multiple=false, requeue=true
 	}
-	return flow.Park(q12.EmailDLQ, fmt.Sprintf("the lab's guard: %d deliveries at attempt %d, none through %s; nack(msg) requeues, so the loop never ends on its own",
-		q13HotLoopGuard, d.Attempt, q12.EmailWait))
+	return flow.Drop(fmt.Sprintf("the lab's guard, not the service: %d deliveries, each read as attempt %d, none through %s; "+
+		"the service's nack(msg) would requeue it forever and never reach the DLQ", q13HotLoopGuard, d.Attempt, q12.EmailWait))
 }
 
 // q13Undeclared is what the broker answered to the service's last step,
@@ -66,6 +68,7 @@ func q13TrapTable(version string, poison []string, readings *q13Readings, u *q13
 		Notes: []string{
 			"amqplib's nack(msg) is nack(msg, allUpTo=false, requeue=true). amqp091-go's Delivery.Nack(multiple, requeue) has no defaults: " +
 				"that call is d.Nack(false, true); the service meant d.Nack(false, false), which email_queue dead-letters into email_queue_wait.",
+			fmt.Sprintf("The closing table counts %d attempts for the requeued mail: each delivery ran the handler, while the attempt number it read never moved from 1.", q13HotLoopGuard),
 		},
 	}
 	if version != "" {
@@ -90,7 +93,7 @@ func q13TrapTable(version string, poison []string, readings *q13Readings, u *q13
 // q13HotLoop describes task's requeue loop from what each delivery read.
 func q13HotLoop(task string, readings *q13Readings, broker bool) string {
 	attempts := readings.nackAttempts(task)
-	out := fmt.Sprintf("%s: %d deliveries in a row, attempts %s", task, len(attempts), q13Distinct(attempts))
+	out := fmt.Sprintf("%s: %d deliveries in a row, the attempt read %s", task, len(attempts), q13Distinct(attempts))
 	if !broker {
 		return out + "; no timer: it never waited"
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/queuelab/qlab/lesson/lessontest"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
+	"github.com/queuelab/qlab/render"
 )
 
 // q13PoisonKinds is what a poison mail goes through: q13MaxAttempts
@@ -66,7 +67,8 @@ func assertQ13Fates(t *testing.T, events []lab.Event) {
 
 // assertQ13HotLoop checks run 3: nack(msg) requeues, so nC is handed out
 // again at once, at attempt 1 every time, never through the wait queue,
-// until the lab's guard parks it.
+// until the lab's guard drops it: the service's loop never reaches the
+// DLQ, and the stream does not say it did.
 func assertQ13HotLoop(t *testing.T, events []lab.Event) {
 	t.Helper()
 	for _, id := range []string{"nA", "nB", "nD"} {
@@ -75,7 +77,8 @@ func assertQ13HotLoop(t *testing.T, events []lab.Event) {
 		assert.Equal(t, 1, attempts, id)
 	}
 	fate, attempts := labtest.Summary(t, events, "nC")
-	assert.Equal(t, lab.FateDead, fate)
+	assert.Equal(t, lab.FateDropped, fate, "the lab's guard, not the service, ended the loop")
+	assert.Empty(t, labtest.Of(events, "nC", lab.DeadLettered), "the service's loop never reaches the DLQ")
 	assert.Equal(t, q13HotLoopGuard, attempts, "nC is delivered until the guard stops it")
 	assert.Empty(t, labtest.Of(events, "nC", lab.Scheduled), "a requeue never visits email_queue_wait")
 	moved := labtest.Of(events, "nC", lab.Moved)
@@ -86,9 +89,11 @@ func assertQ13HotLoop(t *testing.T, events []lab.Event) {
 	for _, e := range labtest.Of(events, "nC", lab.Started) {
 		assert.Equal(t, 1, e.Attempt, "a requeue repeats the attempt")
 	}
-	parked := labtest.Of(events, "nC", lab.DeadLettered)
-	require.Len(t, parked, 1)
-	assert.Contains(t, parked[0].Note, "the lab's guard")
+	dropped := labtest.Of(events, "nC", lab.Dropped)
+	require.Len(t, dropped, 1)
+	line := render.Style{}.Line(dropped[0])
+	assert.Contains(t, line, "the lab's guard, not the service", "the text log says who stopped the loop")
+	assert.NotContains(t, line, "Dead Letter Queue")
 }
 
 func TestQ13InMemory(t *testing.T) {
@@ -114,13 +119,13 @@ func TestQ13InMemory(t *testing.T) {
 	assert.Equal(t, [][]string{
 		{"C", fmt.Sprintf("attempt %d", q13MaxAttempts), lab.ErrPoison.Error()},
 		{"rC", fmt.Sprintf("attempt %d", q13MaxAttempts), lab.ErrPoison.Error()},
-		{"nC", "attempt 1", lab.ErrPoison.Error()},
-	}, parked.Rows)
+	}, parked.Rows, "nC never reaches the DLQ")
 	traps := lessontest.TableTitled(t, res.Tables, "What happened to the NestJS email service's two traps")
 	require.Len(t, traps.Rows, 2)
-	assert.Equal(t, fmt.Sprintf("nC: %d deliveries in a row, attempts all 1; no timer: it never waited", q13HotLoopGuard), traps.Rows[0][2])
+	assert.Equal(t, fmt.Sprintf("nC: %d deliveries in a row, the attempt read all 1; no timer: it never waited", q13HotLoopGuard), traps.Rows[0][2])
 	assert.Contains(t, traps.Rows[1][2], "broker only")
 	assert.Contains(t, traps.Notes[0], "d.Nack(false, true)", "the Go equivalent of amqplib's default")
+	assert.Contains(t, traps.Notes[1], "20 attempts for the requeued mail", "the closing table's attempts and the attempt read are told apart")
 }
 
 func TestQ13NoticeShowsTheMaximum(t *testing.T) {
@@ -141,14 +146,13 @@ func TestQ13RabbitMQ(t *testing.T) {
 	assertQ13Fates(t, events)
 
 	parked := lessontest.TableTitled(t, res.Tables, "What the DLQ holds")
-	require.Len(t, parked.Rows, 3, "C, rC and nC, and nothing else, in the DLQ")
+	require.Len(t, parked.Rows, 2, "C and rC, and nothing else, in the DLQ: the guard dropped nC")
 	max := q13MaxAttempts - 1
 	assert.Equal(t, []string{"C", fmt.Sprintf("%d / %d, 0", max, max), "(not kept: x-death records no error)"}, parked.Rows[0],
 		"x-death counted C's rejects up to the maximum; the copy kept them")
 	assert.Equal(t, "rC", parked.Rows[1][0])
 	assert.Regexp(t, fmt.Sprintf(`^0 / \d+, %d$`, max), parked.Rows[1][1], "rC never rejected and carries the lab's own count")
 	assert.Equal(t, lab.ErrPoison.Error(), parked.Rows[1][2], "and its last error")
-	assert.Equal(t, []string{"nC", "0 / 0, 0", "(not kept: x-death records no error)"}, parked.Rows[2], "a requeue leaves no trace in x-death")
 
 	counters := lessontest.TableTitled(t, res.Tables, "What the counters read")
 	series := func(i int) string { return counters.Rows[i][2] }
@@ -167,7 +171,7 @@ func TestQ13RabbitMQ(t *testing.T) {
 
 	traps := lessontest.TableTitled(t, res.Tables, "What happened to the NestJS email service's two traps")
 	require.Len(t, traps.Rows, 3)
-	assert.Equal(t, fmt.Sprintf("nC: %d deliveries in a row, attempts all 1; x-death[0].count ?? 1 read all 1; trips through %s: all 0",
+	assert.Equal(t, fmt.Sprintf("nC: %d deliveries in a row, the attempt read all 1; x-death[0].count ?? 1 read all 1; trips through %s: all 0",
 		q13HotLoopGuard, q12.EmailWait), traps.Rows[0][2])
 	assert.Equal(t, "confirm: ack; basic.return: none; email_queue_dlq afterwards: does not exist → the mail is gone, and the worker acks the original",
 		traps.Rows[1][2], "without mandatory an unroutable publish is confirmed and lost")

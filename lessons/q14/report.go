@@ -71,8 +71,8 @@ func strategyTable(rows []retryRow, on, version string) render.Table {
 	}
 	if version != "" {
 		t.Notes = append(t.Notes, "Quorum queue measured on RabbitMQ "+version+": it holds short retries behind a long one just as a classic queue does. "+
-			"The TTL guide's dead-lettering section is read as saying quorum queues dead-letter a message when it expires, not at the head; "+
-			"rabbitmq-server issue #10617 (2024, open, labelled bug) reports the head-of-line wait on a quorum queue anyway. Not measured on 4.x.")
+			"The TTL guide says quorum queues dead-letter a message when it expires, without waiting for the head: the docs and this broker disagree; "+
+			"rabbitmq-server issue #10617 (2024, open, labelled bug) reports the head-of-line wait on a quorum queue too. Not measured on 4.x.")
 	} else {
 		t.Notes = append(t.Notes, "Memory has no queue types: run 3's retry queue is the same FIFO as run 1's, which is what RabbitMQ 3.10.8 measured for a quorum queue (qlab run 14 shows the broker).")
 	}

@@ -155,3 +155,14 @@ func TestLevelTopology(t *testing.T) {
 	assert.False(t, one, "the levels replace the one retry queue")
 	assert.Equal(t, "email-retry-queue.300s", levelQueue(scaled(5*time.Minute)))
 }
+
+// The notice names the broker version the quorum figure was measured on,
+// says the TTL guide disagrees, and that 4.x was not measured (issue 20).
+func TestQ14NoticeSaysWhatWasMeasured(t *testing.T) {
+	for _, notice := range []string{Lesson.Notice, Lesson.Notices[lab.InMem]} {
+		assert.Contains(t, notice, "3.10.8")
+		assert.Contains(t, notice, "not measured on 4.x")
+		assert.Contains(t, notice, "TTL guide")
+	}
+	assert.Contains(t, Lesson.Notice, "the docs and this broker disagree")
+}

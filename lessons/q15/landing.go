@@ -257,7 +257,8 @@ func q15AllFound(found map[string]rabbit.Delivery, tasks []string) bool {
 }
 
 // report emits the fate of nacked task from where its message was found:
-// dead-lettered into that queue, or lost if no queue holds it.
+// dead-lettered into email-dlq, stranded in email-retry-queue (which
+// nothing consumes or expires), or lost if no queue holds it.
 func (o *q15Outcome) report(env *lesson.Env, task string, d rabbit.Delivery) {
 	o.book.mu.Lock()
 	n := o.book.nacks[task]
@@ -275,8 +276,11 @@ func (o *q15Outcome) report(env *lesson.Env, task string, d rabbit.Delivery) {
 	o.landed = append(o.landed, l)
 	e.Kind, e.To = lab.DeadLettered, d.Queue
 	e.Note = "found there with basic.get (left in place); x-death: " + d.Deaths.Describe(o.names.Seed)
-	if d.Queue == notify.RetryQueue {
-		e.Note += fmt.Sprintf("; still there after %v: no x-message-ttl on the queue and no expiration on the message, so it never returns", o.held)
+	if d.Queue == notify.RetryQueue { // dead-lettered, but into a queue that is no DLQ and never lets it go
+		e.Kind = lab.Stranded
+		e.Note = fmt.Sprintf("nacked at attempt %d and dead-lettered there by email-dlx; still there %v later: no consumer, "+
+			"no x-message-ttl on the queue and no expiration on the message, so it never returns; x-death: %s",
+			n.attempt, o.held, d.Deaths.Describe(o.names.Seed))
 	}
 	env.Stream.Emit(e)
 }

@@ -18,8 +18,9 @@ func q15RoutesTable(outcomes []*q15Outcome) render.Table {
 		Header: []string{"run", "the document's version", "email-queue's arguments", "on failure the worker", "landed in", "x-death (most recent first)", "attempts, body retries"},
 		Notes: []string{
 			"Each landed message was read back with basic.get and left in place; x-death keeps one entry per (queue, reason) with a count.",
-			"Run 1: dead-lettering keeps the message as it was, and a nack cannot add an expiration; email-retry-queue has no x-message-ttl " +
-				"(the diagram's \"TTL: varies\"), so nothing sends the message back to email-queue.",
+			"Run 1: a nack cannot add an expiration, and dead-lettering would not keep one: the broker removes a dead-lettered message's expiration " +
+				"(x-death keeps it as original-expiration; measured on 3.10.8, the behaviour since 3.1.2). email-retry-queue has no x-message-ttl " +
+				"(the diagram's \"TTL: varies\"), so nothing sends the message back to email-queue: it is stranded there.",
 			"Runs 3–5: each retry is a new message (publishToRetryQueue sends the body, not the headers), so x-death counts one expiry " +
 				"however many retries it took; the body's retries counts them.",
 			fmt.Sprintf("Retry delays are the document's getRetryDelay scaled 1/%d (30 s → %v); the route, not the wait, is the lesson.", q15Scale, q15Delay(1)),

@@ -90,7 +90,7 @@ func (w *q15Worker) serveOn(ctx context.Context, conn *amqp.Connection) error {
 			return nil
 		case errors.As(err, &amqpErr) && amqpErr.Code == amqp.PreconditionFailed:
 			w.book.channelClosed(amqpErr)
-			w.env.Stream.Emit(lab.Event{Kind: lab.Alerted, Task: w.book.lastAgain(), Queue: notify.EmailQueue, Actor: w.run.actor,
+			w.env.Stream.Emit(lab.Event{Kind: lab.ChannelClosed, Task: w.book.lastAgain(), Queue: notify.EmailQueue, Actor: w.run.actor,
 				Note: fmt.Sprintf("the broker closed the worker's channel after the second settle: %d %s; every message unacked on it goes back to email-queue, and the worker opens a new channel",
 					amqpErr.Code, amqpErr.Reason)})
 		case conn.IsClosed() || errors.Is(err, amqp.ErrClosed):

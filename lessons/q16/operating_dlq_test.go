@@ -10,6 +10,7 @@ import (
 	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lesson/lessontest"
+	"github.com/queuelab/qlab/render"
 )
 
 // TestQ16RabbitMQ runs the lesson on the broker: both overflow modes (and
@@ -26,18 +27,28 @@ func TestQ16RabbitMQ(t *testing.T) {
 		{"reject-publish", "10 ack, 2 nack", "none", "r01 … r10 (10)"},
 		{"reject-publish-dlx", "10 ack, 2 nack", "x11 (maxlen), x12 (maxlen)", "x01 … x10 (10)"},
 	}, overflow.Rows, "drop-head confirms all and dead-letters the oldest; reject-publish nacks the newest")
+	// A nacked publish is refused, never enqueued; under reject-publish-dlx
+	// the refused message is then dead-lettered, and nothing says it was
+	// dropped with no copy kept.
 	for _, id := range []string{"r11", "r12"} {
 		fate, _ := labtest.Summary(t, events, id)
-		assert.Equal(t, lab.FateDropped, fate, "%s was nacked and kept nowhere", id)
+		assert.Equal(t, lab.FateRefused, fate, "%s was nacked and kept nowhere", id)
+		assert.Equal(t, []lab.Kind{lab.Refused}, labtest.Kinds(events, id), id)
 	}
 	for _, id := range []string{"x11", "x12"} {
 		fate, _ := labtest.Summary(t, events, id)
 		assert.Equal(t, lab.FateDead, fate, "%s was nacked and dead-lettered", id)
+		assert.Equal(t, []lab.Kind{lab.Refused, lab.DeadLettered}, labtest.Kinds(events, id), id)
+		refused := labtest.Of(events, id, lab.Refused)[0]
+		assert.NotContains(t, render.Style{}.Line(refused), "no copy", id)
 	}
+	assert.Equal(t, lab.Enqueued, labtest.Kinds(events, "d12")[0], "a confirmed publish is enqueued")
 
 	inspect := lessontest.TableTitled(t, res.Tables, "Reading email-dlq")
 	require.Len(t, inspect.Rows, 3)
 	assert.Equal(t, "2 → 0", inspect.Rows[0][1], "ack_requeue_false removes what it shows")
+	assert.Contains(t, inspect.Rows[1][0], "close the channel (ackmode ack_requeue_true", "the plugin requeues by closing its channel")
+	assert.Contains(t, inspect.Rows[2][0], "basic.reject each with requeue (ackmode reject_requeue_true)")
 	for _, row := range inspect.Rows[1:] {
 		assert.Equal(t, "1 → 1", row[1], row[0])
 		assert.Equal(t, "C: retries 4, x-death rejected", row[2], row[0])
@@ -45,7 +56,8 @@ func TestQ16RabbitMQ(t *testing.T) {
 	}
 	for _, id := range []string{"d01", "d02"} {
 		fate, _ := labtest.Summary(t, events, id)
-		assert.Equal(t, lab.FateDropped, fate, "%s was deleted by the seed's inspection", id)
+		assert.Equal(t, lab.FateLost, fate, "%s was dead-lettered, then deleted by the seed's inspection: gone, not dropped on purpose", id)
+		assert.Equal(t, lab.DeadLettered, labtest.Kinds(events, id)[1], id)
 	}
 
 	replay := lessontest.TableTitled(t, res.Tables, "Replaying email-dlq")

@@ -7,7 +7,8 @@
 // reason maxlen); with reject-publish the newest are nacked and kept
 // nowhere; reject-publish-dlx nacks them AND dead-letters them. The seed's
 // management-API inspection (ackmode ack_requeue_false) removes what it
-// shows; basic.get without an ack, then closing the channel, does not.
+// shows; basic.get without an ack, then closing the channel (what its
+// ack_requeue_true does), does not.
 // A replayed job whose body still says retries 4 goes straight back to
 // the DLQ on its next failure; reset the counter when you replay.
 package q16
@@ -32,7 +33,7 @@ var Lesson = lesson.Lesson{
 	Title: "Operating the DLQ: overflow, inspect without loss, replay",
 	Notice: fmt.Sprintf("email-queue scaled down to x-max-length %d, %d jobs published with confirms. drop-head (the default) confirms every publish and dead-letters the OLDEST jobs to email-dlq (x-death reason maxlen); "+
 		"reject-publish nacks the newest and keeps them nowhere; reject-publish-dlx nacks them and dead-letters them too. "+
-		"The seed's management-API inspection, ackmode ack_requeue_false, is basic.get with no-ack: it deletes what it shows. basic.get without an ack, then closing the channel, leaves every message in place (marked redelivered). "+
+		"The seed's management-API inspection, ackmode ack_requeue_false, is basic.get with no-ack: it deletes what it shows. basic.get without an ack, then closing the channel (what ack_requeue_true does), leaves every message in place (marked redelivered). "+
 		"C, parked on its last try, still says retries %d in its body: replayed as it is, one more failure sends it straight back; replayed with the counter reset, it gets a retry and succeeds.",
 		q16MaxLength, q16Published, notify.MaxRetries-1),
 	Rabbit:     runQ16,
@@ -87,7 +88,8 @@ func runQ16(ctx context.Context, env *lesson.Env) error {
 		Title:  fmt.Sprintf("What x-overflow did with %d jobs published to email-queue (x-max-length %d)", q16Published, q16MaxLength),
 		Header: []string{"x-overflow", "publisher confirms", "dead-lettered to email-dlq", "left in email-queue"},
 		Notes: []string{"RabbitMQ's docs (Queue Length Limit): the default drops or dead-letters from the head; reject-publish and reject-publish-dlx refuse the newest, " +
-			"and only reject-publish-dlx also dead-letters what it refuses. Only ready messages count toward the limit, not unacknowledged ones."},
+			"and only reject-publish-dlx also dead-letters what it refuses. Only ready messages count toward the limit, not unacknowledged ones.",
+			"d01 and d02 do not stay in email-dlq: the seed's inspection (next table) removes them, so their summary says lost."},
 	}
 	inspect := q16InspectTable()
 	version := ""
@@ -131,17 +133,19 @@ func q16OverflowRun(ctx context.Context, env *lesson.Env, o q16Overflow, inspect
 	acked, nacked := 0, 0
 	for i := 1; i <= q16Published; i++ {
 		task := fmt.Sprintf("%s%02d", o.prefix, i)
-		env.Stream.Emit(lab.Event{Kind: lab.Enqueued, Task: task, Queue: notify.EmailQueue, Actor: "API"})
+		// The event follows the confirm: enqueued only once the broker took it.
 		err := pub.Publish(ctx, notify.EmailQueue, task, notify.NewJob(task, time.Now()).Encode())
 		switch {
 		case errors.Is(err, rabbit.ErrNacked):
 			nacked++
-			env.Stream.Emit(lab.Event{Kind: lab.Dropped, Task: task, Queue: notify.EmailQueue, Actor: "Broker",
-				Note: "email-queue is full (" + string(o.mode) + "): the broker nacked the publish; the API knows and must retry or report it"})
-		case err != nil:
+			env.Stream.Emit(lab.Event{Kind: lab.Refused, Task: task, Queue: notify.EmailQueue, Actor: "API", Note: q16Refusal(o.mode)})
+		case err != nil: // no confirm either way: the broker may or may not hold it
+			env.Stream.Emit(lab.Event{Kind: lab.Enqueued, Task: task, Queue: notify.EmailQueue, Actor: "API", Note: "not confirmed"})
+			env.Stream.Emit(lab.Event{Kind: lab.Lost, Task: task, Queue: notify.EmailQueue, Actor: "API", Note: "publish failed before its confirm: " + err.Error()})
 			return nil, "", err
 		default:
 			acked++
+			env.Stream.Emit(lab.Event{Kind: lab.Enqueued, Task: task, Queue: notify.EmailQueue, Actor: "API", Note: "confirmed"})
 		}
 	}
 	kept, parked, err := s.Sift(ctx, notify.EmailQueue)
@@ -176,6 +180,15 @@ func q16OverflowRun(ctx context.Context, env *lesson.Env, o q16Overflow, inspect
 		}
 	}
 	return []string{o.name(), fmt.Sprintf("%d ack, %d nack", acked, nacked), deadCell, q16Range(sent)}, lesson.BrokerVersion(b), nil
+}
+
+// q16Refusal is what a nacked publish means under overflow mode.
+func q16Refusal(mode flow.Overflow) string {
+	n := "email-queue is full (" + string(mode) + "): the broker nacked the publish"
+	if mode == RejectPublishDLX {
+		return n + " and dead-letters the message to email-dlq"
+	}
+	return n + " and keeps no copy; only the API knows, and must retry or report it"
 }
 
 // q16Send is a worker that takes every job email-queue holds and sends it
@@ -268,8 +281,8 @@ func q16TakeLikeTheSeed(ctx context.Context, env *lesson.Env, s *rabbit.Session,
 			s.Logger.Warn("q16: the seed's read removed a message the run did not publish", "message_id", d.MessageId, "reason", reason)
 			continue
 		}
-		env.Stream.Emit(lab.Event{Kind: lab.Dropped, Task: d.MessageId, Queue: notify.DLQ, Actor: "Operator",
-			Note: "read with the seed's ackmode ack_requeue_false (basic.get, no-ack): shown once, and removed from email-dlq"})
+		env.Stream.Emit(lab.Event{Kind: lab.Lost, Task: d.MessageId, Queue: notify.DLQ, Actor: "Operator",
+			Note: "read with the seed's ackmode ack_requeue_false (basic.get, no-ack): shown once and removed from email-dlq; no copy is kept"})
 	}
 	inspect.Rows = append(inspect.Rows, []string{"the seed's curl …/get with ackmode ack_requeue_false = basic.get no-ack",
 		fmt.Sprintf("%d → %d", before, after), fmt.Sprintf("%d shown, all removed", len(shown)), "-"})

@@ -241,7 +241,10 @@ func q16InspectTable() render.Table {
 		Header: []string{"how", "depth before → after", "what it read", "order afterwards"},
 		Notes: []string{
 			"RabbitMQ's management HTTP API docs: ackmode ack_requeue_false or reject_requeue_false removes the messages, ack_requeue_true or reject_requeue_true requeues them. " +
-				"The plugin's source issues basic.get with no_ack=true for ack_requeue_false. The management plugin is not enabled on this broker, so the lab sends the same AMQP methods itself.",
+				"The plugin's source (rabbit_mgmt_wm_queue_get) does it so: ack_requeue_false is basic.get with no_ack=true; ack_requeue_true is basic.get without an ack, " +
+				"and the channel it closes after the reply requeues them (no reject is sent); only the reject_ modes send basic.reject per message, " +
+				"and reject_requeue_false dead-letters them if the queue has a dead-letter exchange. " +
+				"The management plugin is not enabled on this broker, so the lab sends the same AMQP methods itself.",
 			"Leaving a message in place costs something: the broker marks it redelivered, and a requeue may reorder a queue that others are consuming at the same time. qlab dlq inspect uses the channel-close way.",
 		},
 	}
@@ -249,15 +252,16 @@ func q16InspectTable() render.Table {
 
 // q16InspectSafely reads email-dlq twice without removing anything: with
 // basic.get and no ack, then closing the channel (rabbit.Inspect, qlab dlq
-// inspect), and as the management API's ack_requeue_true does
-// (rabbit.InspectRequeue); depth and order are checked after each.
+// inspect, and what the management API's ack_requeue_true does), and as
+// its reject_requeue_true does (rabbit.InspectRequeue); depth and order
+// are checked after each.
 func q16InspectSafely(ctx context.Context, conn *amqp.Connection, dlq string, t *render.Table) error {
 	ways := []struct {
 		how  string
 		read func(context.Context, *amqp.Connection, string, int) ([]amqp.Delivery, error)
 	}{
-		{"basic.get, no ack, close the channel (qlab dlq inspect)", rabbit.Inspect},
-		{"basic.get, then nack multiple with requeue (ackmode ack_requeue_true)", rabbit.InspectRequeue},
+		{"basic.get, no ack, close the channel (ackmode ack_requeue_true; qlab dlq inspect)", rabbit.Inspect},
+		{"basic.get each, then basic.reject each with requeue (ackmode reject_requeue_true)", rabbit.InspectRequeue},
 	}
 	for _, way := range ways {
 		before, err := rabbit.QueueDepth(ctx, conn, dlq)

@@ -50,7 +50,7 @@ var Lesson = lesson.Lesson{
 		"and what the publisher knows when its connection is cut mid-stream (at most 1 message unknown, at most the window, or everything). " +
 		"(2) A job published to an email-queue nobody declared yet is confirmed and gone; with mandatory the broker returns it (312 NO_ROUTE). " +
 		"(3) One slow and one fast worker at prefetch 1, 10 and unlimited: with unlimited prefetch the slow one is handed half the jobs and the run waits for it. " +
-		"(4) The birthday scheduler's ~200 msgs/min at prefetch 5 and 500 ms: one amqp091-go delivery loop runs one handler at a time (120/min); a goroutine per delivery runs up to 5 (600/min).",
+		"(4) The birthday scheduler's ~200 msgs/min at prefetch 5 and 500 ms: one amqp091-go delivery loop runs one handler at a time (120/min); a goroutine per delivery runs up to 5 (600/min), as the seed's async amqplib callback does.",
 	Rabbit:     runQ17,
 	Default:    lab.Rabbit,
 	TestSpeed:  5, // the slow worker's 200 ms take 40 ms

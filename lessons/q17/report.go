@@ -1,7 +1,10 @@
 package q17
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/queuelab/qlab/rabbit"
@@ -16,17 +19,25 @@ func onBroker(version string) string { return " (RabbitMQ " + version + ")" }
 func confirmTable(version string, rows []confirmRow, n, cutAt int) render.Table {
 	t := render.Table{
 		Title: "Publishing: confirms against speed, and what a cut connection loses" + onBroker(version),
-		Header: []string{"strategy", "msg/s (all confirmed)", "msg/s (broker holds all)", "held / sent",
+		Header: []string{"strategy", fmt.Sprintf("msg/s all confirmed: median (min–max of %d)", confirmRepeats),
+			fmt.Sprintf("msg/s broker holds all: median (min–max of %d)", confirmRepeats), "held / sent",
 			fmt.Sprintf("cut after #%d: confirmed", cutAt), "broker holds", "lost", "unknown to the publisher", "at most unknown"},
 		Notes: []string{
-			fmt.Sprintf("%d persistent jobs per run to the durable email-queue, real time on this machine (a loaded 2-core box: compare the rows, not the numbers with yours). "+
-				"Without confirms the publisher is done when the bytes are in its socket, long before the broker has them: the third column waits for the queue's depth.", n),
+			fmt.Sprintf("%d persistent jobs per clean run to the durable email-queue for the seed's strategy, ten times as many for the others (their runs are short), "+
+				"%d clean runs per strategy taking turns, real time on this machine "+
+				"(a loaded 2-core box: compare the rows, not the numbers with yours). Rows are ordered by the median of the third column. "+
+				"Without confirms the publisher is done when the bytes are in its socket, long before the broker has them: the third column waits for the queue's depth.", n, confirmRepeats),
 			"The cut resets the publisher's TCP connection (SO_LINGER 0) right after it sent the message, the way a killed process or a pulled cable does: " +
 				"bytes still in the socket are thrown away. Measured: sent, confirmed and what the queue holds afterwards. " +
 				"Every confirmed message was in the queue; lost = sent - held; the unknown are the ones a recovering publisher must send again (a duplicate where the broker had it).",
 			"Argued, not run here (the lab never stops the shared node): a broker crash loses what it had not written to disk; it confirms a persistent message " +
 				"to a durable queue only once written, so the same bound holds: at most the unconfirmed window. RabbitMQ 4.x confirms the same way.",
 		},
+	}
+	rows = slices.Clone(rows)
+	slices.SortStableFunc(rows, func(a, b confirmRow) int { return cmp.Compare(a.allInRate().median, b.allInRate().median) })
+	if overlap := overlapping(rows); overlap != "" {
+		t.Notes = append(t.Notes, "On this run the spreads of "+overlap+" overlap: this machine cannot order those rows.")
 	}
 	for _, r := range rows {
 		bound := "1 (the message in flight)"
@@ -37,22 +48,55 @@ func confirmTable(version string, rows []confirmRow, n, cutAt int) render.Table 
 			bound = fmt.Sprintf("%d (the window)", r.strategy.window)
 		}
 		confirmed := fmt.Sprint(r.cut.confirmed)
-		allConfirmed := rate(n, r.clean.elapsed)
+		allConfirmed := rates(r.clean.sent, r.elapsed).String()
 		if r.strategy.window == 0 {
 			confirmed, allConfirmed = "- (no confirms)", "- (none)"
 		}
-		t.Rows = append(t.Rows, []string{r.strategy.name, allConfirmed, rate(n, r.allIn), fmt.Sprintf("%d / %d", r.held, r.clean.sent),
+		t.Rows = append(t.Rows, []string{r.strategy.name, allConfirmed, r.allInRate().String(), fmt.Sprintf("%d / %d", r.held, r.clean.sent),
 			confirmed, fmt.Sprint(r.cutHeld), fmt.Sprint(r.lost()), fmt.Sprint(r.cut.unknown()), bound})
 	}
 	return t
 }
 
-// rate formats n messages in d as msg/s.
-func rate(n int, d time.Duration) string {
-	if d <= 0 {
+// spread is a set of measured rates: their median and range.
+type spread struct{ median, lo, hi float64 }
+
+// rates is the spread of n messages in each of ds, in msg/s.
+func rates(n int, ds []time.Duration) spread {
+	var rs []float64
+	for _, d := range ds {
+		if d > 0 {
+			rs = append(rs, float64(n)/d.Seconds())
+		}
+	}
+	if len(rs) == 0 {
+		return spread{}
+	}
+	slices.Sort(rs)
+	return spread{median: rs[len(rs)/2], lo: rs[0], hi: rs[len(rs)-1]}
+}
+
+// String is "median (min–max)", or "-" when nothing was measured.
+func (s spread) String() string {
+	if s.hi == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%.0f", float64(n)/d.Seconds())
+	return fmt.Sprintf("%.0f (%.0f–%.0f)", s.median, s.lo, s.hi)
+}
+
+// allInRate is the spread of r's rate until the broker held every message.
+func (r confirmRow) allInRate() spread { return rates(r.clean.sent, r.allIn) }
+
+// overlapping names the neighbouring rows (ordered by median) whose
+// ranges overlap, or "".
+func overlapping(rows []confirmRow) string {
+	var pairs []string
+	for i := 1; i < len(rows); i++ {
+		if rows[i-1].allInRate().hi >= rows[i].allInRate().lo {
+			pairs = append(pairs, fmt.Sprintf("%q and %q", rows[i-1].strategy.name, rows[i].strategy.name))
+		}
+	}
+	return strings.Join(pairs, ", ")
 }
 
 // unroutableTable shows the two publishes to the undeclared email-queue.
@@ -119,9 +163,11 @@ func seedTable(version string, runs []jobRun) render.Table {
 			fmt.Sprintf("Scaled: %d jobs instead of a steady stream; the %v handler is lesson time (--speed shrinks it) and the rate is per lesson minute. "+
 				"At %v a job one handler does %d a minute and %d concurrent handlers %d: the seed's %d fits neither.",
 				seedJobs, seedWork, seedWork, int(time.Minute/seedWork), seedPrefetch, seedPrefetch*int(time.Minute/seedWork), seedClaim),
-			"Prefetch only lets the broker push 5 jobs ahead; amqp091-go hands one consumer's deliveries to one Go channel, and a loop over it runs one handler at a time. " +
-				"Throughput is set by how many handlers run at once (the seed's QUEUE_CONCURRENCY=5 is its prefetch, not a concurrency) and how long each takes; " +
-				"prefetch must be at least that concurrency, or handlers wait for deliveries.",
+			"Prefetch lets the broker push 5 jobs ahead; how many run at once is the client's doing. The seed is TypeScript on amqp-connection-manager over amqplib, " +
+				"which calls the consume callback for each delivery without awaiting it (BaseChannel.dispatchMessage): an async handler there runs up to prefetch jobs at once, " +
+				"so its QUEUE_CONCURRENCY=5 is the prefetch and, in effect, the concurrency too: the goroutine-per-delivery row is that seed. " +
+				"amqp091-go hands one consumer's deliveries to one Go channel, and a loop over it runs one handler at a time: the first row. " +
+				"Throughput is set by how many handlers run at once and how long each takes; prefetch must be at least that many, or handlers wait for deliveries.",
 		},
 	}
 	for _, r := range runs {
