@@ -2,6 +2,7 @@ package rabbit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -173,24 +174,14 @@ func (f *Flow) PublishTo(ctx context.Context, actor, exchange, key, task string)
 }
 
 // publishMandatory publishes task's message to exchange with key,
-// mandatory, waits for the confirm and reports whether the broker
-// returned it (Publisher.wasReturned, which survives a reopened channel).
+// mandatory, through the publisher's one path (which survives a lost
+// channel), and reports whether the broker returned it.
 func (f *Flow) publishMandatory(ctx context.Context, exchange, key, task string) (returned bool, err error) {
-	msg := Publishing(task, nil)
-	msg.AppId = f.s.Names.Run
-	f.pub.mu.Lock()
-	dc, err := f.pub.ch.PublishWithDeferredConfirmWithContext(ctx, f.s.Names.Of(exchange), key,
-		true,  // mandatory: a message no binding matches comes back (basic.return)
-		false, // immediate: RabbitMQ does not support it
-		msg)
-	f.pub.mu.Unlock()
-	if err != nil {
-		return false, fmt.Errorf("publishing %s to exchange %s: %w", task, exchange, err)
+	err = f.pub.PublishTo(ctx, exchange, key, task)
+	if errors.Is(err, ErrReturned) {
+		return true, nil
 	}
-	if err := WaitConfirm(ctx, dc); err != nil {
-		return false, err
-	}
-	return f.pub.wasReturned(f.s.Names.Of(exchange), key, task, msg.AppId), nil
+	return false, err
 }
 
 // apply carries out dec on delivery d from consumer c. The event comes

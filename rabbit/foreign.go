@@ -3,7 +3,6 @@ package rabbit
 import (
 	"context"
 	"fmt"
-	"maps"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 )
@@ -71,20 +70,13 @@ func (s *Session) hold(ctx context.Context, d amqp.Delivery, reason string) erro
 	if err != nil {
 		return err
 	}
-	headers := amqp.Table{}
-	maps.Copy(headers, d.Headers)
-	headers[ForeignReasonHeader] = reason
-	msg := amqp.Publishing{
-		Headers: headers, ContentType: d.ContentType, ContentEncoding: d.ContentEncoding,
-		DeliveryMode: d.DeliveryMode, Priority: d.Priority, CorrelationId: d.CorrelationId,
-		ReplyTo: d.ReplyTo, Expiration: d.Expiration, MessageId: d.MessageId, Timestamp: d.Timestamp,
-		Type: d.Type, UserId: d.UserId, AppId: d.AppId, Body: d.Body,
+	msg := Copy(d)
+	if msg.Headers == nil {
+		msg.Headers = amqp.Table{}
 	}
-	dc, err := pub.sendTo(ctx, s.Names.hold(), msg)
-	if err != nil {
-		return err
-	}
-	return WaitConfirm(ctx, dc)
+	msg.Headers[ForeignReasonHeader] = reason
+	msg.UserId = "" // the broker refuses (406) a user-id other than the connection's
+	return pub.deliver(ctx, route{key: s.Names.hold()}, msg)
 }
 
 // holdPublisher declares the hold queue (recorded for Close, which keeps

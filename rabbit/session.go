@@ -1,7 +1,6 @@
 package rabbit
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -123,10 +122,10 @@ func Open(ctx context.Context, url string, names Names, clock lab.Clock, logger 
 // names, clock, logger and GiveUpAfter: a second process of the same run
 // (a scheduler with a connection of its own).
 // The broker answered this session, so one that does not answer now is
-// waited for (awaitBroker).
+// waited for (Retry).
 func (s *Session) Sibling(ctx context.Context) (*Session, error) {
 	var sib *Session
-	err := s.awaitBroker(ctx, "opening another connection", func() (err error) {
+	err := s.Retry(ctx, "opening another connection", func() (err error) {
 		sib, err = Open(ctx, s.URL, s.Names, s.Clock, s.Logger)
 		return err
 	})
@@ -136,60 +135,6 @@ func (s *Session) Sibling(ctx context.Context) (*Session, error) {
 	sib.GiveUpAfter = s.GiveUpAfter
 	return sib, nil
 }
-
-// awaitBroker runs try until it succeeds or fails other than with the
-// broker away (brokerAway): mid-run, a broker that does not answer is
-// restarting or gone, and is waited for as a lost connection is, with a
-// doubling pause, for at most GiveUpAfter (which fails the session), until
-// ctx ends or the session fails. The run counts as moving meanwhile
-// (WaitSettled).
-func (s *Session) awaitBroker(ctx context.Context, what string, try func() error) error {
-	giveUp := time.Now().Add(s.giveUpAfter())
-	pause := reconnectPause
-	for waiting := false; ; {
-		err := try()
-		if err == nil || !brokerAway(err) || ctx.Err() != nil {
-			return err
-		}
-		if time.Now().After(giveUp) {
-			err = fmt.Errorf("%s: the broker stayed away for %v: %w", what, s.giveUpAfter(), err)
-			s.fail(err)
-			return err
-		}
-		if !waiting {
-			waiting = true
-			s.busyRetrying(1)
-			defer s.busyRetrying(-1)
-		}
-		s.Warn("rabbit: the broker is away; trying again", "what", what, "err", err.Error())
-		select {
-		case <-time.After(pause):
-		case <-ctx.Done():
-			return err
-		case <-s.failed:
-			return fmt.Errorf("%s: %w", what, s.Err())
-		}
-		pause = min(2*pause, time.Second)
-	}
-}
-
-// brokerAway reports an error that says the broker could not be reached
-// or dropped the connection (a restart, a node stopping), not that it
-// refused the request.
-func brokerAway(err error) bool {
-	var dial *DialError
-	var amqpErr *amqp.Error
-	switch {
-	case errors.As(err, &dial):
-		return dial.transient()
-	case errors.As(err, &amqpErr):
-		return amqpErr.Code == amqp.ConnectionForced || amqpErr.Code == amqp.ChannelError
-	}
-	return false
-}
-
-// giveUpAfter is GiveUpAfter or its default.
-func (s *Session) giveUpAfter() time.Duration { return cmp.Or(s.GiveUpAfter, DefaultGiveUpAfter) }
 
 // ConnectionName is the name every connection of a run with names carries
 // ("qlab qlab-3f9a1c"): the broker lists it (rabbitmqctl list_connections
@@ -605,6 +550,6 @@ func withinValue[T any](ctx context.Context, f func() (T, error)) (T, error) {
 		return r.v, r.err
 	case <-ctx.Done():
 		var zero T
-		return zero, fmt.Errorf("broker did not answer: %w", ctx.Err())
+		return zero, fmt.Errorf("%w: %w", ErrNoAnswer, ctx.Err())
 	}
 }
