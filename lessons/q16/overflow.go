@@ -218,20 +218,16 @@ func isJob(body []byte) error {
 // confirmed a publish, or taken a nack, before the message that overflow
 // or nack dead-letters reaches email-dlq.
 func q16Landed(ctx context.Context, s *rabbit.Session, want int) ([]rabbit.Delivery, int, error) {
-	deadline := time.Now().Add(q16Landing)
+	var dead []rabbit.Delivery
 	parked := 0
-	for {
-		dead, n, err := s.Sift(ctx, notify.DLQ)
+	_, err := rabbit.PollUntil(ctx, 20*time.Millisecond, q16Landing, func() (bool, error) {
+		var n int
+		var err error
+		dead, n, err = s.Sift(ctx, notify.DLQ)
 		parked += n
-		if err != nil || len(dead) >= want || time.Now().After(deadline) {
-			return dead, parked, err
-		}
-		select {
-		case <-time.After(20 * time.Millisecond):
-		case <-ctx.Done():
-			return nil, parked, ctx.Err()
-		}
-	}
+		return len(dead) >= want, err
+	})
+	return dead, parked, err
 }
 
 // q16Landing bounds the wait for dead-lettered messages to reach
