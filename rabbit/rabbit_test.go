@@ -324,6 +324,6 @@ func TestClosedSessionDialsNoMore(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.Close(ctx))
 	_, err = s.Depth(ctx, "anything")
-	require.ErrorIs(t, err, amqp.ErrClosed)
+	require.ErrorIs(t, err, rabbit.ErrSessionClosed)
 	assert.True(t, s.Connection().IsClosed(), "no new connection was dialled")
 }

@@ -1,6 +1,7 @@
 package rabbit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -158,6 +159,9 @@ func (s *Session) Connection() *amqp.Connection {
 	return s.conn
 }
 
+// ErrSessionClosed means the session was closed: it dials no more.
+var ErrSessionClosed = errors.New("rabbit: the session is closed")
+
 // live returns the session's connection, dialling a new one within ctx if
 // the broker closed it (close_all_connections, a restart, a network cut),
 // so a run's declares, publishes and clean-up outlive a drop.
@@ -168,7 +172,7 @@ func (s *Session) live(ctx context.Context) (*amqp.Connection, error) {
 		return s.conn, nil
 	}
 	if s.closed { // a late probe (a depth sample) must not dial a connection nobody closes
-		return nil, amqp.ErrClosed
+		return nil, ErrSessionClosed
 	}
 	conn, err := dialAs(ctx, s.URL, ConnectionName(s.Names), nil)
 	if err != nil {
@@ -495,28 +499,30 @@ func (s *Session) closeConn() error {
 }
 
 // deleteOwned deletes the queues the session created, on the session's
-// live connection (a fresh one if the broker closed it).
+// live connection (a fresh one if the broker closed it), waiting for a
+// broker that is restarting as Retry says. The error names every queue
+// left behind.
 func (s *Session) deleteOwned(ctx context.Context, names []string) error {
-	conn, err := s.live(ctx)
-	if err != nil {
-		return fmt.Errorf("deleting the run's queues: %w", err)
-	}
+	var left []string
+	var first error
 	for _, name := range names {
-		if name == s.Names.hold() && s.keepHold(ctx, conn) {
-			continue
-		}
-		err := within(ctx, func() error {
-			ch, err := conn.Channel()
-			if err != nil {
-				return err
+		err := s.OnConnection(ctx, "deleting queue "+name, func(conn *amqp.Connection) error {
+			if name == s.Names.hold() && s.keepHold(ctx, conn) {
+				return nil
 			}
-			defer ch.Close()
-			_, err = ch.QueueDelete(name, false, false, false)
-			return err
+			return onChannel(ctx, conn, func(ch *amqp.Channel) error {
+				_, err := ch.QueueDelete(name, false, false, false)
+				return err
+			})
 		})
 		if err != nil && !isNotFound(err) {
-			return fmt.Errorf("deleting queue %s: %w", name, err)
+			left = append(left, name)
+			first = cmp.Or(first, err)
 		}
+	}
+	if len(left) > 0 {
+		return fmt.Errorf("the clean-up left the run's queues %s behind (rabbitmqctl delete_queue each, or qlab broker clean): %w",
+			strings.Join(left, ", "), first)
 	}
 	return nil
 }
