@@ -363,13 +363,14 @@ func (s *Session) exists(ctx context.Context, name string) (bool, error) {
 	return err == nil, err
 }
 
-// inspect passively declares broker queue name on a channel of its own.
-func (s *Session) inspect(ctx context.Context, name string) (amqp.Queue, error) {
-	conn, err := s.live(ctx)
-	if err != nil {
-		return amqp.Queue{}, err
-	}
-	return inspectOn(ctx, conn, name)
+// inspect passively declares broker queue name on a channel of its own,
+// waiting for a broker that is away as Retry says.
+func (s *Session) inspect(ctx context.Context, name string) (q amqp.Queue, err error) {
+	err = s.OnConnection(ctx, "inspecting "+name, func(conn *amqp.Connection) (err error) {
+		q, err = inspectOn(ctx, conn, name)
+		return err
+	})
+	return q, err
 }
 
 // inspectOn is inspect on connection conn.
@@ -421,14 +422,11 @@ func (s *Session) Redeclare(ctx context.Context, q Queue, args amqp.Table) error
 // closes the channel it happens on, and the session must stay usable) and
 // turns a 406 PRECONDITION_FAILED into a *PreconditionError.
 func (s *Session) queueDeclare(ctx context.Context, name string, args amqp.Table) error {
-	err := within(ctx, func() error {
-		ch, err := s.channel(ctx)
-		if err != nil {
+	err := s.OnConnection(ctx, "declaring "+name, func(conn *amqp.Connection) error {
+		return onChannel(ctx, conn, func(ch *amqp.Channel) error {
+			_, err := ch.QueueDeclare(name, true, false, false, false, args)
 			return err
-		}
-		defer ch.Close()
-		_, err = ch.QueueDeclare(name, true, false, false, false, args)
-		return err
+		})
 	})
 	var amqpErr *amqp.Error
 	if errors.As(err, &amqpErr) && amqpErr.Code == amqp.PreconditionFailed {

@@ -153,7 +153,7 @@ func measureConfirms(ctx context.Context, s *rabbit.Session, n, cutAt int) ([]co
 // broker held is the run's messages among them (rabbit.Empty parks any
 // other, so a message someone else published there is not counted).
 func publishOnce(ctx context.Context, s *rabbit.Session, queue string, st confirmStrategy, n, cutAt int) (publishRun, int, time.Duration, error) {
-	conn, err := rabbit.DialCuttable(ctx, s.URL)
+	conn, err := s.DialCuttable(ctx)
 	if err != nil {
 		return publishRun{}, 0, 0, err
 	}
