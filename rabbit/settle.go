@@ -150,3 +150,11 @@ func ReportLost(stream *lab.Stream, actor, reason string) {
 		}
 	}
 }
+
+// ReportDiscarded emits a lost event for every task the stream still has
+// pending. Call it after a run that stopped early has deleted its queues:
+// the deletion discarded whatever messages they held, and no message may
+// vanish without an event saying so.
+func ReportDiscarded(stream *lab.Stream, actor string) {
+	ReportLost(stream, actor, "the run stopped early; deleting its queues discarded the message")
+}
