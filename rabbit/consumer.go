@@ -125,9 +125,9 @@ func (s *Session) Consume(ctx context.Context, opts ConsumerOptions, handle Hand
 		cancel()
 		return nil, err
 	}
-	s.mu.Lock()
-	s.consumers = append(s.consumers, c)
-	s.mu.Unlock()
+	s.health.mu.Lock()
+	s.health.consumers = append(s.health.consumers, c)
+	s.health.mu.Unlock()
 	go c.run(ctx, deliveries, closed)
 	return c, nil
 }

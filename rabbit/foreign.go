@@ -7,6 +7,9 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
+// The screening part of a Session: messages that are no task of the run,
+// moved to the hold queue (park) and counted. Locks: see screening.
+
 // ForeignReasonHeader is the header a foreign message carries in the hold
 // queue: why it was moved there and from where.
 const ForeignReasonHeader = "qlab-foreign-reason"
@@ -16,9 +19,9 @@ const ForeignReasonHeader = "qlab-foreign-reason"
 // Names.Run) and malformed ones (see TaskProblem and Park), which no
 // handler ever settles.
 func (s *Session) Foreign() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.foreign
+	s.screen.mu.Lock()
+	defer s.screen.mu.Unlock()
+	return s.screen.parked
 }
 
 // parkActivity is how many messages the session parked so far, and
@@ -26,9 +29,12 @@ func (s *Session) Foreign() int {
 // publishing again after a lost channel (bounded by Session.GiveUpAfter).
 // WaitSettled counts both as the run moving.
 func (s *Session) parkActivity() (parked int, busy bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.foreign, s.parking > 0 || s.retrying > 0
+	s.screen.mu.Lock()
+	parked, parking := s.screen.parked, s.screen.parking
+	s.screen.mu.Unlock()
+	s.health.mu.Lock()
+	defer s.health.mu.Unlock()
+	return parked, parking > 0 || s.health.retrying > 0
 }
 
 // park takes delivery d, met on seed queue queue, out of the run's way
@@ -39,14 +45,14 @@ func (s *Session) parkActivity() (parked int, busy bool) {
 // dead-letters it along the queue's route or drops it: requeueing would
 // hand it straight back, a hot loop.
 func (s *Session) park(ctx context.Context, queue string, d amqp.Delivery, reason string) {
-	s.mu.Lock()
-	s.foreign++
-	s.parking++
-	s.mu.Unlock()
+	s.screen.mu.Lock()
+	s.screen.parked++
+	s.screen.parking++
+	s.screen.mu.Unlock()
 	defer func() {
-		s.mu.Lock()
-		s.parking--
-		s.mu.Unlock()
+		s.screen.mu.Lock()
+		s.screen.parking--
+		s.screen.mu.Unlock()
 	}()
 	reason += "; found in " + s.Names.Of(queue)
 	err := s.hold(ctx, d, reason)
@@ -82,11 +88,11 @@ func (s *Session) hold(ctx context.Context, d amqp.Delivery, reason string) erro
 // holdPublisher declares the hold queue (recorded for Close, which keeps
 // it while it holds anything) and opens its publisher, once.
 func (s *Session) holdPublisher(ctx context.Context) (*Publisher, error) {
-	s.holdMu.Lock()
-	defer s.holdMu.Unlock()
-	s.mu.Lock()
-	pub := s.holdPub
-	s.mu.Unlock()
+	s.screen.pubMu.Lock()
+	defer s.screen.pubMu.Unlock()
+	s.screen.mu.Lock()
+	pub := s.screen.pub
+	s.screen.mu.Unlock()
 	if pub != nil {
 		return pub, nil
 	}
@@ -98,10 +104,12 @@ func (s *Session) holdPublisher(ctx context.Context) (*Publisher, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	s.declared = append(s.declared, name)
-	s.holdPub = pub
-	s.mu.Unlock()
+	s.owned.mu.Lock()
+	s.owned.declared = append(s.owned.declared, name)
+	s.owned.mu.Unlock()
+	s.screen.mu.Lock()
+	s.screen.pub = pub
+	s.screen.mu.Unlock()
 	return pub, nil
 }
 

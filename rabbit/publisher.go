@@ -295,11 +295,3 @@ func (p *Publisher) Close() error {
 	p.mu.Unlock()
 	return ch.Close()
 }
-
-// busyRetrying counts a publish that starts (+1) or stops (-1) waiting out
-// a lost channel.
-func (s *Session) busyRetrying(n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.retrying += n
-}

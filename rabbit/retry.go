@@ -68,7 +68,7 @@ func (s *Session) Retry(ctx context.Context, what string, try func() error) erro
 		case <-time.After(pause):
 		case <-ctx.Done():
 			return err
-		case <-s.failed:
+		case <-s.health.failed:
 			return fmt.Errorf("%s: %w", what, s.Err())
 		}
 		pause = min(2*pause, b.Max)

@@ -42,7 +42,9 @@ func TestTransientTellsAbsenceFromRefusal(t *testing.T) {
 // idleSession is a session that never dialled: enough for Retry,
 // which only waits, counts and fails.
 func idleSession(giveUp time.Duration) *Session {
-	return &Session{Logger: slog.New(slog.DiscardHandler), GiveUpAfter: giveUp, failed: make(chan struct{})}
+	s := &Session{Logger: slog.New(slog.DiscardHandler), GiveUpAfter: giveUp}
+	s.health.failed = make(chan struct{})
+	return s
 }
 
 func TestRetryWaitsForABrokerThatComesBack(t *testing.T) {

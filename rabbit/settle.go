@@ -38,9 +38,9 @@ func (s *Session) patience() time.Duration {
 	if s.Patience > 0 {
 		return s.Patience
 	}
-	s.mu.Lock()
-	longest := s.longest
-	s.mu.Unlock()
+	s.owned.mu.Lock()
+	longest := s.owned.longest
+	s.owned.mu.Unlock()
 	return max(patienceFactor*longest, minPatience)
 }
 
@@ -93,9 +93,9 @@ func (s *Session) WaitSettled(ctx context.Context, stream *lab.Stream, extra fun
 
 // checkQueues fails the session if a queue it created is gone.
 func (s *Session) checkQueues(ctx context.Context) error {
-	s.mu.Lock()
-	owned := slices.Clone(s.declared)
-	s.mu.Unlock()
+	s.owned.mu.Lock()
+	owned := slices.Clone(s.owned.declared)
+	s.owned.mu.Unlock()
 	for _, name := range owned {
 		if _, err := s.inspect(ctx, name); isNotFound(err) {
 			s.fail(fmt.Errorf("queue %s was deleted while the run used it (not by this run)", name))
