@@ -3,6 +3,7 @@ package rabbit
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 )
@@ -124,4 +125,27 @@ func (s *Session) keepHold(ctx context.Context, conn *amqp.Connection) bool {
 	s.Logger.Warn("rabbit: kept the hold queue: it holds messages this run did not publish",
 		"queue", s.Names.hold(), "messages", n, "remove_with", "rabbitmqctl delete_queue "+s.Names.hold())
 	return true
+}
+
+// parkLeftovers sifts every queue the session declared that still holds
+// messages (Sift), so that a message someone else put there (one waiting
+// out a wait queue's TTL, say) is parked in the hold queue with a reason
+// before Close deletes the queue, never deleted with it unseen. The run's
+// own messages stay, for the deletion to discard (ReportDiscarded says
+// so). Trouble is logged: the clean-up goes on.
+func (s *Session) parkLeftovers(ctx context.Context) {
+	s.owned.mu.Lock()
+	owned := slices.Clone(s.owned.declared)
+	s.owned.mu.Unlock()
+	for _, name := range owned {
+		if name == s.Names.hold() {
+			continue
+		}
+		if q, err := s.inspect(ctx, name); err != nil || q.Messages == 0 {
+			continue
+		}
+		if _, _, err := s.Sift(ctx, s.Names.Seed(name)); err != nil {
+			s.Logger.Warn("rabbit: could not look for foreign messages before deleting a queue", "queue", name, "err", err.Error())
+		}
+	}
 }

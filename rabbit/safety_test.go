@@ -142,6 +142,32 @@ func TestForeignMessageIsHeldNotHandled(t *testing.T) {
 	assert.Equal(t, 1, depthOf(t, other, hold))
 }
 
+// TestForeignMessageInAWaitQueueIsParkedAtClose: a message someone else
+// put in one of the run's wait queues is still waiting out its TTL when
+// the run ends. Close parks it in the hold queue with a reason instead of
+// deleting it with the queue (it once deleted it silently); the run's own
+// message there goes with the queue.
+func TestForeignMessageInAWaitQueueIsParkedAtClose(t *testing.T) {
+	s := rabbittest.Session(t, 1)
+	ctx := testCtx(t)
+	require.NoError(t, s.Declare(ctx, emailLoopTopology(time.Hour)))
+	other := outsider(t)
+	publishConfirmed(ctx, t, other, s.Names.Of(emailWait), amqp.Publishing{MessageId: "theirs", AppId: "someone-else", Body: []byte("{}")})
+	pub, err := s.Publisher(ctx)
+	require.NoError(t, err)
+	require.NoError(t, pub.Publish(ctx, emailWait, "A", nil))
+
+	hold := s.Names.Run + ".foreign"
+	t.Cleanup(func() { _, _ = outsider(t).QueueDelete(hold, false, false, false) })
+	require.NoError(t, s.Close(ctx))
+	held, ok, err := other.Get(hold, true)
+	require.NoError(t, err)
+	require.True(t, ok, "the foreign message waits in %s", hold)
+	assert.Equal(t, "theirs", held.MessageId)
+	assert.Contains(t, held.Headers[rabbit.ForeignReasonHeader], "found in "+s.Names.Of(emailWait))
+	assert.Equal(t, 0, depthOf(t, other, hold), "only the foreign message was parked")
+}
+
 // TestDeletedConsumedQueueEndsTheRun: someone deletes the queue a consumer
 // reads. The run ends with one error naming it, within the bound, instead
 // of reconnecting for ever.

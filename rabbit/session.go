@@ -181,8 +181,9 @@ func (s *Session) Sibling(ctx context.Context) (*Session, error) {
 // told apart and closed alone.
 func ConnectionName(names Names) string { return "qlab " + names.Run }
 
-// Close stops the session's consumers, deletes every queue the session
-// created (a queue already gone counts as deleted) and closes the
+// Close stops the session's consumers, parks what no task of the run left
+// in its queues (parkLeftovers), deletes every queue the session created
+// (a queue already gone counts as deleted) and closes the
 // connection, each step bounded by ctx. The hold queue stays when it holds
 // foreign messages: they were never the run's to delete. If the session's
 // connection was lost, Close dials a new one to clean up. It returns the
@@ -195,6 +196,7 @@ func (s *Session) Close(ctx context.Context) error {
 	for _, c := range consumers {
 		c.Stop()
 	}
+	s.parkLeftovers(ctx)
 	s.screen.mu.Lock()
 	holdPub := s.screen.pub
 	s.screen.pub = nil
