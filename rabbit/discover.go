@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -219,9 +220,8 @@ func dial(ctx context.Context, rawURL string, netDial func(network, addr string)
 // dialAs is dial with the connection name the broker shows (rabbitmqctl
 // list_connections client_properties, the management UI).
 func dialAs(ctx context.Context, rawURL, name string, netDial func(network, addr string) (net.Conn, error)) (*amqp.Connection, error) {
-	if _, err := amqp.ParseURI(rawURL); err != nil {
-		// The parser's message may quote the URL: say only which form is expected.
-		return nil, &DialError{URL: Redact(rawURL), Reason: "not an AMQP URL (want amqp://user:pass@host:port/vhost)"}
+	if err := checkURL(rawURL); err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
@@ -254,6 +254,30 @@ func dialAs(ctx context.Context, rawURL, name string, netDial func(network, addr
 		return nil, &DialError{URL: Redact(rawURL), Reason: "no answer", Detail: fmt.Sprintf("nothing within %v", probeTimeout)}
 	}
 }
+
+// checkURL refuses a URL amqp091-go cannot parse, and one it would read
+// as something else than what was written: "amqp:guest:pw@host/vhost"
+// (no "//") parses as an opaque URL, which amqp091-go takes for the
+// default guest@localhost, vhost "/". The error never quotes the password.
+func checkURL(rawURL string) error {
+	const want = "want amqp://user:pass@host:port/vhost"
+	uri, err := amqp.ParseURI(rawURL)
+	if err != nil {
+		// The parser's message may quote the URL: say only which form is expected.
+		return &DialError{URL: Redact(rawURL), Reason: "not an AMQP URL (" + want + ")"}
+	}
+	if u, err := url.Parse(rawURL); err == nil && u.Opaque == "" {
+		return nil
+	}
+	return &DialError{URL: Redact(rawURL), Reason: fmt.Sprintf(
+		"not an AMQP URL: amqp091-go would read it as %s@%s:%d, vhost %q, not what it says (%s)",
+		uri.Username, uri.Host, uri.Port, uri.Vhost, want)}
+}
+
+// userinfoInText is a user:password@ pair anywhere in a text: a broker's
+// reply may quote a mangled URL (a vhost holding a second URL), whose
+// password Redact's reading of the whole URL does not know.
+var userinfoInText = regexp.MustCompile(`([A-Za-z0-9._~%!$&'()*+,;=-]+):[^@\s/"']+@`)
 
 // Redact returns rawURL with its password replaced by "xxxxx", so URLs can
 // be printed and logged, whether or not they parse. The userinfo is
@@ -299,12 +323,13 @@ func isScheme(s string) bool {
 }
 
 // redactIn returns msg with rawURL's password hidden, in case a library
-// echoed the URL or the password: as they are, percent-decoded, or quoted
-// the way Go quotes strings (%q, which escapes bytes such as \x7f).
+// or the broker echoed the URL or the password: as they are,
+// percent-decoded, or quoted the way Go quotes strings (%q, which escapes
+// bytes such as \x7f); and any other user:password@ in it too.
 func redactIn(msg, rawURL string) string {
 	userinfo, _, ok := splitUserinfo(rawURL)
 	if !ok {
-		return msg
+		return userinfoInText.ReplaceAllString(msg, "${1}:xxxxx@")
 	}
 	_, pw, _ := strings.Cut(userinfo, ":")
 	secrets := []string{rawURL, pw}
@@ -321,7 +346,7 @@ func redactIn(msg, rawURL string) string {
 	}
 	// One pass: a replacement is never searched again, so a password that
 	// occurs in "xxxxx" cannot make the message grow.
-	return strings.NewReplacer(forms...).Replace(msg)
+	return userinfoInText.ReplaceAllString(strings.NewReplacer(forms...).Replace(msg), "${1}:xxxxx@")
 }
 
 // quotedInner is s quoted by quote, without the surrounding quotes.

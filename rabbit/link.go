@@ -15,7 +15,7 @@ import (
 // the session did not ask for.
 func (s *Session) logClose(conn *amqp.Connection) {
 	if err, ok := <-conn.NotifyClose(make(chan *amqp.Error, 1)); ok && err != nil {
-		s.Logger.Warn("rabbit: session connection lost", "url", Redact(s.URL), "err", err.Error())
+		s.Logger.Warn("rabbit: session connection lost", "url", Redact(s.URL), "err", redactIn(err.Error(), s.URL))
 	}
 }
 

@@ -63,7 +63,7 @@ func (s *Session) Retry(ctx context.Context, what string, try func() error) erro
 			s.busyRetrying(1)
 			defer s.busyRetrying(-1)
 		}
-		s.Warn("rabbit: the broker is away; trying again", "what", what, "err", err.Error())
+		s.Warn("rabbit: the broker is away; trying again", "what", what, "err", redactIn(err.Error(), s.URL))
 		select {
 		case <-time.After(pause):
 		case <-ctx.Done():
