@@ -42,9 +42,10 @@ type CleanedQueue struct {
 var ErrInUse = errors.New("a run with this prefix is still going")
 
 // Clean deletes, on the broker at url, every queue and exchange of topos
-// that exists under names (a killed run's leftovers). If any of those
-// queues has a consumer, a run with that prefix is still going and owns
-// all of them: Clean deletes nothing and its error wraps ErrInUse. With
+// that exists under names (a killed run's leftovers). If a run still
+// holds its claim on the names (see claim.go), or any of those queues has
+// a consumer, a run with that prefix is still going and owns all of them:
+// Clean deletes nothing and its error wraps ErrInUse. With
 // dryRun it deletes nothing and reports what it would delete. A passive
 // declare of a missing queue closes its channel, so each name is checked
 // on a channel of its own.
@@ -58,6 +59,15 @@ func Clean(ctx context.Context, url string, names Names, topos []flow.Topology, 
 		return res, err
 	}
 	defer conn.Close()
+	if held, err := claimHeld(ctx, conn, names); err != nil || held {
+		if err == nil && !dryRun {
+			err = fmt.Errorf("%w: it holds its claim on the names (%s); clean deletes nothing under %s while that run goes on",
+				ErrInUse, claimName(names), names.Prefix)
+		}
+		if err != nil {
+			return res, err
+		}
+	}
 	queues, exchanges := cleanNames(names, topos)
 	for _, name := range queues {
 		if err := findQueue(ctx, conn, name, &res); err != nil {

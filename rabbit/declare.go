@@ -87,6 +87,9 @@ func (s *Session) Declare(ctx context.Context, t Topology) error {
 	if err := checkTTLs(t, s.Clock); err != nil {
 		return err
 	}
+	if err := s.claim(ctx); err != nil {
+		return err
+	}
 	if err := s.refuseExisting(ctx, t); err != nil {
 		return err
 	}

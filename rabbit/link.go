@@ -3,6 +3,7 @@ package rabbit
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 )
@@ -45,6 +46,16 @@ func (s *Session) live(ctx context.Context) (*amqp.Connection, error) {
 	conn, err := dialAs(ctx, s.URL, ConnectionName(s.Names), nil)
 	if err != nil {
 		return nil, err
+	}
+	if s.link.claimed { // the claim went with the old connection: take it again
+		if err := claimOn(ctx, conn, s.Names); err != nil {
+			_ = conn.Close()
+			var claimed *ClaimedError
+			if errors.As(err, &claimed) {
+				s.fail(fmt.Errorf("the run lost its claim on its names while its connection was down: %w", err))
+			}
+			return nil, err
+		}
 	}
 	s.Logger.Info("rabbit: session reconnected", "url", Redact(s.URL))
 	s.link.conn = conn

@@ -29,7 +29,9 @@ const opTimeout = 5 * time.Second
 //
 // Its state is in four parts, each behind a lock of its own, taken only
 // to read or change that part and never while calling the broker or
-// holding another part's lock (except screen.pubMu, see screening):
+// holding another part's lock, with two exceptions: link.mu is held while
+// live dials (and re-claims the names), and health.mu is a leaf that may
+// be taken under it; screen.pubMu, see screening. The parts:
 // link, the session's connection (link.go); owned, what it declared, for
 // Close (declare.go); health, whether the run can go on and what keeps
 // it busy (health.go); screen, messages that are no task of the run
@@ -59,9 +61,10 @@ type Session struct {
 // held while live dials a replacement (so two callers never dial two) and
 // never while the connection is used.
 type link struct {
-	mu     sync.Mutex
-	conn   *amqp.Connection
-	closed bool // Close has run: live dials no more
+	mu      sync.Mutex
+	conn    *amqp.Connection
+	closed  bool // Close has run: live dials no more
+	claimed bool // the run's names are claimed on conn (claim.go)
 }
 
 // owned is what the session created on the broker, for Close to delete
