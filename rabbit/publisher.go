@@ -169,7 +169,7 @@ type route struct {
 // again on a new one (Session.Retry); a nack, a return or a context that
 // ends is returned at once.
 func (p *Publisher) deliver(ctx context.Context, r route, msg amqp.Publishing) error {
-	return p.s.Retry(ctx, "publishing "+msg.MessageId, func() error {
+	return p.s.Retry(ctx, "waiting for the broker", func() error {
 		ch, err := p.live(ctx)
 		if err != nil {
 			return err
