@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 )
@@ -110,4 +111,27 @@ func claimHeld(ctx context.Context, conn *amqp.Connection, names Names) (bool, e
 		return true, nil
 	}
 	return false, err
+}
+
+// reclaimWithin bounds how long reclaim waits for the broker to drop the
+// claim of a connection that just closed: it deletes an exclusive queue
+// once it has noticed the close, a moment after the client has.
+const reclaimWithin = 3 * time.Second
+
+// reclaim takes names' claim on conn after the session's connection was
+// replaced, waiting while the old connection's claim is still there
+// (PollUntil); a claim still held after reclaimWithin is another run's.
+func reclaim(ctx context.Context, conn *amqp.Connection, names Names) error {
+	var err error
+	if _, perr := PollUntil(ctx, 50*time.Millisecond, reclaimWithin, func() (bool, error) {
+		err = claimOn(ctx, conn, names)
+		var claimed *ClaimedError
+		if errors.As(err, &claimed) {
+			return false, nil // perhaps our own old one, not yet dropped
+		}
+		return true, nil
+	}); perr != nil {
+		return perr
+	}
+	return err
 }

@@ -94,3 +94,24 @@ func TestCleanRefusesWhileTheNamesAreClaimed(t *testing.T) {
 	require.NoError(t, err, "the wait queue is still there")
 	assert.Zero(t, n)
 }
+
+// TestClaimIsTakenAgainAfterALostConnection: a run under exact names whose
+// session connection is lost takes its claim again on the new one (the
+// broker drops the old connection's claim a moment later) and goes on.
+func TestClaimIsTakenAgainAfterALostConnection(t *testing.T) {
+	rabbittest.NeedBroker(t)
+	names, err := rabbit.PersonNames(rabbit.RunNames().Run + "-again")
+	require.NoError(t, err)
+	s := openAs(t, names)
+	require.NoError(t, s.Declare(testCtx(t), emailLoopTopology(time.Hour)))
+	for range 3 {
+		require.NoError(t, s.Connection().Close())
+		_, err := s.Depth(testCtx(t), emailQueue)
+		require.NoError(t, err)
+		require.NoError(t, s.Err())
+	}
+	other := openAs(t, names)
+	var claimed *rabbit.ClaimedError
+	require.ErrorAs(t, other.Declare(testCtx(t), rabbit.Topology{Queues: []rabbit.Queue{{Name: "x", Role: rabbit.Work}}}), &claimed,
+		"the run still holds its names")
+}

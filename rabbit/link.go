@@ -48,7 +48,7 @@ func (s *Session) live(ctx context.Context) (*amqp.Connection, error) {
 		return nil, err
 	}
 	if s.link.claimed { // the claim went with the old connection: take it again
-		if err := claimOn(ctx, conn, s.Names); err != nil {
+		if err := reclaim(ctx, conn, s.Names); err != nil {
 			_ = conn.Close()
 			var claimed *ClaimedError
 			if errors.As(err, &claimed) {
