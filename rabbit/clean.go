@@ -35,12 +35,20 @@ type CleanedQueue struct {
 	Consumers int
 }
 
+// ErrInUse is wrapped by Clean's error when a queue under the prefix has
+// a consumer: a run with that prefix is still going, so Clean deletes
+// nothing (a wait queue or a DLQ of that run has no consumer of its own,
+// yet is just as much in use).
+var ErrInUse = errors.New("a run with this prefix is still going")
+
 // Clean deletes, on the broker at url, every queue and exchange of topos
-// that exists under names (a killed run's leftovers), except a queue a
-// consumer is attached to: a run with that prefix is still going, and it
-// owns that queue. With dryRun it deletes nothing and reports what it
-// would delete. A passive declare of a missing queue closes its channel,
-// so each name is checked on a channel of its own.
+// that exists under names (a killed run's leftovers). If a run still
+// holds its claim on the names (see claim.go), or any of those queues has
+// a consumer, a run with that prefix is still going and owns all of them:
+// Clean deletes nothing and its error wraps ErrInUse. With
+// dryRun it deletes nothing and reports what it would delete. A passive
+// declare of a missing queue closes its channel, so each name is checked
+// on a channel of its own.
 func Clean(ctx context.Context, url string, names Names, topos []flow.Topology, dryRun bool) (CleanResult, error) {
 	var res CleanResult
 	if names.Prefix == "" {
@@ -51,36 +59,68 @@ func Clean(ctx context.Context, url string, names Names, topos []flow.Topology, 
 		return res, err
 	}
 	defer conn.Close()
+	if held, err := claimHeld(ctx, conn, names); err != nil || held {
+		if err == nil && !dryRun {
+			err = fmt.Errorf("%w: it holds its claim on the names (%s); clean deletes nothing under %s while that run goes on",
+				ErrInUse, claimName(names), names.Prefix)
+		}
+		if err != nil {
+			return res, err
+		}
+	}
+	queues, exchanges := cleanNames(names, topos)
+	for _, name := range queues {
+		if err := findQueue(ctx, conn, name, &res); err != nil {
+			return res, err
+		}
+	}
+	for _, name := range exchanges {
+		if err := findExchange(ctx, conn, name, &res); err != nil {
+			return res, err
+		}
+	}
+	switch {
+	case len(res.InUse) > 0:
+		q := res.InUse[0]
+		err := fmt.Errorf("%w: queue %s has %d consumers; clean deletes nothing under %s while that run goes on",
+			ErrInUse, q.Name, q.Consumers, names.Prefix)
+		if dryRun {
+			return res, nil // the listing says so
+		}
+		res.Deleted, res.Exchanges = nil, nil
+		return res, err
+	case dryRun:
+		return res, nil
+	}
+	return res, deleteFound(ctx, conn, res)
+}
+
+// cleanNames lists the broker names of topos' queues and exchanges under
+// names, each once, in topology order.
+func cleanNames(names Names, topos []flow.Topology) (queues, exchanges []string) {
 	seen := map[string]bool{}
 	for _, t := range topos {
 		for _, q := range t.Queues {
-			name := names.Of(q.Name)
-			if seen[name] {
-				continue
-			}
-			seen[name] = true
-			if err := cleanQueue(ctx, conn, name, dryRun, &res); err != nil {
-				return res, err
+			if name := names.Of(q.Name); !seen[name] {
+				seen[name] = true
+				queues = append(queues, name)
 			}
 		}
 	}
 	for _, t := range topos {
 		for _, x := range t.Exchanges {
-			name := names.Of(x.Name)
-			if seen["exchange "+name] {
-				continue
-			}
-			seen["exchange "+name] = true
-			if err := cleanExchange(ctx, conn, name, dryRun, &res); err != nil {
-				return res, err
+			if name := names.Of(x.Name); !seen["exchange "+name] {
+				seen["exchange "+name] = true
+				exchanges = append(exchanges, name)
 			}
 		}
 	}
-	return res, nil
+	return queues, exchanges
 }
 
-// cleanQueue deletes broker queue name if it exists and has no consumer.
-func cleanQueue(ctx context.Context, conn *amqp.Connection, name string, dryRun bool, res *CleanResult) error {
+// findQueue records broker queue name in res: absent, in use (a consumer
+// is attached) or to delete.
+func findQueue(ctx context.Context, conn *amqp.Connection, name string, res *CleanResult) error {
 	q, err := inspectOn(ctx, conn, name)
 	switch {
 	case isNotFound(err):
@@ -92,26 +132,14 @@ func cleanQueue(ctx context.Context, conn *amqp.Connection, name string, dryRun 
 	found := CleanedQueue{Name: name, Messages: q.Messages, Consumers: q.Consumers}
 	if q.Consumers > 0 {
 		res.InUse = append(res.InUse, found)
-		return nil
+	} else {
+		res.Deleted = append(res.Deleted, found)
 	}
-	if !dryRun {
-		err := onChannel(ctx, conn, func(ch *amqp.Channel) error {
-			_, err := ch.QueueDelete(name,
-				true,  // ifUnused: a consumer that attached since the check keeps it
-				false, // ifEmpty: no, a killed run's messages go with its queue
-				false) // noWait: wait for the broker's answer
-			return err
-		})
-		if err != nil && !isNotFound(err) {
-			return fmt.Errorf("deleting queue %s: %w", name, err)
-		}
-	}
-	res.Deleted = append(res.Deleted, found)
 	return nil
 }
 
-// cleanExchange deletes broker exchange name if it exists.
-func cleanExchange(ctx context.Context, conn *amqp.Connection, name string, dryRun bool, res *CleanResult) error {
+// findExchange records broker exchange name in res: absent or to delete.
+func findExchange(ctx context.Context, conn *amqp.Connection, name string, res *CleanResult) error {
 	err := onChannel(ctx, conn, func(ch *amqp.Channel) error {
 		return ch.ExchangeDeclarePassive(name, "direct", true, false, false, false, nil)
 	})
@@ -122,7 +150,28 @@ func cleanExchange(ctx context.Context, conn *amqp.Connection, name string, dryR
 	case err != nil:
 		return fmt.Errorf("checking exchange %s: %w", name, err)
 	}
-	if !dryRun {
+	res.Exchanges = append(res.Exchanges, name)
+	return nil
+}
+
+// deleteFound deletes the queues and exchanges res lists; one already
+// gone counts as deleted. It does not ask the broker for if-unused:
+// quorum queues refuse that flag (540 NOT_IMPLEMENTED), and Clean checked
+// for consumers just before.
+func deleteFound(ctx context.Context, conn *amqp.Connection, res CleanResult) error {
+	for _, q := range res.Deleted {
+		err := onChannel(ctx, conn, func(ch *amqp.Channel) error {
+			_, err := ch.QueueDelete(q.Name,
+				false, // ifUnused: not supported by quorum queues; consumers were checked above
+				false, // ifEmpty: no, a killed run's messages go with its queue
+				false) // noWait: wait for the broker's answer
+			return err
+		})
+		if err != nil && !isNotFound(err) {
+			return fmt.Errorf("deleting queue %s: %w", q.Name, err)
+		}
+	}
+	for _, name := range res.Exchanges {
 		err := onChannel(ctx, conn, func(ch *amqp.Channel) error {
 			return ch.ExchangeDelete(name, false, false) // ifUnused, noWait: no
 		})
@@ -130,7 +179,6 @@ func cleanExchange(ctx context.Context, conn *amqp.Connection, name string, dryR
 			return fmt.Errorf("deleting exchange %s: %w", name, err)
 		}
 	}
-	res.Exchanges = append(res.Exchanges, name)
 	return nil
 }
 

@@ -104,10 +104,6 @@ type Consumer struct {
 	planned    bool // the next connection loss is an Interrupt, not a fault
 }
 
-// reconnectPause is the first pause before redialling; it doubles up to a
-// second while the broker stays away.
-const reconnectPause = 50 * time.Millisecond
-
 // Consume starts a consumer on seed queue opts.Queue whose deliveries go to
 // handle. It connects before returning, so a missing queue is an error
 // here, and so is a broker away for longer than Session.GiveUpAfter (the
@@ -121,7 +117,7 @@ func (s *Session) Consume(ctx context.Context, opts ConsumerOptions, handle Hand
 	c := &Consumer{s: s, opts: opts, handle: handle, cancel: cancel, done: make(chan struct{})}
 	var deliveries <-chan amqp.Delivery
 	var closed chan *amqp.Error
-	err := s.awaitBroker(ctx, "consuming "+opts.Queue, func() (err error) {
+	err := s.Retry(ctx, "consuming "+opts.Queue, func() (err error) {
 		deliveries, closed, err = c.connect(ctx)
 		return err
 	})
@@ -129,9 +125,9 @@ func (s *Session) Consume(ctx context.Context, opts ConsumerOptions, handle Hand
 		cancel()
 		return nil, err
 	}
-	s.mu.Lock()
-	s.consumers = append(s.consumers, c)
-	s.mu.Unlock()
+	s.health.mu.Lock()
+	s.health.consumers = append(s.health.consumers, c)
+	s.health.mu.Unlock()
 	go c.run(ctx, deliveries, closed)
 	return c, nil
 }
@@ -236,37 +232,24 @@ func (c *Consumer) lossReason(closed chan *amqp.Error) string {
 	return drain(closed).Error()
 }
 
-// reconnect redials with a doubling pause until it succeeds, ctx ends, the
-// queue turns out to be gone, Session.GiveUpAfter has passed, or the
-// session has failed.
-func (c *Consumer) reconnect(ctx context.Context) (<-chan amqp.Delivery, chan *amqp.Error, error) {
-	pause := reconnectPause
-	bound := c.s.giveUpAfter()
-	giveUp := time.Now().Add(bound)
-	for {
-		select {
-		case <-time.After(pause):
-		case <-ctx.Done():
-			return nil, nil, ctx.Err()
-		case <-c.s.failed: // the run cannot go on (a publisher gave the broker up): no second wait
-			return nil, nil, c.s.Err()
-		}
-		deliveries, closed, err := c.connect(ctx)
-		switch {
-		case err == nil:
-			c.mu.Lock()
-			c.reconnects++
-			c.mu.Unlock()
-			return deliveries, closed, nil
-		case isNotFound(err):
-			return nil, nil, fmt.Errorf("queue %s was deleted while the run consumed it (not by this run)", c.s.Names.Of(c.opts.Queue))
-		case time.Now().After(giveUp):
-			return nil, nil, fmt.Errorf("%s lost the broker and could not reconnect within %v: %w",
-				c.opts.Actor, bound, err)
-		}
-		c.s.Warn("rabbit: reconnect failed", "actor", c.opts.Actor, "err", err.Error())
-		pause = min(2*pause, time.Second)
+// reconnect redials as Session.Retry says until it succeeds, ctx ends,
+// the queue turns out to be gone (a 404: deleted from outside the run),
+// Session.GiveUpAfter has passed, or the session has failed.
+func (c *Consumer) reconnect(ctx context.Context) (deliveries <-chan amqp.Delivery, closed chan *amqp.Error, err error) {
+	err = c.s.Retry(ctx, c.opts.Actor+" reconnecting to "+c.opts.Queue, func() (err error) {
+		deliveries, closed, err = c.connect(ctx)
+		return err
+	})
+	switch {
+	case isNotFound(err):
+		return nil, nil, fmt.Errorf("queue %s was deleted while the run consumed it (not by this run)", c.s.Names.Of(c.opts.Queue))
+	case err != nil:
+		return nil, nil, err
 	}
+	c.mu.Lock()
+	c.reconnects++
+	c.mu.Unlock()
+	return deliveries, closed, nil
 }
 
 // drain returns the close reason, if any was sent, without blocking for

@@ -19,22 +19,27 @@ type CuttableConn struct {
 	sock net.Conn
 }
 
-// DialCuttable dials url within a few seconds and ctx, keeping the socket
-// for Cut. Close it (Close on a cut connection returns an error, which
-// callers may ignore).
-func DialCuttable(ctx context.Context, url string) (*CuttableConn, error) {
+// DialCuttable dials a connection of the run's own (named as the run's,
+// see ConnectionName), keeping the socket for Cut. Like Dial, each try is
+// bounded by ctx and a few seconds, and a broker that does not answer is
+// waited for as Retry says. Close it (Close on a cut connection returns an
+// error, which callers may ignore).
+func (s *Session) DialCuttable(ctx context.Context) (*CuttableConn, error) {
 	c := &CuttableConn{}
-	conn, err := dial(ctx, url, func(network, addr string) (net.Conn, error) {
-		sock, err := amqp.DefaultDial(probeTimeout)(network, addr)
-		c.mu.Lock()
-		c.sock = sock
-		c.mu.Unlock()
-		return sock, err
+	err := s.Retry(ctx, "dialling a connection of its own", func() error {
+		conn, err := dialAs(ctx, s.URL, ConnectionName(s.Names), func(network, addr string) (net.Conn, error) {
+			sock, err := amqp.DefaultDial(probeTimeout)(network, addr)
+			c.mu.Lock()
+			c.sock = sock
+			c.mu.Unlock()
+			return sock, err
+		})
+		c.Connection = conn
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	c.Connection = conn
 	return c, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -19,7 +20,9 @@ import (
 // DefaultURL is where the project's machines run RabbitMQ.
 const DefaultURL = "amqp://guest:guest@127.0.0.1:5672/"
 
-// EnvURL names the environment variable that points QueueLab at a broker.
+// EnvURL names the environment variable that points QueueLab at a broker:
+// one URL, or the nodes of one cluster separated by commas (SplitURLs), of
+// which a run uses any that answers.
 const EnvURL = "RABBITMQ_URL"
 
 // HowToGetABroker is the short advice printed when no broker answers.
@@ -98,7 +101,8 @@ func (e *NoBrokerError) Details() string {
 func (e *NoBrokerError) Unwrap() error { return ErrNoBroker }
 
 // Discover finds a broker. When $RABBITMQ_URL is set it is the only place
-// tried. Otherwise: DefaultURL (or opts.DefaultURL), then (with
+// tried (all of its nodes, when it lists several; Broker.URL keeps the
+// whole list, so a session moves to another node when one dies). Otherwise: DefaultURL (or opts.DefaultURL), then (with
 // opts.Docker) a dockertest container. Each dial is bounded by a few
 // seconds and by ctx. The error is a *NoBrokerError (wrapping ErrNoBroker).
 func Discover(ctx context.Context, opts DiscoverOptions) (Broker, error) {
@@ -217,11 +221,35 @@ func dial(ctx context.Context, rawURL string, netDial func(network, addr string)
 }
 
 // dialAs is dial with the connection name the broker shows (rabbitmqctl
-// list_connections client_properties, the management UI).
+// list_connections client_properties, the management UI). rawURL may list
+// several nodes of one cluster (SplitURLs): it connects to the first that
+// answers, so a run moves to another node when one dies. A node that
+// refuses the request itself (credentials, vhost, URL) ends the search.
 func dialAs(ctx context.Context, rawURL, name string, netDial func(network, addr string) (net.Conn, error)) (*amqp.Connection, error) {
-	if _, err := amqp.ParseURI(rawURL); err != nil {
-		// The parser's message may quote the URL: say only which form is expected.
-		return nil, &DialError{URL: Redact(rawURL), Reason: "not an AMQP URL (want amqp://user:pass@host:port/vhost)"}
+	urls := SplitURLs(rawURL)
+	if len(urls) == 1 {
+		return dialNode(ctx, rawURL, name, netDial)
+	}
+	var tried []string
+	var last *DialError
+	for _, u := range urls {
+		conn, err := dialNode(ctx, u, name, netDial)
+		if err == nil {
+			return conn, nil
+		}
+		if !errors.As(err, &last) || !last.transient() {
+			return nil, err
+		}
+		tried = append(tried, last.Error())
+	}
+	return nil, &DialError{URL: Redact(rawURL), Reason: last.Reason,
+		Detail: fmt.Sprintf("none of the %d nodes answered: %s", len(urls), strings.Join(tried, "; "))}
+}
+
+// dialNode dials one node's URL.
+func dialNode(ctx context.Context, rawURL, name string, netDial func(network, addr string) (net.Conn, error)) (*amqp.Connection, error) {
+	if err := checkURL(rawURL); err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
@@ -255,11 +283,60 @@ func dialAs(ctx context.Context, rawURL, name string, netDial func(network, addr
 	}
 }
 
+// checkURL refuses a URL amqp091-go cannot parse, and one it would read
+// as something else than what was written: "amqp:guest:pw@host/vhost"
+// (no "//") parses as an opaque URL, which amqp091-go takes for the
+// default guest@localhost, vhost "/". The error never quotes the password.
+func checkURL(rawURL string) error {
+	const want = "want amqp://user:pass@host:port/vhost"
+	uri, err := amqp.ParseURI(rawURL)
+	if err != nil {
+		// The parser's message may quote the URL: say only which form is expected.
+		return &DialError{URL: Redact(rawURL), Reason: "not an AMQP URL (" + want + ")"}
+	}
+	if u, err := url.Parse(rawURL); err == nil && u.Opaque == "" {
+		return nil
+	}
+	return &DialError{URL: Redact(rawURL), Reason: fmt.Sprintf(
+		"not an AMQP URL: amqp091-go would read it as %s@%s:%d, vhost %q, not what it says (%s)",
+		uri.Username, uri.Host, uri.Port, uri.Vhost, want)}
+}
+
+// userinfoInText is a user:password@ pair anywhere in a text: a broker's
+// reply may quote a mangled URL (a vhost holding a second URL), whose
+// password Redact's reading of the whole URL does not know.
+var userinfoInText = regexp.MustCompile(`([A-Za-z0-9._~%!$&'()*+,;=-]+):[^@\s/"']+@`)
+
+// SplitURLs splits a list of broker URLs, the nodes of one cluster, as
+// RABBITMQ_URL may hold them: separated by commas, each starting with
+// amqp:// or amqps:// (a comma inside a password stays part of it).
+// Spaces around each are trimmed; a single URL is a list of one.
+func SplitURLs(list string) []string {
+	var urls []string
+	for _, part := range strings.Split(list, ",") {
+		trimmed := strings.TrimSpace(part)
+		lower := strings.ToLower(trimmed)
+		if len(urls) > 0 && !strings.HasPrefix(lower, "amqp://") && !strings.HasPrefix(lower, "amqps://") {
+			urls[len(urls)-1] += "," + part // not a new URL: a comma inside the last one
+			continue
+		}
+		urls = append(urls, trimmed)
+	}
+	return urls
+}
+
 // Redact returns rawURL with its password replaced by "xxxxx", so URLs can
-// be printed and logged, whether or not they parse. The userinfo is
+// be printed and logged, whether or not they parse; a list (SplitURLs) has
+// each URL redacted. The userinfo is
 // everything between the scheme's "://" (or the start) and the last "@";
 // its password is everything after its first ":".
 func Redact(rawURL string) string {
+	if urls := SplitURLs(rawURL); len(urls) > 1 {
+		for i, u := range urls {
+			urls[i] = Redact(u)
+		}
+		return strings.Join(urls, ",")
+	}
 	userinfo, rest, ok := splitUserinfo(rawURL)
 	if !ok {
 		return rawURL
@@ -299,12 +376,19 @@ func isScheme(s string) bool {
 }
 
 // redactIn returns msg with rawURL's password hidden, in case a library
-// echoed the URL or the password: as they are, percent-decoded, or quoted
-// the way Go quotes strings (%q, which escapes bytes such as \x7f).
+// or the broker echoed the URL or the password: as they are,
+// percent-decoded, or quoted the way Go quotes strings (%q, which escapes
+// bytes such as \x7f); and any other user:password@ in it too.
 func redactIn(msg, rawURL string) string {
+	if urls := SplitURLs(rawURL); len(urls) > 1 {
+		for _, u := range urls {
+			msg = redactIn(msg, u)
+		}
+		return msg
+	}
 	userinfo, _, ok := splitUserinfo(rawURL)
 	if !ok {
-		return msg
+		return userinfoInText.ReplaceAllString(msg, "${1}:xxxxx@")
 	}
 	_, pw, _ := strings.Cut(userinfo, ":")
 	secrets := []string{rawURL, pw}
@@ -321,7 +405,7 @@ func redactIn(msg, rawURL string) string {
 	}
 	// One pass: a replacement is never searched again, so a password that
 	// occurs in "xxxxx" cannot make the message grow.
-	return strings.NewReplacer(forms...).Replace(msg)
+	return userinfoInText.ReplaceAllString(strings.NewReplacer(forms...).Replace(msg), "${1}:xxxxx@")
 }
 
 // quotedInner is s quoted by quote, without the surrounding quotes.

@@ -67,21 +67,19 @@ func DockerUp(ctx context.Context) (Broker, error) {
 	}
 	url := fmt.Sprintf("amqp://guest:guest@%s/", res.GetHostPort("5672/tcp"))
 	how := "docker container " + ContainerName
-	deadline := time.Now().Add(dockerBootTimeout)
-	for {
-		b, err := Probe(ctx, url, how)
-		if err == nil {
-			return b, nil
-		}
-		if time.Now().After(deadline) {
-			return Broker{}, fmt.Errorf("docker: the broker in %s did not answer within %v: %v", ContainerName, dockerBootTimeout, err)
-		}
-		select {
-		case <-time.After(time.Second):
-		case <-ctx.Done():
-			return Broker{}, ctx.Err()
-		}
+	var b Broker
+	var last error
+	up, err := PollUntil(ctx, time.Second, dockerBootTimeout, func() (bool, error) {
+		b, last = Probe(ctx, url, how)
+		return last == nil, nil
+	})
+	switch {
+	case err != nil:
+		return Broker{}, err
+	case !up:
+		return Broker{}, fmt.Errorf("docker: the broker in %s did not answer within %v: %v", ContainerName, dockerBootTimeout, last)
 	}
+	return b, nil
 }
 
 // DockerDown removes the container DockerUp started. It fails fast with

@@ -1,23 +1,38 @@
 package rabbit
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"strings"
+
+	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/queuelab/qlab/flow"
 )
 
 // declareRoutes declares t's exchanges (durable, under the session's
 // names) and binds t's queues to them; the queues must exist already. It
-// returns the broker names of the exchanges it declared, for deletion.
+// returns the broker names of the exchanges it declared, for deletion,
+// also when a later step failed.
 func (s *Session) declareRoutes(ctx context.Context, t flow.Topology) ([]string, error) {
-	var declared []string
-	err := within(ctx, func() error {
-		ch, err := s.channel(ctx)
+	conn, err := s.live(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// The result comes back through withinValue: a call abandoned at its
+	// bound must not write what this function returns.
+	type result struct {
+		declared []string
+		err      error
+	}
+	r, err := withinValue(ctx, func() (result, error) {
+		ch, err := conn.Channel()
 		if err != nil {
-			return err
+			return result{}, err
 		}
 		defer ch.Close()
+		var r result
 		for _, x := range t.Exchanges {
 			name := s.Names.Of(x.Name)
 			err := ch.ExchangeDeclare(name, string(x.Kind),
@@ -27,37 +42,41 @@ func (s *Session) declareRoutes(ctx context.Context, t flow.Topology) ([]string,
 				false, // noWait: wait for the broker's answer
 				nil)
 			if err != nil {
-				return fmt.Errorf("declaring exchange %s: %w", name, err)
+				r.err = fmt.Errorf("declaring exchange %s: %w", name, err)
+				return r, nil
 			}
-			declared = append(declared, name)
+			r.declared = append(r.declared, name)
 		}
 		for _, b := range t.Bindings {
 			if err := ch.QueueBind(s.Names.Of(b.Queue), b.Key, s.Names.Of(b.Exchange), false, nil); err != nil {
-				return fmt.Errorf("binding %s to %s with key %q: %w", s.Names.Of(b.Queue), s.Names.Of(b.Exchange), b.Key, err)
+				r.err = fmt.Errorf("binding %s to %s with key %q: %w", s.Names.Of(b.Queue), s.Names.Of(b.Exchange), b.Key, err)
+				return r, nil
 			}
 		}
-		return nil
+		return r, nil
 	})
-	return declared, err
+	if err != nil {
+		return nil, err
+	}
+	return r.declared, r.err
 }
 
 // deleteExchanges deletes the named broker exchanges (and so their
-// bindings).
+// bindings), waiting for a broker that is restarting as Retry says. The
+// error names every exchange left behind.
 func (s *Session) deleteExchanges(ctx context.Context, names []string) error {
-	if len(names) == 0 {
-		return nil
+	var left []string
+	var first error
+	for _, name := range names {
+		err := s.OnConnection(ctx, "deleting exchange "+name, func(conn *amqp.Connection) error {
+			return onChannel(ctx, conn, func(ch *amqp.Channel) error { return ch.ExchangeDelete(name, false, false) })
+		})
+		if err != nil && !isNotFound(err) {
+			left, first = append(left, name), cmp.Or(first, err)
+		}
 	}
-	return within(ctx, func() error {
-		ch, err := s.channel(ctx)
-		if err != nil {
-			return err
-		}
-		defer ch.Close()
-		for _, name := range names {
-			if err := ch.ExchangeDelete(name, false, false); err != nil {
-				return fmt.Errorf("deleting exchange %s: %w", name, err)
-			}
-		}
-		return nil
-	})
+	if len(left) > 0 {
+		return fmt.Errorf("the clean-up left the run's exchanges %s behind: %w", strings.Join(left, ", "), first)
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package rabbit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -79,9 +80,13 @@ func (f *Flow) Consume(ctx context.Context, c flow.Consumer) error {
 	f.mu.Unlock()
 	opts := ConsumerOptions{Queue: c.Queue, Actor: c.Actor, Prefetch: 1, Stream: f.stream}
 	_, err := f.s.Consume(ctx, opts, func(ctx context.Context, d *Delivery) {
+		if !f.work.has(d.Task, d.Queue) {
+			f.notOurs(ctx, d)
+			return
+		}
 		attempt, err := attemptOf(d, c.RetryHeader)
 		if err != nil {
-			f.holdUncounted(ctx, c, d, err)
+			f.holdUncounted(ctx, d, err)
 			return
 		}
 		fd := &flow.Delivery{Task: d.Task, Queue: d.Queue, Attempt: attempt,
@@ -94,6 +99,23 @@ func (f *Flow) Consume(ctx context.Context, c flow.Consumer) error {
 		f.mu.Unlock()
 	}
 	return err
+}
+
+// notOurs takes a delivery the run does not expect out of its way: a task
+// id the run never published to this queue or has already settled there.
+// One the broker hands out again (its ack was lost with a connection) is
+// a copy of a message the run settled: it is acked, and the task's fate
+// stands. Any other (a copy with the run's app-id from outside, say) is
+// parked with the reason: it is no task of the run, and handling it could
+// change a finished task's fate.
+func (f *Flow) notOurs(ctx context.Context, d *Delivery) {
+	if d.Redelivered {
+		f.s.Logger.Info("rabbit: the broker handed out again a message the run already settled; acked",
+			"task", d.Task, "queue", d.Queue, "run", f.s.Names.Run)
+		_ = d.Ack()
+		return
+	}
+	f.s.Park(ctx, d, fmt.Sprintf("task %q is not waiting in %s: the run never published it there, or has settled it already", d.Task, d.Queue))
 }
 
 // headersOf is d's headers, never nil: a broker message always has a
@@ -123,10 +145,10 @@ func attemptOf(d *Delivery, header string) (int, error) {
 
 // Publish publishes task to queue and waits for the broker's confirm.
 func (f *Flow) Publish(ctx context.Context, actor, queue, task string) error {
-	expected := f.expect(task, queue)
+	at := f.expect(task, queue)
 	f.stream.Emit(lab.Event{Kind: lab.Enqueued, Task: task, Queue: queue, Actor: actor})
 	if err := f.pub.Publish(ctx, queue, task, nil); err != nil {
-		f.unexpect(task, expected)
+		f.work.done(task, at)
 		return err
 	}
 	return nil
@@ -144,15 +166,15 @@ func (f *Flow) PublishTo(ctx context.Context, actor, exchange, key, task string)
 	f.routeMu.Lock()
 	defer f.routeMu.Unlock()
 	routes := topo.Route(exchange, key)
-	expected := make([]bool, len(routes))
+	expected := make([]string, len(routes))
 	for i, q := range routes {
 		expected[i] = f.expect(task, q)
 		f.stream.Emit(lab.Event{Kind: lab.Enqueued, Task: task, Queue: q, Actor: actor, Note: flow.RoutedNote(exchange, key)})
 	}
 	returned, err := f.publishMandatory(ctx, exchange, key, task)
 	if err != nil || returned {
-		for i := range routes {
-			f.unexpect(task, expected[i])
+		for _, at := range expected {
+			f.work.done(task, at)
 		}
 	}
 	switch {
@@ -173,24 +195,14 @@ func (f *Flow) PublishTo(ctx context.Context, actor, exchange, key, task string)
 }
 
 // publishMandatory publishes task's message to exchange with key,
-// mandatory, waits for the confirm and reports whether the broker
-// returned it (Publisher.wasReturned, which survives a reopened channel).
+// mandatory, through the publisher's one path (which survives a lost
+// channel), and reports whether the broker returned it.
 func (f *Flow) publishMandatory(ctx context.Context, exchange, key, task string) (returned bool, err error) {
-	msg := Publishing(task, nil)
-	msg.AppId = f.s.Names.Run
-	f.pub.mu.Lock()
-	dc, err := f.pub.ch.PublishWithDeferredConfirmWithContext(ctx, f.s.Names.Of(exchange), key,
-		true,  // mandatory: a message no binding matches comes back (basic.return)
-		false, // immediate: RabbitMQ does not support it
-		msg)
-	f.pub.mu.Unlock()
-	if err != nil {
-		return false, fmt.Errorf("publishing %s to exchange %s: %w", task, exchange, err)
+	err = f.pub.PublishTo(ctx, exchange, key, task)
+	if errors.Is(err, ErrReturned) {
+		return true, nil
 	}
-	if err := WaitConfirm(ctx, dc); err != nil {
-		return false, err
-	}
-	return f.pub.wasReturned(f.s.Names.Of(exchange), key, task, msg.AppId), nil
+	return false, err
 }
 
 // apply carries out dec on delivery d from consumer c. The event comes
@@ -266,12 +278,12 @@ func (f *Flow) retryAfter(ctx context.Context, c flow.Consumer, d *Delivery, fd 
 // move settles the delivery with settle, expecting the message in queue
 // to (where the broker takes it) if a consumer of the run waits there.
 func (f *Flow) move(d *Delivery, to string, settle func() error) {
-	expected := f.expect(d.Task, to)
+	at := f.expect(d.Task, to)
 	if err := settle(); err != nil {
-		f.unexpect(d.Task, expected)
+		f.work.done(d.Task, at)
 		return // the broker hands it out again
 	}
-	f.work.done(d.Task)
+	f.work.done(d.Task, d.Queue)
 }
 
 // republish publishes a copy of d to queue with headers, confirmed, then
@@ -284,9 +296,9 @@ func (f *Flow) republish(ctx context.Context, d *Delivery, queue, settlesIn stri
 // republishExpiring is republish with the copy's expiration set ("" for
 // none).
 func (f *Flow) republishExpiring(ctx context.Context, d *Delivery, queue, settlesIn string, headers amqp.Table, expiration string) {
-	expected := f.expect(d.Task, settlesIn)
+	at := f.expect(d.Task, settlesIn)
 	if err := f.pub.RepublishExpiring(ctx, queue, d, headers, expiration); err != nil {
-		f.unexpect(d.Task, expected)
+		f.work.done(d.Task, at)
 		f.s.Logger.Warn("rabbit: republish failed; the message goes back to its queue", "task", d.Task, "queue", queue, "err", err.Error())
 		_ = d.Nack(false, true) // back to its queue, or redelivered after a reconnect: in flight either way
 		return
@@ -298,7 +310,7 @@ func (f *Flow) republishExpiring(ctx context.Context, d *Delivery, queue, settle
 // message with the broker, which hands it out again: still in flight.
 func (f *Flow) ack(d *Delivery) {
 	if d.Ack() == nil {
-		f.work.done(d.Task)
+		f.work.done(d.Task, d.Queue)
 	}
 }
 
@@ -316,22 +328,13 @@ func (f *Flow) fail(d *Delivery, e lab.Event, err error) {
 	f.ack(d)
 }
 
-// expect counts one more message on its way to queue when the run
-// consumes it, and reports whether it did.
-func (f *Flow) expect(task, queue string) bool {
-	f.mu.Lock()
-	consumed := f.consumed[f.topo.Settle(queue)]
-	f.mu.Unlock()
-	if consumed {
-		f.work.add(task)
-	}
-	return consumed
-}
-
-func (f *Flow) unexpect(task string, expected bool) {
-	if expected {
-		f.work.done(task)
-	}
+// expect records one more message of task on its way to queue, under the
+// consumed queue it settles in (Topology.Settle), and returns that queue
+// for work.done should the move fail.
+func (f *Flow) expect(task, queue string) string {
+	at := f.topology().Settle(queue)
+	f.work.add(task, at)
+	return at
 }
 
 // Wait blocks until every message the run published or moved into a
@@ -339,7 +342,7 @@ func (f *Flow) unexpect(task string, expected bool) {
 // the session's bounds (Session.WaitSettled: a queue deleted from outside,
 // a broker gone, no progress for its patience), or ctx ends.
 func (f *Flow) Wait(ctx context.Context) error {
-	if err := f.s.WaitSettled(ctx, f.stream, f.work.idle); err != nil {
+	if err := f.s.WaitSettled(ctx, f.stream, func() bool { return f.work.idle(f.isConsumed) }); err != nil {
 		return err
 	}
 	f.mu.Lock()
@@ -412,41 +415,69 @@ func withCount(headers amqp.Table, header string, count int, reason string) amqp
 	return out
 }
 
-// inflight counts, per task, the messages the run expects to handle.
-// Counting per task keeps a duplicate (an ack lost with a dropped
-// connection hands the message out twice) from cancelling another task's
-// count: a surplus handling is ignored.
-type inflight struct {
-	mu  sync.Mutex
-	n   map[string]int
-	sum int
+// isConsumed reports whether the run consumes seed queue queue.
+func (f *Flow) isConsumed(queue string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.consumed[queue]
 }
 
-func (w *inflight) add(task string) {
+// inflight counts, per task and queue, the messages the run put on their
+// way to that queue and has not yet settled: it is how the flow knows a
+// delivery is one of its tasks (a message with the run's app-id but an id
+// it never published, or a copy of a task it already settled, is not) and
+// when nothing is left to handle (idle). Counting per task keeps a
+// duplicate from cancelling another task's count.
+type inflight struct {
+	mu sync.Mutex
+	n  map[taskAt]int
+}
+
+// taskAt is one task's messages in one queue (seed name).
+type taskAt struct{ task, queue string }
+
+func (w *inflight) add(task, queue string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.n == nil {
-		w.n = map[string]int{}
+		w.n = map[taskAt]int{}
 	}
-	w.n[task]++
-	w.sum++
+	w.n[taskAt{task, queue}]++
 }
 
-func (w *inflight) done(task string) {
+func (w *inflight) done(task, queue string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.n[task] == 0 {
-		return // a duplicate, or a message the run never sent
+	k := taskAt{task, queue}
+	if w.n[k] <= 1 {
+		delete(w.n, k) // the last one, a duplicate, or a message the run never sent
+		return
 	}
-	w.n[task]--
-	w.sum--
+	w.n[k]--
 }
 
-// idle reports whether nothing is in flight.
-func (w *inflight) idle() bool {
+// has reports whether a message of task is expected in queue.
+func (w *inflight) has(task, queue string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.sum == 0
+	return w.n[taskAt{task, queue}] > 0
+}
+
+// idle reports whether nothing is expected in a consumed queue (messages
+// parked in a DLQ nobody consumes stay where they are).
+func (w *inflight) idle(consumed func(queue string) bool) bool {
+	w.mu.Lock()
+	keys := make([]taskAt, 0, len(w.n))
+	for k := range w.n {
+		keys = append(keys, k)
+	}
+	w.mu.Unlock()
+	for _, k := range keys {
+		if consumed(k.queue) {
+			return false
+		}
+	}
+	return true
 }
 
 var _ flow.Backend = (*Flow)(nil)

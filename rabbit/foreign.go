@@ -3,10 +3,13 @@ package rabbit
 import (
 	"context"
 	"fmt"
-	"maps"
+	"slices"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 )
+
+// The screening part of a Session: messages that are no task of the run,
+// moved to the hold queue (park) and counted. Locks: see screening.
 
 // ForeignReasonHeader is the header a foreign message carries in the hold
 // queue: why it was moved there and from where.
@@ -17,9 +20,9 @@ const ForeignReasonHeader = "qlab-foreign-reason"
 // Names.Run) and malformed ones (see TaskProblem and Park), which no
 // handler ever settles.
 func (s *Session) Foreign() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.foreign
+	s.screen.mu.Lock()
+	defer s.screen.mu.Unlock()
+	return s.screen.parked
 }
 
 // parkActivity is how many messages the session parked so far, and
@@ -27,9 +30,12 @@ func (s *Session) Foreign() int {
 // publishing again after a lost channel (bounded by Session.GiveUpAfter).
 // WaitSettled counts both as the run moving.
 func (s *Session) parkActivity() (parked int, busy bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.foreign, s.parking > 0 || s.retrying > 0
+	s.screen.mu.Lock()
+	parked, parking := s.screen.parked, s.screen.parking
+	s.screen.mu.Unlock()
+	s.health.mu.Lock()
+	defer s.health.mu.Unlock()
+	return parked, parking > 0 || s.health.retrying > 0
 }
 
 // park takes delivery d, met on seed queue queue, out of the run's way
@@ -40,14 +46,14 @@ func (s *Session) parkActivity() (parked int, busy bool) {
 // dead-letters it along the queue's route or drops it: requeueing would
 // hand it straight back, a hot loop.
 func (s *Session) park(ctx context.Context, queue string, d amqp.Delivery, reason string) {
-	s.mu.Lock()
-	s.foreign++
-	s.parking++
-	s.mu.Unlock()
+	s.screen.mu.Lock()
+	s.screen.parked++
+	s.screen.parking++
+	s.screen.mu.Unlock()
 	defer func() {
-		s.mu.Lock()
-		s.parking--
-		s.mu.Unlock()
+		s.screen.mu.Lock()
+		s.screen.parking--
+		s.screen.mu.Unlock()
 	}()
 	reason += "; found in " + s.Names.Of(queue)
 	err := s.hold(ctx, d, reason)
@@ -71,30 +77,23 @@ func (s *Session) hold(ctx context.Context, d amqp.Delivery, reason string) erro
 	if err != nil {
 		return err
 	}
-	headers := amqp.Table{}
-	maps.Copy(headers, d.Headers)
-	headers[ForeignReasonHeader] = reason
-	msg := amqp.Publishing{
-		Headers: headers, ContentType: d.ContentType, ContentEncoding: d.ContentEncoding,
-		DeliveryMode: d.DeliveryMode, Priority: d.Priority, CorrelationId: d.CorrelationId,
-		ReplyTo: d.ReplyTo, Expiration: d.Expiration, MessageId: d.MessageId, Timestamp: d.Timestamp,
-		Type: d.Type, UserId: d.UserId, AppId: d.AppId, Body: d.Body,
+	msg := Copy(d)
+	if msg.Headers == nil {
+		msg.Headers = amqp.Table{}
 	}
-	dc, err := pub.sendTo(ctx, s.Names.hold(), msg)
-	if err != nil {
-		return err
-	}
-	return WaitConfirm(ctx, dc)
+	msg.Headers[ForeignReasonHeader] = reason
+	msg.UserId = "" // the broker refuses (406) a user-id other than the connection's
+	return pub.deliver(ctx, route{key: s.Names.hold()}, msg)
 }
 
 // holdPublisher declares the hold queue (recorded for Close, which keeps
 // it while it holds anything) and opens its publisher, once.
 func (s *Session) holdPublisher(ctx context.Context) (*Publisher, error) {
-	s.holdMu.Lock()
-	defer s.holdMu.Unlock()
-	s.mu.Lock()
-	pub := s.holdPub
-	s.mu.Unlock()
+	s.screen.pubMu.Lock()
+	defer s.screen.pubMu.Unlock()
+	s.screen.mu.Lock()
+	pub := s.screen.pub
+	s.screen.mu.Unlock()
 	if pub != nil {
 		return pub, nil
 	}
@@ -106,10 +105,12 @@ func (s *Session) holdPublisher(ctx context.Context) (*Publisher, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	s.declared = append(s.declared, name)
-	s.holdPub = pub
-	s.mu.Unlock()
+	s.owned.mu.Lock()
+	s.owned.declared = append(s.owned.declared, name)
+	s.owned.mu.Unlock()
+	s.screen.mu.Lock()
+	s.screen.pub = pub
+	s.screen.mu.Unlock()
 	return pub, nil
 }
 
@@ -124,4 +125,27 @@ func (s *Session) keepHold(ctx context.Context, conn *amqp.Connection) bool {
 	s.Logger.Warn("rabbit: kept the hold queue: it holds messages this run did not publish",
 		"queue", s.Names.hold(), "messages", n, "remove_with", "rabbitmqctl delete_queue "+s.Names.hold())
 	return true
+}
+
+// parkLeftovers sifts every queue the session declared that still holds
+// messages (Sift), so that a message someone else put there (one waiting
+// out a wait queue's TTL, say) is parked in the hold queue with a reason
+// before Close deletes the queue, never deleted with it unseen. The run's
+// own messages stay, for the deletion to discard (ReportDiscarded says
+// so). Trouble is logged: the clean-up goes on.
+func (s *Session) parkLeftovers(ctx context.Context) {
+	s.owned.mu.Lock()
+	owned := slices.Clone(s.owned.declared)
+	s.owned.mu.Unlock()
+	for _, name := range owned {
+		if name == s.Names.hold() {
+			continue
+		}
+		if q, err := s.inspect(ctx, name); err != nil || q.Messages == 0 {
+			continue
+		}
+		if _, _, err := s.Sift(ctx, s.Names.Seed(name)); err != nil {
+			s.Logger.Warn("rabbit: could not look for foreign messages before deleting a queue", "queue", name, "err", err.Error())
+		}
+	}
 }

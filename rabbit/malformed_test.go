@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/stretchr/testify/assert"
@@ -35,7 +36,16 @@ func TestPeekShowsOnlyTheRunsTasks(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, got, 1)
 	assert.Equal(t, "A", got[0].Task)
-	assert.Equal(t, 3, depthOf(t, other, s.Names.Of("dlq")), "Peek leaves every message in place")
+	// The broker requeues what a closed channel held on its own time: a
+	// passive declare from another connection may come first.
+	assert.Eventually(t, func() bool { return depthOf(t, other, s.Names.Of("dlq")) == 3 }, 5*time.Second, 10*time.Millisecond,
+		"Peek leaves every message in place")
+
+	// At the end the two strangers are parked, not deleted with the DLQ.
+	hold := s.Names.Run + ".foreign"
+	defer func() { _, _ = other.QueueDelete(hold, false, false, false) }()
+	require.NoError(t, s.Close(ctx))
+	assert.Equal(t, 2, depthOf(t, other, hold))
 }
 
 // TestMalformedTaskOfTheRunIsParked: a message with the run's app-id but

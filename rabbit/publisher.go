@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 )
@@ -17,17 +16,22 @@ var ErrNacked = errors.New("broker nacked the message")
 
 // Publisher publishes persistent JSON messages on a channel in confirm
 // mode, each stamped with the run's id as its AppId (see Names.Run), so the
-// run's consumers can tell its messages from foreign ones. When the broker
-// closes the channel (a connection closed, a restart) Publish and
-// PublishMessage reopen it on the session's live connection and publish
-// again until the broker confirms, for at most Session.GiveUpAfter: a
-// message whose confirm was lost may then be stored twice (at least once,
-// never silently dropped). Safe for concurrent use.
+// run's consumers can tell its messages from foreign ones. Every confirmed
+// publish of the package goes through one path (deliver: exchange, key,
+// mandatory, confirm): when the broker closes the channel (a connection
+// closed, a restart) it reopens it on the session's live connection and
+// publishes again until the broker confirms, as Session.Retry says (for at
+// most Session.GiveUpAfter): a message whose confirm was lost may then be
+// stored twice (at least once, never silently dropped). Safe for
+// concurrent use.
+//
+// Locks: mu guards ch (the current channel) and is held only to read or
+// swap it, never during a broker call; retMu guards rets and returned.
 type Publisher struct {
 	s     *Session
 	names Names
-	ch    *amqp.Channel
 	mu    sync.Mutex
+	ch    *amqp.Channel
 
 	// Messages published mandatory that the broker handed back: the
 	// current channel's return notifications, and the returns read from it
@@ -40,10 +44,10 @@ type Publisher struct {
 }
 
 // Publisher opens a confirm-mode channel on the session's connection,
-// waiting for a broker that is away (Session.GiveUpAfter at most).
+// waiting for a broker that is away (Session.Retry).
 func (s *Session) Publisher(ctx context.Context) (*Publisher, error) {
 	var ch *amqp.Channel
-	err := s.awaitBroker(ctx, "opening a publisher", func() (err error) {
+	err := s.Retry(ctx, "opening a publisher", func() (err error) {
 		ch, err = s.confirmChannel(ctx)
 		return err
 	})
@@ -122,86 +126,70 @@ func (s *Session) confirmChannel(ctx context.Context) (*amqp.Channel, error) {
 	return ch, nil
 }
 
-// channel is the publisher's current channel.
-func (p *Publisher) channel() *amqp.Channel {
+// live returns the publisher's channel, replacing it with a new one on
+// the session's live connection if the broker closed it, unless the run
+// cannot go on (Session.Err): then there is no broker to wait for.
+func (p *Publisher) live(ctx context.Context) (*amqp.Channel, error) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.ch
-}
-
-// reopen replaces channel lost, now closed, with a new one on the live
-// connection, unless another publish has replaced it already.
-func (p *Publisher) reopen(ctx context.Context, lost *amqp.Channel) error {
-	p.mu.Lock()
-	replaced := p.ch != lost
+	ch := p.ch
 	p.mu.Unlock()
-	if replaced {
-		return nil
+	if !ch.IsClosed() {
+		return ch, nil
 	}
-	ch, err := p.s.confirmChannel(ctx)
+	if failure := p.s.Err(); failure != nil {
+		return nil, fmt.Errorf("the publish channel is lost and the run cannot go on: %w", failure)
+	}
+	fresh, err := p.s.confirmChannel(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.ch != lost { // replaced while we dialled
-		_ = ch.Close()
-		return nil
+	if p.ch != ch { // another publish replaced it while we dialled
+		_ = fresh.Close()
+		return p.ch, nil
 	}
-	p.ch = ch
-	p.listen(ch)
-	_ = lost.Close()
-	return nil
+	p.ch = fresh
+	p.listen(fresh)
+	return fresh, nil
 }
 
-// confirmed runs publish (a send and its confirm) until the broker
-// confirms it, reopening the channel after a loss, with a doubling pause,
-// until ctx ends, Session.GiveUpAfter has passed (which fails the session)
-// or the session has failed (Session.Err: its consumers already gave the
-// broker up). An error with the channel still open (a nack, a context) is
-// returned at once.
-func (p *Publisher) confirmed(ctx context.Context, what string, publish func() error) error {
-	bound := p.s.giveUpAfter()
-	giveUp := time.Now().Add(bound)
-	pause := reconnectPause
-	retrying := false
-	for {
-		// The channel this attempt uses: a loss is judged by it, not by
-		// whatever channel a concurrent publish has reopened meanwhile
-		// (whose nack would otherwise pass for a real one).
-		ch := p.channel()
-		err := publish()
-		if err == nil || ctx.Err() != nil || !ch.IsClosed() {
+// route is where deliver sends a message: an exchange's broker name (""
+// is the default exchange) and a routing key (on the default exchange, a
+// queue's broker name). A mandatory message no queue takes comes back
+// (basic.return) and deliver reports ErrReturned.
+type route struct {
+	exchange, key string
+	mandatory     bool
+}
+
+// deliver is the package's one publish path: it publishes msg as given
+// along r, waits for the broker's confirm and, for a mandatory r, checks
+// that the broker did not hand it back. After a lost channel it publishes
+// again on a new one (Session.Retry); a nack, a return or a context that
+// ends is returned at once.
+func (p *Publisher) deliver(ctx context.Context, r route, msg amqp.Publishing) error {
+	return p.s.Retry(ctx, "waiting for the broker", func() error {
+		ch, err := p.live(ctx)
+		if err != nil {
 			return err
 		}
-		if time.Now().After(giveUp) {
-			// The broker has been away for the run's whole bound: the run
-			// cannot go on, and its consumers need not wait out theirs too.
-			err = fmt.Errorf("the broker did not take %s back within %v: %w", what, bound, err)
-			p.s.fail(err)
+		dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, r.exchange, r.key, r.mandatory,
+			false, // immediate: RabbitMQ does not support it
+			msg)
+		if err == nil {
+			err = WaitConfirm(ctx, dc)
+		}
+		switch {
+		case err != nil && ch.IsClosed(): // judged by this attempt's channel: a closed channel nacks what it had
+			return &errLost{err}
+		case err != nil:
 			return err
+		case r.mandatory && p.wasReturned(r.exchange, r.key, msg.MessageId, msg.AppId):
+			return ErrReturned
 		}
-		if failure := p.s.Err(); failure != nil {
-			return fmt.Errorf("%s not published again: %w", what, failure)
-		}
-		p.s.Warn("rabbit: publish lost its channel; publishing again", "message", what, "err", err.Error())
-		if !retrying { // the run is busy, not stalled, while it publishes again (WaitSettled)
-			retrying = true
-			p.s.busyRetrying(1)
-			defer p.s.busyRetrying(-1)
-		}
-		select {
-		case <-time.After(pause):
-		case <-ctx.Done():
-			return err
-		case <-p.s.failed: // the run cannot go on (a consumer gave the broker up): no second 30 s wait
-			return fmt.Errorf("%s not published again: %w", what, p.s.Err())
-		}
-		pause = min(2*pause, time.Second)
-		if rerr := p.reopen(ctx, ch); rerr != nil {
-			p.s.Warn("rabbit: reopening the publish channel failed", "err", rerr.Error())
-		}
-	}
+		return nil
+	})
 }
 
 // TaskBody is the JSON body of a lab message when the caller gives none.
@@ -226,63 +214,48 @@ func Publishing(task string, body []byte) amqp.Publishing {
 
 // PublishAsync sends task's message to seed queue (through the default
 // exchange) and returns the deferred confirm without waiting for it, so
-// callers can keep several publishes in flight. It is not mandatory (no
-// one would collect the return) and not retried: a message to a queue
-// that is gone is confirmed and dropped.
+// callers can keep several publishes in flight (Q17's windows). It is not
+// mandatory (no one would collect the return) and not retried: a message
+// to a queue that is gone is confirmed and dropped.
 func (p *Publisher) PublishAsync(ctx context.Context, queue, task string, body []byte) (*amqp.DeferredConfirmation, error) {
 	msg := Publishing(task, body)
 	msg.AppId = p.names.Run
-	return p.publish(ctx, p.names.Of(queue), false, msg)
-}
-
-// PublishMessage sends msg as given to seed queue and waits for its
-// confirm, like Publish. It publishes mandatory: a message no queue takes
-// (its queue was deleted) is ErrReturned, not confirmed and dropped. Use
-// it for headers of your own (a retry counter such as x-retries) or a
-// per-message Expiration; start from Publishing(task, body) to keep the
-// lab's properties.
-func (p *Publisher) PublishMessage(ctx context.Context, queue string, msg amqp.Publishing) error {
-	return p.confirmed(ctx, msg.MessageId, func() error {
-		if err := p.send(ctx, queue, msg); err != nil {
-			return fmt.Errorf("publishing %s to %s: %w", msg.MessageId, queue, err)
-		}
-		return nil
-	})
-}
-
-// send stamps msg with the run's id, publishes it mandatory to seed queue
-// and waits for its confirm; a message the broker hands back is
-// ErrReturned.
-func (p *Publisher) send(ctx context.Context, queue string, msg amqp.Publishing) error {
-	msg.AppId = p.names.Run
-	name := p.names.Of(queue)
-	dc, err := p.publish(ctx, name, true, msg)
+	ch, err := p.live(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := WaitConfirm(ctx, dc); err != nil {
-		return err
-	}
-	if p.wasReturned("", name, msg.MessageId, msg.AppId) {
-		return fmt.Errorf("queue %s: %w", name, ErrReturned)
+	return ch.PublishWithDeferredConfirmWithContext(ctx, "", p.names.Of(queue), false, false, msg)
+}
+
+// PublishMessage sends msg to seed queue, stamped with the run's id, and
+// waits for its confirm, like Publish. It publishes mandatory: a message
+// no queue takes (its queue was deleted) is ErrReturned, not confirmed and
+// dropped. Use it for headers of your own (a retry counter such as
+// x-retries) or a per-message Expiration; start from Publishing(task,
+// body) to keep the lab's properties.
+func (p *Publisher) PublishMessage(ctx context.Context, queue string, msg amqp.Publishing) error {
+	name := p.names.Of(queue)
+	if err := p.publishRun(ctx, route{key: name, mandatory: true}, msg); err != nil {
+		return fmt.Errorf("publishing %s to %s: %w", msg.MessageId, name, err)
 	}
 	return nil
 }
 
-// sendTo publishes msg as it is to broker queue name, not mandatory.
-func (p *Publisher) sendTo(ctx context.Context, name string, msg amqp.Publishing) (*amqp.DeferredConfirmation, error) {
-	return p.publish(ctx, name, false, msg)
+// PublishTo sends task's message to the run's exchange (seed name) with
+// routing key key, mandatory, and waits for its confirm; a message no
+// binding matches is ErrReturned. Like Publish it survives a lost channel.
+func (p *Publisher) PublishTo(ctx context.Context, exchange, key, task string) error {
+	name := p.names.Of(exchange)
+	if err := p.publishRun(ctx, route{exchange: name, key: key, mandatory: true}, Publishing(task, nil)); err != nil {
+		return fmt.Errorf("publishing %s to exchange %s: %w", task, name, err)
+	}
+	return nil
 }
 
-// publish publishes msg to broker queue name through the default exchange.
-func (p *Publisher) publish(ctx context.Context, name string, mandatory bool, msg amqp.Publishing) (*amqp.DeferredConfirmation, error) {
-	// amqp091-go serialises publishes itself; the lock keeps Close out of
-	// the way of a publish in progress.
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.ch.PublishWithDeferredConfirmWithContext(ctx, "", name, mandatory,
-		false, // immediate: RabbitMQ does not support it
-		msg)
+// publishRun stamps msg as the run's and delivers it along r.
+func (p *Publisher) publishRun(ctx context.Context, r route, msg amqp.Publishing) error {
+	msg.AppId = p.names.Run
+	return p.deliver(ctx, r, msg)
 }
 
 // Publish sends task's message to seed queue and waits for the broker's
@@ -318,14 +291,7 @@ func WaitConfirm(ctx context.Context, dc *amqp.DeferredConfirmation) error {
 // Close closes the publisher's channel.
 func (p *Publisher) Close() error {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.ch.Close()
-}
-
-// busyRetrying counts a publish that starts (+1) or stops (-1) waiting out
-// a lost channel.
-func (s *Session) busyRetrying(n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.retrying += n
+	ch := p.ch
+	p.mu.Unlock()
+	return ch.Close()
 }

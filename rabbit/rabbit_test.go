@@ -70,14 +70,14 @@ func TestTopologyDeclaresTTLAndDeadLetterRoutes(t *testing.T) {
 	const speed = 20
 	s := rabbittest.Session(t, speed)
 	ctx := testCtx(t)
-	topo := rabbit.SequentialTopology()
+	topo := sequentialTopology()
 	require.NoError(t, s.Declare(ctx, topo))
 
-	wait, _ := topo.Queue(rabbit.SequentialRetryWait)
+	wait, _ := topo.Queue(sequentialRetryWait)
 	args := rabbit.Arguments(wait, s.Names, s.Clock)
 	assert.Equal(t, int64(50), args["x-message-ttl"], "1 s of lesson time at speed 20")
 	assert.Equal(t, "", args["x-dead-letter-exchange"])
-	assert.Equal(t, s.Names.Of(rabbit.SequentialRetryProcessing), args["x-dead-letter-routing-key"])
+	assert.Equal(t, s.Names.Of(sequentialRetryProcessing), args["x-dead-letter-routing-key"])
 
 	// The broker accepts a redeclaration only with equivalent arguments:
 	// that reads back what was really declared.
@@ -89,8 +89,8 @@ func TestTopologyDeclaresTTLAndDeadLetterRoutes(t *testing.T) {
 	err := s.Redeclare(ctx, wait, other)
 	var pe *rabbit.PreconditionError
 	require.ErrorAs(t, err, &pe)
-	assert.Equal(t, s.Names.Of(rabbit.SequentialRetryWait), pe.Queue)
-	assert.Contains(t, pe.Error(), "rabbitmqctl delete_queue "+s.Names.Of(rabbit.SequentialRetryWait))
+	assert.Equal(t, s.Names.Of(sequentialRetryWait), pe.Queue)
+	assert.Contains(t, pe.Error(), "rabbitmqctl delete_queue "+s.Names.Of(sequentialRetryWait))
 	assert.Contains(t, pe.Error(), "x-message-ttl")
 	assert.NotContains(t, pe.Error(), "\n", "one line")
 }
@@ -102,25 +102,25 @@ func TestDeclareExplainsPreconditionFailed(t *testing.T) {
 	first, err := rabbit.Open(ctx, url, names, lab.NewClock(1), rabbittest.Logger(t))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = first.Close(context.Background()) })
-	require.NoError(t, first.Declare(ctx, rabbit.EmailLoopTopology(5*time.Second)))
+	require.NoError(t, first.Declare(ctx, emailLoopTopology(5*time.Second)))
 
 	// The same names at another speed mean another TTL: a 406 for the wait
 	// queue, and the run refuses all three queues it did not create.
 	second, err := rabbit.Open(ctx, url, names, lab.NewClock(10), rabbittest.Logger(t))
 	require.NoError(t, err)
 	defer second.Close(ctx)
-	err = second.Declare(ctx, rabbit.EmailLoopTopology(5*time.Second))
+	err = second.Declare(ctx, emailLoopTopology(5*time.Second))
 	var pe *rabbit.PreconditionError
 	require.ErrorAs(t, err, &pe)
-	assert.Equal(t, names.Of(rabbit.EmailWait), pe.Queue)
-	assert.Equal(t, "rabbitmqctl delete_queue "+names.Of(rabbit.EmailWait), pe.ResetCommand(), "only the conflicting queue")
+	assert.Equal(t, names.Of(emailWait), pe.Queue)
+	assert.Equal(t, "rabbitmqctl delete_queue "+names.Of(emailWait), pe.ResetCommand(), "only the conflicting queue")
 	var ee *rabbit.ExistsError
 	require.ErrorAs(t, err, &ee)
-	assert.Equal(t, []string{names.Of(rabbit.EmailQueue), names.Of(rabbit.EmailWait), names.Of(rabbit.EmailDLQ)}, ee.Queues)
+	assert.Equal(t, []string{names.Of(emailQueue), names.Of(emailWait), names.Of(emailDLQ)}, ee.Queues)
 	assert.NotContains(t, err.Error(), "\n", "one line")
 
 	// The session is still usable after the broker closed that channel.
-	n, err := second.Depth(ctx, rabbit.EmailQueue)
+	n, err := second.Depth(ctx, emailQueue)
 	require.NoError(t, err)
 	assert.Equal(t, 0, n)
 }
@@ -196,10 +196,10 @@ func TestXDeathCountsTheWaitLoop(t *testing.T) {
 	const speed = 20
 	s := rabbittest.Session(t, speed)
 	ctx := testCtx(t)
-	require.NoError(t, s.Declare(ctx, rabbit.EmailLoopTopology(time.Second)))
+	require.NoError(t, s.Declare(ctx, emailLoopTopology(time.Second)))
 	pub, err := s.Publisher(ctx)
 	require.NoError(t, err)
-	require.NoError(t, pub.Publish(ctx, rabbit.EmailQueue, "mail-1", nil))
+	require.NoError(t, pub.Publish(ctx, emailQueue, "mail-1", nil))
 
 	type seen struct {
 		deaths rabbit.Deaths
@@ -208,8 +208,8 @@ func TestXDeathCountsTheWaitLoop(t *testing.T) {
 	}
 	var deliveries []seen
 	finished := make(chan struct{})
-	_, err = s.Consume(ctx, rabbit.ConsumerOptions{Queue: rabbit.EmailQueue, Actor: "Email-Worker"}, func(_ context.Context, d *rabbit.Delivery) {
-		deliveries = append(deliveries, seen{d.Deaths, d.Died(rabbit.EmailWait), time.Now()})
+	_, err = s.Consume(ctx, rabbit.ConsumerOptions{Queue: emailQueue, Actor: "Email-Worker"}, func(_ context.Context, d *rabbit.Delivery) {
+		deliveries = append(deliveries, seen{d.Deaths, d.Died(emailWait), time.Now()})
 		if len(deliveries) < 4 {
 			assert.NoError(t, d.Reject())
 			return
@@ -224,13 +224,13 @@ func TestXDeathCountsTheWaitLoop(t *testing.T) {
 		t.Fatalf("the loop stopped after %d deliveries", len(deliveries))
 	}
 	last := deliveries[3].deaths
-	assert.Equal(t, int64(3), last.Count(s.Names.Of(rabbit.EmailQueue)), "rejected three times in email_queue")
-	assert.Equal(t, int64(3), last.Count(s.Names.Of(rabbit.EmailWait)), "expired three times in the wait queue")
+	assert.Equal(t, int64(3), last.Count(s.Names.Of(emailQueue)), "rejected three times in email_queue")
+	assert.Equal(t, int64(3), last.Count(s.Names.Of(emailWait)), "expired three times in the wait queue")
 	assert.Equal(t, int64(3), last.Reason("expired"))
 	assert.Equal(t, 4, (&rabbit.Delivery{Deaths: last}).Attempt())
 	ttl := s.Clock.Real(time.Second)
 	for i := 1; i < len(deliveries); i++ {
-		assert.Equal(t, int64(i), deliveries[i].deaths.Count(s.Names.Of(rabbit.EmailWait)))
+		assert.Equal(t, int64(i), deliveries[i].deaths.Count(s.Names.Of(emailWait)))
 		assert.Equal(t, int64(i), deliveries[i].died)
 		assert.GreaterOrEqual(t, deliveries[i].at.Sub(deliveries[i-1].at), ttl, "the TTL held the message back")
 	}
@@ -302,8 +302,8 @@ func TestTopologyCheckCatchesMistakes(t *testing.T) {
 	for _, topo := range bad {
 		assert.Error(t, topo.Check(), "%+v", topo)
 	}
-	assert.NoError(t, rabbit.SequentialTopology().Check())
-	assert.NoError(t, rabbit.EmailLoopTopology(time.Second).Check())
+	assert.NoError(t, sequentialTopology().Check())
+	assert.NoError(t, emailLoopTopology(time.Second).Check())
 }
 
 func TestRunNamesNeverCollide(t *testing.T) {
@@ -324,6 +324,6 @@ func TestClosedSessionDialsNoMore(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.Close(ctx))
 	_, err = s.Depth(ctx, "anything")
-	require.ErrorIs(t, err, amqp.ErrClosed)
+	require.ErrorIs(t, err, rabbit.ErrSessionClosed)
 	assert.True(t, s.Connection().IsClosed(), "no new connection was dialled")
 }

@@ -22,24 +22,14 @@ func (p *Publisher) Republish(ctx context.Context, queue string, d *Delivery, he
 // (a per-message TTL in real milliseconds, see Expiration; "" for none):
 // seed 002's publish to its retry queue with the delay on the message.
 func (p *Publisher) RepublishExpiring(ctx context.Context, queue string, d *Delivery, headers amqp.Table, expiration string) error {
-	msg := amqp.Publishing{
-		Expiration:    expiration,
-		Headers:       headers,
-		ContentType:   d.ContentType,
-		DeliveryMode:  d.DeliveryMode,
-		MessageId:     d.MessageId,
-		CorrelationId: d.CorrelationId,
-		Timestamp:     d.Timestamp,
-		Type:          d.Type,
-		Body:          d.Body,
-	}
+	msg := Copy(d.Delivery)
+	msg.Headers, msg.Expiration = headers, expiration
+	msg.UserId = "" // the broker refuses (406) a user-id other than the connection's
 	// Like a first publish, a republish outlives a lost channel: one
 	// that failed for good would send the delivery back to its queue,
 	// and every redelivery would fail the same way, a hot loop.
-	return p.confirmed(ctx, d.Task, func() error {
-		if err := p.send(ctx, queue, msg); err != nil { // stamped with this run's id, mandatory
-			return fmt.Errorf("republishing %s to %s: %w", d.Task, queue, err)
-		}
-		return nil
-	})
+	if err := p.PublishMessage(ctx, queue, msg); err != nil {
+		return fmt.Errorf("republishing: %w", err)
+	}
+	return nil
 }

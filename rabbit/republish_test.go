@@ -30,7 +30,7 @@ func republishLoop(t *testing.T, s *rabbit.Session, task string, rounds int, kee
 	defer pub.Close()
 	got := make(chan *rabbit.Delivery, rounds+1)
 	seen := 0 // only the handler's goroutine touches it
-	c, err := s.Consume(ctx, rabbit.ConsumerOptions{Queue: rabbit.EmailQueue, Actor: "Header-Worker"}, func(ctx context.Context, d *rabbit.Delivery) {
+	c, err := s.Consume(ctx, rabbit.ConsumerOptions{Queue: emailQueue, Actor: "Header-Worker"}, func(ctx context.Context, d *rabbit.Delivery) {
 		seen++
 		got <- d
 		if seen > rounds {
@@ -38,12 +38,12 @@ func republishLoop(t *testing.T, s *rabbit.Session, task string, rounds int, kee
 			return
 		}
 		headers := rabbit.WithRetry(keep(d.Headers), rabbit.Retries(d.Headers)+1, "attempt failed")
-		assert.NoError(t, pub.Republish(ctx, rabbit.EmailWait, d, headers))
+		assert.NoError(t, pub.Republish(ctx, emailWait, d, headers))
 		assert.NoError(t, d.Ack())
 	})
 	require.NoError(t, err)
 	defer c.Stop()
-	require.NoError(t, pub.Publish(ctx, rabbit.EmailQueue, task, nil))
+	require.NoError(t, pub.Publish(ctx, emailQueue, task, nil))
 	var out []*rabbit.Delivery
 	for len(out) <= rounds {
 		select {
@@ -65,8 +65,8 @@ func republishLoop(t *testing.T, s *rabbit.Session, task string, rounds int, kee
 func TestRepublishedXDeathOnThisBroker(t *testing.T) {
 	const speed = 20
 	s := rabbittest.Session(t, speed)
-	require.NoError(t, s.Declare(testCtx(t), rabbit.EmailLoopTopology(time.Second)))
-	wait := s.Names.Of(rabbit.EmailWait)
+	require.NoError(t, s.Declare(testCtx(t), emailLoopTopology(time.Second)))
+	wait := s.Names.Of(emailWait)
 	version, _ := s.Connection().Properties["version"].(string)
 	t.Logf("RabbitMQ %s", version)
 
@@ -165,21 +165,21 @@ func BenchmarkRetryHandoff(b *testing.B) {
 		b.Run(mode, func(b *testing.B) {
 			s := rabbittest.Session(b, 1)
 			ctx := context.Background()
-			require.NoError(b, s.Declare(ctx, rabbit.EmailLoopTopology(time.Hour))) // nothing comes back during the run
+			require.NoError(b, s.Declare(ctx, emailLoopTopology(time.Hour))) // nothing comes back during the run
 			pub, err := s.Publisher(ctx)
 			require.NoError(b, err)
 			defer pub.Close()
 			for i := range b.N {
-				require.NoError(b, pub.Publish(ctx, rabbit.EmailQueue, fmt.Sprint(i), nil))
+				require.NoError(b, pub.Publish(ctx, emailQueue, fmt.Sprint(i), nil))
 			}
 			done := make(chan struct{})
 			handled := 0
 			b.ResetTimer()
-			c, err := s.Consume(ctx, rabbit.ConsumerOptions{Queue: rabbit.EmailQueue, Actor: "bench", Prefetch: 1}, func(ctx context.Context, d *rabbit.Delivery) {
+			c, err := s.Consume(ctx, rabbit.ConsumerOptions{Queue: emailQueue, Actor: "bench", Prefetch: 1}, func(ctx context.Context, d *rabbit.Delivery) {
 				if mode == "reject" {
 					_ = d.Reject()
 				} else {
-					if err := pub.Republish(ctx, rabbit.EmailWait, d, rabbit.WithRetry(d.Headers, 1, "bench")); err != nil {
+					if err := pub.Republish(ctx, emailWait, d, rabbit.WithRetry(d.Headers, 1, "bench")); err != nil {
 						b.Error(err)
 					}
 					_ = d.Ack()
@@ -191,7 +191,7 @@ func BenchmarkRetryHandoff(b *testing.B) {
 			require.NoError(b, err)
 			<-done
 			for { // the last reject is asynchronous: wait until the broker has moved them all
-				n, err := s.Depth(ctx, rabbit.EmailWait)
+				n, err := s.Depth(ctx, emailWait)
 				require.NoError(b, err)
 				if n == b.N {
 					break

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/stretchr/testify/assert"
@@ -96,10 +97,11 @@ func TestParseDeathsValidates(t *testing.T) {
 	assert.Equal(t, 2, (&rabbit.Delivery{Deaths: lenient}).Attempt())
 }
 
-// TestUntrustedAttemptCountIsHeld: messages carrying the run's id but a
-// forged attempt count (the fuzzer's x-retries, a negative x-death) reach
-// no handler. Each goes to the run's hold queue with the reason, and the
-// stream says so with a dead_lettered event; the run's own task goes on.
+// TestUntrustedAttemptCountIsHeld: a copy of the run's pending task A,
+// with the run's app-id but a forged attempt count (the fuzzer's
+// x-retries, a negative x-death), arrives before A itself. It reaches no
+// handler and goes to the run's hold queue with the reason; it does not
+// touch A, whose own message is handled and done.
 func TestUntrustedAttemptCountIsHeld(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -118,6 +120,11 @@ func TestUntrustedAttemptCountIsHeld(t *testing.T) {
 			b, err := rabbit.NewFlow(ctx, s, stream)
 			require.NoError(t, err)
 			require.NoError(t, b.Declare(ctx, flow.Topology{Queues: []flow.Queue{{Name: "work", Role: flow.Work}}}))
+			other := outsider(t)
+			hold := s.Names.Run + ".foreign"
+			t.Cleanup(func() { _, _ = outsider(t).QueueDelete(hold, false, false, false) })
+			publishConfirmed(ctx, t, other, s.Names.Of("work"), amqp.Publishing{MessageId: "A", AppId: s.Names.Run, ContentType: "application/json", Headers: tc.headers, Body: []byte(`{"task":"A"}`)})
+			require.NoError(t, b.Publish(ctx, "Producer", "work", "A"))
 			var mu sync.Mutex
 			var handled []string
 			require.NoError(t, b.Consume(ctx, flow.Consumer{Queue: "work", Actor: "W", RetryHeader: tc.header,
@@ -128,24 +135,20 @@ func TestUntrustedAttemptCountIsHeld(t *testing.T) {
 					_ = stream.Attempt(d.Event("W"), func() error { return nil })
 					return flow.Ack()
 				}}))
-			other := outsider(t)
-			hold := s.Names.Run + ".foreign"
-			t.Cleanup(func() { _, _ = outsider(t).QueueDelete(hold, false, false, false) })
-			publishConfirmed(ctx, t, other, s.Names.Of("work"), amqp.Publishing{MessageId: "F", AppId: s.Names.Run, ContentType: "application/json", Headers: tc.headers, Body: []byte(`{"task":"F"}`)})
-			require.NoError(t, b.Publish(ctx, "Producer", "work", "A"))
 			require.NoError(t, b.Wait(ctx))
 
 			mu.Lock()
 			assert.Equal(t, []string{"A"}, handled, "the forged message reaches no handler")
 			mu.Unlock()
-			parked := labtest.Of(events(), "F", lab.DeadLettered)
-			require.Len(t, parked, 1)
-			assert.Equal(t, hold, parked[0].To)
-			assert.Contains(t, parked[0].Note, tc.want)
+			assert.Empty(t, labtest.Of(events(), "A", lab.DeadLettered), "the forged copy does not touch A")
+			for _, r := range stream.Tasks() {
+				assert.Equal(t, lab.FateDone, r.Fate, "task %s", r.ID)
+			}
+			assert.Equal(t, 1, s.Foreign())
 			held, ok, err := other.Get(hold, true)
 			require.NoError(t, err)
 			require.True(t, ok, "the message waits in %s", hold)
-			assert.Equal(t, "F", held.MessageId)
+			assert.Equal(t, "A", held.MessageId)
 			assert.Contains(t, held.Headers[rabbit.ForeignReasonHeader], tc.want)
 			require.NoError(t, b.Close(ctx))
 		})
@@ -186,4 +189,54 @@ func TestDeathsDescribe(t *testing.T) {
 	}
 	assert.Equal(t, "email-queue rejected ×2, email-retry-queue expired ×1", ds.Describe(seed))
 	assert.Equal(t, "none", rabbit.Deaths(nil).Describe(seed))
+}
+
+// TestForgedCopyOfAFinishedTaskIsParked: once task A is done, a copy of A
+// with the run's app-id (well formed, or with a forged retry count), and a
+// message under an id the run never published (ZZ), reach no handler:
+// each is parked in the hold queue with a reason, and A stays done. On
+// the old code the handler processed the copy as A's next attempt and ZZ
+// as a task with no summary, and the forged count turned A dead.
+func TestForgedCopyOfAFinishedTaskIsParked(t *testing.T) {
+	s := rabbittest.Session(t, 20)
+	ctx := testCtx(t)
+	stream, events := recorded()
+	b, err := rabbit.NewFlow(ctx, s, stream)
+	require.NoError(t, err)
+	require.NoError(t, b.Declare(ctx, flow.Topology{Queues: []flow.Queue{{Name: "work", Role: flow.Work}}}))
+	handled := make(chan string, 8)
+	require.NoError(t, b.Consume(ctx, flow.Consumer{Queue: "work", Actor: "W", RetryHeader: rabbit.RetryCountHeader,
+		Handle: func(_ context.Context, d *flow.Delivery) flow.Decision {
+			handled <- d.Task
+			_ = stream.Attempt(d.Event("W"), func() error { return nil })
+			return flow.Ack()
+		}}))
+	require.NoError(t, b.Publish(ctx, "Producer", "work", "A"))
+	require.NoError(t, b.Wait(ctx))
+	require.Equal(t, "A", <-handled)
+
+	other := outsider(t)
+	hold := s.Names.Run + ".foreign"
+	t.Cleanup(func() { _, _ = outsider(t).QueueDelete(hold, false, false, false) })
+	for _, m := range []amqp.Publishing{
+		{MessageId: "A", Body: []byte(`{"task":"A"}`)},
+		{MessageId: "A", Body: []byte(`{"task":"A"}`), Headers: amqp.Table{rabbit.RetryCountHeader: int64(-4)}},
+		{MessageId: "ZZ", Body: []byte(`{"task":"ZZ"}`)},
+	} {
+		m.AppId, m.ContentType = s.Names.Run, "application/json"
+		publishConfirmed(ctx, t, other, s.Names.Of("work"), m)
+	}
+	require.Eventually(t, func() bool { return s.Foreign() == 3 }, 10*time.Second, 10*time.Millisecond, "all three parked")
+	select {
+	case task := <-handled:
+		t.Fatalf("the handler got %s again", task)
+	default:
+	}
+	for _, r := range stream.Tasks() {
+		assert.Equal(t, "A", r.ID, "no task for ZZ")
+		assert.Equal(t, lab.FateDone, r.Fate, "A stays done")
+	}
+	assert.Empty(t, labtest.Of(events(), "A", lab.DeadLettered))
+	assert.Equal(t, 3, depthOf(t, other, hold))
+	require.NoError(t, b.Close(ctx))
 }

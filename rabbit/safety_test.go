@@ -76,7 +76,7 @@ func TestDeclareLeavesSomeoneElsesQueueAlone(t *testing.T) {
 	ctx := testCtx(t)
 	names := rabbit.RunNames()
 	other := outsider(t)
-	theirs := names.Of(rabbit.SequentialDLQ)
+	theirs := names.Of(sequentialDLQ)
 	_, err := other.QueueDeclare(theirs, true, false, false, false, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _, _ = other.QueueDelete(theirs, false, false, false) })
@@ -84,7 +84,7 @@ func TestDeclareLeavesSomeoneElsesQueueAlone(t *testing.T) {
 
 	s, err := rabbit.Open(ctx, url, names, lab.NewClock(20), rabbittest.Logger(t))
 	require.NoError(t, err)
-	err = s.Declare(ctx, rabbit.SequentialTopology())
+	err = s.Declare(ctx, sequentialTopology())
 	var ee *rabbit.ExistsError
 	require.ErrorAs(t, err, &ee)
 	assert.Equal(t, []string{theirs}, ee.Queues)
@@ -93,8 +93,8 @@ func TestDeclareLeavesSomeoneElsesQueueAlone(t *testing.T) {
 	require.NoError(t, s.Close(ctx))
 
 	assert.Equal(t, 1, depthOf(t, other, theirs), "their message is still there")
-	for _, q := range rabbit.SequentialTopology().Queues {
-		if q.Name != rabbit.SequentialDLQ { // each check on a channel of its own: a 404 closes it
+	for _, q := range sequentialTopology().Queues {
+		if q.Name != sequentialDLQ { // each check on a channel of its own: a 404 closes it
 			_, err := outsider(t).QueueDeclarePassive(names.Of(q.Name), true, false, false, false, nil)
 			assert.Error(t, err, "the refused run declared nothing: %s", q.Name)
 		}
@@ -142,29 +142,55 @@ func TestForeignMessageIsHeldNotHandled(t *testing.T) {
 	assert.Equal(t, 1, depthOf(t, other, hold))
 }
 
+// TestForeignMessageInAWaitQueueIsParkedAtClose: a message someone else
+// put in one of the run's wait queues is still waiting out its TTL when
+// the run ends. Close parks it in the hold queue with a reason instead of
+// deleting it with the queue (it once deleted it silently); the run's own
+// message there goes with the queue.
+func TestForeignMessageInAWaitQueueIsParkedAtClose(t *testing.T) {
+	s := rabbittest.Session(t, 1)
+	ctx := testCtx(t)
+	require.NoError(t, s.Declare(ctx, emailLoopTopology(time.Hour)))
+	other := outsider(t)
+	publishConfirmed(ctx, t, other, s.Names.Of(emailWait), amqp.Publishing{MessageId: "theirs", AppId: "someone-else", Body: []byte("{}")})
+	pub, err := s.Publisher(ctx)
+	require.NoError(t, err)
+	require.NoError(t, pub.Publish(ctx, emailWait, "A", nil))
+
+	hold := s.Names.Run + ".foreign"
+	t.Cleanup(func() { _, _ = outsider(t).QueueDelete(hold, false, false, false) })
+	require.NoError(t, s.Close(ctx))
+	held, ok, err := other.Get(hold, true)
+	require.NoError(t, err)
+	require.True(t, ok, "the foreign message waits in %s", hold)
+	assert.Equal(t, "theirs", held.MessageId)
+	assert.Contains(t, held.Headers[rabbit.ForeignReasonHeader], "found in "+s.Names.Of(emailWait))
+	assert.Equal(t, 0, depthOf(t, other, hold), "only the foreign message was parked")
+}
+
 // TestDeletedConsumedQueueEndsTheRun: someone deletes the queue a consumer
 // reads. The run ends with one error naming it, within the bound, instead
 // of reconnecting for ever.
 func TestDeletedConsumedQueueEndsTheRun(t *testing.T) {
 	s := rabbittest.Session(t, 20)
 	ctx := testCtx(t)
-	require.NoError(t, s.Declare(ctx, rabbit.EmailLoopTopology(time.Hour)))
+	require.NoError(t, s.Declare(ctx, emailLoopTopology(time.Hour)))
 	stream, _ := recorded()
-	_, err := s.Consume(ctx, rabbit.ConsumerOptions{Queue: rabbit.EmailQueue, Actor: "W", Stream: stream}, func(_ context.Context, d *rabbit.Delivery) {
+	_, err := s.Consume(ctx, rabbit.ConsumerOptions{Queue: emailQueue, Actor: "W", Stream: stream}, func(_ context.Context, d *rabbit.Delivery) {
 		_ = d.Reject() // off to the wait queue, for an hour
 	})
 	require.NoError(t, err)
 	pub, err := s.Publisher(ctx)
 	require.NoError(t, err)
-	stream.Emit(lab.Event{Kind: lab.Enqueued, Task: "A", Queue: rabbit.EmailQueue})
-	require.NoError(t, pub.Publish(ctx, rabbit.EmailQueue, "A", nil))
+	stream.Emit(lab.Event{Kind: lab.Enqueued, Task: "A", Queue: emailQueue})
+	require.NoError(t, pub.Publish(ctx, emailQueue, "A", nil))
 
-	_, err = outsider(t).QueueDelete(s.Names.Of(rabbit.EmailQueue), false, false, false)
+	_, err = outsider(t).QueueDelete(s.Names.Of(emailQueue), false, false, false)
 	require.NoError(t, err)
 	start := time.Now()
 	err = s.WaitSettled(ctx, stream, nil)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "queue "+s.Names.Of(rabbit.EmailQueue)+" was deleted")
+	assert.Contains(t, err.Error(), "queue "+s.Names.Of(emailQueue)+" was deleted")
 	assert.Less(t, time.Since(start), 5*time.Second, "ends within the bound, not after a minute of retries")
 	assert.Equal(t, err, s.Err())
 }
@@ -174,18 +200,18 @@ func TestDeletedConsumedQueueEndsTheRun(t *testing.T) {
 func TestDeletedWaitQueueEndsTheRun(t *testing.T) {
 	s := rabbittest.Session(t, 1)
 	ctx := testCtx(t)
-	require.NoError(t, s.Declare(ctx, rabbit.EmailLoopTopology(time.Hour)))
+	require.NoError(t, s.Declare(ctx, emailLoopTopology(time.Hour)))
 	stream, _ := recorded()
 	pub, err := s.Publisher(ctx)
 	require.NoError(t, err)
-	stream.Emit(lab.Event{Kind: lab.Enqueued, Task: "A", Queue: rabbit.EmailWait})
-	require.NoError(t, pub.Publish(ctx, rabbit.EmailWait, "A", nil))
-	_, err = outsider(t).QueueDelete(s.Names.Of(rabbit.EmailWait), false, false, false)
+	stream.Emit(lab.Event{Kind: lab.Enqueued, Task: "A", Queue: emailWait})
+	require.NoError(t, pub.Publish(ctx, emailWait, "A", nil))
+	_, err = outsider(t).QueueDelete(s.Names.Of(emailWait), false, false, false)
 	require.NoError(t, err)
 
 	err = s.WaitSettled(ctx, stream, nil)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "queue "+s.Names.Of(rabbit.EmailWait)+" was deleted")
+	assert.Contains(t, err.Error(), "queue "+s.Names.Of(emailWait)+" was deleted")
 	rabbit.ReportLost(stream, "Cleanup", err.Error())
 	tasks := stream.Finish()
 	require.Len(t, tasks, 1)

@@ -67,7 +67,11 @@ func (s *Session) Sift(ctx context.Context, queue string) ([]Delivery, int, erro
 // and left in place. Parking runs outside the bound of one broker call:
 // a 10 MB copy may take longer, and park bounds each of its own steps.
 func (s *Session) scan(ctx context.Context, queue string, max int, park bool) ([]Delivery, int, error) {
-	ch, err := withinValue(ctx, func() (*amqp.Channel, error) { return s.channel(ctx) })
+	var ch *amqp.Channel
+	err := s.Retry(ctx, "reading "+s.Names.Of(queue), func() (err error) {
+		ch, err = withinValue(ctx, func() (*amqp.Channel, error) { return s.channel(ctx) })
+		return err
+	})
 	if err != nil {
 		return nil, 0, fmt.Errorf("reading %s: %w", s.Names.Of(queue), err)
 	}

@@ -38,9 +38,9 @@ func (s *Session) patience() time.Duration {
 	if s.Patience > 0 {
 		return s.Patience
 	}
-	s.mu.Lock()
-	longest := s.longest
-	s.mu.Unlock()
+	s.owned.mu.Lock()
+	longest := s.owned.longest
+	s.owned.mu.Unlock()
 	return max(patienceFactor*longest, minPatience)
 }
 
@@ -49,56 +49,53 @@ func (s *Session) patience() time.Duration {
 // way it can end besides that is an error: ctx ends; the session failed
 // (Err: a consumed queue deleted, the broker away too long); a queue the
 // session created is gone; or no task made progress (a started attempt, a
-// new task, a fate) and no message was parked for the session's Patience. Broker runs have no idle
-// signal like inmem.System's, so it polls the ledger every few
-// milliseconds.
+// new task, a fate) and no message was parked for the session's
+// Patience. Broker runs have no idle signal like inmem.System's, so it
+// polls the ledger every few milliseconds (PollUntil).
 func (s *Session) WaitSettled(ctx context.Context, stream *lab.Stream, extra func() bool) error {
 	patience := s.patience()
 	realPatience := max(s.Clock.Real(patience), minRealPatience)
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
 	last, moved := progressOf(stream.Tasks()), time.Now()
 	parked, _ := s.parkActivity()
 	nextCheck := time.Now().Add(checkEvery)
-	for {
+	_, err := PollUntil(ctx, 2*time.Millisecond, 0, func() (bool, error) {
 		tasks := stream.Tasks()
 		if settledAll(tasks) && (extra == nil || extra()) {
-			return nil
+			return true, nil
 		}
-		if time.Now().After(nextCheck) {
-			nextCheck = time.Now().Add(checkEvery)
-			// A consumer busy parking messages from outside (Foreign), or
-			// a publisher waiting out a lost channel, is moving too: the
-			// run's tasks wait behind them, not lost.
-			p, busy := s.parkActivity()
-			if now := progressOf(tasks); !slices.Equal(now, last) || p != parked || busy {
-				last, parked, moved = now, p, time.Now()
-			}
-			if err := s.checkQueues(ctx); err != nil {
-				return err
-			}
-			if time.Since(moved) > realPatience {
-				s.fail(fmt.Errorf("%w for %v of lesson time (%v real); still pending: %s; "+
-					"a message may have been removed from outside the run",
-					ErrStalled, patience, realPatience.Round(time.Millisecond), pendingIDs(tasks)))
-				return s.Err()
-			}
+		if err := s.Err(); err != nil {
+			return false, err
 		}
-		select {
-		case <-tick.C:
-		case <-s.failed:
-			return s.Err()
-		case <-ctx.Done():
-			return ctx.Err()
+		if time.Now().Before(nextCheck) {
+			return false, nil
 		}
-	}
+		nextCheck = time.Now().Add(checkEvery)
+		// A consumer busy parking messages from outside (Foreign), or
+		// a publisher waiting out a lost channel, is moving too: the
+		// run's tasks wait behind them, not lost.
+		p, busy := s.parkActivity()
+		if now := progressOf(tasks); !slices.Equal(now, last) || p != parked || busy {
+			last, parked, moved = now, p, time.Now()
+		}
+		if err := s.checkQueues(ctx); err != nil {
+			return false, err
+		}
+		if time.Since(moved) > realPatience {
+			s.fail(fmt.Errorf("%w for %v of lesson time (%v real); still pending: %s; "+
+				"a message may have been removed from outside the run",
+				ErrStalled, patience, realPatience.Round(time.Millisecond), pendingIDs(tasks)))
+			return false, s.Err()
+		}
+		return false, nil
+	})
+	return err
 }
 
 // checkQueues fails the session if a queue it created is gone.
 func (s *Session) checkQueues(ctx context.Context) error {
-	s.mu.Lock()
-	owned := slices.Clone(s.declared)
-	s.mu.Unlock()
+	s.owned.mu.Lock()
+	owned := slices.Clone(s.owned.declared)
+	s.owned.mu.Unlock()
 	for _, name := range owned {
 		if _, err := s.inspect(ctx, name); isNotFound(err) {
 			s.fail(fmt.Errorf("queue %s was deleted while the run used it (not by this run)", name))
@@ -152,4 +149,12 @@ func ReportLost(stream *lab.Stream, actor, reason string) {
 			stream.Emit(lab.Event{Kind: lab.Lost, Task: t.ID, Actor: actor, Note: reason})
 		}
 	}
+}
+
+// ReportDiscarded emits a lost event for every task the stream still has
+// pending. Call it after a run that stopped early has deleted its queues:
+// the deletion discarded whatever messages they held, and no message may
+// vanish without an event saying so.
+func ReportDiscarded(stream *lab.Stream, actor string) {
+	ReportLost(stream, actor, "the run stopped early; deleting its queues discarded the message")
 }

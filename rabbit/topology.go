@@ -1,8 +1,6 @@
 package rabbit
 
 import (
-	"time"
-
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/queuelab/qlab/flow"
@@ -52,49 +50,4 @@ func Arguments(q Queue, names Names, clock lab.Clock) amqp.Table {
 		args["x-overflow"] = string(q.Overflow)
 	}
 	return args
-}
-
-// The queue names of lesson Q10 (seed 001), as the seed spells them.
-const (
-	SequentialQueue            = "sequential.queue"
-	SequentialRetryWait        = "sequential.retry.wait"
-	SequentialRetryProcessing  = "sequential.retry.processing"
-	SequentialSecondRetryWait  = "sequential.second.retry.wait"
-	SequentialSecondProcessing = "sequential.second.retry.processing"
-	SequentialDLQ              = "sequential.dlq"
-)
-
-// SequentialTopology is seed 001's Q10 flow: each processing queue
-// dead-letters (on a reject) into a wait queue, whose TTL (1 s, then 2 s)
-// dead-letters into the next processing queue; the last one dead-letters
-// into the DLQ. The broker does every move; workers only ack or reject.
-func SequentialTopology() Topology {
-	return Topology{Queues: []Queue{
-		{Name: SequentialQueue, Role: Work, DeadLetterTo: SequentialRetryWait},
-		{Name: SequentialRetryWait, Role: Wait, TTL: time.Second, DeadLetterTo: SequentialRetryProcessing},
-		{Name: SequentialRetryProcessing, Role: Work, DeadLetterTo: SequentialSecondRetryWait},
-		{Name: SequentialSecondRetryWait, Role: Wait, TTL: 2 * time.Second, DeadLetterTo: SequentialSecondProcessing},
-		{Name: SequentialSecondProcessing, Role: Work, DeadLetterTo: SequentialDLQ},
-		{Name: SequentialDLQ, Role: DLQ},
-	}}
-}
-
-// The queue names of seed 000's email loop.
-const (
-	EmailQueue = "email_queue"
-	EmailWait  = "email_queue_wait"
-	EmailDLQ   = "email_queue_dlq"
-)
-
-// EmailLoopTopology is seed 000's single wait-queue loop: email_queue
-// dead-letters rejected messages into email_queue_wait, whose TTL (the
-// seed uses 5 s) dead-letters them back into email_queue; the x-death
-// count tells the worker how often a message went round. email_queue_dlq
-// is where the worker publishes a message after its last retry.
-func EmailLoopTopology(wait time.Duration) Topology {
-	return Topology{Queues: []Queue{
-		{Name: EmailQueue, Role: Work, DeadLetterTo: EmailWait},
-		{Name: EmailWait, Role: Wait, TTL: wait, DeadLetterTo: EmailQueue},
-		{Name: EmailDLQ, Role: DLQ},
-	}}
 }

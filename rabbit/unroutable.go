@@ -32,33 +32,39 @@ func (s *Session) PublishUnroutable(ctx context.Context, queue, task string, man
 	if exists, err := s.queueExists(ctx, name); err != nil || exists {
 		return Unroutable{}, fmt.Errorf("queue %s must not exist for this demonstration (exists %v, err %v)", name, exists, err)
 	}
+	// The answer comes back through withinValue: a publish abandoned at
+	// its bound must not write what this function returns. A connection
+	// lost on the way is dialled again (OnConnection): publishing twice to
+	// a queue that does not exist loses nothing more.
 	var u Unroutable
-	err := within(ctx, func() error {
-		ch, err := s.conn.Channel()
-		if err != nil {
-			return err
-		}
-		defer ch.Close()
-		if err := ch.Confirm(false); err != nil {
-			return err
-		}
-		returns := ch.NotifyReturn(make(chan amqp.Return, 1))
-		msg := Publishing(task, nil)
-		msg.AppId = s.Names.Run
-		dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", name, mandatory, false /* immediate */, msg)
-		if err != nil {
-			return err
-		}
-		u.Confirmed, err = dc.WaitContext(ctx)
-		if err != nil {
-			return err
-		}
-		select {
-		case r := <-returns:
-			u.Returned, u.ReplyCode, u.ReplyText = true, r.ReplyCode, r.ReplyText
-		default:
-		}
-		return nil
+	err := s.OnConnection(ctx, "publishing to the undeclared "+name, func(conn *amqp.Connection) (err error) {
+		u, err = withinValue(ctx, func() (u Unroutable, err error) {
+			ch, err := conn.Channel()
+			if err != nil {
+				return u, err
+			}
+			defer ch.Close()
+			if err := ch.Confirm(false); err != nil {
+				return u, err
+			}
+			returns := ch.NotifyReturn(make(chan amqp.Return, 1))
+			msg := Publishing(task, nil)
+			msg.AppId = s.Names.Run
+			dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", name, mandatory, false /* immediate */, msg)
+			if err != nil {
+				return u, err
+			}
+			if u.Confirmed, err = dc.WaitContext(ctx); err != nil {
+				return u, err
+			}
+			select {
+			case r := <-returns:
+				u.Returned, u.ReplyCode, u.ReplyText = true, r.ReplyCode, r.ReplyText
+			default:
+			}
+			return u, nil
+		})
+		return err
 	})
 	if err != nil {
 		return u, fmt.Errorf("publishing %s to the undeclared %s: %w", task, name, err)
@@ -70,7 +76,7 @@ func (s *Session) PublishUnroutable(ctx context.Context, queue, task string, man
 // queueExists reports whether broker queue name exists (a passive declare;
 // 404 is "no").
 func (s *Session) queueExists(ctx context.Context, name string) (bool, error) {
-	_, err := inspectOn(ctx, s.conn, name)
+	_, err := s.inspect(ctx, name)
 	switch {
 	case err == nil:
 		return true, nil

@@ -57,9 +57,13 @@ func TestBrokerCleanWithoutBroker(t *testing.T) {
 }
 
 // TestBrokerClean leaves Q12's queues under a prefix of its own as a
-// killed run would (one holding a message, one with a consumer attached,
-// one no lesson declares) and cleans them: --dry-run lists and keeps
-// them; clean deletes exactly the lesson's unused ones.
+// killed run would (one holding a message, one a quorum queue, one no
+// lesson declares) while a consumer is still attached to one: --dry-run
+// lists them and keeps them; clean refuses and deletes nothing, because
+// the run is still going (it once deleted the wait queue and the DLQ under
+// a live run); once the consumer is gone, clean deletes exactly the
+// lesson's queues, the quorum one included (if-unused made it fail with
+// 540 on quorum queues).
 func TestBrokerClean(t *testing.T) {
 	url := rabbittest.NeedBroker(t)
 	names := rabbit.RunNames()
@@ -71,7 +75,11 @@ func TestBrokerClean(t *testing.T) {
 	require.NoError(t, err)
 	queues := []string{"email_queue", "email_queue_wait", "email_queue_dlq", "not_a_lesson_queue"}
 	for _, q := range queues {
-		_, err := ch.QueueDeclare(names.Of(q), true, false, false, false, nil) // durable, as a run's
+		var args amqp.Table
+		if q == "email_queue_wait" {
+			args = amqp.Table{"x-queue-type": "quorum"}
+		}
+		_, err := ch.QueueDeclare(names.Of(q), true, false, false, false, args) // durable, as a run's
 		require.NoError(t, err)
 	}
 	t.Cleanup(func() {
@@ -90,7 +98,9 @@ func TestBrokerClean(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, dc.Wait(), "the broker confirms the message before clean counts it")
 	// A consumer on the DLQ: a run with this prefix still going.
-	_, err = ch.Consume(names.Of("email_queue_dlq"), "", false, false, false, false, nil)
+	consumer, err := conn.Channel()
+	require.NoError(t, err)
+	_, err = consumer.Consume(names.Of("email_queue_dlq"), "", false, false, false, false, nil)
 	require.NoError(t, err)
 
 	code, out, errOut := qlab("broker", "clean", "--prefix", prefix, "--lesson", "12", "--dry-run")
@@ -99,13 +109,20 @@ func TestBrokerClean(t *testing.T) {
 	assert.Contains(t, out, "would delete queue "+names.Of("email_queue_wait")+" (0 ready messages)")
 	assert.Contains(t, out, "left queue "+names.Of("email_queue_dlq")+": 1 consumers attached")
 	assert.NotContains(t, out, "not_a_lesson_queue")
-	assertQueues(t, conn, names, map[string]bool{"email_queue": true, "email_queue_wait": true, "email_queue_dlq": true, "not_a_lesson_queue": true})
+	all := map[string]bool{"email_queue": true, "email_queue_wait": true, "email_queue_dlq": true, "not_a_lesson_queue": true}
+	assertQueues(t, conn, names, all)
 
+	code, _, errOut = qlab("broker", "clean", "--prefix", prefix, "--lesson", "12")
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, errOut, "a run with this prefix is still going: queue "+names.Of("email_queue_dlq")+" has 1 consumers")
+	assertQueues(t, conn, names, all)
+
+	require.NoError(t, consumer.Close()) // the run ended
 	code, out, errOut = qlab("broker", "clean", "--prefix", prefix, "--lesson", "12")
 	require.Equal(t, exitOK, code, errOut)
 	assert.Contains(t, out, "deleted queue "+names.Of("email_queue")+" (1 ready message)")
-	assert.Contains(t, out, "deleted 2, left 1 in use; 0 lesson names not on the broker under "+names.Prefix)
-	assertQueues(t, conn, names, map[string]bool{"email_queue": false, "email_queue_wait": false, "email_queue_dlq": true, "not_a_lesson_queue": true})
+	assert.Contains(t, out, "deleted 3, left 0 in use; 0 lesson names not on the broker under "+names.Prefix)
+	assertQueues(t, conn, names, map[string]bool{"email_queue": false, "email_queue_wait": false, "email_queue_dlq": false, "not_a_lesson_queue": true})
 }
 
 // assertQueues checks which of the seed queues exist under names.

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lessons/q10"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
 )
@@ -39,7 +40,7 @@ func privatePrefix(t *testing.T) (string, *amqp.Channel) {
 		if err != nil {
 			return
 		}
-		for _, q := range rabbit.SequentialTopology().Queues {
+		for _, q := range q10.Lesson.Topologies()[0].Queues {
 			_, _ = ch.QueueDelete(prefix+"."+q.Name, false, false, false)
 		}
 	})
@@ -63,7 +64,7 @@ func queueExists(t *testing.T, name string) bool {
 // before it declares anything; the message stays where it was.
 func TestSeedNamesRefuseSomeoneElsesQueue(t *testing.T) {
 	prefix, other := privatePrefix(t)
-	theirs := prefix + "." + rabbit.SequentialDLQ
+	theirs := prefix + "." + "sequential.dlq"
 	_, err := other.QueueDeclare(theirs, true, false, false, false, nil)
 	require.NoError(t, err)
 	require.NoError(t, other.PublishWithContext(t.Context(), "", theirs, false, false, amqp.Publishing{Body: []byte("theirs")}))
@@ -77,7 +78,7 @@ func TestSeedNamesRefuseSomeoneElsesQueue(t *testing.T) {
 	q, err := other.QueueDeclarePassive(theirs, true, false, false, false, nil)
 	require.NoError(t, err)
 	assert.Equal(t, 1, q.Messages, "their message is still there")
-	assert.False(t, queueExists(t, prefix+"."+rabbit.SequentialQueue), "the refused run declared nothing")
+	assert.False(t, queueExists(t, prefix+"."+"sequential.queue"), "the refused run declared nothing")
 }
 
 // TestSeedNamesUnderAPrefix: --names exact --prefix NAME runs on
@@ -87,7 +88,7 @@ func TestSeedNamesUnderAPrefix(t *testing.T) {
 	code, out, errOut := qlab("run", "10", "--backend", "rabbit", "--names", "exact", "--prefix", prefix, "--speed", "20", "--no-color")
 	require.Equal(t, exitOK, code, errOut)
 	assert.Contains(t, out, prefix+".sequential.retry.wait")
-	assert.False(t, queueExists(t, prefix+"."+rabbit.SequentialQueue), "deleted at the end")
+	assert.False(t, queueExists(t, prefix+"."+"sequential.queue"), "deleted at the end")
 }
 
 // lineWriter hands each complete line to f, as a pipe reader would.
@@ -117,10 +118,10 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 // error and exit 1, and C is reported lost with the reason.
 func TestDeletedWaitQueueEndsTheRun(t *testing.T) {
 	prefix, other := privatePrefix(t)
-	wait := prefix + "." + rabbit.SequentialRetryWait
+	wait := prefix + "." + "sequential.retry.wait"
 	out := &lineWriter{line: func(line string) {
 		var e lab.Event
-		if json.Unmarshal([]byte(line), &e) == nil && e.Kind == lab.Scheduled && e.Task == "C" && e.Via == rabbit.SequentialRetryWait {
+		if json.Unmarshal([]byte(line), &e) == nil && e.Kind == lab.Scheduled && e.Task == "C" && e.Via == "sequential.retry.wait" {
 			_, err := other.QueueDelete(wait, false, false, false)
 			assert.NoError(t, err)
 		}
@@ -145,7 +146,7 @@ func TestDeletedWaitQueueEndsTheRun(t *testing.T) {
 		}
 	}
 	assert.Equal(t, lab.FateLost, c.Fate)
-	assert.False(t, queueExists(t, prefix+"."+rabbit.SequentialQueue), "the run deleted what it created")
+	assert.False(t, queueExists(t, prefix+"."+"sequential.queue"), "the run deleted what it created")
 }
 
 // binDir holds the binary buildQlab builds; TestMain removes it.
@@ -205,7 +206,7 @@ func TestClosedStdoutCleansUp(t *testing.T) {
 	code, stderr, _ := closeStdoutEarly(t, "run", "10", "--backend", "rabbit", "--names", "exact", "--prefix", prefix, "--speed", "5", "--json")
 	assert.Equal(t, exitError, code)
 	assert.Contains(t, stderr, "output closed")
-	for _, q := range rabbit.SequentialTopology().Queues {
+	for _, q := range q10.Lesson.Topologies()[0].Queues {
 		assert.False(t, queueExists(t, prefix+"."+q.Name), "left behind: %s", q.Name)
 	}
 }

@@ -219,27 +219,24 @@ func (o *q15Outcome) nackedTasks(tasks []string) []string {
 // target queue takes it later, later still on a loaded machine. A task
 // not found within the bound is reported lost.
 func q15Find(ctx context.Context, s *rabbit.Session, nacked []string) (map[string]rabbit.Delivery, error) {
-	deadline := time.Now().Add(q15Landing)
-	for {
-		found := map[string]rabbit.Delivery{}
+	var found map[string]rabbit.Delivery
+	_, err := rabbit.PollUntil(ctx, 20*time.Millisecond, q15Landing, func() (bool, error) {
+		found = map[string]rabbit.Delivery{}
 		for _, q := range []string{notify.DLQ, notify.RetryQueue} {
 			ds, err := s.Peek(ctx, q, len(nacked)+1)
 			if err != nil {
-				return nil, err
+				return false, err
 			}
 			for _, d := range ds {
 				found[d.Task] = d
 			}
 		}
-		if q15AllFound(found, nacked) || time.Now().After(deadline) {
-			return found, nil
-		}
-		select {
-		case <-time.After(20 * time.Millisecond):
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+		return q15AllFound(found, nacked), nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return found, nil
 }
 
 // q15Landing bounds the wait for a nacked message to reach its queue: a

@@ -20,6 +20,8 @@ import (
 	"strings"
 	"time"
 
+	amqp "github.com/rabbitmq/amqp091-go"
+
 	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
@@ -195,14 +197,11 @@ func q16Refusal(mode flow.Overflow) string {
 // (the mail service is up in this part); it returns their ids in order.
 // A message that is no job of the run is parked, not sent.
 func q16Send(ctx context.Context, env *lesson.Env, s *rabbit.Session) ([]string, error) {
-	ch, err := s.Connection().Channel()
-	if err != nil {
-		return nil, err
-	}
-	defer ch.Close()
+	r := s.Reader()
+	defer r.Close()
 	var ids []string
 	for {
-		d, ok, err := ch.Get(s.Names.Of(notify.EmailQueue), false /* autoAck */)
+		d, ok, err := r.Get(ctx, notify.EmailQueue)
 		if err != nil || !ok {
 			return ids, err
 		}
@@ -212,9 +211,9 @@ func q16Send(ctx context.Context, env *lesson.Env, s *rabbit.Session) ([]string,
 		ids = append(ids, d.MessageId)
 		at := lab.Event{Task: d.MessageId, Queue: notify.EmailQueue, Actor: "Email-Worker", Attempt: 1}
 		_ = env.Stream.Attempt(at, func() error { return nil })
-		if err := d.Ack(false); err != nil {
+		if err := d.Ack(false); err != nil && (!rabbit.Transient(err) || s.Err() != nil) {
 			return ids, err
-		}
+		} // a lost channel: the broker hands the job out again, and it is sent twice (at least once)
 	}
 }
 
@@ -231,20 +230,16 @@ func isJob(body []byte) error {
 // confirmed a publish, or taken a nack, before the message that overflow
 // or nack dead-letters reaches email-dlq.
 func q16Landed(ctx context.Context, s *rabbit.Session, want int) ([]rabbit.Delivery, int, error) {
-	deadline := time.Now().Add(q16Landing)
+	var dead []rabbit.Delivery
 	parked := 0
-	for {
-		dead, n, err := s.Sift(ctx, notify.DLQ)
+	_, err := rabbit.PollUntil(ctx, 20*time.Millisecond, q16Landing, func() (bool, error) {
+		var n int
+		var err error
+		dead, n, err = s.Sift(ctx, notify.DLQ)
 		parked += n
-		if err != nil || len(dead) >= want || time.Now().After(deadline) {
-			return dead, parked, err
-		}
-		select {
-		case <-time.After(20 * time.Millisecond):
-		case <-ctx.Done():
-			return nil, parked, ctx.Err()
-		}
-	}
+		return len(dead) >= want, err
+	})
+	return dead, parked, err
 }
 
 // q16Landing bounds the wait for dead-lettered messages to reach
@@ -260,19 +255,26 @@ const q16Landing = 30 * time.Second
 // is sifted first: a message someone else put there is parked, not
 // deleted by the lesson.
 func q16TakeLikeTheSeed(ctx context.Context, env *lesson.Env, s *rabbit.Session, inspect *render.Table) error {
-	conn, dlq := s.Connection(), s.Names.Of(notify.DLQ)
+	dlq := s.Names.Of(notify.DLQ)
 	if _, _, err := s.Sift(ctx, notify.DLQ); err != nil { // what is not the run's is parked, not deleted
 		return err
 	}
-	before, err := rabbit.QueueDepth(ctx, conn, dlq)
-	if err != nil {
+	var before, after int
+	var shown []amqp.Delivery
+	err := s.OnConnection(ctx, "reading email-dlq as the seed does", func(conn *amqp.Connection) (err error) {
+		if before, err = rabbit.QueueDepth(ctx, conn, dlq); err != nil {
+			return err
+		}
+		if len(shown) < 10 { // the seed's "count":10, over a retry too
+			got, err := rabbit.Take(ctx, conn, dlq, 10-len(shown))
+			shown = append(shown, got...) // taken with no-ack: gone even if the connection is lost next
+			if err != nil {
+				return err
+			}
+		}
+		after, err = rabbit.QueueDepth(ctx, conn, dlq)
 		return err
-	}
-	shown, err := rabbit.Take(ctx, conn, dlq, 10) // the seed's "count":10
-	if err != nil {
-		return err
-	}
-	after, err := rabbit.QueueDepth(ctx, conn, dlq)
+	})
 	if err != nil {
 		return err
 	}

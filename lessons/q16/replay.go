@@ -28,15 +28,24 @@ type q16Worker struct {
 	inDLQ    int                                  // jobs nacked to email-dlq and not replayed since
 }
 
-// handle processes d and reports it.
+// handle processes d and reports it. A redelivery (the broker handed d
+// out again: its channel was lost before the worker settled it) repeats
+// the attempt it interrupted.
 func (w *q16Worker) handle(ctx context.Context, d amqp.Delivery) error {
 	job, err := notify.DecodeJob(d.Body)
 	if err != nil {
 		return fmt.Errorf("q16: %s: %w", d.MessageId, err)
 	}
 	task := d.MessageId
-	w.attempts[task]++
+	if !d.Redelivered || w.attempts[task] == 0 {
+		w.attempts[task]++
+	}
 	at := lab.Event{Task: task, Queue: notify.EmailQueue, Actor: "Email-Worker", Attempt: w.attempts[task]}
+	if d.Redelivered {
+		e := at
+		e.Kind, e.Note = lab.Redelivered, "the broker handed it out again: it was never acknowledged"
+		w.env.Stream.Emit(e)
+	}
 	if w.env.Stream.Attempt(at, func() error { return w.fails(task, w.attempts[task]) }) == nil {
 		return d.Ack(false)
 	}
@@ -47,8 +56,11 @@ func (w *q16Worker) handle(ctx context.Context, d amqp.Delivery) error {
 		e.Kind, e.To, e.Actor = lab.DeadLettered, notify.DLQ, "Email-Worker"
 		e.Note = fmt.Sprintf("retries %d → %d ≥ MAX_RETRIES: nack(msg, false, false) → email-dlx → email-dlq; the body it parks still says retries %d", read, job.Retries, read)
 		w.env.Stream.Emit(e)
+		if err := d.Nack(false, false /* requeue */); err != nil {
+			return err
+		}
 		w.inDLQ++
-		return d.Nack(false, false /* requeue */)
+		return nil
 	}
 	wait := notify.RetryDelay(job.Retries)
 	msg := rabbit.Publishing(task, job.Encode())
@@ -65,18 +77,17 @@ func (w *q16Worker) handle(ctx context.Context, d amqp.Delivery) error {
 
 // serve handles every job email-queue gets until email-queue is empty and
 // no job it handled waits for a retry, within the longest retry delay and
-// a few seconds. A message that is no job of the run is parked.
+// a few seconds. A message that is no job of the run is parked. It reads
+// on a rabbit.Reader, whose channel outlives a lost connection or a
+// restart; a settle that fails with the channel is left to the broker,
+// which hands the message out again.
 func (w *q16Worker) serve(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, w.s.Clock.Real(notify.RetryDelays[len(notify.RetryDelays)-1])+10*time.Second)
 	defer cancel()
-	conn := w.s.Connection()
-	ch, err := conn.Channel()
-	if err != nil {
-		return err
-	}
-	defer ch.Close()
+	r := w.s.Reader()
+	defer r.Close()
 	for {
-		d, ok, err := ch.Get(w.s.Names.Of(notify.EmailQueue), false /* autoAck */)
+		d, ok, err := r.Get(ctx, notify.EmailQueue)
 		if err != nil {
 			return err
 		}
@@ -84,7 +95,7 @@ func (w *q16Worker) serve(ctx context.Context) error {
 			if !w.s.Screen(ctx, notify.EmailQueue, d, isJob) {
 				continue // parked in the run's hold queue: someone else's, or no email job
 			}
-			if err := w.handle(ctx, d); err != nil {
+			if err := w.handle(ctx, d); err != nil && !w.lostChannel(err) {
 				return err
 			}
 			continue
@@ -96,6 +107,16 @@ func (w *q16Worker) serve(ctx context.Context) error {
 			return fmt.Errorf("q16: waiting for email-retry-queue: %w", err)
 		}
 	}
+}
+
+// lostChannel reports whether err is a settle that failed because the
+// broker went away while the run can go on: the message comes back.
+func (w *q16Worker) lostChannel(err error) bool {
+	if !rabbit.Transient(err) || w.s.Err() != nil {
+		return false
+	}
+	w.s.Warn("q16: a settle failed with its channel; the broker hands the job out again", "err", err.Error())
+	return true
 }
 
 // waiting reports whether a job the worker handled is still on its way
@@ -158,8 +179,7 @@ func q16Operate(ctx context.Context, env *lesson.Env, inspect *render.Table) (re
 	if _, _, err := q16Landed(ctx, s, w.inDLQ); err != nil {
 		return render.Table{}, err
 	}
-	conn, dlq := s.Connection(), s.Names.Of(notify.DLQ)
-	if err := q16InspectSafely(ctx, conn, dlq, inspect); err != nil {
+	if err := q16InspectSafely(ctx, s, inspect); err != nil {
 		return render.Table{}, err
 	}
 	replay := render.Table{
@@ -183,7 +203,6 @@ func q16Operate(ctx context.Context, env *lesson.Env, inspect *render.Table) (re
 // the worker handle what comes back, and reports each replayed job.
 func q16Replay(ctx context.Context, env *lesson.Env, w *q16Worker, cold map[string]bool, reset bool) ([][]string, error) {
 	s := w.s
-	conn := s.Connection()
 	how := "as it is"
 	if reset {
 		how = "--reset-retries"
@@ -191,9 +210,14 @@ func q16Replay(ctx context.Context, env *lesson.Env, w *q16Worker, cold map[stri
 	if _, _, err := q16Landed(ctx, s, w.inDLQ); err != nil { // the last nack's job is there, and nobody else's
 		return nil, err
 	}
-	res, err := rabbit.Replay(ctx, conn, s.Names.Of(notify.DLQ), s.Names.Of(notify.EmailQueue), rabbit.ReplayOptions{ResetRetries: reset})
-	w.inDLQ -= len(res.Moved)
-	for _, d := range res.Moved {
+	var moved []amqp.Delivery
+	err := s.OnConnection(ctx, "replaying email-dlq", func(conn *amqp.Connection) error {
+		res, err := rabbit.Replay(ctx, conn, s.Names.Of(notify.DLQ), s.Names.Of(notify.EmailQueue), rabbit.ReplayOptions{ResetRetries: reset})
+		moved = append(moved, res.Moved...) // a replay cut short moved these; the next one moves the rest
+		return err
+	})
+	w.inDLQ -= len(moved)
+	for _, d := range moved {
 		cold[d.MessageId] = true
 		env.Stream.Emit(lab.Event{Kind: lab.Moved, Task: d.MessageId, Queue: notify.DLQ, To: notify.EmailQueue, Actor: "Operator",
 			Note: "replayed " + how + ": confirmed copy to email-queue, then the original acked"})
@@ -205,7 +229,7 @@ func q16Replay(ctx context.Context, env *lesson.Env, w *q16Worker, cold map[stri
 		return nil, err
 	}
 	var rows [][]string
-	for _, d := range res.Moved {
+	for _, d := range moved {
 		body := "retries ?"
 		if job, err := notify.DecodeJob(d.Body); err == nil {
 			body = fmt.Sprintf("retries %d", job.Retries)
@@ -254,8 +278,10 @@ func q16InspectTable() render.Table {
 // basic.get and no ack, then closing the channel (rabbit.Inspect, qlab dlq
 // inspect, and what the management API's ack_requeue_true does), and as
 // its reject_requeue_true does (rabbit.InspectRequeue); depth and order
-// are checked after each.
-func q16InspectSafely(ctx context.Context, conn *amqp.Connection, dlq string, t *render.Table) error {
+// are checked after each. Each way is read again whole if the broker drops
+// the connection meanwhile.
+func q16InspectSafely(ctx context.Context, s *rabbit.Session, t *render.Table) error {
+	dlq := s.Names.Of(notify.DLQ)
 	ways := []struct {
 		how  string
 		read func(context.Context, *amqp.Connection, string, int) ([]amqp.Delivery, error)
@@ -264,15 +290,18 @@ func q16InspectSafely(ctx context.Context, conn *amqp.Connection, dlq string, t 
 		{"basic.get each, then basic.reject each with requeue (ackmode reject_requeue_true)", rabbit.InspectRequeue},
 	}
 	for _, way := range ways {
-		before, err := rabbit.QueueDepth(ctx, conn, dlq)
-		if err != nil {
+		var before int
+		var read, again []amqp.Delivery
+		err := s.OnConnection(ctx, "inspecting email-dlq", func(conn *amqp.Connection) (err error) {
+			if before, err = rabbit.QueueDepth(ctx, conn, dlq); err != nil {
+				return err
+			}
+			if read, err = way.read(ctx, conn, dlq, 0); err != nil {
+				return err
+			}
+			again, err = rabbit.Inspect(ctx, conn, dlq, 0)
 			return err
-		}
-		read, err := way.read(ctx, conn, dlq, 0)
-		if err != nil {
-			return err
-		}
-		again, err := rabbit.Inspect(ctx, conn, dlq, 0)
+		})
 		if err != nil {
 			return err
 		}

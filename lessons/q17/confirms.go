@@ -188,7 +188,7 @@ func measureConfirms(ctx context.Context, s *rabbit.Session, n, cutAt int) ([]co
 // broker held is the run's messages among them (rabbit.Empty parks any
 // other, so a message someone else published there is not counted).
 func publishOnce(ctx context.Context, s *rabbit.Session, queue string, st confirmStrategy, n, cutAt int) (publishRun, int, time.Duration, error) {
-	conn, err := rabbit.DialCuttable(ctx, s.URL)
+	conn, err := s.DialCuttable(ctx)
 	if err != nil {
 		return publishRun{}, 0, 0, err
 	}
@@ -220,23 +220,17 @@ func publishOnce(ctx context.Context, s *rabbit.Session, queue string, st confir
 // same twice in a row, for at most depthSettle.
 func settledDepth(ctx context.Context, s *rabbit.Session, want int) (int, error) {
 	const depthSettle = 10 * time.Second
-	deadline := time.Now().Add(depthSettle)
-	last := -1
-	for {
+	depth, last := 0, -1
+	_, err := rabbit.PollUntil(ctx, 20*time.Millisecond, depthSettle, func() (bool, error) {
 		d, err := s.Depth(ctx, notify.EmailQueue)
 		if err != nil {
-			return 0, err
+			return false, err
 		}
-		if (want >= 0 && d >= want) || (want < 0 && d == last) || time.Now().After(deadline) {
-			return d, nil
-		}
-		last = d
-		select {
-		case <-time.After(20 * time.Millisecond):
-		case <-ctx.Done():
-			return d, ctx.Err()
-		}
-	}
+		settled := (want >= 0 && d >= want) || (want < 0 && d == last)
+		depth, last = d, d
+		return settled, nil
+	})
+	return depth, err
 }
 
 // cutPoint is where the plan's seed cuts the publisher: somewhere in the

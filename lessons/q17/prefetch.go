@@ -95,7 +95,10 @@ func (w *worker) consume(ctx context.Context, env *lesson.Env, s *rabbit.Session
 		}
 		handlers.Wait()
 	}()
-	return func() { _ = ch.Close(); wg.Wait() }, nil
+	// Stop consuming, let every handler finish its ack, then close: an ack
+	// sent after channel.close reaches a broker that has closed the channel,
+	// and it closes the whole connection (504 "expected 'channel.open'").
+	return func() { _ = ch.Cancel(w.name, false); wg.Wait(); _ = ch.Close() }, nil
 }
 
 // handle runs one job: work, then ack.

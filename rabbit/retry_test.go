@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestBrokerAwayTellsAbsenceFromRefusal(t *testing.T) {
+func TestTransientTellsAbsenceFromRefusal(t *testing.T) {
 	cases := []struct {
 		err  error
 		away bool
@@ -28,23 +28,29 @@ func TestBrokerAwayTellsAbsenceFromRefusal(t *testing.T) {
 		{&amqp.Error{Code: amqp.ConnectionForced, Reason: "CONNECTION_FORCED - shutdown"}, true},
 		{&amqp.Error{Code: amqp.NotFound, Reason: "NOT_FOUND - no queue"}, false},
 		{&amqp.Error{Code: amqp.PreconditionFailed}, false},
+		{&amqp.Error{Code: amqp.AccessRefused}, false},
+		{fmt.Errorf("declaring: %w: %w", ErrNoAnswer, context.DeadlineExceeded), true},
+		{&errLost{ErrNacked}, true}, // a nack from a channel that closed under the publish
+		{ErrNacked, false},          // a real nack: the broker refused it
 		{errors.New("something else"), false},
 	}
 	for _, c := range cases {
-		assert.Equal(t, c.away, brokerAway(c.err), "%v", c.err)
+		assert.Equal(t, c.away, Transient(c.err), "%v", c.err)
 	}
 }
 
-// idleSession is a session that never dialled: enough for awaitBroker,
+// idleSession is a session that never dialled: enough for Retry,
 // which only waits, counts and fails.
 func idleSession(giveUp time.Duration) *Session {
-	return &Session{Logger: slog.New(slog.DiscardHandler), GiveUpAfter: giveUp, failed: make(chan struct{})}
+	s := &Session{Logger: slog.New(slog.DiscardHandler), GiveUpAfter: giveUp}
+	s.health.failed = make(chan struct{})
+	return s
 }
 
-func TestAwaitBrokerWaitsForABrokerThatComesBack(t *testing.T) {
+func TestRetryWaitsForABrokerThatComesBack(t *testing.T) {
 	s := idleSession(5 * time.Second)
 	tries := 0
-	err := s.awaitBroker(context.Background(), "opening a publisher", func() error {
+	err := s.Retry(context.Background(), "opening a publisher", func() error {
 		tries++
 		if tries > 1 {
 			_, busy := s.parkActivity()
@@ -62,10 +68,10 @@ func TestAwaitBrokerWaitsForABrokerThatComesBack(t *testing.T) {
 	assert.False(t, busy, "the wait is over: the run no longer counts as busy retrying")
 }
 
-func TestAwaitBrokerGivesUpAndFailsTheSession(t *testing.T) {
+func TestRetryGivesUpAndFailsTheSession(t *testing.T) {
 	s := idleSession(300 * time.Millisecond)
 	start := time.Now()
-	err := s.awaitBroker(context.Background(), "consuming email_queue", func() error {
+	err := s.Retry(context.Background(), "consuming email_queue", func() error {
 		return &DialError{Reason: "connection refused"}
 	})
 	require.Error(t, err)
@@ -74,11 +80,11 @@ func TestAwaitBrokerGivesUpAndFailsTheSession(t *testing.T) {
 	assert.ErrorIs(t, s.Err(), err, "the run cannot go on: the session failed with the reason")
 }
 
-func TestAwaitBrokerReturnsARefusalAtOnce(t *testing.T) {
+func TestRetryReturnsARefusalAtOnce(t *testing.T) {
 	s := idleSession(time.Minute)
 	tries := 0
 	refused := &amqp.Error{Code: amqp.NotFound, Reason: "NOT_FOUND - no queue 'x'"}
-	err := s.awaitBroker(context.Background(), "consuming x", func() error { tries++; return refused })
+	err := s.Retry(context.Background(), "consuming x", func() error { tries++; return refused })
 	assert.Same(t, refused, err)
 	assert.Equal(t, 1, tries)
 	assert.NoError(t, s.Err())

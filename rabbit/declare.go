@@ -1,0 +1,315 @@
+package rabbit
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuelab/qlab/lab"
+)
+
+// The declare/clean part of a Session: declaring the run's queues
+// (refusing any that exist), and deleting them at Close. Lock: owned.mu,
+// held only to read or append the queues declared, never across a
+// broker call.
+
+// PreconditionError explains a 406 PRECONDITION_FAILED: the queue already
+// exists on the broker with other arguments than this run declares.
+type PreconditionError struct {
+	Queue  string // broker name
+	Detail string // the broker's reply text
+}
+
+// ResetCommand is the shell command that deletes that one queue.
+func (e *PreconditionError) ResetCommand() string { return "rabbitmqctl delete_queue " + e.Queue }
+
+// Error says what happened, why, and how to reset it, on one line.
+func (e *PreconditionError) Error() string {
+	return fmt.Sprintf("queue %s already exists on the broker with other arguments than this run declares (%s): "+
+		"an earlier run with other settings (e.g. another --speed with --names exact) left it behind; "+
+		"if it is yours, reset it and run again: %s", e.Queue, e.Detail, e.ResetCommand())
+}
+
+// ExistsError means queues the run would declare already exist on the
+// broker. The run did not create them, so it neither uses nor deletes
+// them: it refuses to start.
+type ExistsError struct {
+	Queues []string // broker names, in topology order
+	// Conflict explains the first of them that exists with other
+	// arguments (a 406), or is nil; errors.As finds it.
+	Conflict *PreconditionError
+}
+
+// ResetCommand deletes exactly the queues in the way.
+func (e *ExistsError) ResetCommand() string {
+	cmds := make([]string, len(e.Queues))
+	for i, q := range e.Queues {
+		cmds[i] = "rabbitmqctl delete_queue " + q
+	}
+	return strings.Join(cmds, "; ")
+}
+
+// Error names the queues and the command that removes them, on one line.
+func (e *ExistsError) Error() string {
+	msg, it, is := fmt.Sprintf("queue %s already exists on the broker", strings.Join(e.Queues, ", ")), "it", "it is"
+	if len(e.Queues) > 1 {
+		msg, it, is = fmt.Sprintf("queues %s already exist on the broker", strings.Join(e.Queues, ", ")), "them", "they are"
+	}
+	if e.Conflict != nil {
+		msg += fmt.Sprintf(" (%s with other arguments: %s)", e.Conflict.Queue, e.Conflict.Detail)
+	}
+	return msg + fmt.Sprintf(": this run did not create %[1]s, so it leaves %[1]s alone and does not start "+
+		"(another person's run, or one that crashed, may be using %[1]s); if %[2]s yours, remove %[1]s: ", it, is) + e.ResetCommand()
+}
+
+// Unwrap returns the 406 explanation, if any.
+func (e *ExistsError) Unwrap() error {
+	if e.Conflict == nil {
+		return nil
+	}
+	return e.Conflict
+}
+
+// Declare declares every queue of t as durable, with its TTL and
+// dead-letter route, and remembers it for Close. If any of them already
+// exists it declares none and returns an *ExistsError (wrapping a
+// *PreconditionError when one exists with other arguments).
+func (s *Session) Declare(ctx context.Context, t Topology) error {
+	if err := t.Check(); err != nil {
+		return err
+	}
+	if err := checkTTLs(t, s.Clock); err != nil {
+		return err
+	}
+	if err := s.claim(ctx); err != nil {
+		return err
+	}
+	if err := s.refuseExisting(ctx, t); err != nil {
+		return err
+	}
+	for _, q := range t.Queues {
+		if err := s.declare(ctx, q.Name, Arguments(q, s.Names, s.Clock)); err != nil {
+			return err
+		}
+		s.owned.mu.Lock()
+		s.owned.longest = max(s.owned.longest, q.TTL)
+		s.owned.mu.Unlock()
+	}
+	return nil
+}
+
+// MinRealTTL is the shortest real x-message-ttl a lesson may ask of the
+// broker: below a few milliseconds its expiry timer and delivery (about
+// 2 ms on the project's machines, see qlab broker latency) outweigh the
+// wait, and "wait 1 s, then 2 s" stops being what the broker does.
+const MinRealTTL = 5 * time.Millisecond
+
+// SpeedError means the lesson clock is too fast for a queue's TTL: it
+// would be under MinRealTTL of real time.
+type SpeedError struct {
+	Queue    string        // seed name
+	TTL      time.Duration // lesson time
+	Speed    float64
+	MaxSpeed float64 // the highest speed at which that TTL stays meaningful
+}
+
+// Error names the queue, both times and the speed that works.
+func (e *SpeedError) Error() string {
+	return fmt.Sprintf("--speed %g is too fast for the broker: %s's TTL of %v (lesson time) would be %v real, under the %v "+
+		"the broker's expiry needs to mean what the lesson says; use --speed %g or less",
+		e.Speed, e.Queue, e.TTL, time.Duration(float64(e.TTL)/e.Speed).Round(time.Microsecond), MinRealTTL, e.MaxSpeed)
+}
+
+// checkTTLs returns a *SpeedError for the first queue of t whose TTL at
+// clock's speed is under MinRealTTL.
+func checkTTLs(t Topology, clock lab.Clock) error {
+	for _, q := range t.Queues {
+		if q.TTL > 0 && clock.Real(q.TTL) < MinRealTTL {
+			return &SpeedError{Queue: q.Name, TTL: q.TTL, Speed: clock.Speed(), MaxSpeed: math.Floor(float64(q.TTL) / float64(MinRealTTL))}
+		}
+	}
+	return nil
+}
+
+// refuseExisting returns an *ExistsError naming every queue of t that is
+// already on the broker (a passive declare finds them). It re-declares an
+// existing queue with t's arguments only to tell whether they differ: that
+// changes nothing on the broker either way.
+func (s *Session) refuseExisting(ctx context.Context, t Topology) error {
+	var found ExistsError
+	for _, q := range t.Queues {
+		name := s.Names.Of(q.Name)
+		exists, err := s.exists(ctx, name)
+		if err != nil {
+			return fmt.Errorf("checking queue %s: %w", name, err)
+		}
+		if !exists {
+			continue
+		}
+		found.Queues = append(found.Queues, name)
+		var pe *PreconditionError
+		if err := s.queueDeclare(ctx, name, Arguments(q, s.Names, s.Clock)); errors.As(err, &pe) && found.Conflict == nil {
+			found.Conflict = pe
+		}
+	}
+	if len(found.Queues) > 0 {
+		return &found
+	}
+	return nil
+}
+
+// exists reports whether broker queue name exists (a passive declare; the
+// 404 for a missing queue closes only its own channel).
+func (s *Session) exists(ctx context.Context, name string) (bool, error) {
+	_, err := s.inspect(ctx, name)
+	if isNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// inspect passively declares broker queue name on a channel of its own,
+// waiting for a broker that is away as Retry says.
+func (s *Session) inspect(ctx context.Context, name string) (q amqp.Queue, err error) {
+	err = s.OnConnection(ctx, "inspecting "+name, func(conn *amqp.Connection) (err error) {
+		q, err = inspectOn(ctx, conn, name)
+		return err
+	})
+	return q, err
+}
+
+// inspectOn is inspect on connection conn.
+func inspectOn(ctx context.Context, conn *amqp.Connection, name string) (amqp.Queue, error) {
+	return withinValue(ctx, func() (amqp.Queue, error) {
+		ch, err := conn.Channel()
+		if err != nil {
+			return amqp.Queue{}, err
+		}
+		defer ch.Close()
+		return ch.QueueDeclarePassive(name, true, false, false, false, nil)
+	})
+}
+
+// isNotFound reports a 404 NOT_FOUND from the broker.
+func isNotFound(err error) bool {
+	var amqpErr *amqp.Error
+	return errors.As(err, &amqpErr) && amqpErr.Code == amqp.NotFound
+}
+
+// declare declares one durable queue of the session's topology and
+// records it for deletion at Close.
+func (s *Session) declare(ctx context.Context, seedName string, args amqp.Table) error {
+	name := s.Names.Of(seedName)
+	if err := s.queueDeclare(ctx, name, args); err != nil {
+		var pre *PreconditionError
+		if errors.As(err, &pre) {
+			return err // created between our check and now, by someone else: not ours
+		}
+		return fmt.Errorf("declaring queue %s: %w", name, err)
+	}
+	s.owned.mu.Lock()
+	s.owned.declared = append(s.owned.declared, name)
+	s.owned.mu.Unlock()
+	return nil
+}
+
+// Redeclare declares queue q again exactly as Declare would, without
+// recording it. The broker accepts it only if the queue's arguments are
+// equivalent, so this reads the declared arguments back by behaviour.
+func (s *Session) Redeclare(ctx context.Context, q Queue, args amqp.Table) error {
+	if args == nil {
+		args = Arguments(q, s.Names, s.Clock)
+	}
+	return s.queueDeclare(ctx, s.Names.Of(q.Name), args)
+}
+
+// queueDeclare declares durable queue name on a channel of its own (a 406
+// closes the channel it happens on, and the session must stay usable) and
+// turns a 406 PRECONDITION_FAILED into a *PreconditionError.
+func (s *Session) queueDeclare(ctx context.Context, name string, args amqp.Table) error {
+	err := s.OnConnection(ctx, "declaring "+name, func(conn *amqp.Connection) error {
+		return onChannel(ctx, conn, func(ch *amqp.Channel) error {
+			_, err := ch.QueueDeclare(name, true, false, false, false, args)
+			return err
+		})
+	})
+	var amqpErr *amqp.Error
+	if errors.As(err, &amqpErr) && amqpErr.Code == amqp.PreconditionFailed {
+		return &PreconditionError{Queue: name, Detail: amqpErr.Reason}
+	}
+	return err
+}
+
+// Depth returns how many messages are ready in seed queue name (a passive
+// declare: it fails if the queue does not exist).
+func (s *Session) Depth(ctx context.Context, name string) (int, error) {
+	q, err := s.inspect(ctx, s.Names.Of(name))
+	return q.Messages, err
+}
+
+// deleteOwned deletes the queues the session created, on the session's
+// live connection (a fresh one if the broker closed it), waiting for a
+// broker that is restarting as Retry says. The error names every queue
+// left behind.
+func (s *Session) deleteOwned(ctx context.Context, names []string) error {
+	var left []string
+	var first error
+	for _, name := range names {
+		err := s.OnConnection(ctx, "deleting queue "+name, func(conn *amqp.Connection) error {
+			if name == s.Names.hold() && s.keepHold(ctx, conn) {
+				return nil
+			}
+			return onChannel(ctx, conn, func(ch *amqp.Channel) error {
+				_, err := ch.QueueDelete(name, false, false, false)
+				return err
+			})
+		})
+		if err != nil && !isNotFound(err) {
+			left = append(left, name)
+			first = cmp.Or(first, err)
+		}
+	}
+	if len(left) > 0 {
+		return fmt.Errorf("the clean-up left the run's queues %s behind (rabbitmqctl delete_queue each, or qlab broker clean): %w",
+			strings.Join(left, ", "), first)
+	}
+	return nil
+}
+
+// DeleteKept deletes the queues a session with Keep left at Close, on a
+// connection of its own (the session's is closed): a later part of the
+// same run declares them again, and only the run's last part is left for
+// the student.
+func (s *Session) DeleteKept(ctx context.Context) error {
+	s.owned.mu.Lock()
+	kept := s.owned.kept
+	s.owned.kept = nil
+	s.owned.mu.Unlock()
+	if len(kept) == 0 {
+		return nil
+	}
+	conn, err := dialAs(ctx, s.URL, ConnectionName(s.Names), nil)
+	if err != nil {
+		return fmt.Errorf("deleting the run's kept queues: %w", err)
+	}
+	defer conn.Close()
+	for _, name := range kept {
+		if name == s.Names.hold() && s.keepHold(ctx, conn) {
+			continue
+		}
+		err := onChannel(ctx, conn, func(ch *amqp.Channel) error {
+			_, err := ch.QueueDelete(name, false, false, false)
+			return err
+		})
+		if err != nil && !isNotFound(err) {
+			return fmt.Errorf("deleting queue %s: %w", name, err)
+		}
+	}
+	return nil
+}

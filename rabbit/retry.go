@@ -1,0 +1,111 @@
+package rabbit
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// Backoff is the package's one retry policy: the first pause after a
+// failure, the longest pause (each pause doubles up to it) and how long a
+// broker may stay away before the run is given up. Every wait for a broker
+// that went away uses it: a session's first connection to it mid-run
+// (Sibling, Dial), a consumer's connect and reconnect, a publish that lost
+// its channel, and the connections and channels lessons open for
+// themselves (Session.Dial, Session.Retry).
+type Backoff struct {
+	Initial     time.Duration
+	Max         time.Duration
+	GiveUpAfter time.Duration
+}
+
+// DefaultBackoff is the policy a session uses: 50 ms doubling to 1 s,
+// given up after the session's GiveUpAfter (DefaultGiveUpAfter unless set).
+var DefaultBackoff = Backoff{Initial: 50 * time.Millisecond, Max: time.Second, GiveUpAfter: DefaultGiveUpAfter}
+
+// backoff is DefaultBackoff bounded by the session's GiveUpAfter.
+func (s *Session) backoff() Backoff {
+	b := DefaultBackoff
+	b.GiveUpAfter = cmp.Or(s.GiveUpAfter, b.GiveUpAfter)
+	return b
+}
+
+// Retry runs try until it succeeds or fails with an error that is not
+// Transient. Between tries it pauses as the session's Backoff says, warns
+// (throttled, see Warn) and counts the run as moving (WaitSettled). It
+// stops early when ctx ends or the session fails (Err), and after
+// Backoff.GiveUpAfter of failures it fails the session with an error that
+// names what. It is the one retry loop of the package; lessons that open
+// a channel or a connection for themselves use it too.
+func (s *Session) Retry(ctx context.Context, what string, try func() error) error {
+	b := s.backoff()
+	giveUp := time.Now().Add(b.GiveUpAfter)
+	pause := b.Initial
+	for waiting := false; ; {
+		err := try()
+		if err == nil || ctx.Err() != nil || !Transient(err) {
+			return err
+		}
+		if failure := s.Err(); failure != nil { // the run cannot go on: no second wait
+			return fmt.Errorf("%s: %w", what, failure)
+		}
+		if time.Now().After(giveUp) {
+			err = fmt.Errorf("%s: the broker stayed away for %v: %w", what, b.GiveUpAfter, err)
+			s.fail(err)
+			return err
+		}
+		if !waiting {
+			waiting = true
+			s.busyRetrying(1)
+			defer s.busyRetrying(-1)
+		}
+		s.Warn("rabbit: the broker is away; trying again", "what", what, "err", redactIn(err.Error(), s.URL))
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+			return err
+		case <-s.health.failed:
+			return fmt.Errorf("%s: %w", what, s.Err())
+		}
+		pause = min(2*pause, b.Max)
+	}
+}
+
+// ErrNoAnswer is wrapped by the error of a broker call that got no answer
+// within its bound (see within).
+var ErrNoAnswer = errors.New("broker did not answer")
+
+// errLost marks the error of a publish whose channel closed under it: the
+// message may not have reached the broker, and publishing it again on a
+// new channel may succeed.
+type errLost struct{ err error }
+
+func (e *errLost) Error() string { return e.err.Error() }
+func (e *errLost) Unwrap() error { return e.err }
+
+// Transient reports whether err says the broker could not be reached,
+// dropped the connection or channel (a restart, a node stopping, a
+// close_all_connections), or did not answer, as opposed to refusing the
+// request (404 NOT_FOUND, 406 PRECONDITION_FAILED, 403, credentials, a
+// bad URL): trying the same thing again later may succeed.
+func Transient(err error) bool {
+	var dial *DialError
+	var lost *errLost
+	var amqpErr *amqp.Error
+	switch {
+	case errors.As(err, &lost), errors.Is(err, ErrNoAnswer):
+		return true
+	case errors.As(err, &dial):
+		return dial.transient()
+	case errors.As(err, &amqpErr):
+		switch amqpErr.Code {
+		case amqp.ConnectionForced, amqp.ChannelError, amqp.InternalError, amqp.ResourceError, amqp.FrameError:
+			return true
+		}
+	}
+	return false
+}
