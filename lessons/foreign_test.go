@@ -13,6 +13,7 @@ import (
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/queuelab/qlab/lesson/lessontest"
+	"github.com/queuelab/qlab/lesson/rabbitenv"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
 )
@@ -145,7 +146,7 @@ func TestForeignAndMalformedMessagesAreParked(t *testing.T) {
 			in := newInjector(names)
 			finished := make(chan struct{})
 			go in.run(t, url, finished)
-			events, res := lessontest.RunRabbitWith(t, l, Options{Names: &names}, in)
+			events, res := lessontest.RunRabbitWith(t, l, Options{Names: rabbitenv.Of(names)}, in)
 			close(in.queues)
 			<-finished
 
