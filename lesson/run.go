@@ -78,6 +78,9 @@ type Result struct {
 	Depths []Series
 	// Interrupted is true when the lesson carried out Options.Interrupt.
 	Interrupted bool
+	// Missed is how many events readers that fell behind lost (sinks
+	// wrapped in lab.Bounded); the tasks and summaries are complete.
+	Missed int
 }
 
 // Series is one queue's depth, sampled at a fixed interval.
@@ -133,7 +136,8 @@ func Run(ctx context.Context, l Lesson, opts Options, sinks ...lab.Sink) (Result
 	depths := stopSampling()
 	env.mu.Lock()
 	defer env.mu.Unlock()
-	return Result{Tasks: env.Stream.Finish(), Tables: env.tables, Depths: depths, Interrupted: env.interrupted}, err
+	tasks := env.Stream.Finish()
+	return Result{Tasks: tasks, Tables: env.tables, Depths: depths, Interrupted: env.interrupted, Missed: env.Stream.Missed()}, err
 }
 
 // sample reads every watched queue's depth each interval of lesson time

@@ -80,6 +80,10 @@ func newInjector(names rabbit.Names) *injector {
 	return &injector{names: names, seen: map[string]bool{}, queues: make(chan string), done: make(chan struct{})}
 }
 
+// Inline makes the injector a lab.Inline sink: the emitter calls Emit
+// itself, so the run waits for the forgeries (a test's privilege).
+func (in *injector) Inline() {}
+
 // Emit hands over each queue an event first names, as where a task is or
 // where it goes, and waits (bounded) for its forgeries to be published.
 // The stream calls it from one goroutine at a time.
