@@ -18,16 +18,10 @@ type Options struct {
 	Speed   float64     // lesson time per real time; default 1
 	Plan    *lab.Plan   // default lab.DefaultPlan()
 	Broker  string      // AMQP URL, for the RabbitMQ backend
-	// SeedNames makes RabbitMQ lessons declare the seed's exact queue
-	// names instead of a private per-run prefix (qlab run --names exact).
-	SeedNames bool
 	// Names, when set, are the broker names the run declares under (the
-	// run API's choice, or a test that prepared queues of its own). It
-	// overrides SeedNames.
+	// run API's choice for --names and --prefix, or a test that prepared
+	// queues of its own); unset, a broker run takes a fresh private prefix.
 	Names *Names
-	// Prefix, with SeedNames, puts the seed's names under a person's
-	// prefix ("alice" → alice.sequential.queue; qlab run --prefix).
-	Prefix string
 	// Interrupt, when > 0, makes the process "die" this long (lesson time)
 	// after the lesson's workers start, in lessons that support it: in
 	// memory that loses what memory held; on a broker the workers'

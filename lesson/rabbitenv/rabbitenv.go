@@ -44,22 +44,14 @@ func open(ctx context.Context, env *lesson.Env) (flow.Backend, error) {
 	return b, nil
 }
 
-// Names picks a RabbitMQ lesson's queue names: the names the run was
-// given (Options.Names), the seed's exact names with --names exact (under a
-// person's prefix with --prefix), or a fresh per-run prefix so runs never
-// collide. The caller checked the prefix (rabbit.CheckPrefix); one that
-// fails here is ignored.
+// Names are a RabbitMQ lesson's queue names: the names the run was given
+// (Options.Names: the run API picks them from --names and --prefix), or a
+// fresh per-run prefix, so runs never collide.
 func Names(env *lesson.Env) rabbit.Names {
-	switch {
-	case env.Names != nil:
+	if env.Names != nil {
 		return rabbit.Names(*env.Names)
-	case !env.SeedNames:
-		return rabbit.RunNames()
 	}
-	if names, err := rabbit.PersonNames(env.Prefix); err == nil {
-		return names
-	}
-	return rabbit.SeedNames()
+	return rabbit.RunNames()
 }
 
 // Of is n as the run options carry it (lesson.Options.Names).
