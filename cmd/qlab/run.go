@@ -155,9 +155,6 @@ func runLesson(ctx context.Context, ready run.Ready, f runFlags, out io.Writer, 
 		fmt.Fprintln(out)
 		t.Write(out)
 	}
-	if res.Missed > 0 {
-		fmt.Fprintf(out, "\nA reader of this run fell behind and missed %d events; the log above has them all.\n", res.Missed)
-	}
 	if runErr == nil {
 		fmt.Fprintln(out)
 		fmt.Fprint(out, nextSteps(l, opts.Backend))
