@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/queuelab/qlab/lab"
@@ -26,7 +27,7 @@ const brokerHelp = `Usage: qlab broker status|up|down|latency|clean [flags]
 // at a closed port to see the no-broker path for real.
 var discoverOptions = rabbit.DiscoverOptions{Docker: true}
 
-func cmdBroker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdBroker(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	fs := newFlagSet("broker", brokerHelp)
 	ttl := fs.Duration("ttl", time.Second, "latency: the wait queue's TTL")
 	n := fs.Int("n", 200, "latency: messages to measure")
@@ -83,7 +84,7 @@ func cmdBroker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if *n <= 0 || *ttl <= 0 || *gap < 0 {
 			return usagef("latency needs --n > 0, --ttl > 0 and --gap >= 0")
 		}
-		return withDetails(brokerLatency(ctx, stdout, stderr, *ttl, *n, *gap), *verbose)
+		return withDetails(brokerLatency(ctx, stdout, *ttl, *n, *gap), *verbose)
 	case "clean":
 		return withDetails(brokerClean(ctx, stdout, clean), *verbose)
 	}
@@ -91,12 +92,12 @@ func cmdBroker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 // brokerLatency measures the wait-queue delay error on private queues.
-func brokerLatency(ctx context.Context, stdout, stderr io.Writer, ttl time.Duration, n int, gap time.Duration) error {
+func brokerLatency(ctx context.Context, stdout io.Writer, ttl time.Duration, n int, gap time.Duration) error {
 	b, err := rabbit.Discover(ctx, discoverOptions)
 	if err != nil {
 		return err
 	}
-	s, err := rabbit.Open(ctx, b.URL, rabbit.RunNames(), lab.NewClock(1), logger(stderr))
+	s, err := rabbit.Open(ctx, b.URL, rabbit.RunNames(), lab.NewClock(1), logger(os.Stderr))
 	if err != nil {
 		return err
 	}
