@@ -4,104 +4,223 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/queuelab/qlab/exercises/check"
 )
 
-// The author check: every pristine stub fails its checker and every
-// solution passes it (under -race when this test runs under it), in one go
-// invocation each. go's -overlay puts the stub or the solution in place of
-// the student's file, so the check holds in a student's clone whatever
-// they have written.
+// only narrows the author check to some exercises, by number or
+// directory: go test ./exercises -run Author -only 3,05_backoff
+var only = flag.String("only", "", "author check: only these exercises (comma-separated numbers or directories)")
+
+// chosen is the exercises the author check runs on.
+func chosen(t *testing.T) []Exercise {
+	if *only == "" {
+		return All
+	}
+	var out []Exercise
+	for _, ex := range All {
+		for _, w := range strings.Split(*only, ",") {
+			if n, err := strconv.Atoi(w); (err == nil && n == ex.Number()) || w == ex.Dir {
+				out = append(out, ex)
+			}
+		}
+	}
+	require.NotEmpty(t, out, "-only %q names no exercise", *only)
+	return out
+}
+
+// The author check: every pristine stub fails its checker, every solution
+// passes it, and every known-wrong solution (testdata/wrong/*.go) fails
+// with the check its header names first (under -race when this test runs
+// under it). go's -overlay puts the file in place of the student's, so
+// the check holds in a student's clone whatever they have written; one go
+// invocation builds one variant of every exercise.
 // Broker exercises skip (and so neither fail nor pass) without a broker,
 // unless QLAB_REQUIRE_BROKER=1, where the checker fails instead.
-func TestEveryStubFailsEverySolutionPasses(t *testing.T) {
+func TestAuthorCheck(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go test on every exercise; skipped under -short")
 	}
-	var pkgs []string
-	for _, ex := range All {
-		pkgs = append(pkgs, "./"+ex.Dir)
-	}
-	// Both built alike (raceFlag), so they share one build of the lab's
+	exs := chosen(t)
+	// All built alike (raceFlag), so they share one build of the lab's
 	// packages, and at once: each go test spends much of its time linking.
 	t.Run("solutions pass", func(t *testing.T) {
 		t.Parallel()
-		got := goTest(t, overlay(t, "solution.go"), pkgs)
-		for _, ex := range All {
-			assert.Contains(t, []string{"pass", "skip"}, got[ex.Dir], "exercise %s: its solution must pass its checker", ex.Dir)
+		got := goTest(t, overlay(t, exs, func(ex Exercise) string { return "solution.go" }))
+		for _, ex := range exs {
+			assert.Contains(t, []string{"pass", "skip"}, got[ex.Dir].action, "exercise %s: its solution must pass its checker", ex.Dir)
 		}
 	})
 	t.Run("stubs fail", func(t *testing.T) {
 		t.Parallel()
-		got := goTest(t, overlay(t, "stub.go"), pkgs)
-		for _, ex := range All {
+		got := goTest(t, overlay(t, exs, func(ex Exercise) string { return "stub.go" }))
+		for _, ex := range exs {
 			want := []string{"fail"}
 			if ex.Broker {
 				want = append(want, "skip") // no broker here: nothing to check against
 			}
-			assert.Contains(t, want, got[ex.Dir], "exercise %s: its stub must fail its checker", ex.Dir)
+			assert.Contains(t, want, got[ex.Dir].action, "exercise %s: its stub must fail its checker", ex.Dir)
 		}
 	})
+	wrong := wrongSolutions(t, exs)
+	for round := 0; ; round++ {
+		var in []Exercise
+		for _, ex := range exs {
+			if round < len(wrong[ex.Dir]) {
+				in = append(in, ex)
+			}
+		}
+		if len(in) == 0 {
+			break
+		}
+		t.Run(fmt.Sprintf("wrong solutions, round %d", round+1), func(t *testing.T) {
+			t.Parallel()
+			got := goTest(t, overlay(t, in, func(ex Exercise) string { return wrong[ex.Dir][round].file }))
+			for _, ex := range in {
+				w, g := wrong[ex.Dir][round], got[ex.Dir]
+				if g.action == "skip" && ex.Broker {
+					continue
+				}
+				assert.Equal(t, w.first, g.first, "exercise %s: %s must fail with its first message", ex.Dir, w.file)
+			}
+		})
+	}
 }
 
-// overlay writes a go -overlay file that replaces every exercise's
-// student file with its testdata/name, and returns its path.
-func overlay(t *testing.T, name string) string {
+// wrongSolution is one known-wrong solution of an exercise: its file
+// under testdata/ and the check its header says fails first.
+type wrongSolution struct{ file, first string }
+
+// firstFailure is the header line of a wrong solution naming the first
+// failing check (or "deadlock", "timeout", "panic", "build").
+var firstFailure = regexp.MustCompile(`(?m)^// First failure: (.+)$`)
+
+// wrongSolutions reads every exercise's testdata/wrong/*.go. Each
+// exercise has at least two, each with its First failure line.
+func wrongSolutions(t *testing.T, exs []Exercise) map[string][]wrongSolution {
+	out := map[string][]wrongSolution{}
+	for _, ex := range exs {
+		files, err := filepath.Glob(filepath.Join(ex.Dir, "testdata", "wrong", "*.go"))
+		require.NoError(t, err)
+		assert.GreaterOrEqual(t, len(files), 2, "%s: at least two known-wrong solutions in testdata/wrong/", ex.Dir)
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			require.NoError(t, err)
+			m := firstFailure.FindSubmatch(b)
+			if !assert.NotNil(t, m, "%s: a header line \"// First failure: <check>\"", f) {
+				continue
+			}
+			rel, _ := filepath.Rel(filepath.Join(ex.Dir, "testdata"), f)
+			out[ex.Dir] = append(out[ex.Dir], wrongSolution{file: rel, first: strings.TrimSpace(string(m[1]))})
+		}
+	}
+	return out
+}
+
+// variant is one go test run: an overlay file and the packages it covers.
+type variant struct {
+	overlay string
+	pkgs    []string
+}
+
+// overlay writes a go -overlay file that replaces each exercise's student
+// file with its testdata/<file(ex)>.
+func overlay(t *testing.T, exs []Exercise, file func(Exercise) string) variant {
 	t.Helper()
 	wd, err := os.Getwd()
 	require.NoError(t, err)
 	replace := map[string]string{}
-	for _, ex := range All {
-		replace[filepath.Join(wd, ex.Dir, ex.File)] = filepath.Join(wd, ex.Dir, "testdata", name)
+	var pkgs []string
+	for _, ex := range exs {
+		replace[filepath.Join(wd, ex.Dir, ex.File)] = filepath.Join(wd, ex.Dir, "testdata", file(ex))
+		pkgs = append(pkgs, "./"+ex.Dir)
 	}
 	b, err := json.Marshal(map[string]any{"Replace": replace})
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "overlay.json")
 	require.NoError(t, os.WriteFile(path, b, 0o644))
-	return path
+	return variant{path, pkgs}
 }
 
-// goTest runs go test -json (with raceFlag) with args in this directory and returns each
-// exercise directory's outcome: pass, fail or skip (every test skipped).
-func goTest(t *testing.T, overlay string, args []string) map[string]string {
+// outcome is what one exercise's checker came to: its action (pass, fail
+// or skip: every test skipped) and its first message: the first failed
+// check, else what ended it (deadlock, timeout, panic, build).
+type outcome struct{ action, first string }
+
+// goTest runs go test -json (with raceFlag) on pkgs with the overlay and
+// returns each exercise directory's outcome.
+func goTest(t *testing.T, v variant) map[string]outcome {
 	t.Helper()
-	flags := append([]string{"test", "-json", "-count=1", "-tags", "qlabex", "-overlay", overlay}, raceFlag...)
-	cmd := exec.Command("go", append(flags, args...)...)
+	flags := append([]string{"test", "-json", "-count=1", "-tags", "qlabex", "-timeout", "2m", "-overlay", v.overlay}, raceFlag...)
+	cmd := exec.Command("go", append(flags, v.pkgs...)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	_ = cmd.Run() // a failing package is what half of this test expects
-	got := map[string]string{}
+	_ = cmd.Run() // a failing package is what most of this test expects
+	got := map[string]outcome{}
 	skipped := map[string]bool{}
+	output := map[string]*strings.Builder{}
 	sc := bufio.NewScanner(&out)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
-		var ev struct{ Action, Package, Test string }
-		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.Package == "" {
+		var ev struct{ Action, Package, ImportPath, Test, Output string }
+		if json.Unmarshal(sc.Bytes(), &ev) != nil {
 			continue
 		}
-		dir := filepath.Base(ev.Package)
+		dir := filepath.Base(ev.Package + ev.ImportPath)
+		if output[dir] == nil {
+			output[dir] = &strings.Builder{}
+		}
+		output[dir].WriteString(ev.Output)
 		switch {
+		case ev.Package == "":
 		case ev.Test != "" && ev.Action == "skip":
 			skipped[dir] = true
 		case ev.Test == "" && (ev.Action == "pass" || ev.Action == "fail"):
-			got[dir] = ev.Action
+			got[dir] = outcome{action: ev.Action}
 		}
 	}
-	for dir := range skipped {
-		if got[dir] == "pass" {
-			got[dir] = "skip"
+	for dir, o := range got {
+		if skipped[dir] && o.action == "pass" {
+			o.action = "skip"
 		}
+		o.first = firstMessage(output[dir].String())
+		got[dir] = o
 	}
 	require.NotEmpty(t, got, "go test printed no results:\n%s", out.String())
 	return got
+}
+
+// firstMessage is the first line a student reads of a failed check.
+func firstMessage(out string) string {
+	results, rest := check.Parse(out)
+	for _, r := range results {
+		if !r.Pass && r.Skip == "" {
+			return r.Check
+		}
+	}
+	switch {
+	case strings.Contains(rest, "panic: test timed out"):
+		return "timeout"
+	case strings.Contains(rest, "deadlock"):
+		return "deadlock"
+	case strings.Contains(rest, "panic:"):
+		return "panic"
+	case strings.Contains(rest, "[build failed]") || strings.Contains(rest, "[setup failed]"):
+		return "build"
+	}
+	return ""
 }
 
 // Every exercise in the list has its directory, numbered in order, with
@@ -117,6 +236,8 @@ func TestListMatchesTheDirectories(t *testing.T) {
 		assert.True(t, strings.HasPrefix(string(ex.Stub()), "//go:build qlabex\n"), ex.Path())
 		assert.True(t, strings.HasPrefix(string(ex.Solution()), "//go:build qlabex\n"), ex.Dir)
 		assert.Contains(t, string(ex.Stub()), "// TODO", "%s: the stub marks what to write", ex.Path())
+		assert.Contains(t, strings.SplitN(string(ex.Stub()), "\n", 4)[2], `"buildFlags": ["-tags=qlabex"]`,
+			"%s: the header says how to set an editor up for the build tag", ex.Path())
 		assert.FileExists(t, filepath.Join(ex.Dir, "check_test.go"))
 		assert.FileExists(t, filepath.Join(ex.Dir, "doc.go"))
 		assert.GreaterOrEqual(t, len(ex.Hints), 3, "%s: several hints, read one at a time", ex.Dir)
@@ -139,5 +260,23 @@ func TestCommittedFilesAreTheStubs(t *testing.T) {
 			t.Skipf("%s is not committed yet (or this is no git checkout)", ex.Path())
 		}
 		assert.Equal(t, string(ex.Stub()), string(out), "%s at HEAD differs from its testdata/stub.go", ex.Path())
+	}
+}
+
+// No hint hands out the answer: none contains a whole line of the
+// solution's code (a statement of 30 characters or more, spaces aside).
+func TestNoHintIsASolutionLine(t *testing.T) {
+	squeeze := strings.NewReplacer(" ", "", "\t", "", "\\", "")
+	for _, ex := range All {
+		for _, line := range strings.Split(string(ex.Solution()), "\n") {
+			code, _, _ := strings.Cut(line, "//")
+			code = squeeze.Replace(code)
+			if len(code) < 30 {
+				continue
+			}
+			for i, h := range ex.Hints {
+				assert.NotContains(t, squeeze.Replace(h.Text), code, "%s: hint %d of %d is the solution's line %q", ex.Dir, i+1, len(ex.Hints), strings.TrimSpace(line))
+			}
+		}
 	}
 }

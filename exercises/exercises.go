@@ -12,7 +12,8 @@
 // the binary embeds what is on disk when it is built: a `go run ./cmd/qlab`
 // in a student's clone would otherwise embed the student's edits.
 // author_test.go proves, with go's -overlay, that every pristine stub fails
-// its checker and every solution passes it.
+// its checker, every solution passes it, and every known-wrong solution in
+// testdata/wrong/ fails with the check its "// First failure:" line names.
 package exercises
 
 import (

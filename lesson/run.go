@@ -37,6 +37,11 @@ type Options struct {
 	// Pause, when set, holds the lesson's time while it is held (the TUI's
 	// pause key): see lab.Clock.WithPause.
 	Pause *lab.Pause
+	// Keep leaves a broker run's queues, exchanges and the messages in
+	// them on the broker when it ends (qlab run --keep), for qlab dlq to
+	// practise on; they stay under the run's own names, and qlab broker
+	// clean --prefix removes them. A task still in one ends pending.
+	Keep bool
 	// GiveUpAfter, when > 0, is how long (real time) a broker run waits
 	// for a broker that went away before it ends, every unfinished task
 	// lost with the reason; default the broker package's own.

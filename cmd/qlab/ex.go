@@ -1,28 +1,34 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/queuelab/qlab/exercises"
 )
 
-const exHelp = `Usage: qlab ex [command] [flags]
+const exHelp = `Usage: qlab ex [N | command] [flags]
 
 Exercises: you write the mechanism of a lesson, qlab checks it.
 
-  qlab ex                   watch mode: checks the current exercise on every save
-                            (keys: n next, h hint, l list, r reset, c check, q quit)
+  qlab ex [N]               watch mode: checks the current exercise (or exercise N) on
+                            every save (keys: n next, h hint, l list to pick one, r reset,
+                            c check, q quit)
   qlab ex list              every exercise and whether it is done
   qlab ex check N           check exercise N once; while it fails, exit 1 with a one-line
                             summary on stderr (for scripts), the report on stdout
-  qlab ex check-all [--json]
-                            check every exercise; rebuilds your progress (--json for instructors)
+  qlab ex check-all [--json] [--name NAME]
+                            check every exercise; rebuilds your progress (--json for
+                            instructors: each line carries name, commit, host and time)
   qlab ex hint N            the next hint for exercise N, for what fails now
   qlab ex reset N           restore exercise N's file as it was shipped
   qlab ex solution N        the reference solution (once exercise N passes)
@@ -43,6 +49,7 @@ func cmdEx(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	manual := fs.Bool("manual", false, "watch mode without watching files: press c to check (for file systems that report no changes)")
 	noColor := fs.Bool("no-color", false, "no ANSI colour")
 	jsonOut := fs.Bool("json", false, "check-all: one JSON object per exercise and a total, for a class to aggregate")
+	name := fs.String("name", "", "check-all --json: the student's name in each line (default $USER)")
 	pos, err := parseInterspersed(fs, args, stdout)
 	if err != nil {
 		return err
@@ -55,8 +62,16 @@ func cmdEx(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
+	color := !*noColor && os.Getenv("NO_COLOR") == ""
 	if len(pos) == 0 {
-		return exWatch(ctx, root, *manual, !*noColor && os.Getenv("NO_COLOR") == "")
+		return exWatch(ctx, root, exercises.Exercise{}, *manual, color)
+	}
+	if _, err := strconv.Atoi(pos[0]); err == nil {
+		ex, err := exArg(pos)
+		if err != nil {
+			return err
+		}
+		return exWatch(ctx, root, ex, *manual, color)
 	}
 	sub, ok := exCommands[pos[0]]
 	if !ok {
@@ -65,7 +80,10 @@ func cmdEx(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if *jsonOut && pos[0] != "check-all" {
 		return usagef("--json goes with check-all")
 	}
-	exJSON = *jsonOut
+	if *name != "" && !*jsonOut {
+		return usagef("--name goes with check-all --json")
+	}
+	exJSON, exName = *jsonOut, *name
 	exColor = exPaint(!*noColor && os.Getenv("NO_COLOR") == "" && isTerminal(stdout))
 	return sub(ctx, root, pos[1:], stdout)
 }
@@ -73,6 +91,7 @@ func cmdEx(ctx context.Context, args []string, stdout, _ io.Writer) error {
 // Per-invocation options of the one-shot subcommands.
 var (
 	exJSON  bool
+	exName  string
 	exColor exPaint
 )
 
@@ -142,10 +161,10 @@ func exCheck(ctx context.Context, root string, args []string, stdout io.Writer) 
 		return err
 	}
 	r := runExercise(ctx, root, ex)
-	st := loadExState(root)
-	st.record(r)
-	st.Current = ex.Dir
-	if err := st.save(root); err != nil {
+	if _, err := updateExState(root, func(st *exState) {
+		st.record(r)
+		st.Current = ex.Dir
+	}); err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout, exColor.bold(exHeading(ex))+"  "+exColor.faint(ex.Path()))
@@ -159,8 +178,43 @@ func exCheck(ctx context.Context, root string, args []string, stdout io.Writer) 
 	return notYet(r)
 }
 
+// exWhoFields say whose run a line of check-all's JSON is, so an
+// instructor can pool a class's output: the student's name (--name, else
+// $USER or $USERNAME), the commit their clone is at (with "+changes" when
+// the tree differs from it; empty without git), the host and the time.
+type exWhoFields struct {
+	Name   string `json:"name"`
+	Commit string `json:"commit,omitempty"`
+	Host   string `json:"host"`
+	Time   string `json:"time"`
+}
+
+// exWho fills exWhoFields for this run.
+func exWho(root string) exWhoFields {
+	w := exWhoFields{Name: exName, Time: time.Now().UTC().Format(time.RFC3339)}
+	if w.Name == "" {
+		w.Name = cmp.Or(os.Getenv("USER"), os.Getenv("USERNAME"))
+	}
+	w.Host, _ = os.Hostname()
+	if out, err := exec.Command("git", "-C", root, "rev-parse", "--short=12", "HEAD").Output(); err == nil {
+		w.Commit = strings.TrimSpace(string(out))
+		if diff, err := exec.Command("git", "-C", root, "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(diff) > 0 {
+			w.Commit += "+changes"
+		}
+	}
+	return w
+}
+
+// exTotalLine is check-all's last JSON line.
+type exTotalLine struct {
+	exWhoFields
+	Passed int `json:"passed"`
+	Total  int `json:"total"`
+}
+
 // exStatusLine is one exercise in check-all's JSON output.
 type exStatusLine struct {
+	exWhoFields
 	N       int      `json:"n"`
 	Dir     string   `json:"dir"`
 	Lesson  string   `json:"lesson"`
@@ -174,21 +228,21 @@ func exCheckAll(ctx context.Context, root string, args []string, stdout io.Write
 	if len(args) > 0 {
 		return usagef("ex check-all takes no arguments")
 	}
-	st := loadExState(root)
-	st.Done = nil // re-derived from the code as it is now
+	var runs []exRun
 	enc := json.NewEncoder(stdout)
+	who := exWho(root)
 	passed := 0
 	for _, ex := range exercises.All {
 		r := runExercise(ctx, root, ex)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		st.record(r)
+		runs = append(runs, r)
 		if r.Status == exPass {
 			passed++
 		}
 		if exJSON {
-			line := exStatusLine{N: ex.Number(), Dir: ex.Dir, Lesson: ex.Lesson, Status: r.Status, Failed: r.Failed(), Ms: r.Took.Milliseconds()}
+			line := exStatusLine{exWhoFields: who, N: ex.Number(), Dir: ex.Dir, Lesson: ex.Lesson, Status: r.Status, Failed: r.Failed(), Ms: r.Took.Milliseconds()}
 			if r.Status == exSkip {
 				line.Skipped = r.Results[0].Skip
 			}
@@ -204,14 +258,19 @@ func exCheckAll(ctx context.Context, root string, args []string, stdout io.Write
 		}
 		fmt.Fprintf(stdout, "%s %2d  %s  %-8s  %s\n", mark, ex.Number(), ex.Lesson, r.Status, ex.Title)
 	}
-	if next, ok := st.next(); ok {
-		st.Current = next.Dir
-	}
-	if err := st.save(root); err != nil {
+	if _, err := updateExState(root, func(st *exState) {
+		st.Done = nil // re-derived from the code as it is now
+		for _, r := range runs {
+			st.record(r)
+		}
+		if next, ok := st.next(); ok {
+			st.Current = next.Dir
+		}
+	}); err != nil {
 		return err
 	}
 	if exJSON {
-		return enc.Encode(map[string]int{"passed": passed, "total": len(exercises.All)})
+		return enc.Encode(exTotalLine{exWhoFields: who, Passed: passed, Total: len(exercises.All)})
 	}
 	fmt.Fprintf(stdout, "\n%d of %d pass.\n", passed, len(exercises.All))
 	return nil
@@ -223,15 +282,14 @@ func exHintCmd(ctx context.Context, root string, args []string, stdout io.Writer
 		return err
 	}
 	r := runExercise(ctx, root, ex)
-	st := loadExState(root)
-	st.Hints[ex.Dir]++
-	text, n := exHint(r, st.Hints[ex.Dir])
-	if n == 0 {
+	if len(ex.Hints) == 0 {
 		return fmt.Errorf("exercise %d has no hints", ex.Number())
 	}
-	if err := st.save(root); err != nil {
+	st, err := updateExState(root, func(st *exState) { st.Hints[ex.Dir]++ })
+	if err != nil {
 		return err
 	}
+	text, n := exHint(r, st.Hints[ex.Dir])
 	fmt.Fprintf(stdout, "Hint %d of %d for exercise %d: %s\n", min(st.Hints[ex.Dir], n), n, ex.Number(), text)
 	return nil
 }
@@ -244,10 +302,10 @@ func exReset(_ context.Context, root string, args []string, stdout io.Writer) er
 	if err := os.WriteFile(filepath.Join(root, ex.Path()), ex.Stub(), 0o644); err != nil {
 		return err
 	}
-	st := loadExState(root)
-	st.record(exRun{Ex: ex, Status: exFail})
-	delete(st.Hints, ex.Dir)
-	if err := st.save(root); err != nil {
+	if _, err := updateExState(root, func(st *exState) {
+		st.record(exRun{Ex: ex, Status: exFail})
+		delete(st.Hints, ex.Dir)
+	}); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "%s is back as it was shipped.\n", ex.Path())

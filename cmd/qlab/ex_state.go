@@ -3,12 +3,14 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/queuelab/qlab/exercises"
 )
@@ -52,6 +54,51 @@ func loadExState(root string) exState {
 	return st
 }
 
+// updateExState applies change to the progress file as it is now, under
+// a lock, and returns the result. Two terminals may run qlab ex at once
+// (watch mode in one, qlab ex check in another): each writes only what it
+// changed, so neither loses the other's progress.
+func updateExState(root string, change func(*exState)) (exState, error) {
+	unlock, err := lockExState(root)
+	if err != nil {
+		return exState{}, err
+	}
+	defer unlock()
+	st := loadExState(root)
+	change(&st)
+	return st, st.save(root)
+}
+
+// exLockStale is how old a lock file may be before it is taken as left
+// behind by a killed qlab: a save holds it for a millisecond.
+const exLockStale = 5 * time.Second
+
+// lockExState takes the state file's lock: a file created exclusively,
+// which works on every OS and file system Go writes to. It waits up to
+// 2 s for another qlab to finish, and breaks a stale lock.
+func lockExState(root string) (unlock func(), err error) {
+	path := filepath.Join(root, exStateFile+".lock")
+	for deadline := time.Now().Add(2 * time.Second); ; {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		if err == nil {
+			_ = f.Close()
+			return func() { _ = os.Remove(path) }, nil
+		}
+		if !errors.Is(err, os.ErrExist) {
+			return nil, err
+		}
+		if fi, statErr := os.Stat(path); statErr == nil && time.Since(fi.ModTime()) > exLockStale {
+			_ = os.Remove(path)
+			continue
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%s is held by another qlab ex; remove it if none runs", path)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// save writes st whole; callers go through updateExState.
 func (st exState) save(root string) error {
 	var b strings.Builder
 	b.WriteString(exStateHeader)

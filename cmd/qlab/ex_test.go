@@ -1,9 +1,16 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -86,4 +93,107 @@ func TestExNotYetSummary(t *testing.T) {
 	assert.Equal(t, "exercise 4 (Q06) not passed yet: 1 of 2 checks fail", notYet(r).Error())
 	r.Status = exBuild
 	assert.Equal(t, "exercise 4 (Q06) not passed yet: it does not compile", notYet(r).Error())
+}
+
+// A fake checkout: a go.mod naming the module, so qlab ex finds its root
+// there and writes its progress there, not in the real clone.
+func fakeCheckout(t *testing.T) string {
+	root := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(root, "go.mod"), []byte("module github.com/queuelab/qlab\n"), 0o644))
+	t.Chdir(root)
+	return root
+}
+
+// qlab ex 5 opens exercise 5 (it becomes the current one); qlab ex 99 is
+// refused in one line.
+func TestExNumberOpensThatExercise(t *testing.T) {
+	root := fakeCheckout(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // watch mode ends at once; what it opened is in the state
+	require.NoError(t, cmdEx(ctx, []string{"5"}, io.Discard, io.Discard))
+	assert.Equal(t, exercises.All[4].Dir, loadExState(root).Current)
+	err := cmdEx(ctx, []string{"99"}, io.Discard, io.Discard)
+	var usage usageError
+	require.ErrorAs(t, err, &usage)
+	assert.Contains(t, err.Error(), "no exercise 99")
+}
+
+// In watch mode's list, ↓ and enter open the exercise under the cursor.
+func TestExListIsSelectable(t *testing.T) {
+	root := fakeCheckout(t)
+	m := exModel{root: root, ex: exercises.All[0], st: exState{Hints: map[string]int{}}, width: 80, height: 24}
+	next, _ := m.key("l")
+	assert.Contains(t, next.View(), "›▶  1 ", "the cursor starts on the current exercise")
+	assert.Contains(t, next.View(), "enter open")
+	for range 3 {
+		next, _ = next.(exModel).key("down")
+	}
+	next, cmd := next.(exModel).key("enter")
+	got := next.(exModel)
+	assert.Equal(t, exercises.All[3].Dir, got.ex.Dir)
+	assert.Equal(t, exShowResult, got.mode)
+	assert.True(t, got.running, "the chosen exercise is checked")
+	assert.NotNil(t, cmd)
+	next, _ = got.key("l")
+	next, _ = next.(exModel).key("7")
+	assert.Equal(t, 6, next.(exModel).cursor, "a digit moves the cursor to that exercise")
+}
+
+// Watch mode writes only what it changed: progress another terminal
+// saved meanwhile (qlab ex check 5 passing) survives its next save.
+func TestExWatchKeepsProgressFromAnotherTerminal(t *testing.T) {
+	root := fakeCheckout(t)
+	m := exModel{root: root, ex: exercises.All[0], st: loadExState(root), running: true, width: 80, height: 24}
+	_, err := updateExState(root, func(st *exState) { st.record(exRun{Ex: exercises.All[4], Status: exPass}) })
+	require.NoError(t, err)
+	_, save := m.Update(exChecked{exRun{Ex: exercises.All[0], Status: exPass}})
+	require.NotNil(t, save)
+	saved, ok := save().(exSaved)
+	require.True(t, ok)
+	require.NoError(t, saved.err)
+	assert.ElementsMatch(t, []string{exercises.All[0].Dir, exercises.All[4].Dir}, loadExState(root).Done)
+	assert.ElementsMatch(t, []string{exercises.All[0].Dir, exercises.All[4].Dir}, saved.st.Done, "the screen shows the merged progress")
+}
+
+// Saves from many goroutines at once (two terminals, many saves) all land.
+func TestExStateUpdatesDoNotLoseEachOther(t *testing.T) {
+	root := fakeCheckout(t)
+	var wg sync.WaitGroup
+	for _, ex := range exercises.All {
+		wg.Go(func() {
+			_, err := updateExState(root, func(st *exState) { st.record(exRun{Ex: ex, Status: exPass}) })
+			assert.NoError(t, err)
+		})
+	}
+	wg.Wait()
+	assert.Len(t, loadExState(root).Done, len(exercises.All))
+	assert.NoFileExists(t, filepath.Join(root, exStateFile+".lock"))
+}
+
+// Every line of check-all --json says whose run it is: name (--name, else
+// $USER), commit, host and time.
+func TestExCheckAllJSONSaysWhoseRunItIs(t *testing.T) {
+	t.Setenv("USER", "ada")
+	exName = ""
+	w := exWho(".")
+	assert.Equal(t, "ada", w.Name)
+	host, _ := os.Hostname()
+	assert.Equal(t, host, w.Host)
+	_, err := time.Parse(time.RFC3339, w.Time)
+	assert.NoError(t, err)
+	if _, err := exec.LookPath("git"); err == nil {
+		assert.Regexp(t, `^[0-9a-f]{12}(\+changes)?$`, w.Commit, "this test runs inside the clone")
+	}
+	exName = "grace"
+	t.Cleanup(func() { exName = "" })
+	b, err := json.Marshal(exStatusLine{exWhoFields: exWho("."), N: 1, Dir: "01_requeue", Status: exPass})
+	require.NoError(t, err)
+	var line map[string]any
+	require.NoError(t, json.Unmarshal(b, &line))
+	for _, k := range []string{"name", "commit", "host", "time", "n", "status"} {
+		assert.Contains(t, line, k)
+	}
+	assert.Equal(t, "grace", line["name"])
+	code, _, stderr := qlab("ex", "list", "--name", "x")
+	assert.Equal(t, exitUsage, code, stderr)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -46,6 +47,7 @@ type exModel struct {
 	last    *exRun // the latest finished check of ex
 	hints   int    // hints of ex shown so far
 	note    string // one line about the last key
+	cursor  int    // the list's selected row (0-based)
 
 	seen      [32]byte  // the student's file as last polled
 	changedAt time.Time // when it last changed; zero once checked
@@ -61,15 +63,28 @@ type (
 	}
 	exChecked  struct{ run exRun }
 	exWasReset struct{ err error }
+	exSaved    struct {
+		st  exState
+		err error
+	}
 )
 
-func exWatch(ctx context.Context, root string, manual, color bool) error {
-	st := loadExState(root)
+// exWatch runs watch mode on open, or on the current exercise when open
+// is zero.
+func exWatch(ctx context.Context, root string, open exercises.Exercise, manual, color bool) error {
+	st, err := updateExState(root, func(st *exState) {
+		if open.Dir != "" {
+			st.Current = open.Dir
+		}
+	})
+	if err != nil {
+		return err
+	}
 	ex, _ := exByDir(st.Current)
 	m := exModel{ctx: ctx, root: root, manual: manual, paint: exPaint(color), st: st, ex: ex, width: 80, height: 24}
 	m.seen = exSum(m.file())
 	m.running = true
-	_, err := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(ctx)).Run()
+	_, err = tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(ctx)).Run()
 	if err != nil && ctx.Err() != nil {
 		return nil // interrupted: a normal way out
 	}
@@ -100,9 +115,14 @@ func exSum(file string) [32]byte {
 	return sha256.Sum256(b)
 }
 
-func (m exModel) save() tea.Cmd {
-	st, root := m.st, m.root
-	return func() tea.Msg { _ = st.save(root); return nil }
+// save applies change to the progress file as it is on disk (another
+// terminal may have written it since) and hands the merged state back.
+func (m exModel) save(change func(*exState)) tea.Cmd {
+	root := m.root
+	return func() tea.Msg {
+		st, err := updateExState(root, change)
+		return exSaved{st, err}
+	}
 }
 
 func (m exModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
@@ -116,7 +136,14 @@ func (m exModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.seen, m.changedAt = exSum(m.file()), time.Time{} // edits made during the check are ignored
 		m.st.record(msg.run)
 		m.st.Current = m.ex.Dir
-		return m, m.save()
+		run, dir := msg.run, m.ex.Dir
+		return m, m.save(func(st *exState) { st.record(run); st.Current = dir })
+	case exSaved:
+		if msg.err != nil {
+			m.note = "progress not saved: " + msg.err.Error()
+			return m, nil
+		}
+		m.st = msg.st
 	case exWasReset:
 		m.mode, m.note = exShowResult, "reset: the file is back as shipped"
 		if msg.err != nil {
@@ -162,6 +189,11 @@ func (m exModel) key(k string) (tea.Model, tea.Cmd) {
 		return m, nil
 	}
 	m.note = ""
+	if m.mode == exShowList {
+		if m2, cmd, ok := m.listKey(k); ok {
+			return m2, cmd
+		}
+	}
 	switch k {
 	case "q", "ctrl+c", "esc":
 		if k == "esc" && m.mode == exShowList {
@@ -176,6 +208,7 @@ func (m exModel) key(k string) (tea.Model, tea.Cmd) {
 		m.mode = exShowResult
 	case "l":
 		m.mode = map[exMode]exMode{exShowResult: exShowList, exShowList: exShowResult}[m.mode]
+		m.cursor = m.ex.Number() - 1
 	case "r":
 		m.mode = exConfirmReset
 	case "c", "enter":
@@ -188,7 +221,7 @@ func (m exModel) key(k string) (tea.Model, tea.Cmd) {
 // next moves on once the current exercise passes.
 func (m exModel) next() (tea.Model, tea.Cmd) {
 	if m.running || m.last == nil || m.last.Status != exPass && m.last.Status != exSkip {
-		m.note = "pass this exercise first (h for a hint, l for the list)"
+		m.note = "pass this exercise first (h for a hint, l to pick another)"
 		return m, nil
 	}
 	ex, ok := m.st.next()
@@ -196,11 +229,44 @@ func (m exModel) next() (tea.Model, tea.Cmd) {
 		m.note = "every exercise is done: well done! (q quits)"
 		return m, nil
 	}
+	return m.open(ex)
+}
+
+// open makes ex the current exercise and checks it.
+func (m exModel) open(ex exercises.Exercise) (tea.Model, tea.Cmd) {
+	if m.running {
+		m.note = "a check is running: pick again when it is done"
+		return m, nil
+	}
 	m.ex, m.last, m.hints, m.mode = ex, nil, 0, exShowResult
 	m.st.Current = ex.Dir
 	m.seen = exSum(m.file())
 	m2, cmd := m.start()
-	return m2, tea.Batch(cmd, m.save())
+	dir := ex.Dir
+	return m2, tea.Batch(cmd, m.save(func(st *exState) { st.Current = dir }))
+}
+
+// listKey moves the list's cursor (↑/↓, k/j) or opens the exercise under
+// it (enter) or the one whose number is typed (1–9; two digits typed in
+// quick succession are not needed: the cursor covers the rest).
+func (m exModel) listKey(k string) (tea.Model, tea.Cmd, bool) {
+	n := len(exercises.All)
+	switch k {
+	case "up", "k":
+		m.cursor = (m.cursor + n - 1) % n
+	case "down", "j":
+		m.cursor = (m.cursor + 1) % n
+	case "enter", " ":
+		m2, cmd := m.open(exercises.All[m.cursor])
+		return m2, cmd, true
+	default:
+		if d, err := strconv.Atoi(k); err == nil && d >= 1 && d <= n {
+			m.cursor = d - 1
+			return m, nil, true
+		}
+		return m, nil, false
+	}
+	return m, nil, true
 }
 
 func (m exModel) View() string {
@@ -252,6 +318,8 @@ func (m exModel) keysLine() string {
 	switch {
 	case m.mode == exConfirmReset:
 		return "y reset · any other key cancels"
+	case m.mode == exShowList:
+		return "↑/↓ or 1–9 choose · enter open · l or esc back · q quit"
 	case m.last != nil && m.last.Status == exPass:
 		return "n next · l list · q quit"
 	case m.manual:
@@ -262,7 +330,7 @@ func (m exModel) keysLine() string {
 
 func (m exModel) listLines() []string {
 	var out []string
-	for _, ex := range exercises.All {
+	for i, ex := range exercises.All {
 		mark := "  "
 		if m.st.done(ex.Dir) {
 			mark = m.paint.good("✓ ")
@@ -270,9 +338,18 @@ func (m exModel) listLines() []string {
 		if ex.Dir == m.ex.Dir {
 			mark = "▶ "
 		}
-		out = append(out, fmt.Sprintf("%s%2d %s %s", mark, ex.Number(), ex.Lesson, ex.Title))
+		line := fmt.Sprintf("%s%2d %s %s", mark, ex.Number(), ex.Lesson, ex.Title)
+		if i == m.cursor {
+			line = "›" + line
+			if m.paint {
+				line = "\x1b[7m" + line + "\x1b[0m"
+			}
+		} else {
+			line = " " + line
+		}
+		out = append(out, line)
 	}
-	return append(out, "", m.paint.faint("l or esc: back"))
+	return out
 }
 
 // clip cuts a line to width runes (escape codes of a coloured line may

@@ -1,5 +1,7 @@
 //go:build qlabex
 
+// Editor: this file builds with the qlabex tag; for gopls set "buildFlags": ["-tags=qlabex"].
+
 package requeue
 
 import "github.com/queuelab/qlab/inmem"

@@ -1,5 +1,7 @@
 //go:build qlabex
 
+// Editor: this file builds with the qlabex tag; for gopls set "buildFlags": ["-tags=qlabex"].
+
 package idempotent
 
 // Handle is one delivery of task: it sends the task's email. The broker

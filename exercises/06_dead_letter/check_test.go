@@ -20,6 +20,12 @@ func TestDeadLetter(t *testing.T) {
 			return func(actor string, from *inmem.Queue, task *inmem.Task) { Exhausted(sys, actor, from, dlq, task) }
 		})
 		c.Accounted(r, lab.FateDone, lab.FateDead)
+		for _, id := range r.Plan.Tasks {
+			drops, parks := len(r.Of(id, lab.Dropped)), len(r.Of(id, lab.DeadLettered))
+			c.That(r, "a parked task is not also dropped: it ends in one place", drops == 0 || parks == 0,
+				fmt.Sprintf("%s dropped %d time(s) and dead-lettered %d time(s): the log says both", id, drops, parks),
+				id+" dead-lettered, never dropped", id)
+		}
 		parked := 0
 		for _, id := range r.Plan.Tasks {
 			if r.Failures(id) < 3 {

@@ -32,13 +32,15 @@ type scenario struct {
 // poison fails every attempt.
 const poison = 1 << 20
 
-// The cases: the document's five attempts and delays (scaled 1/100), and
-// three attempts with other delays, so a constant passes neither both
-// schedules nor both limits. E succeeds on its last attempt: parking it
-// one attempt early fails.
+// The cases: the document's five attempts and the waits its code really
+// makes (30 s, 1 min, 2 min, 5 min: job.retries++ comes before
+// getRetryDelay, so RETRY_DELAYS[0], 10 s, is never used; lessons Q14 and
+// Q15 show it), scaled 1/200, and three attempts with other delays, so a
+// constant passes neither both schedules nor both limits. E succeeds on
+// its last attempt: parking it one attempt early fails.
 var scenarios = []scenario{
-	{name: "the document's policy: 5 attempts, retries after 10 s, 30 s, 1 min, 2 min (scaled 1/100)",
-		policy: Policy{Attempts: notify.MaxRetries, Delays: scaled(notify.RetryDelays, 100)},
+	{name: "the document's policy as its code runs: 5 attempts, retries after 30 s, 1 min, 2 min, 5 min (scaled 1/200)",
+		policy: Policy{Attempts: notify.MaxRetries, Delays: scaled(notify.Waits(), 200)},
 		tasks:  []string{"A", "B", "C", "D"}, fails: map[string]int{"B": 1, "C": poison}},
 	{name: "3 attempts, retries after 250 ms, 500 ms",
 		policy: Policy{Attempts: 3, Delays: []time.Duration{250 * time.Millisecond, 500 * time.Millisecond}},
@@ -155,6 +157,7 @@ type task struct {
 	parked     bool   // nacked or rejected without requeue: it left email-queue by the dead-letter route
 	gaveUp     string // why the worker stopped following it
 	landed     string // where it was found at the end
+	via        string // the exchange it was found to have come through (the DLX, for a dead-lettered message)
 	deaths     rabbit.Deaths
 }
 
@@ -204,11 +207,11 @@ func (w *worker) bound() time.Duration {
 // run publishes the emails and handles deliveries until each is sent or
 // parked, the channel dies, Settle fails, or the bound passes.
 func (w *worker) run(conn *amqp.Connection) error {
-	pub, err := newPublisher(conn)
+	pub, err := check.NewPublisher(conn)
 	if err != nil {
 		return err
 	}
-	defer pub.ch.Close()
+	defer pub.Close()
 	ch, err := conn.Channel()
 	if err != nil {
 		return err
@@ -227,7 +230,7 @@ func (w *worker) run(conn *amqp.Connection) error {
 		w.tasks[id] = &task{}
 		w.emit(lab.Event{Kind: lab.Enqueued, Task: id, Queue: notify.EmailQueue, Actor: "API"})
 		msg := amqp.Publishing{MessageId: id, ContentType: "application/json", Body: notify.NewJob(id, time.UnixMilli(1707217200000)).Encode()}
-		if err := pub.publish(ctx, w.n.EmailQueue, msg); err != nil {
+		if err := pub.Publish(ctx, w.n.EmailQueue, msg); err != nil {
 			return err
 		}
 	}
@@ -258,7 +261,7 @@ func (w *worker) finished() bool {
 }
 
 // handle runs one delivery through Settle and records what it did.
-func (w *worker) handle(ctx context.Context, ch *amqp.Channel, pub *publisher, d amqp.Delivery) error {
+func (w *worker) handle(ctx context.Context, ch *amqp.Channel, pub *check.Publisher, d amqp.Delivery) error {
 	job, err := notify.DecodeJob(d.Body)
 	if err != nil {
 		_ = d.Ack(false)
@@ -339,7 +342,7 @@ func (w *worker) settled(t *task, id string, dl *delivery) {
 
 // publishFor is the Publish Settle gets for attempt of task id: the
 // checker's publisher, recording each copy in rec.
-func (w *worker) publishFor(pub *publisher, id string, attempt int, rec *settleRecorder) Publish {
+func (w *worker) publishFor(pub *check.Publisher, id string, attempt int, rec *settleRecorder) Publish {
 	return func(ctx context.Context, queue string, msg amqp.Publishing) error {
 		retries := "no email job"
 		if job, err := notify.DecodeJob(msg.Body); err == nil {
@@ -349,7 +352,7 @@ func (w *worker) publishFor(pub *publisher, id string, attempt int, rec *settleR
 		ms, _ := strconv.ParseInt(msg.Expiration, 10, 64)
 		w.emit(lab.Event{Kind: lab.Scheduled, Task: id, Queue: notify.EmailQueue, Via: w.seed(queue), To: notify.EmailQueue,
 			Attempt: attempt, DelayMs: ms, Note: fmt.Sprintf("a copy, expiration %q", msg.Expiration)})
-		return pub.publish(ctx, queue, msg)
+		return pub.Publish(ctx, queue, msg)
 	}
 }
 
@@ -399,45 +402,6 @@ func (r *settleRecorder) Reject(tag uint64, requeue bool) error {
 	return r.real.Reject(tag, requeue)
 }
 
-// publisher publishes with confirms and mandatory, so a copy no queue
-// takes is an error the student sees.
-type publisher struct {
-	ch      *amqp.Channel
-	returns chan amqp.Return
-}
-
-func newPublisher(conn *amqp.Connection) (*publisher, error) {
-	ch, err := conn.Channel()
-	if err != nil {
-		return nil, err
-	}
-	if err := ch.Confirm(false); err != nil {
-		_ = ch.Close()
-		return nil, err
-	}
-	return &publisher{ch: ch, returns: ch.NotifyReturn(make(chan amqp.Return, 8))}, nil
-}
-
-func (p *publisher) publish(ctx context.Context, queue string, msg amqp.Publishing) error {
-	dc, err := p.ch.PublishWithDeferredConfirmWithContext(ctx, "", queue, true, false, msg)
-	if err != nil {
-		return err
-	}
-	acked, err := dc.WaitContext(ctx)
-	switch {
-	case err != nil:
-		return err
-	case !acked:
-		return fmt.Errorf("the broker refused the message to %s (basic.nack)", queue)
-	}
-	select { // the broker sends basic.return before the confirm
-	case ret := <-p.returns:
-		return fmt.Errorf("no queue named %q: the message was returned (%d %s)", queue, ret.ReplyCode, ret.ReplyText)
-	default:
-		return nil
-	}
-}
-
 // land finds every email that is not sent: in email-dlq,
 // email-retry-queue or still in email-queue (consumed: the queues are the
 // checker's), waiting a few seconds for the broker's dead-lettering.
@@ -480,7 +444,7 @@ func (w *worker) drain(ch *amqp.Channel, queue string) {
 		if err != nil || t == nil {
 			continue
 		}
-		t.landed, t.deaths = w.seed(queue), rabbit.ReadDeaths(m.Headers)
+		t.landed, t.via, t.deaths = w.seed(queue), m.Exchange, rabbit.ReadDeaths(m.Headers)
 		w.emit(lab.Event{Kind: lab.DeadLettered, Task: job.Data.NotificationID, Queue: notify.EmailQueue, To: t.landed, Actor: "Broker",
 			Note: "found there; x-death: " + t.deaths.Describe(w.seed)})
 	}
@@ -496,9 +460,11 @@ func (w *worker) check(c *check.Checker, r check.Run) {
 		}
 		if t.parked {
 			c.That(r, "a nack reaches email-dlq through email-dlx", w.dead(t), w.fate(t),
-				fmt.Sprintf("in %s, dead-lettered from %s (rejected)", notify.DLQ, notify.EmailQueue), id)
+				fmt.Sprintf("in %s, dead-lettered from %s (rejected) through %s", notify.DLQ, notify.EmailQueue, notify.DLX), id)
 		}
-		c.Expect(r, "every email ends sent, or in email-dlq after its last attempt", w.fate(t), w.wantFate(id), id)
+	}
+	for _, id := range w.sc.tasks { // after the route: a wrong route is named as such first
+		c.Expect(r, "every email ends sent, or in email-dlq after its last attempt", w.fate(w.tasks[id]), w.wantFate(id), id)
 	}
 }
 
@@ -545,7 +511,10 @@ func (w *worker) fate(t *task) string {
 	case t.gaveUp != "":
 		return t.gaveUp
 	case w.dead(t):
-		return fmt.Sprintf("in %s %s, dead-lettered from %s (rejected)", notify.DLQ, after, notify.EmailQueue)
+		return fmt.Sprintf("in %s %s, dead-lettered from %s (rejected) through %s", notify.DLQ, after, notify.EmailQueue, notify.DLX)
+	case t.landed == notify.DLQ && w.rejected(t):
+		return fmt.Sprintf("in %s %s, dead-lettered from %s (rejected) through %s: not through %s, the exchange the document binds %s to",
+			notify.DLQ, after, notify.EmailQueue, exchangeName(w.seed(t.via)), notify.DLX, notify.DLQ)
 	case t.landed == notify.DLQ:
 		return fmt.Sprintf("in %s %s, x-death: %s: published there, not dead-lettered by a nack", notify.DLQ, after, t.deaths.Describe(w.seed))
 	case t.landed == notify.RetryQueue:
@@ -562,9 +531,26 @@ func (w *worker) fate(t *task) string {
 }
 
 // dead reports whether t was found in email-dlq, where a nack from
-// email-queue put it (x-death's most recent entry).
+// email-queue put it (x-death's most recent entry) through email-dlx:
+// the broker republishes a dead-lettered message to the queue's
+// x-dead-letter-exchange, so a basic.get names that exchange. (x-death's
+// own "exchange" is where the message was published before, "" here.)
 func (w *worker) dead(t *task) bool {
-	return t.landed == notify.DLQ && len(t.deaths) > 0 && t.deaths[0].Queue == w.n.EmailQueue && t.deaths[0].Reason == "rejected"
+	return w.rejected(t) && t.landed == notify.DLQ && t.via == w.n.DLX
+}
+
+// rejected reports whether x-death's most recent entry is a reject from
+// email-queue.
+func (w *worker) rejected(t *task) bool {
+	return len(t.deaths) > 0 && t.deaths[0].Queue == w.n.EmailQueue && t.deaths[0].Reason == "rejected"
+}
+
+// exchangeName shows an exchange name, the default exchange as such.
+func exchangeName(x string) string {
+	if x == "" {
+		return `the default exchange ("")`
+	}
+	return x
 }
 
 // wantFate is where email id should end.
@@ -572,5 +558,19 @@ func (w *worker) wantFate(id string) string {
 	if f := w.sc.fails[id]; f < w.sc.policy.Attempts {
 		return fmt.Sprintf("sent on attempt %d", f+1)
 	}
-	return fmt.Sprintf("in %s after %d attempts, dead-lettered from %s (rejected)", notify.DLQ, w.sc.policy.Attempts, notify.EmailQueue)
+	return fmt.Sprintf("in %s after %d attempts, dead-lettered from %s (rejected) through %s", notify.DLQ, w.sc.policy.Attempts, notify.EmailQueue, notify.DLX)
+}
+
+// The checker's first policy is the seed's as its code runs: Q14 and Q15
+// show the first retry waits 30 s (getRetryDelay after retries++), then
+// 1 min, 2 min, 5 min, and the fifth failure is the last.
+func TestTheDocumentsPolicyIsTheSeeds(t *testing.T) {
+	p := scenarios[0].policy
+	var waits []time.Duration
+	for retry := 1; retry < p.Attempts; retry++ {
+		waits = append(waits, p.Delay(retry)*200)
+	}
+	if want := []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute, 5 * time.Minute}; fmt.Sprint(waits) != fmt.Sprint(want) || p.Attempts != 5 {
+		t.Errorf("the document's policy waits %v over %d attempts; the seed's code waits %v over 5", waits, p.Attempts, want)
+	}
 }

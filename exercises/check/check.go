@@ -71,6 +71,7 @@ type Checker struct {
 // New returns a Checker that reports when t ends.
 func New(t testing.TB) *Checker {
 	c := &Checker{t: t, results: map[string]*Result{}}
+	current = c
 	t.Cleanup(c.report)
 	return c
 }

@@ -35,11 +35,16 @@ func RetryLoop(t *testing.T, n Named, maxAttempts int, retry RetryFunc) Run {
 	})
 }
 
-// Waits records the checks of a delayed retry: after failed attempt n of
-// each task, the task is scheduled for retryQueue with delay want(n), its
-// next attempt starts exactly that long after the failure (fake time is
-// exact), and the worker that scheduled it went on at once.
+// NoWaitCheck is the check a worker that waits with a failed task fails.
+const NoWaitCheck = "the worker does not wait with the task (no sleep): it takes the next task at once"
+
+// Waits records the checks of a delayed retry: the Sequential-Worker
+// takes its next task the moment one fails (it does not wait with the
+// failed one), after failed attempt n of each task the task is scheduled
+// for retryQueue with delay want(n) at the failure, and its next attempt
+// starts exactly that long after the failure (fake time is exact).
 func (c *Checker) Waits(r Run, maxAttempts int, want func(n int) int64) {
+	c.freeAtOnce(r)
 	for _, id := range r.Plan.Tasks {
 		sched := r.Of(id, lab.Scheduled)
 		for _, f := range r.Of(id, lab.Failed) {
@@ -52,6 +57,9 @@ func (c *Checker) Waits(r Run, maxAttempts int, want func(n int) int64) {
 			for _, e := range sched {
 				if e.Attempt == f.Attempt {
 					s, got = e, fmt.Sprintf("scheduled for %s after %d ms", e.To, e.DelayMs)
+					if e.TMs != f.TMs {
+						got += fmt.Sprintf(", %d ms after the failure", e.TMs-f.TMs)
+					}
 				}
 			}
 			c.Expect(r, "after a failure the task is scheduled for retryQueue with the right delay",
@@ -64,9 +72,30 @@ func (c *Checker) Waits(r Run, maxAttempts int, want func(n int) int64) {
 			c.Expect(r, "the retry starts exactly when the delay is over",
 				fmt.Sprintf("%s failed at %d ms, attempt %d started at %d ms", id, f.TMs, f.Attempt+1, next),
 				fmt.Sprintf("%s failed at %d ms, attempt %d started at %d ms", id, f.TMs, f.Attempt+1, f.TMs+w), id)
-			c.Expect(r, "the worker does not wait with the task (no sleep): the schedule is at the failure",
-				fmt.Sprintf("%s failed at %d ms, scheduled at %d ms", id, f.TMs, s.TMs),
-				fmt.Sprintf("%s failed at %d ms, scheduled at %d ms", id, f.TMs, f.TMs), id)
+		}
+	}
+}
+
+// freeAtOnce records NoWaitCheck: every task is in "queue" from the
+// start, so after a failed attempt the Sequential-Worker's next start,
+// if it has one, is at the very moment of the failure.
+func (c *Checker) freeAtOnce(r Run) {
+	const actor = "Sequential-Worker"
+	var failed *lab.Event
+	for _, e := range r.Events {
+		if e.Actor != actor {
+			continue
+		}
+		switch e.Kind {
+		case lab.Failed:
+			failed = &e
+		case lab.Started:
+			if failed != nil {
+				c.That(r, NoWaitCheck, e.TMs == failed.TMs,
+					fmt.Sprintf("%s failed at %d ms; %s started %s at %d ms, %d ms later", failed.Task, failed.TMs, actor, e.Task, e.TMs, e.TMs-failed.TMs),
+					fmt.Sprintf("%s failed at %d ms; %s starts %s at %d ms", failed.Task, failed.TMs, actor, e.Task, failed.TMs), failed.Task)
+			}
+			failed = nil
 		}
 	}
 }

@@ -20,10 +20,15 @@ type Run struct {
 	Err    error       // what ended the run early, if anything
 }
 
-// Named is a plan with the name a failed check shows.
+// Named is a plan with the name a failed check shows, run at a lesson
+// speed (0 is 1: lesson time is real time, which synctest fakes anyway).
+// A speed other than 1 tells the lesson clock from the wall clock: a
+// timer armed with time.AfterFunc instead of sys.Clock().AfterFunc fires
+// Speed times too late in lesson time.
 type Named struct {
-	Name string
-	Plan lab.Plan
+	Name  string
+	Plan  lab.Plan
+	Speed float64
 }
 
 // Plans are the plans an in-memory exercise is checked on: the seed's
@@ -31,7 +36,7 @@ type Named struct {
 // transient failures on two seeds (which tasks fail when differs).
 func Plans() []Named {
 	return []Named{
-		{"the default plan (C is poison)", lab.DefaultPlan()},
+		{Name: "the default plan (C is poison)", Plan: lab.DefaultPlan()},
 		Seeded(7),
 		Seeded(12),
 	}
@@ -43,7 +48,7 @@ func Plans() []Named {
 func Seeded(seed int64) Named {
 	p := lab.DefaultPlan()
 	p.Seed, p.FailRate = seed, 0.3
-	return Named{fmt.Sprintf("seed %d (30 %% transient failures)", seed), p}
+	return Named{Name: fmt.Sprintf("seed %d (30 %% transient failures)", seed), Plan: p}
 }
 
 // Limit bounds a run in lesson time. Under synctest it costs nothing to
@@ -59,9 +64,15 @@ var ErrLimit = fmt.Errorf("the run was still going after %v of lesson time: a ta
 func InMem(t *testing.T, n Named, body func(ctx context.Context, s *lab.Stream) error) Run {
 	t.Helper()
 	run := Run{Name: n.Name, Plan: n.Plan}
+	speed := n.Speed
+	if speed == 0 {
+		speed = 1
+	}
+	w := watch(n.Name)
+	defer w.stop()
 	synctest.Test(t, func(t *testing.T) {
 		var rec lab.Recorder
-		s := lab.NewStream("ex", lab.InMem, lab.NewClock(1), &rec)
+		s := lab.NewStream("ex", lab.InMem, lab.NewClock(speed), &rec, w)
 		ctx, cancel := context.WithTimeout(context.Background(), Limit)
 		defer cancel()
 		err := body(ctx, s)

@@ -1,0 +1,228 @@
+//go:build qlabex
+
+package delayqueues
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuelab/qlab/exercises/check"
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lessons/notify"
+	"github.com/queuelab/qlab/rabbit"
+)
+
+// schedule is one case: the delays, and the retries sent, in order.
+type schedule struct {
+	name    string
+	delays  []time.Duration
+	retries []int
+}
+
+// The cases: the waits the document's code makes (30 s, 1 min, 2 min,
+// 5 min; 10 s is never used), scaled 1/200, sent longest first, as when
+// A's fourth retry is waiting while B and C fail for the first time; and
+// a schedule that shortens, with a retry past its end (the last delay).
+var schedules = []schedule{
+	{name: "the document's waits as its code runs: 30 s, 1 min, 2 min, 5 min (scaled 1/200), the longest sent first",
+		delays: scaled(notify.Waits(), 200), retries: []int{4, 3, 2, 1}},
+	{name: "waits of 400 ms then 200 ms, and a third retry past the end (200 ms)",
+		delays: []time.Duration{400 * time.Millisecond, 200 * time.Millisecond}, retries: []int{1, 3, 2}},
+}
+
+func scaled(ds []time.Duration, by time.Duration) []time.Duration {
+	out := make([]time.Duration, len(ds))
+	for i, d := range ds {
+		out[i] = d / by
+	}
+	return out
+}
+
+func TestDelayQueues(t *testing.T) {
+	c := check.New(t)
+	url, ok := c.Broker()
+	if !ok {
+		return
+	}
+	for _, sc := range schedules {
+		runSchedule(c, url, sc)
+	}
+}
+
+// delayOf is retry's wait under the schedule.
+func (sc schedule) delayOf(retry int) time.Duration {
+	return sc.delays[min(max(retry, 1), len(sc.delays))-1]
+}
+
+// back is one retry as it came back to the work queue.
+type back struct {
+	retry  int
+	from   string // the queue x-death says it expired in
+	reason string
+	waited time.Duration // the configured wait: that queue's TTL or the message's own expiration
+}
+
+// runSchedule declares the work queue and the student's retry queues
+// under a fresh prefix, publishes the retries where RetryRoute says,
+// collects them as they come back and checks the order and the waits.
+func runSchedule(c *check.Checker, url string, sc schedule) {
+	r := check.Run{Name: sc.name}
+	s, err := check.NewScratch(url)
+	if err != nil {
+		c.That(r, "a RabbitMQ broker to check against", false, err.Error(), "a connection", "")
+		return
+	}
+	defer s.Close()
+	n := Names{WorkQueue: s.Prefix + notify.EmailQueue, Retry: s.Prefix + notify.RetryQueue}
+	seed := func(q string) string { return strings.TrimPrefix(q, s.Prefix) }
+	queues := RetryQueues(n, sc.delays)
+	var foreign []string
+	for q := range queues {
+		if !strings.HasPrefix(q, n.Retry) {
+			foreign = append(foreign, q)
+		}
+	}
+	if !c.That(r, "every retry queue's name starts with Names.Retry", len(foreign) == 0,
+		fmt.Sprintf("%q", foreign), "names that start with "+n.Retry+" (the checker's private prefix)", "") {
+		return // never declare outside the prefix on a shared broker
+	}
+	declared := s.Declare(n.WorkQueue, nil)
+	for _, q := range slices.Sorted(maps.Keys(queues)) {
+		if declared == nil {
+			if err := s.Declare(q, queues[q]); err != nil {
+				declared = fmt.Errorf("declaring %s with %v: %w", seed(q), queues[q], err)
+			}
+		}
+	}
+	if !c.That(r, "the broker accepts your retry queues", declared == nil, fmt.Sprint(declared), "every queue of RetryQueues declared", "") {
+		return
+	}
+	got, events, err := send(s, n, sc, queues, seed)
+	r.Events = events
+	c.That(r, "every retry comes back to the work queue", err == nil && len(got) == len(sc.retries),
+		fmt.Sprintf("%d of %d back: %v", len(got), len(sc.retries), err), fmt.Sprintf("%d of %d back", len(sc.retries), len(sc.retries)), "")
+	for _, b := range got {
+		want := sc.delayOf(b.retry)
+		c.That(r, "each retry waits its own delay: the TTL of the queue it waited in",
+			b.reason == "expired" && strings.HasPrefix(b.from, n.Retry) && b.waited == want,
+			fmt.Sprintf("retry %d waited in %s (%s), configured for %d ms", b.retry, seed(b.from), b.reason, b.waited.Milliseconds()),
+			fmt.Sprintf("retry %d expired in one of your retry queues, configured for %d ms", b.retry, want.Milliseconds()),
+			fmt.Sprintf("r%d", b.retry))
+	}
+	c.Expect(r, "a short retry is not held up behind a long one", order(got, sc), order(sortedByDelay(sc), sc), "")
+}
+
+// order shows retries in the order they came back, with their delays.
+func order(bs []back, sc schedule) string {
+	var parts []string
+	for _, b := range bs {
+		parts = append(parts, fmt.Sprintf("r%d (%d ms)", b.retry, sc.delayOf(b.retry).Milliseconds()))
+	}
+	return "back in this order: " + strings.Join(parts, ", ")
+}
+
+// sortedByDelay is the order the retries are due in: by delay, and in
+// the order sent among equal delays.
+func sortedByDelay(sc schedule) []back {
+	var bs []back
+	for _, retry := range sc.retries {
+		bs = append(bs, back{retry: retry})
+	}
+	slices.SortStableFunc(bs, func(a, b back) int { return int(sc.delayOf(a.retry) - sc.delayOf(b.retry)) })
+	return bs
+}
+
+// send publishes each retry where RetryRoute says and collects them as
+// they come back to the work queue, within the longest delay and a few
+// seconds for the broker.
+func send(s *check.Scratch, n Names, sc schedule, queues map[string]amqp.Table, seed func(string) string) ([]back, []lab.Event, error) {
+	ch, err := s.Conn.Channel()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer ch.Close()
+	deliveries, err := ch.Consume(n.WorkQueue, "", true, true, false, false, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	start := time.Now()
+	var events []lab.Event
+	emit := func(e lab.Event) {
+		e.TMs, e.Actor = time.Since(start).Milliseconds(), "Checker"
+		events = append(events, e)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), slices.Max(sc.delays)+5*time.Second)
+	defer cancel()
+	for _, retry := range sc.retries {
+		q, exp := RetryRoute(n, sc.delays, retry)
+		id := fmt.Sprintf("r%d", retry)
+		if _, ok := queues[q]; !ok {
+			return nil, events, fmt.Errorf("RetryRoute sends retry %d to %s, which RetryQueues does not declare", retry, seed(q))
+		}
+		emit(lab.Event{Kind: lab.Scheduled, Task: id, Queue: seed(n.WorkQueue), To: seed(q), Attempt: retry, DelayMs: sc.delayOf(retry).Milliseconds(),
+			Note: fmt.Sprintf("published to %s, expiration %q", seed(q), exp)})
+		if err := s.Publish(ctx, q, amqp.Publishing{MessageId: id, Expiration: exp, Body: []byte(id)}); err != nil {
+			return nil, events, err
+		}
+	}
+	var got []back
+	for len(got) < len(sc.retries) {
+		select {
+		case d, ok := <-deliveries:
+			if !ok {
+				return got, events, fmt.Errorf("the checker's channel closed")
+			}
+			retry, _ := strconv.Atoi(strings.TrimPrefix(d.MessageId, "r"))
+			b := back{retry: retry, waited: configured(d.Headers, queues)}
+			if deaths := rabbit.ReadDeaths(d.Headers); len(deaths) > 0 {
+				b.from, b.reason = deaths[0].Queue, deaths[0].Reason
+			}
+			got = append(got, b)
+			emit(lab.Event{Kind: lab.Started, Task: d.MessageId, Queue: seed(n.WorkQueue), Attempt: retry,
+				Note: "back from " + seed(b.from) + " (" + b.reason + ")"})
+		case <-ctx.Done():
+			return got, events, fmt.Errorf("still waiting after %v", slices.Max(sc.delays)+5*time.Second)
+		}
+	}
+	return got, events, nil
+}
+
+// configured is the wait a returned message was given: the TTL of the
+// queue it expired in (x-death's latest entry), else its own expiration
+// (x-death's original-expiration), in the broker's own words.
+func configured(headers amqp.Table, queues map[string]amqp.Table) time.Duration {
+	raw, _ := headers["x-death"].([]any)
+	if len(raw) == 0 {
+		return 0
+	}
+	latest, _ := raw[0].(amqp.Table)
+	queue, _ := latest["queue"].(string)
+	if ttl, ok := queues[queue]["x-message-ttl"]; ok {
+		if ms, err := strconv.ParseInt(fmt.Sprint(ttl), 10, 64); err == nil {
+			return time.Duration(ms) * time.Millisecond
+		}
+	}
+	exp, _ := latest["original-expiration"].(string)
+	ms, _ := strconv.ParseInt(exp, 10, 64)
+	return time.Duration(ms) * time.Millisecond
+}
+
+// The checker's first schedule is the seed's waits as its code runs
+// (30 s, 1 min, 2 min, 5 min; lessons Q14 and Q15), scaled 1/200.
+func TestTheDocumentsScheduleIsTheSeeds(t *testing.T) {
+	var waits []time.Duration
+	for _, d := range schedules[0].delays {
+		waits = append(waits, d*200)
+	}
+	if want := []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute, 5 * time.Minute}; fmt.Sprint(waits) != fmt.Sprint(want) {
+		t.Errorf("the document's schedule waits %v; the seed's code waits %v", waits, want)
+	}
+}
