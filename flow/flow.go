@@ -124,8 +124,8 @@ type Consumer struct {
 	Handle   Handler
 }
 
-// Window is c's prefetch, at least 1 and at least min.
-func (c Consumer) Window(min int) int { return max(c.Prefetch, min, 1) }
+// Window is c's prefetch, raised to least (a batch's size) and to 1.
+func (c Consumer) Window(least int) int { return max(c.Prefetch, least, 1) }
 
 // Backend runs a flow on one mechanism: the core every backend has.
 // Declare the topology, start every consumer, then publish; Wait returns
