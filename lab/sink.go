@@ -49,6 +49,8 @@ type outbox struct {
 
 	mu      sync.Mutex
 	queue   []Event
+	spare   []Event // the last batch's array, reused for the next queue
+	inHand  int     // events taken by the goroutine, not yet all handed over
 	running bool
 }
 
@@ -62,10 +64,11 @@ func newOutbox(s Sink) *outbox {
 
 // push queues e (the caller holds the Stream's lock, so pushes keep Seq
 // order) and starts the delivering goroutine if none runs, counted in
-// drains, which Finish and Flush wait for.
+// drains, which Finish and Flush wait for. A Bounded sink's events in
+// the queue and in the goroutine's hands never exceed its Buffer.
 func (o *outbox) push(e Event, drains *pending) {
 	o.mu.Lock()
-	if o.bounded != nil && len(o.queue) >= o.bounded.Buffer {
+	if o.bounded != nil && len(o.queue)+o.inHand >= o.bounded.Buffer {
 		o.mu.Unlock()
 		o.bounded.missed.Add(1)
 		return
@@ -84,22 +87,24 @@ func (o *outbox) push(e Event, drains *pending) {
 	}()
 }
 
-// drain delivers the queue, oldest first, until it is empty, then ends.
-// It takes one event at a time, so a Bounded sink holds at most its Buffer
-// and the event in hand.
+// drain takes what is queued, in one batch, hands it over in order, and
+// again, until nothing is queued; then it ends.
 func (o *outbox) drain() {
+	var batch []Event
 	for {
 		o.mu.Lock()
+		o.spare, o.inHand = batch[:0], 0
 		if len(o.queue) == 0 {
-			o.queue = nil // let a long queue's array go
 			o.running = false
 			o.mu.Unlock()
 			return
 		}
-		e := o.queue[0]
-		o.queue = o.queue[1:]
+		batch, o.queue = o.queue, o.spare
+		o.spare, o.inHand = nil, len(batch)
 		o.mu.Unlock()
-		o.sink.Emit(e)
+		for _, e := range batch {
+			o.sink.Emit(e)
+		}
 	}
 }
 
