@@ -147,10 +147,11 @@ func (s *Session) Warn(msg string, args ...any) {
 // Open connects to the broker at url within a few seconds and ctx. names
 // picks the queue names (RunNames for a private prefix, SeedNames or
 // PersonNames for the seed's); a names without a Run gets a fresh one.
-// clock scales TTLs. A nil logger means slog.Default().
+// clock scales TTLs. logger gets connection trouble: the caller's (the
+// run API passes the front end's); nil logs nothing, never a global.
 func Open(ctx context.Context, url string, names Names, clock lab.Clock, logger *slog.Logger) (*Session, error) {
 	if logger == nil {
-		logger = slog.Default()
+		logger = slog.New(slog.DiscardHandler)
 	}
 	if names.Run == "" {
 		names.Run = newRunID()

@@ -11,13 +11,15 @@ import (
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lessons"
 	"github.com/queuelab/qlab/render"
+	"github.com/queuelab/qlab/run"
 )
 
 // Pumping events: how the model gets them without ever blocking Update.
 const (
 	frameEvery = time.Second / 30       // animation frame rate while anything moves
 	countEvery = 100 * time.Millisecond // slower frames when only countdowns tick
-	eventBuf   = 4096                   // the sink blocks (back-pressures the lesson) beyond this
+	eventBuf   = 4096                   // the sink blocks beyond this, and its events wait in viewBuf
+	viewBuf    = 1 << 16                // events the view may fall behind by before it misses some (lab.Bounded)
 	maxBatch   = 4096                   // events applied per frame at most
 	quitWait   = 3 * time.Second        // how long Run waits for a cancelled lesson
 )
@@ -85,8 +87,9 @@ func pauseCmd(h *runHandle, pause bool) tea.Cmd {
 }
 
 // chanSink forwards events into the program. It blocks while the user has
-// paused and while the channel is full (back-pressure on a lesson faster
-// than the view), and gives up once the run is cancelled.
+// paused and while the channel is full, and gives up once the run is
+// cancelled; it runs behind a lab.Bounded, so blocking it holds up no
+// worker (what does not fit is counted as missed).
 type chanSink struct {
 	ctx  context.Context
 	ch   chan<- lab.Event
@@ -125,6 +128,7 @@ type (
 		gen    int
 		err    error
 		tables []render.Table
+		missed int // events the view missed by falling behind
 	}
 	// brokerMsg is the answer of broker discovery.
 	brokerMsg struct {
@@ -143,11 +147,23 @@ func startRun(gen int, l lessons.Lesson, opts lessons.Options) (*runHandle, tea.
 	opts.Pause = h.pause
 	run := func() tea.Msg {
 		defer close(h.finished)
-		res, err := lessons.Run(ctx, l, opts, chanSink{ctx: ctx, ch: h.events, gate: h.gate})
-		close(h.events) // Run has finished its stream: nothing emits after this
-		return runDoneMsg{gen: gen, err: err, tables: res.Tables}
+		// Bounded: a view that falls behind misses events (counted, shown)
+		// rather than holding up the lesson's workers.
+		res, err := startLesson(ctx, l, opts, lab.NewBounded(chanSink{ctx: ctx, ch: h.events, gate: h.gate}, viewBuf))
+		close(h.events) // Run has finished its stream and its sinks: nothing emits after this
+		return runDoneMsg{gen: gen, err: err, tables: res.Tables, missed: res.Missed}
 	}
 	return h, run
+}
+
+// startLesson runs l through the run API (checked, named), as every front
+// end does; the broker URL is the one the TUI's discovery found.
+func startLesson(ctx context.Context, l lessons.Lesson, opts lessons.Options, sink lab.Sink) (lessons.Result, error) {
+	ready, err := run.Prepare(ctx, run.Request{Lesson: l, Options: opts})
+	if err != nil {
+		return lessons.Result{}, err
+	}
+	return ready.Start(ctx, sink)
 }
 
 // waitCmd blocks until the run has an event (no ticking while idle), then

@@ -364,3 +364,17 @@ func TestViewShowsTheNoticeOfItsBackend(t *testing.T) {
 	assert.Contains(t, frame, "A timer holds it.")
 	assert.NotContains(t, frame, "The broker holds it.")
 }
+
+// A view that fell behind says so when the run ends: the lesson went on
+// without it (lab.Bounded), and the count of what it missed is shown.
+func TestFinishedSaysWhatTheViewMissed(t *testing.T) {
+	m, err := New(Config{Lessons: []lessonsLesson{fakeDLQ}, Start: 98})
+	require.NoError(t, err)
+	m.state = running
+	m = step1(m, tea.WindowSizeMsg{Width: 100, Height: 30})
+	m = feed(m, append(chainStart(), chainEnd()...)...)
+	m = step1(m, runDoneMsg{gen: m.gen, missed: 1234})
+	m = step1(m, eventsMsg{gen: m.gen, closed: true})
+	require.Equal(t, finished, m.state)
+	assert.Contains(t, m.View(), "the view fell behind and missed 1234 events")
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/charmbracelet/x/term"
 
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lessons"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/render"
@@ -143,7 +144,7 @@ func noBrokerHint(err error, l lessons.Lesson, how invocation) error {
 
 // keptNote says where a --keep run left its queues and how to practise on
 // them and remove them, in lines that fit DefaultWidth.
-func keptNote(names *rabbit.Names, how invocation) string {
+func keptNote(names *lesson.Names, how invocation) string {
 	p := strings.TrimSuffix(names.Prefix, ".")
 	prog := how.prog
 	if how.make {

@@ -6,12 +6,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lessons"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/render"
+	"github.com/queuelab/qlab/run"
 )
 
 const runHelp = `Usage: qlab run N [flags]
@@ -48,24 +50,14 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	f.scale.register(fs)
 }
 
-// check validates the flags' values.
+// check validates the flags' values; the naming and prefix are the run
+// API's to check (run.Check).
 func (f *runFlags) check() error {
 	if err := f.planFlags.check(); err != nil {
 		return err
 	}
-	if f.names == "seed" { // the old spelling, which read too much like --seed
-		f.names = "exact"
-	}
-	if f.names != "run" && f.names != "exact" {
-		return usagef("--names must be run or exact, got %q", f.names)
-	}
-	if f.prefix != "" {
-		if f.names != "exact" {
-			return usagef("--prefix goes with --names exact (run names have a private prefix already)")
-		}
-		if err := rabbit.CheckPrefix(f.prefix); err != nil {
-			return usagef("--prefix: %v", err)
-		}
+	if _, err := run.CheckNaming(run.Naming(f.names), f.prefix); err != nil {
+		return usageError{err}
 	}
 	if f.keep && f.names == "exact" && f.prefix == "" {
 		return usagef("--keep leaves queues for qlab broker clean --prefix to remove: keep the run's own prefix (no --names exact) or add --prefix yourname")
@@ -109,17 +101,21 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	opts := lessons.Options{Backend: backend, Speed: f.speed, Plan: plan, SeedNames: f.names == "exact", Prefix: f.prefix, Keep: f.keep}
-	if backend == lab.Rabbit {
-		b, err := rabbit.Discover(ctx, discoverOptions)
-		if err != nil {
-			if !explicitFlag(fs, "backend") { // the lesson's default: say it runs in memory too
-				err = noBrokerHint(err, l, invoked())
-			}
-			return withDetails(err, *f.verbose)
+	ready, err := run.Prepare(ctx, run.Request{
+		Lesson:   l,
+		Options:  lessons.Options{Backend: backend, Speed: f.speed, Plan: plan, Keep: f.keep, Logger: logger(stderr)},
+		Naming:   run.Naming(f.names),
+		Prefix:   f.prefix,
+		Discover: discoverOptions,
+	})
+	switch {
+	case errors.Is(err, run.ErrInvalid):
+		return usageError{err}
+	case err != nil:
+		if !explicitFlag(fs, "backend") { // the lesson's default: say it runs in memory too
+			err = noBrokerHint(err, l, invoked())
 		}
-		opts.Broker = b.URL
-		opts.Names = runNames(f)
+		return withDetails(err, *f.verbose)
 	}
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
@@ -130,64 +126,40 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if f.json || f.mermaid {
 		noteTo = stderr
 	}
-	if note := prefixNote(opts.Names); note != "" { // a killed run's user needs it
+	if note := ready.PrefixNote(); note != "" { // a killed run's user needs it
 		if noteTo == io.Writer(out) { // beside the log, it wraps as the log does
 			note = strings.Join(render.Wrap(note, render.DefaultWidth, "  "), "\n")
 		}
 		fmt.Fprintln(noteTo, note)
 	}
-	runErr := runLesson(ctx, l, opts, f, out, colorWanted(stdout), terminalWidth(stdout))
+	runErr := runLesson(ctx, ready, f, out, colorWanted(stdout), terminalWidth(stdout))
 	if err := out.Err(); err != nil {
 		return fmt.Errorf("%w (%v): the run stopped and deleted the queues it created", errOutputClosed, err)
 	}
-	if f.keep && opts.Names != nil {
-		fmt.Fprintln(noteTo, "\n"+keptNote(opts.Names, invoked()))
+	if f.keep && ready.Options.Names != nil {
+		fmt.Fprintln(noteTo, "\n"+keptNote(ready.Options.Names, invoked()))
 	}
 	if errors.Is(runErr, context.Canceled) {
 		return errors.New("interrupted: the table above says what became of each task in flight")
 	}
 	var exists *rabbit.ExistsError
-	if errors.As(runErr, &exists) && f.names == "exact" && f.prefix == "" {
+	if errors.As(runErr, &exists) && run.Naming(f.names) != run.PerRun && f.prefix == "" {
 		return fmt.Errorf("%w; or run under a prefix of your own: --names exact --prefix yourname", runErr)
 	}
 	return runErr
 }
 
-// runNames are the broker names a run declares under: a fresh private
-// prefix, or the seed's under --prefix (the checked flags), or the seed's
-// own.
-func runNames(f runFlags) *rabbit.Names {
-	names := rabbit.RunNames()
-	if f.names == "exact" {
-		names, _ = rabbit.PersonNames(f.prefix) // checked by runFlags.check
-		if f.prefix == "" {
-			names = rabbit.SeedNames()
-		}
-	}
-	return &names
-}
-
-// prefixNote names the prefix a broker run declares under and the command
-// that removes what it leaves if it is killed; "" for the seed's own names
-// or no broker.
-func prefixNote(names *rabbit.Names) string {
-	if names == nil || names.Prefix == "" {
-		return ""
-	}
-	p := strings.TrimSuffix(names.Prefix, ".")
-	return fmt.Sprintf("This run's queues are under the prefix %s; if it is killed, remove them with: qlab broker clean --prefix %s", p, p)
-}
-
-// runLesson runs l with opts and writes it to out as f asks: JSON lines, a
-// Mermaid diagram, or the notice, log and tables.
-func runLesson(ctx context.Context, l lessons.Lesson, opts lessons.Options, f runFlags, out io.Writer, color bool, width int) error {
+// runLesson runs the prepared lesson and writes it to out as f asks: JSON
+// lines, a Mermaid diagram, or the notice, log and tables.
+func runLesson(ctx context.Context, ready run.Ready, f runFlags, out io.Writer, color bool, width int) error {
+	l, opts := ready.Lesson, ready.Options
 	if f.json {
-		_, err := lessons.Run(ctx, l, opts, render.NewJSONSink(out))
+		_, err := ready.Start(ctx, render.NewJSONSink(out))
 		return err
 	}
 	if f.mermaid {
 		var rec lab.Recorder
-		_, err := lessons.Run(ctx, l, opts, &rec)
+		_, err := ready.Start(ctx, &rec)
 		render.Mermaid(out, rec.Events)
 		return err
 	}
@@ -196,7 +168,7 @@ func runLesson(ctx context.Context, l lessons.Lesson, opts lessons.Options, f ru
 	page.Prose("What to notice: "+l.NoticeFor(opts.Backend), "")
 	fmt.Fprintln(out)
 	var rec lab.Recorder
-	res, runErr := lessons.Run(ctx, l, opts, page, &rec)
+	res, runErr := ready.Start(ctx, page, &rec)
 	if len(res.Tasks) > 0 { // a run that could not start (no broker, a stale queue) created none
 		page.Results(rec.Events, nil)
 	}
@@ -206,4 +178,11 @@ func runLesson(ctx context.Context, l lessons.Lesson, opts lessons.Options, f ru
 		page.Prose(nextSteps(l, opts.Backend, invoked()), "      ")
 	}
 	return runErr
+}
+
+// logger is where a run's backend reports trouble outside the event
+// stream (a lost connection, a reconnect, a clean-up that left
+// something): stderr, so a --json stdout stays a clean stream.
+func logger(stderr io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(stderr, nil))
 }

@@ -67,7 +67,7 @@ func q07Struggling(ctx context.Context, env *lesson.Env) (render.Table, error) {
 	}
 	for _, r := range q07Runs {
 		var rec lab.Recorder
-		side := &lesson.Env{Stream: lab.NewStream(env.Stream.Lesson(), lab.InMem, lab.NewClock(q07MeasureSpeed), &rec), Plan: q07ComparePlan, Consumers: 1}
+		side := &lesson.Env{Stream: lab.NewStream(env.Stream.Lesson(), lab.InMem, lab.NewClock(q07MeasureSpeed), &rec), Plan: q07ComparePlan, Options: lesson.Options{Consumers: 1}}
 		svc := inmem.NewMailService(side.Stream.Clock(), inmem.Outage{Until: q07Outage}, side.Plan)
 		if err := r.start(ctx, side, svc); err != nil {
 			return t, err

@@ -59,7 +59,7 @@ func q09Compare(ctx context.Context, env *lesson.Env) (render.Table, error) {
 // q09Side runs design d on a stream of its own and returns its events.
 func q09Side(ctx context.Context, env *lesson.Env, d q09Design) ([]lab.Event, error) {
 	var rec lab.Recorder
-	side := &lesson.Env{Stream: lab.NewStream(env.Stream.Lesson(), lab.InMem, lab.NewClock(q09MeasureSpeed), &rec), Plan: q09ComparePlan, Consumers: 1}
+	side := &lesson.Env{Stream: lab.NewStream(env.Stream.Lesson(), lab.InMem, lab.NewClock(q09MeasureSpeed), &rec), Plan: q09ComparePlan, Options: lesson.Options{Consumers: 1}}
 	chain := q07.NewChain(ctx, side)
 	mailer := inmem.Mailer{Stream: side.Stream, Latency: MailLatency}
 	dlq := chain.Sys.HoldingQueue("deadLetterQueue", chain.Room)

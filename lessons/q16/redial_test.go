@@ -13,6 +13,7 @@ import (
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/queuelab/qlab/lesson"
+	"github.com/queuelab/qlab/lesson/rabbitenv"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
 )
@@ -70,7 +71,7 @@ func TestQ16WorkerSurvivesTheBroker(t *testing.T) {
 				match: func(e lab.Event) bool { return e.Kind == lab.Scheduled && e.Actor == "Email-Worker" },
 				fire:  func() { fireErr = faults[name](ctx, names) },
 			}
-			_, err := lesson.Run(ctx, Lesson, lesson.Options{Backend: lab.Rabbit, Broker: n.URL, Speed: Lesson.TestSpeed, Names: &names}, sink)
+			_, err := lesson.Run(ctx, Lesson, lesson.Options{Backend: lab.Rabbit, Broker: n.URL, Speed: Lesson.TestSpeed, Names: rabbitenv.Of(names)}, sink)
 			require.NoError(t, fireErr)
 			require.NoError(t, err, "the worker redials")
 			events := sink.Events()

@@ -1,0 +1,116 @@
+// Package rabbitenv is the broker's side of package lesson: it registers
+// the RabbitMQ flow mechanism (lesson.Register) and gives broker lessons
+// their session, names and clean-up. Only lessons that run on a broker
+// import it, so the channel lessons (Q01–Q09) link neither amqp091-go nor
+// the Docker client (TestLayering says so).
+package rabbitenv
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/queuelab/qlab/flow"
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lesson"
+	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/render"
+)
+
+func init() {
+	lesson.Register(lab.Rabbit, lesson.Mechanism{
+		Open:     open,
+		Features: (*rabbit.Flow)(nil).Features(),
+		Declared: func(b flow.Backend, topo flow.Topology) render.Table {
+			s, err := rabbit.SessionOf(b)
+			if err != nil {
+				return render.Table{Title: "Queues declared on the broker", Notes: []string{err.Error()}}
+			}
+			return TopologyTable(topo, s)
+		},
+	})
+}
+
+// open starts a flow on a RabbitMQ session under the run's names.
+func open(ctx context.Context, env *lesson.Env) (flow.Backend, error) {
+	s, err := Session(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	b, err := rabbit.NewFlow(ctx, s, env.Stream)
+	if err != nil {
+		CloseSession(ctx, env, s)
+		return nil, err
+	}
+	return b, nil
+}
+
+// Names are a RabbitMQ lesson's queue names: the names the run was given
+// (Options.Names: the run API picks them from --names and --prefix), or a
+// fresh per-run prefix, so runs never collide.
+func Names(env *lesson.Env) rabbit.Names {
+	if env.Names != nil {
+		return rabbit.Names(*env.Names)
+	}
+	return rabbit.RunNames()
+}
+
+// Of is n as the run options carry it (lesson.Options.Names).
+func Of(n rabbit.Names) *lesson.Names {
+	ln := lesson.Names(n)
+	return &ln
+}
+
+// keptKey is where Session holds the run's previous session (Env.Hold)
+// under Keep.
+type keptKey struct{}
+
+// Session opens the run's RabbitMQ session under Names(env), with the
+// run's clock, logger and bound on waiting for a lost broker. Under Keep,
+// a run in parts (Q15's routes, Q16's overflow modes) declares the same
+// names again in each: the previous part's kept queues go first, so the
+// run leaves its last part's.
+func Session(ctx context.Context, env *lesson.Env) (*rabbit.Session, error) {
+	if kept, ok := env.Held(keptKey{}).(*rabbit.Session); ok {
+		if err := kept.DeleteKept(ctx); err != nil {
+			return nil, err
+		}
+	}
+	s, err := rabbit.Open(ctx, env.Broker, Names(env), env.Stream.Clock(), env.Log())
+	if err != nil {
+		return nil, err
+	}
+	s.GiveUpAfter, s.Keep = env.GiveUpAfter, env.Keep
+	if env.Keep {
+		env.Hold(keptKey{}, s)
+	}
+	return s, nil
+}
+
+// TopologyTable shows what a RabbitMQ lesson declared: each queue's broker
+// name, role, the TTL the broker really waits and where it dead-letters.
+func TopologyTable(topo rabbit.Topology, s *rabbit.Session) render.Table {
+	ended := "The run deleted them when it ended (only queues it created: it refuses names that already exist)."
+	if s.Keep {
+		ended = "The run leaves them on the broker (--keep): qlab broker clean --prefix " + strings.TrimSuffix(s.Names.Prefix, ".") + " removes them."
+	}
+	t := render.Table{
+		Title:  "Queues declared on the broker",
+		Header: []string{"queue", "role", "x-message-ttl", "dead-letters to"},
+		Notes: []string{
+			ended + " Watch a run live: rabbitmqctl list_queues name messages arguments",
+			"(or the management UI on port 15672) while qlab run N --backend rabbit --names exact --speed 1 runs.",
+		},
+	}
+	for _, q := range topo.Queues {
+		ttl, dl := "-", "-"
+		if q.TTL > 0 {
+			ttl = fmt.Sprintf("%d ms (lesson %s)", rabbit.Arguments(q, s.Names, s.Clock)["x-message-ttl"], q.TTL)
+		}
+		if q.DeadLetterTo != "" {
+			dl = s.Names.Of(q.DeadLetterTo)
+		}
+		t.Rows = append(t.Rows, []string{s.Names.Of(q.Name), string(q.Role), ttl, dl})
+	}
+	return t
+}
