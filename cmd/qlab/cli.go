@@ -41,6 +41,8 @@ Usage:
   qlab ex [N | command]     exercises: write the mechanism, qlab checks it (qlab ex --help)
   qlab dlq inspect|replay|purge QUEUE [flags]
                             read, replay or empty a dead-letter queue on the broker (qlab dlq --help)
+  qlab serve [flags]        the seeds' HTTP APIs on 127.0.0.1: curl a user or a scheduled mail
+                            onto the broker and watch it arrive (qlab serve --help)
   qlab help                 this text
 
 Start with: qlab run 1`
@@ -56,6 +58,7 @@ var commands = map[string]command{
 	"tui":     cmdTui,
 	"ex":      cmdEx,
 	"dlq":     cmdDLQ,
+	"serve":   cmdServe,
 }
 
 // Main runs qlab with args (without the program name) and returns the exit
