@@ -220,8 +220,10 @@ func (p *BrokerPublisher) closeLocked() {
 // Broker is what serve holds on the broker: the declared topology (through
 // the flow seam, which deletes what it declared) and the publisher.
 type Broker struct {
-	flow *rabbit.Flow
-	Pub  *BrokerPublisher
+	flow  *rabbit.Flow
+	Pub   *BrokerPublisher
+	close sync.Once
+	err   error // Close's result
 }
 
 // OpenBroker declares Topology on the broker at url under names (refusing
@@ -249,11 +251,16 @@ func (b *Broker) Names() rabbit.Names { return b.flow.Session().Names }
 
 // Close closes the publisher and, unless keep, deletes the queues and
 // exchanges the broker declared (a message still in them is reported lost
-// to the stream); with keep it only closes the connection.
+// to the stream); with keep it only closes the connection. Only the first
+// call acts; later ones return its result.
 func (b *Broker) Close(ctx context.Context, keep bool) error {
-	_ = b.Pub.Close(ctx)
-	if keep {
-		return b.flow.Session().Connection().Close()
-	}
-	return b.flow.Close(ctx)
+	b.close.Do(func() {
+		_ = b.Pub.Close(ctx)
+		if keep {
+			b.err = b.flow.Session().Connection().Close()
+			return
+		}
+		b.err = b.flow.Close(ctx)
+	})
+	return b.err
 }

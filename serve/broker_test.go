@@ -1,0 +1,164 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lessons/q11"
+	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/rabbit/rabbittest"
+)
+
+// lockedRecorder keeps events for a test that reads them while the API's
+// goroutines may still emit.
+type lockedRecorder struct {
+	mu     sync.Mutex
+	events []lab.Event
+}
+
+func (r *lockedRecorder) Emit(e lab.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, e)
+}
+
+func (r *lockedRecorder) last() lab.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.events[len(r.events)-1]
+}
+
+// post sends body to base+path and returns the status and JSON answer.
+func post(t *testing.T, base, path, body string) (int, map[string]string) {
+	t.Helper()
+	resp, err := http.Post(base+path, "application/json", strings.NewReader(body))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var got map[string]string
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&got))
+	return resp.StatusCode, got
+}
+
+// openTestBroker declares serve's topology under a private prefix on the
+// test broker, and a connection of the test's own to look at it.
+func openTestBroker(t *testing.T, stream *lab.Stream) (*Broker, *amqp.Connection) {
+	t.Helper()
+	url := rabbittest.NeedBroker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	b, err := OpenBroker(ctx, url, rabbit.RunNames(), true, stream, rabbittest.Logger(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close(context.Background(), false) })
+	conn, err := amqp.Dial(url)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	return b, conn
+}
+
+// TestServeEndToEnd runs the API against the real broker: a user and two
+// mails land where the seeds say, bad bodies land nowhere, and Close
+// deletes exactly what the run declared.
+func TestServeEndToEnd(t *testing.T) {
+	rec := &lockedRecorder{}
+	stream := lab.NewStream("serve", lab.Rabbit, lab.NewClock(1), rec)
+	b, conn := openTestBroker(t, stream)
+	names := b.Names()
+	base, _, _ := serveInBackground(t, New(b.Pub, stream), DrainTimeout)
+	ctx := context.Background()
+
+	code, got := post(t, base, UsersPath, `{"name":"John Silva","email":"john@email.com"}`)
+	require.Equal(t, http.StatusOK, code, got["error"])
+	id := got["id"]
+	for _, bad := range []string{`{"name":"x"`, `{"name":"x","email":"nope"}`, `{}`, `{"name":"x","email":"x@example.com","extra":1}`} {
+		code, _ := post(t, base, UsersPath, bad)
+		assert.Equal(t, http.StatusBadRequest, code, bad)
+	}
+	msgs, err := rabbit.Inspect(ctx, conn, names.Of(RaffleQueue), 0)
+	require.NoError(t, err)
+	require.Len(t, msgs, 1, "one user in raffle_queue, no bad body")
+	var u User
+	require.NoError(t, json.Unmarshal(msgs[0].Body, &u))
+	assert.Equal(t, User{ID: id, Name: "John Silva", Email: "john@email.com"}, u)
+	assert.Equal(t, names.Run, msgs[0].AppId, "stamped as the run's")
+	assert.Equal(t, names.Of(RaffleExchange), msgs[0].Exchange, "it came through raffle_exchange")
+
+	due := time.Now().UTC().Format(time.RFC3339)
+	code, got = post(t, base, SchedulePath, `{"to":"r@example.com","subject":"now","scheduledTime":"`+due+`"}`)
+	require.Equal(t, http.StatusOK, code, got["error"])
+	msgs, err = rabbit.Inspect(ctx, conn, names.Of(q11.MailQueue), 0)
+	require.NoError(t, err)
+	require.Len(t, msgs, 1, "a due mail goes straight to mail.queue")
+	assert.Equal(t, due, msgs[0].Headers[q11.DueHeader])
+	assert.Equal(t, got["id"], msgs[0].MessageId)
+
+	later := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	code, got = post(t, base, SchedulePath, `{"to":"r@example.com","subject":"later","scheduledTime":"`+later+`"}`)
+	require.Equal(t, http.StatusOK, code, got["error"])
+	assert.Equal(t, "mail.wait.8s", got["queue"])
+	depth, err := rabbit.QueueDepth(ctx, conn, names.Of("mail.wait.8s"))
+	require.NoError(t, err)
+	assert.Equal(t, 1, depth, "a mail due in an hour waits in the longest level")
+
+	require.NoError(t, b.Close(ctx, false))
+	for _, q := range Topology().Queues {
+		_, err := rabbit.QueueDepth(ctx, conn, names.Of(q.Name))
+		var missing *rabbit.NoQueueError
+		assert.True(t, errors.As(err, &missing), "queue %s deleted at shutdown (got %v)", q.Name, err)
+	}
+	for _, x := range RaffleTopology().Exchanges {
+		assert.False(t, exchangeExists(t, conn, names.Of(x.Name)), "exchange %s deleted at shutdown", x.Name)
+	}
+}
+
+// exchangeExists declares exchange name passively on a channel of its own.
+func exchangeExists(t *testing.T, conn *amqp.Connection, name string) bool {
+	ch, err := conn.Channel()
+	require.NoError(t, err)
+	defer ch.Close()
+	return ch.ExchangeDeclarePassive(name, "direct", true, false, false, false, nil) == nil
+}
+
+// TestServeSeedTrapWithoutConfirms shows the seed's trap on the real
+// broker: raffle_queue is gone, so raffle_exchange routes the user
+// nowhere. With confirms (mandatory) the broker hands it back and the API
+// says 503; without, as the seed publishes, the API says 200 for a user
+// the broker dropped.
+func TestServeSeedTrapWithoutConfirms(t *testing.T) {
+	rec := &lockedRecorder{}
+	stream := lab.NewStream("serve", lab.Rabbit, lab.NewClock(1), rec)
+	b, conn := openTestBroker(t, stream)
+	ch, err := conn.Channel()
+	require.NoError(t, err)
+	_, err = ch.QueueDelete(b.Names().Of(RaffleQueue), false, false, false) // the run's own queue
+	require.NoError(t, err)
+	require.NoError(t, ch.Close())
+
+	confirmed := New(b.Pub, stream)
+	base, _, _ := serveInBackground(t, confirmed, DrainTimeout)
+	code, got := post(t, base, UsersPath, `{"name":"A","email":"a@example.com"}`)
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Contains(t, got["error"], "returned")
+	assert.Equal(t, lab.Failed, rec.last().Kind)
+
+	seedWay := NewBrokerPublisher(rabbittest.NeedBroker(t), b.Names(), false, rabbittest.Logger(t))
+	t.Cleanup(func() { _ = seedWay.Close(context.Background()) })
+	base, _, _ = serveInBackground(t, New(seedWay, stream), DrainTimeout)
+	code, got = post(t, base, UsersPath, `{"name":"A","email":"a@example.com"}`)
+	assert.Equal(t, http.StatusOK, code, "the seed's 200, for a user no queue holds")
+	assert.NotEmpty(t, got["id"])
+	assert.Contains(t, rec.last().Note, "WITHOUT a confirm")
+	depth, err := rabbit.QueueDepth(context.Background(), conn, b.Names().Of(RaffleDLQ))
+	require.NoError(t, err)
+	assert.Zero(t, depth, "not dead-lettered either: dropped")
+}
