@@ -143,7 +143,7 @@ func (p *BrokerPublisher) Publish(ctx context.Context, r Route, msg amqp.Publish
 		return fmt.Errorf("%w: %v", ErrNotTaken, err)
 	}
 	if p.returned(msg.MessageId) {
-		return fmt.Errorf("%w: %w (exchange %q, key %q)", ErrNotTaken, rabbit.ErrReturned, exchange, key)
+		return fmt.Errorf("%w: no queue took it (a basic.return from exchange %q, key %q)", ErrNotTaken, exchange, key)
 	}
 	return nil
 }

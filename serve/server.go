@@ -84,7 +84,7 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.stream.Emit(lab.Event{Kind: lab.Enqueued, Task: u.ID, Queue: RaffleQueue, Actor: Actor,
-		Note: fmt.Sprintf("POST %s → 200 via %s; %s", UsersPath, RaffleExchange, s.promise())})
+		Note: fmt.Sprintf("200 via %s: %s, stored nowhere yet", RaffleExchange, s.promise())})
 	writeJSON(w, http.StatusOK, map[string]string{"id": u.ID})
 }
 
@@ -108,14 +108,14 @@ func (s *Server) scheduleEmail(w http.ResponseWriter, r *http.Request) {
 	if !s.publish(w, r, m.Task, Route{Key: first}, q11.MailPublishing(m.Task, msgBody, m.ScheduledTime)) {
 		return
 	}
-	note := fmt.Sprintf("POST %s → 200, scheduledTime %s; %s", SchedulePath, m.ScheduledTime, s.promise())
+	note := fmt.Sprintf("200, due %s: %s", m.ScheduledTime, s.promise())
 	if !wait {
 		note += "; already due: straight to " + q11.MailQueue
 	}
 	s.stream.Emit(lab.Event{Kind: lab.Enqueued, Task: m.Task, Queue: first, Actor: Actor, Note: note})
 	if wait {
 		s.stream.Emit(lab.Event{Kind: lab.Scheduled, Task: m.Task, To: first, Actor: Actor, DelayMs: delay.Milliseconds(),
-			Note: fmt.Sprintf("first hop; then %s, whose router sends it on (header %s)", q11.RouterQueue, q11.DueHeader)})
+			Note: fmt.Sprintf("then to %s for Q11's router; due time in header %s", q11.RouterQueue, q11.DueHeader)})
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"id": m.Task, "scheduledTime": m.ScheduledTime, "queue": first})
 }
@@ -123,9 +123,9 @@ func (s *Server) scheduleEmail(w http.ResponseWriter, r *http.Request) {
 // promise says what the 200 means under the publisher's mode.
 func (s *Server) promise() string {
 	if s.pub.Confirms() {
-		return "the broker confirmed it; nothing is stored in a database yet"
+		return "confirmed by the broker"
 	}
-	return "sent WITHOUT a confirm: the broker may never have got it"
+	return "sent WITHOUT a confirm, the broker may not have it"
 }
 
 // readBody reads at most MaxBody bytes of the body; a larger body is a
@@ -150,7 +150,7 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, id string, rout
 	ctx, cancel := context.WithTimeout(r.Context(), PublishTimeout)
 	defer cancel()
 	if err := s.pub.Publish(ctx, route, msg); err != nil {
-		s.refuse(w, r, id, http.StatusServiceUnavailable, fmt.Errorf("not accepted, try again later: %v", err))
+		s.refuse(w, r, id, http.StatusServiceUnavailable, fmt.Errorf("%v; try again later", err))
 		return false
 	}
 	return true

@@ -182,3 +182,18 @@ func TestServeKeepLeavesTheQueues(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, depth, "the user is still in raffle_queue")
 }
+
+// TestServeReadmeUsageNamesEveryFlag checks the README's usage line for
+// qlab serve against its --help, as TestReadmeUsageNamesEveryFlag does for
+// the other commands.
+func TestServeReadmeUsageNamesEveryFlag(t *testing.T) {
+	line := usageLine(readmeBlock(t, "## Running lessons"), "serve")
+	require.NotEmpty(t, line, "README usage has no line for qlab serve")
+	code, help, _ := qlab("serve", "--help")
+	require.Equal(t, exitOK, code)
+	for _, m := range regexp.MustCompile(`(?m)^  --([a-z-]+)`).FindAllStringSubmatch(help, -1) {
+		if m[1] != "v" {
+			assert.Contains(t, line, "--"+m[1])
+		}
+	}
+}
