@@ -218,17 +218,22 @@ func (p *BrokerPublisher) closeLocked() {
 }
 
 // Broker is what serve holds on the broker: the declared topology (through
-// the flow seam, which deletes what it declared) and the publisher.
+// the flow seam, which deletes what it declared), the publisher, and lesson
+// Q11's router and mail worker, which take a scheduled mail on from its
+// first hop until it is sent.
 type Broker struct {
 	flow  *rabbit.Flow
+	mail  *q11.Service
 	Pub   *BrokerPublisher
 	close sync.Once
 	err   error // Close's result
 }
 
 // OpenBroker declares Topology on the broker at url under names (refusing
-// queues that exist already) and returns the Broker; the flow reports
-// clean-up to stream.
+// queues that exist already), starts Q11's router and mail worker, and
+// returns the Broker. The router and the worker run until ctx ends or
+// Close; they, and the clean-up, report to stream, whose clock must run
+// at speed 1.
 func OpenBroker(ctx context.Context, url string, names rabbit.Names, confirms bool, stream *lab.Stream, logger *slog.Logger) (*Broker, error) {
 	s, err := rabbit.Open(ctx, url, names, lab.NewClock(1), logger)
 	if err != nil {
@@ -243,18 +248,25 @@ func OpenBroker(ctx context.Context, url string, names rabbit.Names, confirms bo
 		_ = f.Close(ctx) // deletes whatever part of it was declared
 		return nil, err
 	}
-	return &Broker{flow: f, Pub: NewBrokerPublisher(url, s.Names, confirms, logger)}, nil
+	mail, err := q11.StartService(ctx, s, stream)
+	if err != nil {
+		_ = f.Close(ctx)
+		return nil, err
+	}
+	return &Broker{flow: f, mail: mail, Pub: NewBrokerPublisher(url, s.Names, confirms, logger)}, nil
 }
 
 // Names are the broker names the topology was declared under.
 func (b *Broker) Names() rabbit.Names { return b.flow.Session().Names }
 
-// Close closes the publisher and, unless keep, deletes the queues and
+// Close stops the router and the mail worker, closes the publisher and,
+// unless keep, deletes the queues and
 // exchanges the broker declared (a message still in them is reported lost
 // to the stream); with keep it only closes the connection. Only the first
 // call acts; later ones return its result.
 func (b *Broker) Close(ctx context.Context, keep bool) error {
 	b.close.Do(func() {
+		b.mail.Stop(ctx)
 		_ = b.Pub.Close(ctx)
 		if keep {
 			b.err = b.flow.Session().Connection().Close()

@@ -10,7 +10,8 @@
 //     With confirms, a broker that does not take the message is a 503.
 //   - POST /api/sequential/schedule-email {to, subject, scheduledTime} is
 //     seed 001's Q11: the mail is published to its first hop the way lesson
-//     Q11's strategy (c) does (level wait queues, the due time in a header).
+//     Q11's strategy (c) does (level wait queues, the due time in a header),
+//     and Q11's own router and mail worker take it on until it is sent.
 //
 // Bad input is a 400 with a JSON error and never reaches the broker.
 package serve

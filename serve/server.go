@@ -115,7 +115,7 @@ func (s *Server) scheduleEmail(w http.ResponseWriter, r *http.Request) {
 	s.stream.Emit(lab.Event{Kind: lab.Enqueued, Task: m.Task, Queue: first, Actor: Actor, Note: note})
 	if wait {
 		s.stream.Emit(lab.Event{Kind: lab.Scheduled, Task: m.Task, To: first, Actor: Actor, DelayMs: delay.Milliseconds(),
-			Note: fmt.Sprintf("then to %s for Q11's router; due time in header %s", q11.RouterQueue, q11.DueHeader)})
+			Note: fmt.Sprintf("then %s, where Q11's router sends it on; due time in header %s", q11.RouterQueue, q11.DueHeader)})
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"id": m.Task, "scheduledTime": m.ScheduledTime, "queue": first})
 }

@@ -26,7 +26,8 @@ every request as it arrives (--json: the event stream):
       raffle_queue and answers 200 {"id": uuid} before anything is stored.
   POST /api/sequential/schedule-email {"to", "subject", "scheduledTime"}
       seed 001's Q11: publishes the mail to its first delay hop, as lesson
-      11's strategy (c) does (scheduledTime is ISO-8601, within a day).
+      11's strategy (c) does (scheduledTime is ISO-8601, within a day);
+      Q11's router and mail worker take it on until it is sent.
 
 Bad input is a 400 with {"error": ...} and never reaches the broker. With
 publisher confirms (the default) a message the broker does not take is a

@@ -1,10 +1,13 @@
 package q11
 
 import (
+	"context"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/rabbit"
 )
 
@@ -52,4 +55,42 @@ func MailPublishing(task string, body []byte, scheduledTime string) amqp.Publish
 	msg := rabbit.Publishing(task, body)
 	msg.Headers = amqp.Table{q11DueHeader: scheduledTime}
 	return msg
+}
+
+// Service is strategy (c) running for mails that arrive from outside the
+// lesson (qlab serve): the router that moves each mail from mail.router
+// to its next level, or to mail.queue once due, and the mail worker that
+// sends it with the mock mailer. Each runs on a connection of its own.
+type Service struct {
+	worker *rabbit.Session
+	router *levelScheduler
+}
+
+// StartService starts the router and the mail worker on siblings of s,
+// whose names must have Topology declared, reporting to stream (whose
+// clock must run at speed 1: scheduledTime is calendar time). Both run
+// until ctx ends or Stop, which deletes nothing.
+func StartService(ctx context.Context, s *rabbit.Session, stream *lab.Stream) (*Service, error) {
+	worker, err := s.Sibling(ctx)
+	if err != nil {
+		return nil, err
+	}
+	l := &q11Lesson{env: &lesson.Env{Stream: stream}, s: worker, cal: newCalendar(stream.Clock()), book: &mailBook{}}
+	if err := l.startWorker(ctx); err != nil {
+		_ = worker.Close(ctx)
+		return nil, err
+	}
+	router, err := l.startLevelScheduler(ctx, 1)
+	if err != nil {
+		_ = worker.Close(ctx)
+		return nil, err
+	}
+	return &Service{worker: worker, router: router}, nil
+}
+
+// Stop closes the router's and the worker's connections: a mail either
+// holds unacknowledged goes back to its queue.
+func (sv *Service) Stop(ctx context.Context) {
+	sv.router.stop(ctx)
+	_ = sv.worker.Close(ctx) // it declared nothing: this only stops the worker and closes the connection
 }
