@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -177,4 +180,89 @@ func TestServeSeedTrapWithoutConfirms(t *testing.T) {
 	depth, err := rabbit.QueueDepth(context.Background(), conn, b.Names().Of(RaffleDLQ))
 	require.NoError(t, err)
 	assert.Zero(t, depth, "not dead-lettered either: dropped")
+}
+
+// proxy forwards TCP connections from a loopback port to target until
+// it is cut, which closes its listener and every connection: to the
+// publisher behind it the broker is gone.
+type proxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	conns  []net.Conn
+}
+
+func startProxy(t *testing.T, addr, target string) *proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	require.NoError(t, err)
+	p := &proxy{ln: ln, target: target}
+	go p.accept()
+	t.Cleanup(p.cut)
+	return p
+}
+
+func (p *proxy) accept() {
+	for {
+		in, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		out, err := net.Dial("tcp", p.target)
+		if err != nil {
+			in.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, in, out)
+		p.mu.Unlock()
+		go func() { _, _ = io.Copy(out, in); out.Close() }()
+		go func() { _, _ = io.Copy(in, out); in.Close() }()
+	}
+}
+
+func (p *proxy) cut() {
+	_ = p.ln.Close()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+	p.conns = nil
+}
+
+// TestServeBrokerGoneIs503AndBackIs200: the API's broker goes away mid-run
+// (a proxy in between is cut): with confirms a user is a 503 with a JSON
+// error, within the publish bound; once the broker answers again the
+// publisher dials anew and the next user is a 200, in raffle_queue.
+func TestServeBrokerGoneIs503AndBackIs200(t *testing.T) {
+	stream := lab.NewStream("serve", lab.Rabbit, lab.NewClock(1), &lockedRecorder{})
+	b, conn := openTestBroker(t, stream)
+	brokerURL, err := url.Parse(rabbittest.NeedBroker(t))
+	require.NoError(t, err)
+	p := startProxy(t, "127.0.0.1:0", brokerURL.Host)
+	addr := p.ln.Addr().String()
+	viaProxy := *brokerURL
+	viaProxy.Host = addr
+	pub := NewBrokerPublisher(viaProxy.String(), b.Names(), true, rabbittest.Logger(t))
+	t.Cleanup(func() { _ = pub.Close(context.Background()) })
+	base, _, _ := serveInBackground(t, New(pub, stream), DrainTimeout)
+	user := `{"name":"A","email":"a@example.com"}`
+
+	code, got := post(t, base, UsersPath, user)
+	require.Equal(t, http.StatusOK, code, got["error"])
+
+	p.cut()
+	start := time.Now()
+	code, got = post(t, base, UsersPath, user)
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Contains(t, got["error"], "did not take the message")
+	assert.Less(t, time.Since(start), PublishTimeout+2*time.Second, "bounded")
+
+	startProxy(t, addr, brokerURL.Host) // the broker is back, at the same address
+	code, got = post(t, base, UsersPath, user)
+	assert.Equal(t, http.StatusOK, code, got["error"])
+	depth, err := rabbit.QueueDepth(context.Background(), conn, b.Names().Of(RaffleQueue))
+	require.NoError(t, err)
+	assert.Equal(t, 2, depth, "the two users answered 200 are there; the 503 one is not")
 }
