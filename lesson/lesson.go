@@ -171,9 +171,13 @@ type Env struct {
 	// GiveUpAfter bounds the wait for a broker that went away
 	// (Options.GiveUpAfter); Env.Session applies it.
 	GiveUpAfter time.Duration
+	// Keep leaves the run's broker queues in place (Options.Keep);
+	// Env.Session applies it.
+	Keep bool
 
 	tables        []render.Table
 	topologyShown bool
+	kept          *rabbit.Session // the run's previous session, its queues kept (Keep)
 	mu            sync.Mutex
 	probes        []probe
 	interrupted   bool

@@ -3,6 +3,7 @@ package lesson
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/render"
@@ -28,23 +29,38 @@ func BrokerNames(env *Env) rabbit.Names {
 
 // Session opens the run's RabbitMQ session under BrokerNames(e), with the
 // run's clock and its bound on waiting for a lost broker.
+// Under Keep, a run in parts (Q15's routes, Q16's overflow modes) declares
+// the same names again in each: the previous part's kept queues go first,
+// so the run leaves its last part's.
 func (e *Env) Session(ctx context.Context) (*rabbit.Session, error) {
+	if e.kept != nil {
+		if err := e.kept.DeleteKept(ctx); err != nil {
+			return nil, err
+		}
+	}
 	s, err := rabbit.Open(ctx, e.Broker, BrokerNames(e), e.Stream.Clock(), nil)
 	if err != nil {
 		return nil, err
 	}
-	s.GiveUpAfter = e.GiveUpAfter
+	s.GiveUpAfter, s.Keep = e.GiveUpAfter, e.Keep
+	if e.Keep {
+		e.kept = s
+	}
 	return s, nil
 }
 
 // TopologyTable shows what a RabbitMQ lesson declared: each queue's broker
 // name, role, the TTL the broker really waits and where it dead-letters.
 func TopologyTable(topo rabbit.Topology, s *rabbit.Session) render.Table {
+	ended := "The run deleted them when it ended (only queues it created: it refuses names that already exist)."
+	if s.Keep {
+		ended = "The run leaves them on the broker (--keep): qlab broker clean --prefix " + strings.TrimSuffix(s.Names.Prefix, ".") + " removes them."
+	}
 	t := render.Table{
 		Title:  "Queues declared on the broker",
 		Header: []string{"queue", "role", "x-message-ttl", "dead-letters to"},
 		Notes: []string{
-			"The run deleted them when it ended (only queues it created: it refuses names that already exist). Watch a run live: rabbitmqctl list_queues name messages arguments",
+			ended + " Watch a run live: rabbitmqctl list_queues name messages arguments",
 			"(or the management UI on port 15672) while qlab run N --backend rabbit --names exact --speed 1 runs.",
 		},
 	}

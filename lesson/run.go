@@ -39,6 +39,11 @@ type Options struct {
 	// Pause, when set, holds the lesson's time while it is held (the TUI's
 	// pause key): see lab.Clock.WithPause.
 	Pause *lab.Pause
+	// Keep leaves a broker run's queues, exchanges and the messages in
+	// them on the broker when it ends (qlab run --keep), for qlab dlq to
+	// practise on; they stay under the run's own names, and qlab broker
+	// clean --prefix removes them. A task still in one ends pending.
+	Keep bool
 	// GiveUpAfter, when > 0, is how long (real time) a broker run waits
 	// for a broker that went away before it ends, every unfinished task
 	// lost with the reason; default rabbit.DefaultGiveUpAfter.
@@ -104,7 +109,7 @@ func Run(ctx context.Context, l Lesson, opts Options, sinks ...lab.Sink) (Result
 		Broker: opts.Broker,
 	}
 	env.SeedNames, env.Names, env.Prefix = opts.SeedNames, opts.Names, opts.Prefix
-	env.Interrupt, env.GiveUpAfter = opts.Interrupt, opts.GiveUpAfter
+	env.Interrupt, env.GiveUpAfter, env.Keep = opts.Interrupt, opts.GiveUpAfter, opts.Keep
 	env.Consumers = max(opts.Consumers, 1)
 	stopSampling := env.sample(ctx, opts.Sample)
 	err := run(ctx, env)

@@ -229,16 +229,29 @@ type Broker struct {
 	err   error // Close's result
 }
 
+// Options are how OpenBroker runs.
+type Options struct {
+	// Confirms puts the publisher in confirm mode (publishing mandatory);
+	// false publishes as the seed does.
+	Confirms bool
+	// Keep leaves the queues and exchanges, and the messages in them, on
+	// the broker at Close (see rabbit.Session.Keep).
+	Keep bool
+	// Logger gets connection trouble; nil means slog.Default().
+	Logger *slog.Logger
+}
+
 // OpenBroker declares Topology on the broker at url under names (refusing
 // queues that exist already), starts Q11's router and mail worker, and
 // returns the Broker. The router and the worker run until ctx ends or
 // Close; they, and the clean-up, report to stream, whose clock must run
 // at speed 1.
-func OpenBroker(ctx context.Context, url string, names rabbit.Names, confirms bool, stream *lab.Stream, logger *slog.Logger) (*Broker, error) {
-	s, err := rabbit.Open(ctx, url, names, lab.NewClock(1), logger)
+func OpenBroker(ctx context.Context, url string, names rabbit.Names, opts Options, stream *lab.Stream) (*Broker, error) {
+	s, err := rabbit.Open(ctx, url, names, lab.NewClock(1), opts.Logger)
 	if err != nil {
 		return nil, err
 	}
+	s.Keep = opts.Keep
 	f, err := rabbit.NewFlow(ctx, s, stream)
 	if err != nil {
 		_ = s.Close(ctx)
@@ -253,25 +266,20 @@ func OpenBroker(ctx context.Context, url string, names rabbit.Names, confirms bo
 		_ = f.Close(ctx)
 		return nil, err
 	}
-	return &Broker{flow: f, mail: mail, Pub: NewBrokerPublisher(url, s.Names, confirms, logger)}, nil
+	return &Broker{flow: f, mail: mail, Pub: NewBrokerPublisher(url, s.Names, opts.Confirms, s.Logger)}, nil
 }
 
 // Names are the broker names the topology was declared under.
 func (b *Broker) Names() rabbit.Names { return b.flow.Session().Names }
 
-// Close stops the router and the mail worker, closes the publisher and,
-// unless keep, deletes the queues and
-// exchanges the broker declared (a message still in them is reported lost
-// to the stream); with keep it only closes the connection. Only the first
-// call acts; later ones return its result.
-func (b *Broker) Close(ctx context.Context, keep bool) error {
+// Close stops the router and the mail worker, closes the publisher, and
+// deletes the queues and exchanges the broker declared (a message still
+// in them is reported lost to the stream), unless Options.Keep left them.
+// Only the first call acts; later ones return its result.
+func (b *Broker) Close(ctx context.Context) error {
 	b.close.Do(func() {
 		b.mail.Stop(ctx)
 		_ = b.Pub.Close(ctx)
-		if keep {
-			b.err = b.flow.Session().Connection().Close()
-			return
-		}
 		b.err = b.flow.Close(ctx)
 	})
 	return b.err

@@ -71,9 +71,9 @@ func openTestBroker(t *testing.T, stream *lab.Stream) (*Broker, *amqp.Connection
 	url := rabbittest.NeedBroker(t)
 	ctx, cancel := context.WithCancel(context.Background()) // the router and the worker run until it ends
 	t.Cleanup(cancel)
-	b, err := OpenBroker(ctx, url, rabbit.RunNames(), true, stream, rabbittest.Logger(t))
+	b, err := OpenBroker(ctx, url, rabbit.RunNames(), Options{Confirms: true, Logger: rabbittest.Logger(t)}, stream)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = b.Close(context.Background(), false) })
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
 	conn, err := amqp.Dial(url)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
@@ -129,7 +129,7 @@ func TestServeEndToEnd(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, depth, "a mail due in an hour waits in the longest level")
 
-	require.NoError(t, b.Close(ctx, false))
+	require.NoError(t, b.Close(ctx))
 	for _, q := range Topology().Queues {
 		_, err := rabbit.QueueDepth(ctx, conn, names.Of(q.Name))
 		var missing *rabbit.NoQueueError

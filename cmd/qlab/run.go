@@ -28,6 +28,7 @@ type runFlags struct {
 	json    bool
 	mermaid bool
 	noColor bool
+	keep    bool
 	names   string
 	prefix  string
 	verbose *bool
@@ -35,11 +36,12 @@ type runFlags struct {
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.backend, "backend", "inmem", "where the lesson runs: inmem or rabbit")
-	f.planFlags.register(fs, 1, "lesson time per real time: 10 runs ten times faster; stamps stay in lesson time")
+	fs.StringVar(&f.backend, "backend", "", "where the lesson runs: inmem or rabbit (default: the lesson's own, rabbit for lessons "+defaultingTo(lab.Rabbit)+", inmem for the others)")
+	f.planFlags.register(fs, 1, "lesson time per real time: 10 runs ten times faster; stamps stay in lesson time. Without it, a long lesson goes at its own pace ("+ownSpeeds()+")")
 	fs.BoolVar(&f.json, "json", false, "print the event stream as JSON lines instead of the log")
 	fs.BoolVar(&f.mermaid, "mermaid", false, "print a Mermaid sequence diagram of the run instead of the log")
 	fs.BoolVar(&f.noColor, "no-color", false, "plain text, no ANSI colour (NO_COLOR does the same)")
+	fs.BoolVar(&f.keep, "keep", false, "on the broker: leave the run's queues and the messages in them when it ends, to practise qlab dlq inspect/replay on; qlab broker clean --prefix P removes them")
 	fs.StringVar(&f.names, "names", "run", "rabbit queue names: run (a private per-run prefix) or exact (the seed document's exact names, for the management UI; the old spelling seed still works)")
 	fs.StringVar(&f.prefix, "prefix", "", "with --names exact: put the seed's names under your own prefix (alice → alice.sequential.queue), so several people can run the demo on one broker")
 	f.verbose = verboseFlag(fs)
@@ -64,6 +66,12 @@ func (f *runFlags) check() error {
 		if err := rabbit.CheckPrefix(f.prefix); err != nil {
 			return usagef("--prefix: %v", err)
 		}
+	}
+	if f.keep && f.names == "exact" && f.prefix == "" {
+		return usagef("--keep leaves queues for qlab broker clean --prefix to remove: keep the run's own prefix (no --names exact) or add --prefix yourname")
+	}
+	if f.backend == "" {
+		return nil // the lesson's own
 	}
 	return checkBackend(f.backend)
 }
@@ -93,14 +101,21 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	f.speed = runSpeed(fs, l, f.speed)
+	if f.keep && backend != lab.Rabbit {
+		return usagef("--keep keeps a broker run's queues; lesson %d runs on %s here (add --backend rabbit)", l.Number(), backend)
+	}
 	plan, err := f.scale.apply(fs, l, f.plan())
 	if err != nil {
 		return err
 	}
-	opts := lessons.Options{Backend: backend, Speed: f.speed, Plan: plan, SeedNames: f.names == "exact", Prefix: f.prefix}
+	opts := lessons.Options{Backend: backend, Speed: f.speed, Plan: plan, SeedNames: f.names == "exact", Prefix: f.prefix, Keep: f.keep}
 	if backend == lab.Rabbit {
 		b, err := rabbit.Discover(ctx, discoverOptions)
 		if err != nil {
+			if !explicitFlag(fs, "backend") { // the lesson's default: say it runs in memory too
+				err = noBrokerHint(err, l, invoked())
+			}
 			return withDetails(err, *f.verbose)
 		}
 		opts.Broker = b.URL
@@ -109,18 +124,24 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	out := &watchedOutput{w: stdout, stop: stop}
-	if note := prefixNote(opts.Names); note != "" {
-		// A killed run's user needs it: on stdout with the log, on stderr
-		// where stdout is a JSON stream or a diagram.
-		noteTo := io.Writer(out)
-		if f.json || f.mermaid {
-			noteTo = stderr
+	// Notes on the run's queues: on stdout with the log, on stderr where
+	// stdout is a JSON stream or a diagram.
+	noteTo := io.Writer(out)
+	if f.json || f.mermaid {
+		noteTo = stderr
+	}
+	if note := prefixNote(opts.Names); note != "" { // a killed run's user needs it
+		if noteTo == io.Writer(out) { // beside the log, it wraps as the log does
+			note = strings.Join(render.Wrap(note, render.DefaultWidth, "  "), "\n")
 		}
 		fmt.Fprintln(noteTo, note)
 	}
-	runErr := runLesson(ctx, l, opts, f, out, colorWanted(stdout))
+	runErr := runLesson(ctx, l, opts, f, out, colorWanted(stdout), terminalWidth(stdout))
 	if err := out.Err(); err != nil {
 		return fmt.Errorf("%w (%v): the run stopped and deleted the queues it created", errOutputClosed, err)
+	}
+	if f.keep && opts.Names != nil {
+		fmt.Fprintln(noteTo, "\n"+keptNote(opts.Names, invoked()))
 	}
 	if errors.Is(runErr, context.Canceled) {
 		return errors.New("interrupted: the table above says what became of each task in flight")
@@ -159,7 +180,7 @@ func prefixNote(names *rabbit.Names) string {
 
 // runLesson runs l with opts and writes it to out as f asks: JSON lines, a
 // Mermaid diagram, or the notice, log and tables.
-func runLesson(ctx context.Context, l lessons.Lesson, opts lessons.Options, f runFlags, out io.Writer, color bool) error {
+func runLesson(ctx context.Context, l lessons.Lesson, opts lessons.Options, f runFlags, out io.Writer, color bool, width int) error {
 	if f.json {
 		_, err := lessons.Run(ctx, l, opts, render.NewJSONSink(out))
 		return err
@@ -170,41 +191,19 @@ func runLesson(ctx context.Context, l lessons.Lesson, opts lessons.Options, f ru
 		render.Mermaid(out, rec.Events)
 		return err
 	}
-	style := render.Style{Color: !f.noColor && color}
-	fmt.Fprintf(out, "%s · %s  (%s, speed %g×)\n", l.ID, l.Title, opts.Backend, f.speed)
-	fmt.Fprintf(out, "What to notice: %s\n\n", l.NoticeFor(opts.Backend))
+	page := render.Page{W: out, Color: !f.noColor && color, Layout: render.LayoutFor(width)}
+	page.Prose(fmt.Sprintf("%s · %s  (%s, speed %g×)", l.ID, l.Title, opts.Backend, f.speed), "  ")
+	page.Prose("What to notice: "+l.NoticeFor(opts.Backend), "")
+	fmt.Fprintln(out)
 	var rec lab.Recorder
-	res, runErr := lessons.Run(ctx, l, opts, render.LogSink{W: out, Style: style}, &rec)
+	res, runErr := lessons.Run(ctx, l, opts, page, &rec)
 	if len(res.Tasks) > 0 { // a run that could not start (no broker, a stale queue) created none
-		fmt.Fprintln(out)
-		render.WhatHappened(rec.Events).Write(out)
+		page.Results(rec.Events, nil)
 	}
-	for _, t := range res.Tables {
-		fmt.Fprintln(out)
-		t.Write(out)
-	}
+	page.Tables(res.Tables)
 	if runErr == nil {
 		fmt.Fprintln(out)
-		fmt.Fprint(out, nextSteps(l, opts.Backend))
+		page.Prose(nextSteps(l, opts.Backend, invoked()), "      ")
 	}
 	return runErr
-}
-
-// nextSteps is what a finished run points to: the other backend and
-// compare for a lesson that has both, and the next lesson.
-func nextSteps(l lessons.Lesson, ran lab.Backend) string {
-	var b strings.Builder
-	if l.Dual() {
-		other := lab.InMem
-		if ran == lab.InMem {
-			other = lab.Rabbit
-		}
-		fmt.Fprintf(&b, "Try:  qlab run %d --backend %s   (the same flow, the other mechanism), or qlab compare %d\n", l.Number(), other, l.Number())
-	}
-	if next, ok := lessons.Next(l); ok {
-		fmt.Fprintf(&b, "Next: qlab run %d   (%s)\n", next.Number(), next.Title)
-	} else {
-		b.WriteString("Next: you have run every lesson; qlab tui replays any of them, qlab compare N measures the two backends\n")
-	}
-	return b.String()
 }

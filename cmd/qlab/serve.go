@@ -55,7 +55,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.port, "port", 0, "the port to listen on (overrides --addr's port; 0 keeps it)")
 	fs.BoolVar(&f.public, "public", false, "allow an --addr that is not loopback: the API takes anyone's requests")
 	fs.BoolVar(&f.confirms, "confirms", true, "wait for the broker's publisher confirm before answering 200 (--confirms=false is the seed's way)")
-	fs.BoolVar(&f.keep, "keep", false, "leave the queues and exchanges on the broker at shutdown")
+	fs.BoolVar(&f.keep, "keep", false, "leave the queues and exchanges, and what they hold, on the broker at shutdown; qlab broker clean --prefix P removes them")
 	fs.BoolVar(&f.json, "json", false, "print the event stream as JSON lines instead of the log")
 	fs.BoolVar(&f.noColor, "no-color", false, "plain text, no ANSI colour (NO_COLOR does the same)")
 	fs.StringVar(&f.names, "names", "run", "queue names: run (a private per-run prefix) or exact (the seeds' names)")
@@ -108,7 +108,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	// The run's checks and names for --names and --prefix, as qlab run has them.
-	rf := runFlags{planFlags: planFlags{speed: 1}, backend: "rabbit", names: f.names, prefix: f.prefix}
+	rf := runFlags{planFlags: planFlags{speed: 1}, backend: "rabbit", names: f.names, prefix: f.prefix, keep: f.keep}
 	if err := rf.check(); err != nil {
 		return err
 	}
@@ -132,7 +132,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	stream := lab.NewStream("serve", lab.Rabbit, lab.NewClock(1), sink, &rec)
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	broker, err := serve.OpenBroker(ctx, b, *runNames(rf), f.confirms, stream, logger)
+	opts := serve.Options{Confirms: f.confirms, Keep: f.keep, Logger: logger}
+	broker, err := serve.OpenBroker(ctx, b, *runNames(rf), opts, stream)
 	if err != nil {
 		return err
 	}
@@ -143,11 +144,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	serveErr := serve.Serve(ctx, ln, serve.New(broker.Pub, stream), serve.DrainTimeout)
 	cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), serve.DrainTimeout)
 	defer cancel()
-	closeErr := broker.Close(cleanup, f.keep)
+	closeErr := broker.Close(cleanup)
 	stream.Finish()
 	if !f.json && len(rec.Events) > 0 {
 		fmt.Fprintln(out)
 		render.WhatHappened(rec.Events).Write(out)
+	}
+	if f.keep {
+		fmt.Fprintln(notes, "\n"+keptNote(ptr(broker.Names()), invoked()))
 	}
 	if err := out.Err(); err != nil {
 		return fmt.Errorf("%w (%v): the API stopped and deleted the queues it created", errOutputClosed, err)

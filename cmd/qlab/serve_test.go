@@ -39,15 +39,16 @@ func TestServePublicIsAllowedWhenAskedFor(t *testing.T) {
 
 func TestServeBadFlagsAreUsageErrors(t *testing.T) {
 	cases := map[string][]string{
-		"port out of range":      {"--port", "70000"},
-		"addr without a port":    {"--addr", "127.0.0.1"},
-		"prefix without exact":   {"--prefix", "alice"},
-		"unknown names":          {"--names", "mine"},
-		"a positional argument":  {"users"},
-		"an unknown flag":        {"--confirm"},
-		"a prefix with a space":  {"--names", "exact", "--prefix", "a b"},
-		"confirms not a boolean": {"--confirms=maybe"},
-		"a malformed IP":         {"--addr", "127.0.0.1.1:80"},
+		"port out of range":               {"--port", "70000"},
+		"addr without a port":             {"--addr", "127.0.0.1"},
+		"prefix without exact":            {"--prefix", "alice"},
+		"unknown names":                   {"--names", "mine"},
+		"a positional argument":           {"users"},
+		"an unknown flag":                 {"--confirm"},
+		"a prefix with a space":           {"--names", "exact", "--prefix", "a b"},
+		"confirms not a boolean":          {"--confirms=maybe"},
+		"keep under the seeds' own names": {"--keep", "--names", "exact"},
+		"a malformed IP":                  {"--addr", "127.0.0.1.1:80"},
 	}
 	for name, args := range cases {
 		code, _, errOut := qlab(append([]string{"serve"}, args...)...)
@@ -158,42 +159,29 @@ func TestServeCommandEndToEnd(t *testing.T) {
 	assert.Error(t, err, "raffle_queue deleted at shutdown")
 }
 
-func TestServeKeepLeavesTheQueues(t *testing.T) {
-	base, prefix, _, stop := startServe(t, "--keep", "--confirms=false")
+func TestServeKeepLeavesTheQueuesForBrokerClean(t *testing.T) {
+	base, prefix, stdout, stop := startServe(t, "--keep", "--confirms=false", "--no-color")
 	resp, err := http.Post(base+serve.UsersPath, "application/json", strings.NewReader(`{"name":"A","email":"a@example.com"}`))
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Equal(t, exitOK, stop())
+	assert.Contains(t, stdout.String(), "broker clean --prefix "+prefix, "says how to remove what it kept")
 
-	url := rabbittest.NeedBroker(t)
 	names, err := rabbit.PersonNames(prefix)
 	require.NoError(t, err)
-	defer func() { // the test removes what --keep left
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		_, err := rabbit.Clean(ctx, url, names, []rabbit.Topology{serve.Topology()}, false)
-		assert.NoError(t, err)
-	}()
-	conn, err := amqp.Dial(url)
+	conn, err := amqp.Dial(rabbittest.NeedBroker(t))
 	require.NoError(t, err)
 	defer conn.Close()
 	depth, err := rabbit.QueueDepth(context.Background(), conn, names.Of(serve.RaffleQueue))
 	require.NoError(t, err)
 	assert.Equal(t, 1, depth, "the user is still in raffle_queue")
-}
 
-// TestServeReadmeUsageNamesEveryFlag checks the README's usage line for
-// qlab serve against its --help, as TestReadmeUsageNamesEveryFlag does for
-// the other commands.
-func TestServeReadmeUsageNamesEveryFlag(t *testing.T) {
-	line := usageLine(readmeBlock(t, "## Running lessons"), "serve")
-	require.NotEmpty(t, line, "README usage has no line for qlab serve")
-	code, help, _ := qlab("serve", "--help")
-	require.Equal(t, exitOK, code)
-	for _, m := range regexp.MustCompile(`(?m)^  --([a-z-]+)`).FindAllStringSubmatch(help, -1) {
-		if m[1] != "v" {
-			assert.Contains(t, line, "--"+m[1])
-		}
+	code, out, errOut := qlab("broker", "clean", "--prefix", prefix)
+	require.Equal(t, exitOK, code, errOut)
+	assert.Contains(t, out, names.Of(serve.RaffleQueue))
+	for _, q := range serve.Topology().Queues {
+		_, err := rabbit.QueueDepth(context.Background(), conn, names.Of(q.Name))
+		assert.Error(t, err, "broker clean removed %s", q.Name)
 	}
 }

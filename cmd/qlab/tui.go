@@ -17,7 +17,8 @@ const tuiHelp = `Usage: qlab tui [N] [flags]
 
 Opens the terminal UI: a lesson menu, or lesson N at once. Queues are boxes,
 tasks are tokens travelling between them; space pauses, +/- set the speed
-of the next run, r restarts, n/p change lesson, b switches backend, q quits.`
+of the next run, r restarts, n/p change lesson, b switches backend, i shows
+the whole notice, t the results once the run ended, q quits.`
 
 // brokerDiscovery finds a RabbitMQ broker for the TUI's backend switch. It
 // only looks (RABBITMQ_URL, then the default URL) and never starts a
