@@ -88,7 +88,9 @@ type BrokerPublisher struct {
 	confirms bool
 	logger   *slog.Logger
 
-	mu      sync.Mutex
+	// turn is held by the one publish under way (a lock that a request
+	// can stop waiting for when its own bound passes); it guards the rest.
+	turn    chan struct{}
 	s       *rabbit.Session // the connection's owner; it declares nothing
 	ch      *amqp.Channel
 	returns chan amqp.Return
@@ -98,7 +100,7 @@ type BrokerPublisher struct {
 // puts its channel in confirm mode and publishes mandatory. It connects on
 // the first Publish.
 func NewBrokerPublisher(url string, names rabbit.Names, confirms bool, logger *slog.Logger) *BrokerPublisher {
-	return &BrokerPublisher{url: url, names: names, confirms: confirms, logger: logger}
+	return &BrokerPublisher{url: url, names: names, confirms: confirms, logger: logger, turn: make(chan struct{}, 1)}
 }
 
 // Confirms reports whether a nil from Publish means the broker confirmed.
@@ -110,8 +112,10 @@ func (p *BrokerPublisher) Confirms() bool { return p.confirms }
 // it returns once the frames are written: a message the broker drops
 // after that is a nil here — the seed's trap.
 func (p *BrokerPublisher) Publish(ctx context.Context, r Route, msg amqp.Publishing) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	if !p.lock(ctx) {
+		return fmt.Errorf("%w: waiting for the publishes before it: %w", ErrNotTaken, ctx.Err())
+	}
+	defer p.unlock()
 	ch, err := p.channel(ctx)
 	if err != nil {
 		return fmt.Errorf("%w: no connection: %v", ErrNotTaken, err)
@@ -168,7 +172,7 @@ func (p *BrokerPublisher) returned(id string) bool {
 }
 
 // channel is the live channel, opening a connection and a channel within
-// ctx when there is none. The caller holds mu.
+// ctx when there is none. The caller holds the turn.
 func (p *BrokerPublisher) channel(ctx context.Context) (*amqp.Channel, error) {
 	if p.ch != nil && !p.ch.IsClosed() {
 		return p.ch, nil
@@ -181,26 +185,70 @@ func (p *BrokerPublisher) channel(ctx context.Context) (*amqp.Channel, error) {
 		}
 		p.s = s
 	}
-	ch, err := p.s.Connection().Channel()
+	ch, err := openChannel(ctx, p.s.Connection(), p.confirms)
 	if err != nil {
 		return nil, err
 	}
 	p.returns = nil
 	if p.confirms {
-		if err := ch.Confirm(false); err != nil {
-			_ = ch.Close()
-			return nil, err
-		}
 		p.returns = ch.NotifyReturn(make(chan amqp.Return, 16))
 	}
 	p.ch = ch
 	return ch, nil
 }
 
-// Close closes the publisher's connection.
+// openChannel opens a channel on conn, in confirm mode if asked, within
+// ctx: amqp091-go waits for the broker's channel.open-ok with no bound, and
+// a broker that stopped answering must be a 503, not a request that hangs
+// with the publisher's lock held. A channel that opens too late is closed.
+func openChannel(ctx context.Context, conn *amqp.Connection, confirms bool) (*amqp.Channel, error) {
+	type opened struct {
+		ch  *amqp.Channel
+		err error
+	}
+	done := make(chan opened, 1)
+	go func() {
+		ch, err := conn.Channel()
+		if err == nil && confirms {
+			if err = ch.Confirm(false); err != nil {
+				_ = ch.Close()
+				ch = nil
+			}
+		}
+		done <- opened{ch, err}
+	}()
+	select {
+	case o := <-done:
+		return o.ch, o.err
+	case <-ctx.Done():
+		go func() {
+			if o := <-done; o.ch != nil {
+				_ = o.ch.Close()
+			}
+		}()
+		return nil, fmt.Errorf("opening a channel: %w", ctx.Err())
+	}
+}
+
+// lock takes the publisher's turn, or gives up when ctx ends first.
+func (p *BrokerPublisher) lock(ctx context.Context) bool {
+	select {
+	case p.turn <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (p *BrokerPublisher) unlock() { <-p.turn }
+
+// Close closes the publisher's connection, once the publish under way (if
+// any) is done.
 func (p *BrokerPublisher) Close(ctx context.Context) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	if !p.lock(ctx) {
+		return ctx.Err()
+	}
+	defer p.unlock()
 	if p.s == nil {
 		return nil
 	}
@@ -209,7 +257,7 @@ func (p *BrokerPublisher) Close(ctx context.Context) error {
 	return err
 }
 
-// closeLocked drops a dead connection. The caller holds mu.
+// closeLocked drops a dead connection. The caller holds the turn.
 func (p *BrokerPublisher) closeLocked() {
 	if p.s != nil {
 		_ = p.s.Close(context.Background()) // declares nothing: only closes the connection

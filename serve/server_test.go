@@ -237,3 +237,50 @@ func TestServeBrokerUnreachableIs503WithAJSONError(t *testing.T) {
 		assert.Equal(t, http.StatusBadRequest, code, "bad input is a 400 with or without a broker")
 	}
 }
+
+// TestServeBrokerThatNeverAnswersIs503WithinTheBound: a port that accepts
+// connections and never speaks AMQP (a broker hung, a network black hole).
+// Requests that arrive together each end in a 503 within their own
+// bound, not one after another behind the first.
+func TestServeBrokerThatNeverAnswersIs503WithinTheBound(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var held []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c) // accepted, never answered
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	pub := NewBrokerPublisher("amqp://guest:guest@"+ln.Addr().String()+"/", rabbit.RunNames(), true, nil)
+	s := newTestServer(pub, &lab.Recorder{})
+	start := time.Now()
+	var wg sync.WaitGroup
+	codes := make([]int, 4)
+	for i := range codes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := httptest.NewRecorder()
+			s.ServeHTTP(w, httptest.NewRequest(http.MethodPost, UsersPath, strings.NewReader(`{"name":"A","email":"a@example.com"}`)))
+			codes[i] = w.Code
+		}()
+	}
+	wg.Wait()
+	assert.Equal(t, []int{503, 503, 503, 503}, codes)
+	assert.Less(t, time.Since(start), PublishTimeout+2*time.Second, "each request within its own bound")
+}
