@@ -124,39 +124,61 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	out := &watchedOutput{w: stdout, stop: stop}
-	var rec lab.Recorder
-	sink := lab.Sink(render.LogSink{W: out, Style: render.Style{Color: !f.noColor && colorWanted(stdout)}})
-	notes := io.Writer(out)
-	if f.json {
-		sink, notes = render.NewJSONSink(out), stderr
-	}
-	stream := lab.NewStream("serve", lab.Rabbit, lab.NewClock(1), sink, &rec)
+	v := newServeView(f, out, stdout, stderr)
+	stream := lab.NewStream("serve", lab.Rabbit, lab.NewClock(1), v.sink, &v.rec)
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	opts := serve.Options{Confirms: f.confirms, Keep: f.keep, Logger: logger}
 	broker, err := serve.OpenBroker(ctx, b, *runNames(rf), opts, stream)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(notes, serveBanner(ln.Addr().String(), f.confirms))
-	if note := prefixNote(ptr(broker.Names())); note != "" {
-		fmt.Fprintln(notes, note)
-	}
+	v.note(serveBanner(ln.Addr().String(), f.confirms))
+	v.note(prefixNote(ptr(broker.Names())))
 	serveErr := serve.Serve(ctx, ln, serve.New(broker.Pub, stream), serve.DrainTimeout)
 	cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), serve.DrainTimeout)
 	defer cancel()
 	closeErr := broker.Close(cleanup)
 	stream.Finish()
-	if !f.json && len(rec.Events) > 0 {
-		fmt.Fprintln(out)
-		render.WhatHappened(rec.Events).Write(out)
-	}
+	v.results()
 	if f.keep {
-		fmt.Fprintln(notes, "\n"+keptNote(ptr(broker.Names()), invoked()))
+		v.note("\n" + keptNote(ptr(broker.Names()), invoked()))
 	}
 	if err := out.Err(); err != nil {
 		return fmt.Errorf("%w (%v): the API stopped and deleted the queues it created", errOutputClosed, err)
 	}
 	return errors.Join(serveErr, closeErr)
+}
+
+// serveView is what `qlab serve` shows: the log fitted to the terminal as
+// qlab run prints it (or JSON lines with --json, its notes then on
+// stderr), and at the end the "what happened" table.
+type serveView struct {
+	sink  lab.Sink
+	page  *render.Page // nil with --json
+	notes io.Writer
+	rec   lab.Recorder
+}
+
+func newServeView(f serveFlags, out io.Writer, stdout, stderr io.Writer) *serveView {
+	if f.json {
+		return &serveView{sink: render.NewJSONSink(out), notes: stderr}
+	}
+	page := render.Page{W: out, Color: !f.noColor && colorWanted(stdout), Layout: render.LayoutFor(terminalWidth(stdout))}
+	return &serveView{sink: page, page: &page, notes: out}
+}
+
+// note prints a note for the person at the terminal; "" prints nothing.
+func (v *serveView) note(s string) {
+	if s != "" {
+		fmt.Fprintln(v.notes, s)
+	}
+}
+
+// results writes the closing table (not with --json: the summaries say it).
+func (v *serveView) results() {
+	if v.page != nil && len(v.rec.Events) > 0 {
+		v.page.Results(v.rec.Events, nil)
+	}
 }
 
 // discoverBroker finds the broker as every command does and returns its
@@ -166,13 +188,14 @@ func discoverBroker(ctx context.Context) (string, error) {
 	return b.URL, err
 }
 
-// serveBanner is the line that says where the API listens and how.
+// serveBanner says where the API listens, what its 200 means, and a
+// first request to try.
 func serveBanner(addr string, confirms bool) string {
-	mode := "publisher confirms on: a 200 means the broker has the message"
+	mode := "Publisher confirms on: a 200 means the broker has the message."
 	if !confirms {
-		mode = "publisher confirms OFF (the seed's way): a 200 means only that the message was sent"
+		mode = "Publisher confirms OFF (the seed's way): a 200 means only that it was sent."
 	}
-	return fmt.Sprintf("qlab serve: listening on http://%s (%s); Ctrl-C stops\n"+
+	return fmt.Sprintf("qlab serve: listening on http://%s; Ctrl-C stops.\n%s\nTry:\n"+
 		"  curl -s http://%s%s -d '{\"name\":\"John Silva\",\"email\":\"john@example.com\"}'",
 		addr, mode, addr, serve.UsersPath)
 }
