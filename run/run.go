@@ -162,8 +162,11 @@ func NamesFor(naming Naming, prefix string) rabbit.Names {
 // PrefixNote names the prefix a broker run declares under and the command
 // that removes what it leaves if it is killed; "" for the seed's own names
 // or no broker.
-func (r Ready) PrefixNote() string {
-	names := r.Options.Names
+func (r Ready) PrefixNote() string { return PrefixNote(r.Options.Names) }
+
+// PrefixNote is Ready.PrefixNote for any run declaring under names (qlab
+// serve's too).
+func PrefixNote(names *lesson.Names) string {
 	if names == nil || names.Prefix == "" {
 		return ""
 	}

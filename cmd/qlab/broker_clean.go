@@ -12,6 +12,7 @@ import (
 	"github.com/queuelab/qlab/lessons"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/render"
+	"github.com/queuelab/qlab/serve"
 )
 
 // cleanFlags are the flags of `qlab broker clean`.
@@ -27,7 +28,8 @@ func (f *cleanFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.dryRun, "dry-run", false, "clean: list what would be deleted, delete nothing")
 }
 
-// topologies are what the lessons f names declare on the broker.
+// topologies are what the lessons f names declare on the broker (all of
+// them, and qlab serve's, without --lesson).
 func (f cleanFlags) topologies() ([]flow.Topology, error) {
 	pick := lessons.All
 	if f.lesson != "" {
@@ -45,6 +47,9 @@ func (f cleanFlags) topologies() ([]flow.Topology, error) {
 		if l.Topologies != nil {
 			topos = append(topos, l.Topologies()...)
 		}
+	}
+	if f.lesson == "" { // and what qlab serve declares
+		topos = append(topos, serve.Topology())
 	}
 	return topos, nil
 }

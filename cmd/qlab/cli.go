@@ -46,6 +46,8 @@ Usage:
   qlab ex [N | command]     exercises: write the mechanism, qlab checks it (qlab ex --help)
   qlab dlq inspect|replay|purge QUEUE [flags]
                             read, replay or empty a dead-letter queue (qlab dlq --help)
+  qlab serve [flags]        the seeds' HTTP APIs on 127.0.0.1: curl a user or a scheduled mail
+                            onto the broker and watch it arrive (qlab serve --help)
   qlab version              which qlab this is: its commit and Go version
   qlab help                 this text
 
@@ -62,6 +64,7 @@ var commands = map[string]command{
 	"tui":     cmdTui,
 	"ex":      cmdEx,
 	"dlq":     cmdDLQ,
+	"serve":   cmdServe,
 	"version": cmdVersion,
 }
 

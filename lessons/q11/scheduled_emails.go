@@ -16,8 +16,6 @@ import (
 	"sync"
 	"time"
 
-	amqp "github.com/rabbitmq/amqp091-go"
-
 	"github.com/queuelab/qlab/inmem"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
@@ -418,18 +416,14 @@ func (ls *levelScheduler) schedule(ctx context.Context, req q11Request) error {
 	if err != nil {
 		return err
 	}
-	level, wait := nextLevel(due.Sub(l.cal.Now()))
-	first := q11MailQueue
-	if wait {
-		first = levelQueue(level)
-	}
+	first, wait := FirstHop(due.Sub(l.cal.Now()))
 	delay, err := l.accept("c", ls.scheduler(), req, first)
 	if err != nil {
 		return err
 	}
 	if wait {
 		l.env.Stream.Emit(lab.Event{Kind: lab.Scheduled, Task: req.Task, To: first, Actor: ls.scheduler(), DelayMs: delay.Milliseconds(),
-			Note: fmt.Sprintf("first hop %s; due %s travels in header %s", level, req.ScheduledTime, q11DueHeader)})
+			Note: fmt.Sprintf("first hop %s; due %s travels in header %s", first, req.ScheduledTime, q11DueHeader)})
 	}
 	return ls.publish(ctx, first, req.Task, req.body(), req.ScheduledTime)
 }
@@ -510,9 +504,7 @@ func dueNote(remaining time.Duration) string {
 
 // publish sends a mail to queue with its scheduledTime header, confirmed.
 func (ls *levelScheduler) publish(ctx context.Context, queue, task string, body []byte, scheduled string) error {
-	msg := rabbit.Publishing(task, body)
-	msg.Headers = amqp.Table{q11DueHeader: scheduled}
-	return ls.pub.PublishMessage(ctx, queue, msg)
+	return ls.pub.PublishMessage(ctx, queue, MailPublishing(task, body, scheduled))
 }
 
 // stop closes the scheduler's connection: its router stops (an unacked

@@ -1,0 +1,334 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuelab/qlab/flow"
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lessons/q11"
+	"github.com/queuelab/qlab/rabbit"
+)
+
+// Seed 004's broker names.
+const (
+	RaffleExchange      = "raffle_exchange"
+	RaffleRetryExchange = "raffle_retry_exchange"
+	RaffleDLX           = "raffle_dlx"
+	RaffleQueue         = "raffle_queue"
+	RaffleRetryQueue    = "raffle_retry_10s"
+	RaffleDLQ           = "raffle_dlq"
+)
+
+// RaffleTopology is seed 004's topology: three direct exchanges;
+// raffle_queue dead-letters through raffle_dlx (key raffle_dlq) into
+// raffle_dlq; raffle_retry_10s holds a retry for 10 s, then dead-letters
+// it through raffle_exchange back into raffle_queue. Each queue is bound
+// to its exchange with its own name as the key.
+func RaffleTopology() rabbit.Topology {
+	return rabbit.Topology{
+		Queues: []rabbit.Queue{
+			{Name: RaffleQueue, Role: rabbit.Work, DeadLetterExchange: RaffleDLX, DeadLetterKey: RaffleDLQ},
+			{Name: RaffleRetryQueue, Role: rabbit.Wait, TTL: 10 * time.Second,
+				DeadLetterExchange: RaffleExchange, DeadLetterKey: RaffleQueue},
+			{Name: RaffleDLQ, Role: rabbit.DLQ},
+		},
+		Exchanges: []flow.Exchange{
+			{Name: RaffleExchange, Kind: flow.Direct},
+			{Name: RaffleRetryExchange, Kind: flow.Direct},
+			{Name: RaffleDLX, Kind: flow.Direct},
+		},
+		Bindings: []flow.Binding{
+			{Exchange: RaffleExchange, Queue: RaffleQueue, Key: RaffleQueue},
+			{Exchange: RaffleRetryExchange, Queue: RaffleRetryQueue, Key: RaffleRetryQueue},
+			{Exchange: RaffleDLX, Queue: RaffleDLQ, Key: RaffleDLQ},
+		},
+	}
+}
+
+// Topology is everything serve declares: seed 004's RaffleAPI and lesson
+// Q11's scheduled mail.
+func Topology() rabbit.Topology {
+	t := RaffleTopology()
+	t.Queues = append(slices.Clip(t.Queues), q11.Topology().Queues...)
+	return t
+}
+
+// Route is where a message goes, in seed names: through Exchange with
+// routing key Key, or, with Exchange "", straight to the queue named Key.
+type Route struct{ Exchange, Key string }
+
+// Publisher puts one message on the broker. Publish returns nil once the
+// broker confirmed the message or, for a publisher without confirms, once
+// it was written to the connection; an error means the API must not
+// promise anything. Confirms says which of the two a nil means.
+type Publisher interface {
+	Publish(ctx context.Context, r Route, msg amqp.Publishing) error
+	Confirms() bool
+}
+
+// ErrNotTaken wraps every reason a BrokerPublisher's message was not
+// taken: no broker, a nack, a return, no confirm in time.
+var ErrNotTaken = errors.New("the broker did not take the message")
+
+// BrokerPublisher publishes on a channel of a connection of its own, one
+// message at a time, with or without publisher confirms. It dials when it
+// has no live channel, so a broker that comes back is used again. Safe for
+// concurrent use.
+type BrokerPublisher struct {
+	url      string
+	names    rabbit.Names
+	confirms bool
+	logger   *slog.Logger
+
+	// turn is held by the one publish under way (a lock that a request
+	// can stop waiting for when its own bound passes); it guards the rest.
+	turn    chan struct{}
+	s       *rabbit.Session // the connection's owner; it declares nothing
+	ch      *amqp.Channel
+	returns chan amqp.Return
+}
+
+// NewBrokerPublisher publishes to the broker at url under names; confirms
+// puts its channel in confirm mode and publishes mandatory. It connects on
+// the first Publish.
+func NewBrokerPublisher(url string, names rabbit.Names, confirms bool, logger *slog.Logger) *BrokerPublisher {
+	return &BrokerPublisher{url: url, names: names, confirms: confirms, logger: logger, turn: make(chan struct{}, 1)}
+}
+
+// Confirms reports whether a nil from Publish means the broker confirmed.
+func (p *BrokerPublisher) Confirms() bool { return p.confirms }
+
+// Publish sends msg along r, stamped with the run's AppId. With confirms
+// it waits, within ctx, for the broker's confirm and looks for a return:
+// a nack, a return (no queue bound) or no answer is ErrNotTaken. Without,
+// it returns once the frames are written: a message the broker drops
+// after that is a nil here — the seed's trap.
+func (p *BrokerPublisher) Publish(ctx context.Context, r Route, msg amqp.Publishing) error {
+	if !p.lock(ctx) {
+		return fmt.Errorf("%w: waiting for the publishes before it: %w", ErrNotTaken, ctx.Err())
+	}
+	defer p.unlock()
+	ch, err := p.channel(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: no connection: %v", ErrNotTaken, err)
+	}
+	exchange, key := p.names.Of(r.Exchange), r.Key
+	if r.Exchange == "" {
+		exchange, key = "", p.names.Of(r.Key)
+	}
+	msg.AppId = p.names.Run
+	if !p.confirms {
+		err := ch.PublishWithContext(ctx, exchange, key,
+			false, // mandatory: no, the seed does not ask for unroutable messages back
+			false, // immediate: RabbitMQ does not support it
+			msg)
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrNotTaken, err)
+		}
+		return nil
+	}
+	dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, exchange, key,
+		true,  // mandatory: a message no queue takes comes back (basic.return)
+		false, // immediate: RabbitMQ does not support it
+		msg)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrNotTaken, err)
+	}
+	if err := rabbit.WaitConfirm(ctx, dc); err != nil {
+		_ = ch.Close() // a late confirm on this channel would be read by nobody
+		return fmt.Errorf("%w: %v", ErrNotTaken, err)
+	}
+	if p.returned(msg.MessageId) {
+		return fmt.Errorf("%w: no queue took it (a basic.return from exchange %q, key %q)", ErrNotTaken, exchange, key)
+	}
+	return nil
+}
+
+// returned reports whether the broker handed back the message with id.
+// RabbitMQ sends a basic.return before the basic.ack of the same message,
+// and publishes here go one at a time, so after the confirm its return,
+// if any, is in the channel already.
+func (p *BrokerPublisher) returned(id string) bool {
+	found := false
+	for {
+		select {
+		case r, ok := <-p.returns:
+			if !ok {
+				return found
+			}
+			found = found || r.MessageId == id
+		default:
+			return found
+		}
+	}
+}
+
+// channel is the live channel, opening a connection and a channel within
+// ctx when there is none. The caller holds the turn.
+func (p *BrokerPublisher) channel(ctx context.Context) (*amqp.Channel, error) {
+	if p.ch != nil && !p.ch.IsClosed() {
+		return p.ch, nil
+	}
+	if p.s == nil || p.s.Connection().IsClosed() {
+		p.closeLocked()
+		s, err := rabbit.Open(ctx, p.url, p.names, lab.NewClock(1), p.logger)
+		if err != nil {
+			return nil, err
+		}
+		p.s = s
+	}
+	ch, err := openChannel(ctx, p.s.Connection(), p.confirms)
+	if err != nil {
+		return nil, err
+	}
+	p.returns = nil
+	if p.confirms {
+		p.returns = ch.NotifyReturn(make(chan amqp.Return, 16))
+	}
+	p.ch = ch
+	return ch, nil
+}
+
+// openChannel opens a channel on conn, in confirm mode if asked, within
+// ctx: amqp091-go waits for the broker's channel.open-ok with no bound, and
+// a broker that stopped answering must be a 503, not a request that hangs
+// with the publisher's lock held. A channel that opens too late is closed.
+func openChannel(ctx context.Context, conn *amqp.Connection, confirms bool) (*amqp.Channel, error) {
+	type opened struct {
+		ch  *amqp.Channel
+		err error
+	}
+	done := make(chan opened, 1)
+	go func() {
+		ch, err := conn.Channel()
+		if err == nil && confirms {
+			if err = ch.Confirm(false); err != nil {
+				_ = ch.Close()
+				ch = nil
+			}
+		}
+		done <- opened{ch, err}
+	}()
+	select {
+	case o := <-done:
+		return o.ch, o.err
+	case <-ctx.Done():
+		go func() {
+			if o := <-done; o.ch != nil {
+				_ = o.ch.Close()
+			}
+		}()
+		return nil, fmt.Errorf("opening a channel: %w", ctx.Err())
+	}
+}
+
+// lock takes the publisher's turn, or gives up when ctx ends first.
+func (p *BrokerPublisher) lock(ctx context.Context) bool {
+	select {
+	case p.turn <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (p *BrokerPublisher) unlock() { <-p.turn }
+
+// Close closes the publisher's connection, once the publish under way (if
+// any) is done.
+func (p *BrokerPublisher) Close(ctx context.Context) error {
+	if !p.lock(ctx) {
+		return ctx.Err()
+	}
+	defer p.unlock()
+	if p.s == nil {
+		return nil
+	}
+	err := p.s.Close(ctx)
+	p.s, p.ch = nil, nil
+	return err
+}
+
+// closeLocked drops a dead connection. The caller holds the turn.
+func (p *BrokerPublisher) closeLocked() {
+	if p.s != nil {
+		_ = p.s.Close(context.Background()) // declares nothing: only closes the connection
+	}
+	p.s, p.ch = nil, nil
+}
+
+// Broker is what serve holds on the broker: the declared topology (through
+// the flow seam, which deletes what it declared), the publisher, and lesson
+// Q11's router and mail worker, which take a scheduled mail on from its
+// first hop until it is sent.
+type Broker struct {
+	flow  *rabbit.Flow
+	mail  *q11.Service
+	Pub   *BrokerPublisher
+	close sync.Once
+	err   error // Close's result
+}
+
+// Options are how OpenBroker runs.
+type Options struct {
+	// Confirms puts the publisher in confirm mode (publishing mandatory);
+	// false publishes as the seed does.
+	Confirms bool
+	// Keep leaves the queues and exchanges, and the messages in them, on
+	// the broker at Close (see rabbit.Session.Keep).
+	Keep bool
+	// Logger gets connection trouble; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// OpenBroker declares Topology on the broker at url under names (refusing
+// queues that exist already), starts Q11's router and mail worker, and
+// returns the Broker. The router and the worker run until ctx ends or
+// Close; they, and the clean-up, report to stream, whose clock must run
+// at speed 1.
+func OpenBroker(ctx context.Context, url string, names rabbit.Names, opts Options, stream *lab.Stream) (*Broker, error) {
+	s, err := rabbit.Open(ctx, url, names, lab.NewClock(1), opts.Logger)
+	if err != nil {
+		return nil, err
+	}
+	s.Keep = opts.Keep
+	f, err := rabbit.NewFlow(ctx, s, stream)
+	if err != nil {
+		_ = s.Close(ctx)
+		return nil, err
+	}
+	if err := f.Declare(ctx, Topology()); err != nil {
+		_ = f.Close(ctx) // deletes whatever part of it was declared
+		return nil, err
+	}
+	mail, err := q11.StartService(ctx, s, stream)
+	if err != nil {
+		_ = f.Close(ctx)
+		return nil, err
+	}
+	return &Broker{flow: f, mail: mail, Pub: NewBrokerPublisher(url, s.Names, opts.Confirms, s.Logger)}, nil
+}
+
+// Names are the broker names the topology was declared under.
+func (b *Broker) Names() rabbit.Names { return b.flow.Session().Names }
+
+// Close stops the router and the mail worker, closes the publisher, and
+// deletes the queues and exchanges the broker declared (a message still
+// in them is reported lost to the stream), unless Options.Keep left them.
+// Only the first call acts; later ones return its result.
+func (b *Broker) Close(ctx context.Context) error {
+	b.close.Do(func() {
+		b.mail.Stop(ctx)
+		_ = b.Pub.Close(ctx)
+		b.err = b.flow.Close(ctx)
+	})
+	return b.err
+}

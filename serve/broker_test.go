@@ -1,0 +1,268 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/rabbit/rabbittest"
+)
+
+// lockedRecorder keeps events for a test that reads them while the API's
+// goroutines may still emit.
+type lockedRecorder struct {
+	mu     sync.Mutex
+	events []lab.Event
+}
+
+func (r *lockedRecorder) Emit(e lab.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, e)
+}
+
+// has reports whether an event of kind about task was recorded.
+func (r *lockedRecorder) has(task string, kind lab.Kind) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, e := range r.events {
+		if e.Task == task && e.Kind == kind {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *lockedRecorder) last() lab.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.events[len(r.events)-1]
+}
+
+// post sends body to base+path and returns the status and JSON answer.
+func post(t *testing.T, base, path, body string) (int, map[string]string) {
+	t.Helper()
+	resp, err := http.Post(base+path, "application/json", strings.NewReader(body))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var got map[string]string
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&got))
+	return resp.StatusCode, got
+}
+
+// openTestBroker declares serve's topology under a private prefix on the
+// test broker, and a connection of the test's own to look at it.
+func openTestBroker(t *testing.T, stream *lab.Stream) (*Broker, *amqp.Connection) {
+	t.Helper()
+	url := rabbittest.NeedBroker(t)
+	ctx, cancel := context.WithCancel(context.Background()) // the router and the worker run until it ends
+	t.Cleanup(cancel)
+	b, err := OpenBroker(ctx, url, rabbit.RunNames(), Options{Confirms: true, Logger: rabbittest.Logger(t)}, stream)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
+	conn, err := amqp.Dial(url)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	return b, conn
+}
+
+// TestServeEndToEnd runs the API against the real broker: a user and two
+// mails land where the seeds say, bad bodies land nowhere, and Close
+// deletes exactly what the run declared.
+func TestServeEndToEnd(t *testing.T) {
+	rec := &lockedRecorder{}
+	stream := lab.NewStream("serve", lab.Rabbit, lab.NewClock(1), rec)
+	b, conn := openTestBroker(t, stream)
+	names := b.Names()
+	base, _, _ := serveInBackground(t, New(b.Pub, stream), DrainTimeout)
+	ctx := context.Background()
+
+	code, got := post(t, base, UsersPath, `{"name":"John Silva","email":"john@email.com"}`)
+	require.Equal(t, http.StatusOK, code, got["error"])
+	id := got["id"]
+	for _, bad := range []string{`{"name":"x"`, `{"name":"x","email":"nope"}`, `{}`, `{"name":"x","email":"x@example.com","extra":1}`} {
+		code, _ := post(t, base, UsersPath, bad)
+		assert.Equal(t, http.StatusBadRequest, code, bad)
+	}
+	msgs, err := rabbit.Inspect(ctx, conn, names.Of(RaffleQueue), 0)
+	require.NoError(t, err)
+	require.Len(t, msgs, 1, "one user in raffle_queue, no bad body")
+	var u User
+	require.NoError(t, json.Unmarshal(msgs[0].Body, &u))
+	assert.Equal(t, User{ID: id, Name: "John Silva", Email: "john@email.com"}, u)
+	assert.Equal(t, names.Run, msgs[0].AppId, "stamped as the run's")
+	assert.Equal(t, names.Of(RaffleExchange), msgs[0].Exchange, "it came through raffle_exchange")
+
+	// A mail due now goes straight to mail.queue; one due in 2 s waits in
+	// a level queue, and Q11's router sends it on: the worker sends both.
+	for _, in := range []time.Duration{0, 2 * time.Second} {
+		due := time.Now().Add(in).UTC().Format(time.RFC3339Nano)
+		code, got = post(t, base, SchedulePath, `{"to":"r@example.com","subject":"s","scheduledTime":"`+due+`"}`)
+		require.Equal(t, http.StatusOK, code, got["error"])
+		id := got["id"]
+		require.Eventually(t, func() bool { return rec.has(id, lab.Succeeded) }, 30*time.Second, 20*time.Millisecond,
+			"the mail due in %v is sent", in)
+		if in > 0 {
+			assert.True(t, rec.has(id, lab.Moved), "the router moved it")
+		}
+	}
+
+	later := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	code, got = post(t, base, SchedulePath, `{"to":"r@example.com","subject":"later","scheduledTime":"`+later+`"}`)
+	require.Equal(t, http.StatusOK, code, got["error"])
+	assert.Equal(t, "mail.wait.8s", got["queue"])
+	depth, err := rabbit.QueueDepth(ctx, conn, names.Of("mail.wait.8s"))
+	require.NoError(t, err)
+	assert.Equal(t, 1, depth, "a mail due in an hour waits in the longest level")
+
+	require.NoError(t, b.Close(ctx))
+	for _, q := range Topology().Queues {
+		_, err := rabbit.QueueDepth(ctx, conn, names.Of(q.Name))
+		var missing *rabbit.NoQueueError
+		assert.True(t, errors.As(err, &missing), "queue %s deleted at shutdown (got %v)", q.Name, err)
+	}
+	for _, x := range RaffleTopology().Exchanges {
+		assert.False(t, exchangeExists(t, conn, names.Of(x.Name)), "exchange %s deleted at shutdown", x.Name)
+	}
+}
+
+// exchangeExists declares exchange name passively on a channel of its own.
+func exchangeExists(t *testing.T, conn *amqp.Connection, name string) bool {
+	ch, err := conn.Channel()
+	require.NoError(t, err)
+	defer ch.Close()
+	return ch.ExchangeDeclarePassive(name, "direct", true, false, false, false, nil) == nil
+}
+
+// TestServeSeedTrapWithoutConfirms shows the seed's trap on the real
+// broker: raffle_queue is gone, so raffle_exchange routes the user
+// nowhere. With confirms (mandatory) the broker hands it back and the API
+// says 503; without, as the seed publishes, the API says 200 for a user
+// the broker dropped.
+func TestServeSeedTrapWithoutConfirms(t *testing.T) {
+	rec := &lockedRecorder{}
+	stream := lab.NewStream("serve", lab.Rabbit, lab.NewClock(1), rec)
+	b, conn := openTestBroker(t, stream)
+	ch, err := conn.Channel()
+	require.NoError(t, err)
+	_, err = ch.QueueDelete(b.Names().Of(RaffleQueue), false, false, false) // the run's own queue
+	require.NoError(t, err)
+	require.NoError(t, ch.Close())
+
+	confirmed := New(b.Pub, stream)
+	base, _, _ := serveInBackground(t, confirmed, DrainTimeout)
+	code, got := post(t, base, UsersPath, `{"name":"A","email":"a@example.com"}`)
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Contains(t, got["error"], "no queue took it")
+	assert.Equal(t, lab.Failed, rec.last().Kind)
+
+	seedWay := NewBrokerPublisher(rabbittest.NeedBroker(t), b.Names(), false, rabbittest.Logger(t))
+	t.Cleanup(func() { _ = seedWay.Close(context.Background()) })
+	base, _, _ = serveInBackground(t, New(seedWay, stream), DrainTimeout)
+	code, got = post(t, base, UsersPath, `{"name":"A","email":"a@example.com"}`)
+	assert.Equal(t, http.StatusOK, code, "the seed's 200, for a user no queue holds")
+	assert.NotEmpty(t, got["id"])
+	assert.Contains(t, rec.last().Note, "WITHOUT a confirm")
+	depth, err := rabbit.QueueDepth(context.Background(), conn, b.Names().Of(RaffleDLQ))
+	require.NoError(t, err)
+	assert.Zero(t, depth, "not dead-lettered either: dropped")
+}
+
+// proxy forwards TCP connections from a loopback port to target until
+// it is cut, which closes its listener and every connection: to the
+// publisher behind it the broker is gone.
+type proxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	conns  []net.Conn
+}
+
+func startProxy(t *testing.T, addr, target string) *proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	require.NoError(t, err)
+	p := &proxy{ln: ln, target: target}
+	go p.accept()
+	t.Cleanup(p.cut)
+	return p
+}
+
+func (p *proxy) accept() {
+	for {
+		in, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		out, err := net.Dial("tcp", p.target)
+		if err != nil {
+			in.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, in, out)
+		p.mu.Unlock()
+		go func() { _, _ = io.Copy(out, in); out.Close() }()
+		go func() { _, _ = io.Copy(in, out); in.Close() }()
+	}
+}
+
+func (p *proxy) cut() {
+	_ = p.ln.Close()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+	p.conns = nil
+}
+
+// TestServeBrokerGoneIs503AndBackIs200: the API's broker goes away mid-run
+// (a proxy in between is cut): with confirms a user is a 503 with a JSON
+// error, within the publish bound; once the broker answers again the
+// publisher dials anew and the next user is a 200, in raffle_queue.
+func TestServeBrokerGoneIs503AndBackIs200(t *testing.T) {
+	stream := lab.NewStream("serve", lab.Rabbit, lab.NewClock(1), &lockedRecorder{})
+	b, conn := openTestBroker(t, stream)
+	brokerURL, err := url.Parse(rabbittest.NeedBroker(t))
+	require.NoError(t, err)
+	p := startProxy(t, "127.0.0.1:0", brokerURL.Host)
+	addr := p.ln.Addr().String()
+	viaProxy := *brokerURL
+	viaProxy.Host = addr
+	pub := NewBrokerPublisher(viaProxy.String(), b.Names(), true, rabbittest.Logger(t))
+	t.Cleanup(func() { _ = pub.Close(context.Background()) })
+	base, _, _ := serveInBackground(t, New(pub, stream), DrainTimeout)
+	user := `{"name":"A","email":"a@example.com"}`
+
+	code, got := post(t, base, UsersPath, user)
+	require.Equal(t, http.StatusOK, code, got["error"])
+
+	p.cut()
+	start := time.Now()
+	code, got = post(t, base, UsersPath, user)
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Contains(t, got["error"], "did not take the message")
+	assert.Less(t, time.Since(start), PublishTimeout+2*time.Second, "bounded")
+
+	startProxy(t, addr, brokerURL.Host) // the broker is back, at the same address
+	code, got = post(t, base, UsersPath, user)
+	assert.Equal(t, http.StatusOK, code, got["error"])
+	depth, err := rabbit.QueueDepth(context.Background(), conn, b.Names().Of(RaffleQueue))
+	require.NoError(t, err)
+	assert.Equal(t, 2, depth, "the two users answered 200 are there; the 503 one is not")
+}

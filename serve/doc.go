@@ -1,0 +1,17 @@
+// Package serve is `qlab serve`: the seeds' HTTP APIs on loopback, in
+// front of the broker, so a student can curl work into the lab and watch
+// it arrive in the event stream.
+//
+//   - POST /api/v1/users {name, email} is seed 004's RaffleAPI: the user is
+//     published through the direct raffle_exchange to raffle_queue and the
+//     answer is 200 with a fresh UUID, like the seed. The trap it shows: the
+//     200 promises nothing is stored yet, and without publisher confirms
+//     (--confirms=false, the seed's way) not even that the broker has it.
+//     With confirms, a broker that does not take the message is a 503.
+//   - POST /api/sequential/schedule-email {to, subject, scheduledTime} is
+//     seed 001's Q11: the mail is published to its first hop the way lesson
+//     Q11's strategy (c) does (level wait queues, the due time in a header),
+//     and Q11's own router and mail worker take it on until it is sent.
+//
+// Bad input is a 400 with a JSON error and never reaches the broker.
+package serve

@@ -1,0 +1,187 @@
+package serve
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lessons/q11"
+	"github.com/queuelab/qlab/rabbit"
+)
+
+// The API's paths.
+const (
+	UsersPath    = "/api/v1/users"
+	SchedulePath = "/api/sequential/schedule-email"
+)
+
+// Actor is the name the API's events carry.
+const Actor = "HTTP-API"
+
+// PublishTimeout bounds one request's publish and confirm: past it the
+// request is a 503, never a hang.
+const PublishTimeout = 5 * time.Second
+
+// Server is the HTTP API. Every request shows up in the stream: a message
+// it published as enqueued (and scheduled, for a mail that waits); a
+// request it refused, or could not publish, as failed, with the status and
+// the reason. Create it with New.
+type Server struct {
+	pub    Publisher
+	stream *lab.Stream
+	now    func() time.Time
+	reqs   atomic.Int64
+	routes map[string]http.HandlerFunc
+}
+
+// New returns the API publishing with pub and reporting to stream.
+func New(pub Publisher, stream *lab.Stream) *Server {
+	s := &Server{pub: pub, stream: stream, now: time.Now}
+	s.routes = map[string]http.HandlerFunc{UsersPath: s.createUser, SchedulePath: s.scheduleEmail}
+	return s
+}
+
+// ServeHTTP routes a request: a known path takes POST only (405 with
+// Allow otherwise); any other path is a 404. Every error is JSON.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h, ok := s.routes[r.URL.Path]
+	switch {
+	case !ok:
+		s.refuse(w, r, "", http.StatusNotFound, fmt.Errorf("no API at %s: try POST %s or POST %s", r.URL.Path, UsersPath, SchedulePath))
+	case r.Method != http.MethodPost:
+		w.Header().Set("Allow", http.MethodPost)
+		s.refuse(w, r, "", http.StatusMethodNotAllowed, fmt.Errorf("%s takes POST, not %s", r.URL.Path, r.Method))
+	default:
+		h(w, r)
+	}
+}
+
+// createUser is seed 004's POST /api/v1/users: validate, give the user a
+// UUID, publish it through raffle_exchange, answer 200 {"id": ...}.
+func (s *Server) createUser(w http.ResponseWriter, r *http.Request) {
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return
+	}
+	u, err := decodeUser(body)
+	if err != nil {
+		s.refuse(w, r, "", http.StatusBadRequest, err)
+		return
+	}
+	u.ID = newUUID()
+	msgBody, _ := json.Marshal(u) // three strings always marshal
+	route := Route{Exchange: RaffleExchange, Key: RaffleQueue}
+	if !s.publish(w, r, u.ID, route, rabbit.Publishing(u.ID, msgBody)) {
+		return
+	}
+	s.stream.Emit(lab.Event{Kind: lab.Enqueued, Task: u.ID, Queue: RaffleQueue, Actor: Actor,
+		Note: fmt.Sprintf("200 via %s: %s, stored nowhere yet", RaffleExchange, s.promise())})
+	writeJSON(w, http.StatusOK, map[string]string{"id": u.ID})
+}
+
+// scheduleEmail is seed 001's POST /api/sequential/schedule-email, on
+// the broker as lesson Q11's strategy (c): the mail goes to the level wait
+// queue that fits its delay (or to mail.queue when due), its scheduledTime
+// in a header for the router that takes it on from mail.router.
+func (s *Server) scheduleEmail(w http.ResponseWriter, r *http.Request) {
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return
+	}
+	m, delay, err := decodeMail(body, s.now())
+	if err != nil {
+		s.refuse(w, r, "", http.StatusBadRequest, err)
+		return
+	}
+	m.Task = newUUID()
+	msgBody, _ := json.Marshal(m) // four strings always marshal
+	first, wait := q11.FirstHop(delay)
+	if !s.publish(w, r, m.Task, Route{Key: first}, q11.MailPublishing(m.Task, msgBody, m.ScheduledTime)) {
+		return
+	}
+	note := fmt.Sprintf("200, due %s: %s", m.ScheduledTime, s.promise())
+	if !wait {
+		note += "; already due: straight to " + q11.MailQueue
+	}
+	s.stream.Emit(lab.Event{Kind: lab.Enqueued, Task: m.Task, Queue: first, Actor: Actor, Note: note})
+	if wait {
+		s.stream.Emit(lab.Event{Kind: lab.Scheduled, Task: m.Task, To: first, Actor: Actor, DelayMs: delay.Milliseconds(),
+			Note: fmt.Sprintf("then %s, where Q11's router sends it on; due time in header %s", q11.RouterQueue, q11.DueHeader)})
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"id": m.Task, "scheduledTime": m.ScheduledTime, "queue": first})
+}
+
+// promise says what the 200 means under the publisher's mode.
+func (s *Server) promise() string {
+	if s.pub.Confirms() {
+		return "confirmed by the broker"
+	}
+	return "sent WITHOUT a confirm, the broker may not have it"
+}
+
+// readBody reads at most MaxBody bytes of the body; a larger body is a
+// 413, a body cut short a 400.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		s.refuse(w, r, "", http.StatusRequestEntityTooLarge, fmt.Errorf("body larger than %d bytes", MaxBody))
+		return nil, false
+	case err != nil:
+		s.refuse(w, r, "", http.StatusBadRequest, fmt.Errorf("reading the body: %v", err))
+		return nil, false
+	}
+	return body, true
+}
+
+// publish publishes msg within PublishTimeout; a message the broker did
+// not take is a 503 and false.
+func (s *Server) publish(w http.ResponseWriter, r *http.Request, id string, route Route, msg amqp.Publishing) bool {
+	ctx, cancel := context.WithTimeout(r.Context(), PublishTimeout)
+	defer cancel()
+	if err := s.pub.Publish(ctx, route, msg); err != nil {
+		s.refuse(w, r, id, http.StatusServiceUnavailable, fmt.Errorf("%v; try again later", err))
+		return false
+	}
+	return true
+}
+
+// refuse answers status with {"error": err} and reports the request as
+// failed: task is the id it would have had ("" before it got one, then
+// the request's number stands in).
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, task string, status int, err error) {
+	n := s.reqs.Add(1)
+	if task == "" {
+		task = fmt.Sprintf("request-%d", n)
+	}
+	s.stream.Emit(lab.Event{Kind: lab.Failed, Task: task, Actor: Actor,
+		Note: fmt.Sprintf("%s %s → %d: %v; nothing published", r.Method, r.URL.Path, status, err)})
+	writeJSON(w, status, map[string]string{"error": err.Error()})
+}
+
+// writeJSON writes v as the JSON response with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v) // a client that hung up gets nothing either way
+}
+
+// newUUID is a random (version 4) UUID, as the seed's API generates.
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
