@@ -39,7 +39,8 @@ type Delivery struct {
 	Redelivered bool
 	Body        []byte
 	// Headers are the message's AMQP headers (x-death included) on
-	// RabbitMQ, never nil there; nil in memory, where a message has none.
+	// RabbitMQ; nil in memory, where a message has none. Whether a backend
+	// carries headers is a capability (BrokerInfo), not their presence.
 	Headers map[string]any
 }
 
@@ -100,7 +101,8 @@ func errText(err error) string {
 
 // Handler decides what happens to one delivery. A backend calls each
 // consumer's handler from one goroutine, one delivery at a time, and
-// carries the decision out before the next.
+// carries the decision out before the next (a consumer's Prefetch lets
+// more wait in its hands meanwhile).
 type Handler func(ctx context.Context, d *Delivery) Decision
 
 // Consumer is one worker on one queue.
@@ -114,17 +116,30 @@ type Consumer struct {
 	// queue its queue dead-letters to, and x-death's rejects give the
 	// attempt. In memory the task's own counter plays both parts.
 	RetryHeader string
-	Handle      Handler
+	// Prefetch is how many deliveries the consumer may hold unsettled at
+	// once: the one being handled and those waiting behind it in the
+	// consumer's hands, no longer in the queue (basic.qos on RabbitMQ).
+	// 0 means 1. A batch consumer holds at least its batch's Size.
+	Prefetch int
+	Handle   Handler
 }
 
-// Backend runs a flow on one mechanism. Declare the topology, start every
-// consumer, then publish; Wait returns once nothing is left to do; Close
-// releases what the run holds. A Backend serves one run and is not reused.
+// Window is c's prefetch, at least 1 and at least min.
+func (c Consumer) Window(min int) int { return max(c.Prefetch, min, 1) }
+
+// Backend runs a flow on one mechanism: the core every backend has.
+// Declare the topology, start every consumer, then publish; Wait returns
+// once nothing is left to do; Close releases what the run holds. A
+// Backend serves one run and is not reused.
+//
+// What only some mechanisms can do (read a queue without consuming it,
+// crash the process, report broker facts, deliver in batches) is an
+// optional interface beside this one (capability.go), which a lesson
+// discovers with a type assertion on that interface, never on a concrete
+// backend type (watermill's optional interfaces).
 type Backend interface {
 	// Kind names the mechanism, as events stamp it.
 	Kind() lab.Backend
-	// Features says what the mechanism can do.
-	Features() Features
 	// Declare makes t's queues, exchanges and bindings exist.
 	Declare(ctx context.Context, t Topology) error
 	// Consume starts c. Start every consumer before the first Publish.
@@ -144,29 +159,9 @@ type Backend interface {
 	// Wait blocks until no message is queued, waiting or being handled in
 	// a consumed queue, or ctx ends (then it returns ctx's error).
 	Wait(ctx context.Context) error
-	// Depth is how many messages wait in queue now.
-	Depth(ctx context.Context, queue string) (int, error)
-	// Peek reads up to n messages at the head of an unconsumed queue (a
-	// DLQ) and leaves them in place.
-	Peek(ctx context.Context, queue string, n int) ([]Delivery, error)
-	// Interrupt is the run's planned failure: what happens when the
-	// process running the workers dies (see Features.SurvivesCrash).
-	Interrupt()
 	// Close stops the consumers and releases what the run created. It
 	// reports every task it discards as lost.
 	Close(ctx context.Context) error
-}
-
-// Features says what a backend can and cannot do, so shared checks (the
-// parity suite, compare) expect only what is true for it.
-type Features struct {
-	// SurvivesCrash: messages outlive the process that handles them.
-	SurvivesCrash bool
-	// WaitDepth: a message sitting out a delay is visible in a queue.
-	WaitDepth bool
-	// ExactTime: delays and stamps are exact lesson time (a fake clock),
-	// not measured real time.
-	ExactTime bool
 }
 
 // ErrNoRoute means a decision asked for a move the topology cannot make

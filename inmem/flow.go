@@ -60,26 +60,82 @@ func (f *Flow) Declare(_ context.Context, t flow.Topology) error {
 // Consume starts a worker goroutine named c.Actor on c.Queue. A queue
 // that so far only held tasks (a DLQ the run parked them in) becomes a
 // work queue: its tasks are handed to the worker, as a replay on the
-// broker would. Each
-// delivery counts one more attempt on the task (a requeued one repeats
-// its attempt, as on the broker), then c.Handle decides.
+// broker would. Each delivery counts one more attempt on the task (a
+// requeued one repeats its attempt, as on the broker), then c.Handle
+// decides. With a Prefetch above 1 the worker holds up to that many
+// tasks taken off the queue, as a broker's consumer does.
 func (f *Flow) Consume(_ context.Context, c flow.Consumer) error {
+	q, err := f.consume(c)
+	if err != nil {
+		return err
+	}
+	handle := func(t *Task) {
+		f.apply(c, q, t, c.Handle(f.sys.Context(), f.deliver(q, t)))
+	}
+	if c.Window(1) == 1 {
+		f.sys.Worker(c.Actor, q, handle)
+		return nil
+	}
+	f.sys.prefetch(q, c.Window(1), func(in <-chan *Task, settled func()) {
+		for t := range in {
+			if f.sys.ctx.Err() != nil {
+				return
+			}
+			handle(t)
+			settled()
+		}
+	})
+	return nil
+}
+
+// ConsumeBatch starts a batch worker on c.Queue: it holds up to
+// max(c.Prefetch, b.Size) tasks and hands b.Handle up to b.Size of them,
+// or those that came within b.Wait of lesson time of the first; each
+// decision is carried out on its own task.
+func (f *Flow) ConsumeBatch(_ context.Context, c flow.Consumer, b flow.Batch) error {
+	if err := b.Check(); err != nil {
+		return err
+	}
+	q, err := f.consume(c)
+	if err != nil {
+		return err
+	}
+	wait := f.sys.clock.Real(b.Wait)
+	f.sys.prefetch(q, c.Window(b.Size), func(in <-chan *Task, settled func()) {
+		flow.Gather(f.sys.ctx, in, b.Size, wait, func(ts []*Task) {
+			ds := make([]*flow.Delivery, len(ts))
+			for i, t := range ts {
+				ds[i] = f.deliver(q, t)
+			}
+			for i, dec := range b.Decide(f.sys.Context(), ds) {
+				f.apply(c, q, ts[i], dec)
+				settled()
+			}
+		})
+	})
+	return nil
+}
+
+// consume marks c's queue consumed and returns it, made a work queue.
+func (f *Flow) consume(c flow.Consumer) (*Queue, error) {
 	if _, ok := f.topology().Queue(c.Queue); !ok {
-		return fmt.Errorf("inmem: consuming %s: %w", c.Queue, flow.ErrNoRoute)
+		return nil, fmt.Errorf("inmem: consuming %s: %w", c.Queue, flow.ErrNoRoute)
 	}
 	f.mu.Lock()
 	f.consumed[c.Queue] = true
 	f.mu.Unlock()
 	q := f.queue(c.Queue)
 	q.release()
-	f.sys.Worker(c.Actor, q, func(t *Task) {
-		if !f.takeRequeued(t) {
-			t.Attempt++
-		}
-		d := &flow.Delivery{Task: t.ID, Queue: q.name, Attempt: t.Attempt, Body: t.Body}
-		f.apply(c, q, t, c.Handle(f.sys.Context(), d))
-	})
-	return nil
+	return q, nil
+}
+
+// deliver counts one more attempt on t (a requeued task repeats its
+// attempt) and returns the delivery a handler sees.
+func (f *Flow) deliver(q *Queue, t *Task) *flow.Delivery {
+	if !f.takeRequeued(t) {
+		t.Attempt++
+	}
+	return &flow.Delivery{Task: t.ID, Queue: q.name, Attempt: t.Attempt, Body: t.Body}
 }
 
 // takeRequeued reports whether t was requeued, and forgets it.
@@ -300,4 +356,11 @@ func (f *Flow) queue(name string) *Queue {
 	return q
 }
 
-var _ flow.Backend = (*Flow)(nil)
+// The optional interfaces of the flow seam the in-memory mechanism has.
+var (
+	_ flow.Backend     = (*Flow)(nil)
+	_ flow.Inspector   = (*Flow)(nil)
+	_ flow.Interrupter = (*Flow)(nil)
+	_ flow.Describer   = (*Flow)(nil)
+	_ flow.Batcher     = (*Flow)(nil)
+)

@@ -124,6 +124,45 @@ func (s *System) Worker(actor string, q *Queue, handle func(t *Task)) {
 
 // Workers is how many worker goroutines the system is running: what a
 // design costs in goroutines, counted exactly (runtime.NumGoroutine counts
+
+// prefetch starts a worker on q that holds up to window tasks taken off
+// the queue (a broker consumer's prefetch): a fetcher goroutine takes
+// them while serve handles them from in, calling settled once for each
+// task it has finished with, which frees a place in the window. in closes
+// when the system stops.
+func (s *System) prefetch(q *Queue, window int, serve func(in <-chan *Task, settled func())) {
+	q.mustConsume()
+	in := make(chan *Task, window)
+	slots := make(chan struct{}, window)
+	s.begin()
+	go func() {
+		defer s.end()
+		defer close(in)
+		for {
+			select {
+			case slots <- struct{}{}:
+			case <-s.ctx.Done():
+				return
+			}
+			t, ok := s.next(q)
+			if !ok {
+				return
+			}
+			in <- t // never blocks: a slot was free
+		}
+	}()
+	s.begin()
+	s.live.Add(1)
+	go func() {
+		defer s.end()
+		defer s.live.Add(-1)
+		serve(in, func() {
+			<-slots
+			s.work.done()
+		})
+	}()
+}
+
 // the whole process, whose other goroutines come and go).
 func (s *System) Workers() int { return int(s.live.Load()) }
 

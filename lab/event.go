@@ -76,8 +76,10 @@ type Event struct {
 }
 
 // Sink receives events in emission order. The Stream calls Emit from one
-// goroutine at a time, so a Sink needs no locking of its own against the
-// Stream; it must not call back into the Stream.
+// goroutine at a time (a goroutine of the sink's own, never a worker's),
+// so a Sink needs no locking of its own against the Stream; it must not
+// call back into the Stream. Wrap a reader that may fall behind in
+// Bounded.
 type Sink interface {
 	Emit(Event)
 }

@@ -3,9 +3,12 @@ package lab
 import "sync"
 
 // Stream is the one place events enter. It stamps each event with Seq,
-// lesson time, Lesson and Backend, keeps the Ledger, and hands the event to
-// every sink, all under one lock so every sink sees the same order. Safe for
-// concurrent use by any number of workers.
+// lesson time, Lesson and Backend and keeps the Ledger under one lock, and
+// queues the event for every sink, which each get them in Seq order from a
+// goroutine of their own, never under that lock: a slow sink never holds
+// up a worker (a Bounded one, a reader that may fall behind, misses events
+// instead, and says how many). Safe for concurrent use by any number of
+// workers.
 type Stream struct {
 	lesson  string
 	backend Backend
@@ -14,15 +17,29 @@ type Stream struct {
 	mu       sync.Mutex
 	seq      int
 	lastMs   int64 // the latest t_ms stamped
-	sinks    []Sink
+	outboxes []*outbox
+	inline   []Sink
 	ledger   Ledger
 	finished bool
+
+	drains pending // plain sinks' deliveries under way
+	// handing is taken before mu is released and held while the inline
+	// get the event: they see Seq order, and mu is free meanwhile.
+	handing sync.Mutex
 }
 
 // NewStream starts a stream for one run of lesson (e.g. "q07") on backend,
 // stamping lesson time from clock.
 func NewStream(lesson string, backend Backend, clock Clock, sinks ...Sink) *Stream {
-	return &Stream{lesson: lesson, backend: backend, clock: clock, sinks: sinks}
+	s := &Stream{lesson: lesson, backend: backend, clock: clock}
+	for _, sink := range sinks {
+		if k, ok := sink.(Inline); ok {
+			s.inline = append(s.inline, k)
+			continue
+		}
+		s.outboxes = append(s.outboxes, newOutbox(sink))
+	}
+	return s
 }
 
 // Lesson returns the lesson id the stream stamps ("q07").
@@ -42,17 +59,37 @@ func (s *Stream) Emit(e Event) {
 	// emitLocked keeps t_ms from going back when two emitters cross.
 	now := s.clock.Elapsed().Milliseconds()
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.finished {
+		s.mu.Unlock()
 		return
 	}
 	s.emitLocked(&e, now)
+	s.handOver(e)
+}
+
+// handOver gives the inline sinks e outside mu, which the caller holds and
+// handOver releases: it takes handing first, so the inline sinks get events in
+// the order mu stamped them.
+func (s *Stream) handOver(es ...Event) {
+	if len(s.inline) == 0 {
+		s.mu.Unlock()
+		return
+	}
+	s.handing.Lock()
+	s.mu.Unlock()
+	defer s.handing.Unlock()
+	for _, e := range es {
+		for _, k := range s.inline {
+			k.Emit(e)
+		}
+	}
 }
 
 // emitLocked stamps *e with the next Seq and lesson time now (or the last
 // stamp, if another emitter read the clock later but took the lock first,
-// so t_ms never decreases along Seq), records it in the ledger and hands it
-// to every sink. The caller holds mu.
+// so t_ms never decreases along Seq), records it in the ledger and queues
+// it in every plain or bounded sink's outbox; the caller then hands it to
+// the inline sinks (handOver). The caller holds mu.
 func (s *Stream) emitLocked(e *Event, now int64) {
 	s.seq++
 	e.Seq = s.seq
@@ -61,8 +98,8 @@ func (s *Stream) emitLocked(e *Event, now int64) {
 	e.Lesson = s.lesson
 	e.Backend = s.backend
 	s.ledger.observe(e)
-	for _, sink := range s.sinks {
-		sink.Emit(*e)
+	for _, o := range s.outboxes {
+		o.push(*e, &s.drains)
 	}
 }
 
@@ -84,20 +121,40 @@ func (s *Stream) Attempt(e Event, do func() error) error {
 }
 
 // Finish ends the run: it emits one Summary per task, in creation order,
-// with the fate and attempt count the Ledger derived, and returns the
-// records. Calling Finish again returns the same records and emits nothing.
+// with the fate and attempt count the Ledger derived, waits until every
+// sink has been handed what was queued for it, and returns the records. Calling Finish again returns the same records and
+// emits nothing.
 func (s *Stream) Finish() []TaskRecord {
+	defer s.Flush()
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	tasks := s.ledger.Tasks()
 	if s.finished {
+		s.mu.Unlock()
 		return tasks
 	}
-	for _, t := range tasks {
-		s.emitLocked(&Event{Kind: Summary, Task: t.ID, Fate: t.Fate, Attempt: t.Attempts}, s.clock.Elapsed().Milliseconds())
+	summaries := make([]Event, len(tasks))
+	for i, t := range tasks {
+		summaries[i] = Event{Kind: Summary, Task: t.ID, Fate: t.Fate, Attempt: t.Attempts}
+		s.emitLocked(&summaries[i], s.clock.Elapsed().Milliseconds())
 	}
 	s.finished = true
+	s.handOver(summaries...)
 	return tasks
+}
+
+// Flush waits until every sink has been handed every event queued for it
+// so far (for a reader of a sink mid-run, such as a test).
+func (s *Stream) Flush() { s.drains.wait() }
+
+// Missed is how many events the stream's Bounded sinks lost, all told.
+func (s *Stream) Missed() int {
+	n := 0
+	for _, o := range s.outboxes {
+		if o.bounded != nil {
+			n += o.bounded.Missed()
+		}
+	}
+	return n
 }
 
 // Tasks returns the ledger's current view of every task, in creation order.

@@ -33,11 +33,12 @@ func TestStreamAttemptReportsStartAndOutcome(t *testing.T) {
 func TestStreamStampsNeverGoBackAlongSeq(t *testing.T) {
 	var rec Recorder
 	s := NewStream("q00", InMem, NewClock(1), &rec)
+	es := []Event{{Kind: Enqueued, Task: "A"}, {Kind: Enqueued, Task: "B"}, {Kind: Started, Task: "A"}}
 	s.mu.Lock()
-	s.emitLocked(&Event{Kind: Enqueued, Task: "A"}, 10) // read the clock at 10 ms, locked first
-	s.emitLocked(&Event{Kind: Enqueued, Task: "B"}, 7)  // read it at 7 ms, locked second
-	s.emitLocked(&Event{Kind: Started, Task: "A"}, 12)
-	s.mu.Unlock()
+	s.emitLocked(&es[0], 10) // read the clock at 10 ms, locked first
+	s.emitLocked(&es[1], 7)  // read it at 7 ms, locked second
+	s.emitLocked(&es[2], 12)
+	s.handOver(es...) // releases mu
 
 	var got [][2]int64
 	for _, e := range rec.Events {

@@ -2,11 +2,10 @@ package lesson
 
 import (
 	"context"
+	"time"
 
 	"github.com/queuelab/qlab/flow"
-	"github.com/queuelab/qlab/inmem"
 	"github.com/queuelab/qlab/lab"
-	"github.com/queuelab/qlab/rabbit"
 )
 
 // A lesson that runs on both backends is written once on the flow seam:
@@ -14,35 +13,22 @@ import (
 // its consumers (each a flow.Handler returning a flow.Decision), publishes
 // and waits. The backend supplies the mechanism.
 
+// sessionSettle bounds a run's clean-up, whatever happened to its context.
+const sessionSettle = 10 * time.Second
+
 // flowRoom is the room of every in-memory queue of a flow lesson: far more
 // than any lesson keeps in one queue, so a put never blocks a worker.
 const flowRoom = 1024
 
-// Open starts the run's flow backend: a fresh in-memory System, or a
-// RabbitMQ session under the run's queue names. Close it with env.Close.
+// Open starts the run's flow backend: a fresh in-memory flow, or one on a
+// RabbitMQ session under the run's queue names (the mechanism registered
+// for the run's backend). Close it with env.Close.
 func (e *Env) Open(ctx context.Context) (flow.Backend, error) {
-	if e.Stream.Backend() == lab.InMem {
-		return inmem.NewFlow(ctx, e.Stream, max(flowRoom, 2*len(e.Plan.Tasks))), nil
-	}
-	s, err := e.Session(ctx)
+	m, err := mechanism(e.Stream.Backend())
 	if err != nil {
 		return nil, err
 	}
-	b, err := rabbit.NewFlow(ctx, s, e.Stream)
-	if err != nil {
-		CloseSession(ctx, e, s)
-		return nil, err
-	}
-	return b, nil
-}
-
-// FeaturesOf is what the flow mechanism of backend b can do (see
-// flow.Features), known without opening one.
-func FeaturesOf(b lab.Backend) flow.Features {
-	if b == lab.Rabbit {
-		return (*rabbit.Flow)(nil).Features()
-	}
-	return (*inmem.Flow)(nil).Features()
+	return m.Open(ctx, e)
 }
 
 // Close ends backend b whatever happened to ctx, bounded by
@@ -54,6 +40,17 @@ func (e *Env) Close(ctx context.Context, b flow.Backend) {
 	_ = b.Close(cleanup)
 }
 
+// InterruptOn arms the run's planned failure (Env.InterruptAfter) on b, if
+// b can have its process die (flow.Interrupter); a backend that cannot is
+// left alone. Call the returned stop when the workers are done.
+func (e *Env) InterruptOn(b flow.Backend) (stop func()) {
+	in, ok := b.(flow.Interrupter)
+	if !ok {
+		return func() {}
+	}
+	return e.InterruptAfter(in.Interrupt)
+}
+
 // Declare declares topo on b, lists it in the run's tables on the broker
 // (once per run: a lesson in phases declares it again for each), and lets
 // the run sample every queue's depth.
@@ -61,12 +58,16 @@ func (e *Env) Declare(ctx context.Context, b flow.Backend, topo flow.Topology) e
 	if err := b.Declare(ctx, topo); err != nil {
 		return err
 	}
-	if rb, ok := b.(*rabbit.Flow); ok && !e.topologyShown {
+	if m, _ := mechanism(b.Kind()); m.Declared != nil && !e.topologyShown {
 		e.topologyShown = true
-		e.Report(TopologyTable(topo, rb.Session()))
+		e.Report(m.Declared(b, topo))
+	}
+	in, ok := b.(flow.Inspector)
+	if !ok {
+		return nil
 	}
 	for _, q := range topo.Queues {
-		e.Watch(q.Name, func(ctx context.Context) (int, error) { return b.Depth(ctx, q.Name) })
+		e.Watch(q.Name, func(ctx context.Context) (int, error) { return in.Depth(ctx, q.Name) })
 	}
 	return nil
 }
@@ -94,17 +95,6 @@ func (e *Env) Work(ctx context.Context, task string, attempt int) error {
 // (Q12: without, then with a breaker), for every renderer.
 func (e *Env) Phase(title string) {
 	e.Stream.Emit(lab.Event{Kind: lab.Phase, Actor: "lab", Note: title})
-}
-
-// BrokerVersion is the RabbitMQ version b runs on, "" in memory: figures
-// that depend on it name it.
-func BrokerVersion(b flow.Backend) string {
-	rb, ok := b.(*rabbit.Flow)
-	if !ok {
-		return ""
-	}
-	v, _ := rb.Session().Connection().Properties["version"].(string)
-	return v
 }
 
 // Produce calls publish for each of the plan's tasks in order: all at

@@ -15,7 +15,7 @@ import (
 // most once, so a later run of a two-run lesson is left alone.
 func TestInterruptCountsFromArmingAndFiresOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		env := &Env{Stream: lab.NewStream("q00", lab.InMem, lab.NewClock(40)), Interrupt: 2 * time.Second}
+		env := &Env{Stream: lab.NewStream("q00", lab.InMem, lab.NewClock(40)), Options: Options{Interrupt: 2 * time.Second}}
 		time.Sleep(100 * time.Millisecond) // set-up: 4 s of lesson time at 40x, past the interrupt
 
 		var died atomic.Int32 // the timer's goroutine writes, this one reads

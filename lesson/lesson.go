@@ -1,8 +1,10 @@
 // Package lesson is what every lesson is made of: the Lesson a registry
 // lists, the Env a run gets, Run, which runs one lesson on one backend and
 // always ends the stream with one summary per task, and the plumbing
-// lessons share (opening a flow backend, broker names and clean-up, the
-// plan's producer). The lessons themselves live in lessons/qNN.
+// lessons share (opening a flow backend through a registered Mechanism,
+// the plan's producer). The lessons themselves live in lessons/qNN; the
+// broker's plumbing (its session, names, clean-up) is in lesson/rabbitenv,
+// which only the broker lessons import.
 //
 // A lesson is a RunFunc per backend. It composes inmem, rabbit or flow
 // building blocks, reports everything through env.Stream, and may add
@@ -14,11 +16,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lab"
-	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/render"
 )
 
@@ -146,31 +146,15 @@ func (l Lesson) Runner(b lab.Backend) RunFunc {
 	return nil
 }
 
-// Env is what a lesson run gets: the stream to report to, the workload, and
-// where to put measured tables.
+// Env is what a lesson run gets: the options it was run with (one type:
+// the backend, speed, broker, names, interrupt, consumers, bound and
+// logger of Options, read as env.Broker, env.Consumers …), the stream to
+// report to, the workload, and where to put measured tables.
 type Env struct {
+	Options
 	Stream *lab.Stream
-	Plan   lab.Plan
-	// Broker is the AMQP URL of the broker, for RabbitMQ lessons.
-	Broker string
-	// SeedNames asks RabbitMQ lessons for the seed's exact queue names
-	// (rabbit.SeedNames) instead of a per-run prefix (rabbit.RunNames).
-	SeedNames bool
-	// Names, when set, are the broker names to declare under (Options.Names).
-	Names *rabbit.Names
-	// Prefix puts the seed names under a person's prefix (with SeedNames).
-	Prefix string
-	// Interrupt, when > 0, asks the lesson to let its process "die" this
-	// long (lesson time) after its workers start (compare's persistence
-	// row): in memory that loses what memory held; on a broker the workers'
-	// connections drop and come back. Lessons that support it call
-	// Interrupted when it happened.
-	Interrupt time.Duration
-	// Consumers is how many workers consume the main queue (at least 1).
-	Consumers int
-	// GiveUpAfter bounds the wait for a broker that went away
-	// (Options.GiveUpAfter); Env.Session applies it.
-	GiveUpAfter time.Duration
+	// Plan is the run's workload: Options.Plan, or lab.DefaultPlan().
+	Plan lab.Plan
 
 	tables        []render.Table
 	topologyShown bool

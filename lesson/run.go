@@ -3,15 +3,16 @@ package lesson
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/queuelab/qlab/lab"
-	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/render"
 )
 
-// Options choose how a lesson runs.
+// Options choose how a lesson runs: the one options type of a run, which
+// the lesson reads back through its Env.
 type Options struct {
 	Backend lab.Backend // default: the lesson's (Lesson.DefaultBackend)
 	Speed   float64     // lesson time per real time; default 1
@@ -20,18 +21,21 @@ type Options struct {
 	// SeedNames makes RabbitMQ lessons declare the seed's exact queue
 	// names instead of a private per-run prefix (qlab run --names exact).
 	SeedNames bool
-	// Names, when set, are the broker names the run declares under (a
-	// test that prepared queues of its own). It overrides SeedNames.
-	Names *rabbit.Names
+	// Names, when set, are the broker names the run declares under (the
+	// run API's choice, or a test that prepared queues of its own). It
+	// overrides SeedNames.
+	Names *Names
 	// Prefix, with SeedNames, puts the seed's names under a person's
 	// prefix ("alice" → alice.sequential.queue; qlab run --prefix).
 	Prefix string
 	// Interrupt, when > 0, makes the process "die" this long (lesson time)
-	// after the lesson's workers start, in lessons that support it (see
-	// Env.Interrupt).
+	// after the lesson's workers start, in lessons that support it: in
+	// memory that loses what memory held; on a broker the workers'
+	// connections drop and come back. Lessons that support it call
+	// Env.Interrupted when it happened.
 	Interrupt time.Duration
 	// Consumers on the main queue, for lessons that support more than one
-	// (default 1).
+	// (at least 1; 0 means 1).
 	Consumers int
 	// Sample, when > 0, samples every watched queue's depth at this
 	// lesson-time interval into Result.Depths.
@@ -41,8 +45,28 @@ type Options struct {
 	Pause *lab.Pause
 	// GiveUpAfter, when > 0, is how long (real time) a broker run waits
 	// for a broker that went away before it ends, every unfinished task
-	// lost with the reason; default rabbit.DefaultGiveUpAfter.
+	// lost with the reason; default the broker package's own.
 	GiveUpAfter time.Duration
+	// Logger gets what a backend has to say outside the event stream
+	// (connection trouble). nil logs nothing.
+	Logger *slog.Logger
+}
+
+// Names are the broker names a run declares under: every queue and
+// exchange carries Prefix ("" for the seed's own names), and Run marks the
+// run's messages (their app-id). It is rabbit.Names, field for field;
+// package lesson keeps its own so that it need not import the broker.
+type Names struct {
+	Prefix string
+	Run    string
+}
+
+// Log is the run's logger, never nil.
+func (o Options) Log() *slog.Logger {
+	if o.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return o.Logger
 }
 
 // Result is what a finished run leaves besides its events.
@@ -54,6 +78,9 @@ type Result struct {
 	Depths []Series
 	// Interrupted is true when the lesson carried out Options.Interrupt.
 	Interrupted bool
+	// Missed is how many events readers that fell behind lost (sinks
+	// wrapped in lab.Bounded); the tasks and summaries are complete.
+	Missed int
 }
 
 // Series is one queue's depth, sampled at a fixed interval.
@@ -98,20 +125,19 @@ func Run(ctx context.Context, l Lesson, opts Options, sinks ...lab.Sink) (Result
 	if opts.Plan != nil {
 		plan = *opts.Plan
 	}
+	opts.Consumers = max(opts.Consumers, 1)
 	env := &Env{
-		Stream: lab.NewStream(l.Slug(), opts.Backend, lab.NewClock(opts.Speed).WithPause(opts.Pause), sinks...),
-		Plan:   plan,
-		Broker: opts.Broker,
+		Options: opts,
+		Stream:  lab.NewStream(l.Slug(), opts.Backend, lab.NewClock(opts.Speed).WithPause(opts.Pause), sinks...),
+		Plan:    plan,
 	}
-	env.SeedNames, env.Names, env.Prefix = opts.SeedNames, opts.Names, opts.Prefix
-	env.Interrupt, env.GiveUpAfter = opts.Interrupt, opts.GiveUpAfter
-	env.Consumers = max(opts.Consumers, 1)
 	stopSampling := env.sample(ctx, opts.Sample)
 	err := run(ctx, env)
 	depths := stopSampling()
 	env.mu.Lock()
 	defer env.mu.Unlock()
-	return Result{Tasks: env.Stream.Finish(), Tables: env.tables, Depths: depths, Interrupted: env.interrupted}, err
+	tasks := env.Stream.Finish()
+	return Result{Tasks: tasks, Tables: env.tables, Depths: depths, Interrupted: env.interrupted, Missed: env.Stream.Missed()}, err
 }
 
 // sample reads every watched queue's depth each interval of lesson time

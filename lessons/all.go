@@ -28,6 +28,8 @@ import (
 	"github.com/queuelab/qlab/lessons/q17"
 
 	"github.com/queuelab/qlab/lesson"
+	// The broker mechanism: every lesson of the registry can run there.
+	_ "github.com/queuelab/qlab/lesson/rabbitenv"
 )
 
 // The types of package lesson, under the names the CLI, the TUI and

@@ -13,6 +13,7 @@ import (
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/queuelab/qlab/lesson/lessontest"
+	"github.com/queuelab/qlab/lesson/rabbitenv"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
 )
@@ -78,6 +79,10 @@ type injector struct {
 func newInjector(names rabbit.Names) *injector {
 	return &injector{names: names, seen: map[string]bool{}, queues: make(chan string), done: make(chan struct{})}
 }
+
+// Inline makes the injector a lab.Inline sink: the emitter calls Emit
+// itself, so the run waits for the forgeries (a test's privilege).
+func (in *injector) Inline() {}
 
 // Emit hands over each queue an event first names, as where a task is or
 // where it goes, and waits (bounded) for its forgeries to be published.
@@ -145,7 +150,7 @@ func TestForeignAndMalformedMessagesAreParked(t *testing.T) {
 			in := newInjector(names)
 			finished := make(chan struct{})
 			go in.run(t, url, finished)
-			events, res := lessontest.RunRabbitWith(t, l, Options{Names: &names}, in)
+			events, res := lessontest.RunRabbitWith(t, l, Options{Names: rabbitenv.Of(names)}, in)
 			close(in.queues)
 			<-finished
 

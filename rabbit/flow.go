@@ -2,6 +2,7 @@ package rabbit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -36,6 +37,9 @@ type Flow struct {
 	exchanges []string // broker names of the exchanges the flow declared
 	consumed  map[string]bool
 	err       error
+	stops     []context.CancelFunc // end the batch consumers' gatherers
+
+	batches sync.WaitGroup // the batch consumers' gatherers
 }
 
 // NewFlow runs a flow on session s, reporting to stream. It opens the
@@ -58,6 +62,29 @@ func (f *Flow) Features() flow.Features { return flow.Features{SurvivesCrash: tr
 // Session returns the session the flow runs on.
 func (f *Flow) Session() *Session { return f.s }
 
+// BrokerVersion is the version the broker reported when the session
+// connected (flow.BrokerInfo).
+func (f *Flow) BrokerVersion() string {
+	v, _ := f.s.Connection().Properties["version"].(string)
+	return v
+}
+
+// SessionOf is the RabbitMQ session under backend b, for a broker-only
+// lesson that goes past the seam (a basic.get of its own, a probe);
+// ErrNotOnBroker when b runs elsewhere. It asks for the capability, not
+// the type: any backend with a Session qualifies.
+func SessionOf(b flow.Backend) (*Session, error) {
+	sb, ok := b.(interface{ Session() *Session })
+	if !ok {
+		return nil, fmt.Errorf("%w: the lesson runs on %s", ErrNotOnBroker, b.Kind())
+	}
+	return sb.Session(), nil
+}
+
+// ErrNotOnBroker means a broker-only step ran on a backend with no broker
+// session.
+var ErrNotOnBroker = errors.New("rabbit: this needs a RabbitMQ session")
+
 // Declare declares t on the broker under the session's names: its queues
 // (Session.Declare), then its exchanges and bindings. Close deletes them.
 func (f *Flow) Declare(ctx context.Context, t flow.Topology) error {
@@ -71,22 +98,74 @@ func (f *Flow) Declare(ctx context.Context, t flow.Topology) error {
 	return err
 }
 
-// Consume starts a manual-ack consumer (prefetch 1) on c.Queue whose
-// deliveries c.Handle decides.
+// Consume starts a manual-ack consumer on c.Queue, with c's prefetch
+// (basic.qos), whose deliveries c.Handle decides one at a time.
 func (f *Flow) Consume(ctx context.Context, c flow.Consumer) error {
+	return f.consume(ctx, c, c.Window(1), func(ctx context.Context, d *Delivery, fd *flow.Delivery) {
+		f.apply(ctx, c, d, fd, c.Handle(ctx, fd))
+	})
+}
+
+// ConsumeBatch starts a manual-ack consumer on c.Queue with a prefetch of
+// at least b.Size, and hands b.Handle up to b.Size deliveries, or those
+// that came within b.Wait (lesson time) of the first; each decision
+// settles its own delivery (an ack, a reject, a republish). The batch
+// waits in this process: a lost connection hands its messages out again.
+func (f *Flow) ConsumeBatch(ctx context.Context, c flow.Consumer, b flow.Batch) error {
+	if err := b.Check(); err != nil {
+		return err
+	}
+	type held struct {
+		d  *Delivery
+		fd *flow.Delivery
+	}
+	window := c.Window(b.Size)
+	in := make(chan held, window)
+	gctx, stop := context.WithCancel(ctx)
+	err := f.consume(gctx, c, window, func(ctx context.Context, d *Delivery, fd *flow.Delivery) {
+		select {
+		case in <- held{d, fd}:
+		case <-ctx.Done():
+		}
+	})
+	if err != nil {
+		stop()
+		return err
+	}
+	f.mu.Lock()
+	f.stops = append(f.stops, stop)
+	f.mu.Unlock()
+	f.batches.Add(1)
+	go func() {
+		defer f.batches.Done()
+		flow.Gather(gctx, in, b.Size, f.s.Clock.Real(b.Wait), func(hs []held) {
+			ds := make([]*flow.Delivery, len(hs))
+			for i, h := range hs {
+				ds[i] = h.fd
+			}
+			for i, dec := range b.Decide(gctx, ds) {
+				f.apply(gctx, c, hs[i].d, hs[i].fd, dec)
+			}
+		})
+	}()
+	return nil
+}
+
+// consume starts a consumer on c.Queue with prefetch window that hands
+// each delivery whose attempt it can read to deliver.
+func (f *Flow) consume(ctx context.Context, c flow.Consumer, window int, deliver func(context.Context, *Delivery, *flow.Delivery)) error {
 	f.mu.Lock()
 	f.consumed[c.Queue] = true
 	f.mu.Unlock()
-	opts := ConsumerOptions{Queue: c.Queue, Actor: c.Actor, Prefetch: 1, Stream: f.stream}
+	opts := ConsumerOptions{Queue: c.Queue, Actor: c.Actor, Prefetch: window, Stream: f.stream}
 	_, err := f.s.Consume(ctx, opts, func(ctx context.Context, d *Delivery) {
 		attempt, err := attemptOf(d, c.RetryHeader)
 		if err != nil {
 			f.holdUncounted(ctx, c, d, err)
 			return
 		}
-		fd := &flow.Delivery{Task: d.Task, Queue: d.Queue, Attempt: attempt,
-			Redelivered: d.Redelivered, Body: d.Body, Headers: headersOf(d)}
-		f.apply(ctx, c, d, fd, c.Handle(ctx, fd))
+		deliver(ctx, d, &flow.Delivery{Task: d.Task, Queue: d.Queue, Attempt: attempt,
+			Redelivered: d.Redelivered, Body: d.Body, Headers: headersOf(d)})
 	})
 	if err != nil {
 		f.mu.Lock()
@@ -372,6 +451,13 @@ func (f *Flow) Interrupt() { f.s.InterruptConsumers() }
 // queue deleted from outside, a broker gone) or the clean-up failed (the
 // broker out of reach), otherwise because deleting the queues discarded it.
 func (f *Flow) Close(ctx context.Context) error {
+	f.mu.Lock()
+	stops := f.stops
+	f.mu.Unlock()
+	for _, stop := range stops {
+		stop()
+	}
+	f.batches.Wait()
 	_ = f.pub.Close()
 	if err := f.s.Err(); err != nil {
 		ReportLost(f.stream, "Cleanup", "the run could not go on: "+err.Error())
@@ -444,4 +530,12 @@ func (w *inflight) idle() bool {
 	return w.sum == 0
 }
 
-var _ flow.Backend = (*Flow)(nil)
+// The optional interfaces of the flow seam the broker mechanism has.
+var (
+	_ flow.Backend     = (*Flow)(nil)
+	_ flow.Inspector   = (*Flow)(nil)
+	_ flow.Interrupter = (*Flow)(nil)
+	_ flow.Describer   = (*Flow)(nil)
+	_ flow.BrokerInfo  = (*Flow)(nil)
+	_ flow.Batcher     = (*Flow)(nil)
+)

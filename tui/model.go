@@ -113,6 +113,7 @@ type Model struct {
 	closed    bool      // the run's channel is drained
 	runDone   bool      // lessons.Run returned
 	runErr    error
+	missed    int         // events the view missed by falling behind (lab.Bounded)
 	paused    bool        // the user paused the running lesson
 	held      []lab.Event // events that arrived while paused
 	brokerErr string      // why no broker answered (noBroker)
@@ -234,7 +235,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m.onEvents(msg)
 	case runDoneMsg:
 		if msg.gen == m.gen {
-			m.runDone, m.tables = true, msg.tables
+			m.runDone, m.tables, m.missed = true, msg.tables, msg.missed
 			if !errors.Is(msg.err, context.Canceled) {
 				m.runErr = msg.err
 			}
@@ -680,6 +681,8 @@ func (m Model) statusLine(w int) string {
 		return m.st.paint(warn, clip("paused: lesson time stands still, timers too (space resumes)", w))
 	case m.flash != "":
 		return m.st.paint(warn, clip(m.flash, w))
+	case m.state == finished && m.missed > 0:
+		return m.st.paint(warn, clip(fmt.Sprintf("finished · the view fell behind and missed %d events, so the view is incomplete · r replays, - slows it", m.missed), w))
 	case m.state == finished:
 		return m.st.paint(good, clip("finished · "+m.nextStep()+" · r replays · t the log", w))
 	}

@@ -17,7 +17,8 @@ import (
 const (
 	frameEvery = time.Second / 30       // animation frame rate while anything moves
 	countEvery = 100 * time.Millisecond // slower frames when only countdowns tick
-	eventBuf   = 4096                   // the sink blocks (back-pressures the lesson) beyond this
+	eventBuf   = 4096                   // the sink blocks beyond this, and its events wait in viewBuf
+	viewBuf    = 1 << 16                // events the view may fall behind by before it misses some (lab.Bounded)
 	maxBatch   = 4096                   // events applied per frame at most
 	quitWait   = 3 * time.Second        // how long Run waits for a cancelled lesson
 )
@@ -85,8 +86,9 @@ func pauseCmd(h *runHandle, pause bool) tea.Cmd {
 }
 
 // chanSink forwards events into the program. It blocks while the user has
-// paused and while the channel is full (back-pressure on a lesson faster
-// than the view), and gives up once the run is cancelled.
+// paused and while the channel is full, and gives up once the run is
+// cancelled; it runs behind a lab.Bounded, so blocking it holds up no
+// worker (what does not fit is counted as missed).
 type chanSink struct {
 	ctx  context.Context
 	ch   chan<- lab.Event
@@ -125,6 +127,7 @@ type (
 		gen    int
 		err    error
 		tables []render.Table
+		missed int // events the view missed by falling behind
 	}
 	// brokerMsg is the answer of broker discovery.
 	brokerMsg struct {
@@ -143,9 +146,11 @@ func startRun(gen int, l lessons.Lesson, opts lessons.Options) (*runHandle, tea.
 	opts.Pause = h.pause
 	run := func() tea.Msg {
 		defer close(h.finished)
-		res, err := lessons.Run(ctx, l, opts, chanSink{ctx: ctx, ch: h.events, gate: h.gate})
-		close(h.events) // Run has finished its stream: nothing emits after this
-		return runDoneMsg{gen: gen, err: err, tables: res.Tables}
+		// Bounded: a view that falls behind misses events (counted, shown)
+		// rather than holding up the lesson's workers.
+		res, err := lessons.Run(ctx, l, opts, lab.NewBounded(chanSink{ctx: ctx, ch: h.events, gate: h.gate}, viewBuf))
+		close(h.events) // Run has finished its stream and its sinks: nothing emits after this
+		return runDoneMsg{gen: gen, err: err, tables: res.Tables, missed: res.Missed}
 	}
 	return h, run
 }

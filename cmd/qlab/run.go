@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lesson"
+	"github.com/queuelab/qlab/lesson/rabbitenv"
 	"github.com/queuelab/qlab/lessons"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/render"
@@ -104,7 +106,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return withDetails(err, *f.verbose)
 		}
 		opts.Broker = b.URL
-		opts.Names = runNames(f)
+		opts.Names = rabbitenv.Of(*runNames(f))
 	}
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
@@ -149,7 +151,7 @@ func runNames(f runFlags) *rabbit.Names {
 // prefixNote names the prefix a broker run declares under and the command
 // that removes what it leaves if it is killed; "" for the seed's own names
 // or no broker.
-func prefixNote(names *rabbit.Names) string {
+func prefixNote(names *lesson.Names) string {
 	if names == nil || names.Prefix == "" {
 		return ""
 	}
@@ -182,6 +184,9 @@ func runLesson(ctx context.Context, l lessons.Lesson, opts lessons.Options, f ru
 	for _, t := range res.Tables {
 		fmt.Fprintln(out)
 		t.Write(out)
+	}
+	if res.Missed > 0 {
+		fmt.Fprintf(out, "\nA reader of this run fell behind and missed %d events; the log above has them all.\n", res.Missed)
 	}
 	if runErr == nil {
 		fmt.Fprintln(out)

@@ -89,6 +89,10 @@ func Run(t *testing.T, cfg Config) {
 		"UnroutableIsReportedLost":     unroutableIsReportedLost,
 		"DelayQueueExpiresOnlyItsHead": delayQueueExpiresOnlyItsHead,
 		"RetryAfterNeedsItsDelayQueue": retryAfterNeedsItsDelayQueue,
+		"PrefetchHoldsUpToItsWindow":   prefetchHoldsUpToItsWindow,
+		"BatchUpToSizeOrWait":          batchUpToSizeOrWait,
+		"BatchSettlesEachOnItsOwn":     batchSettlesEachOnItsOwn,
+		"PoliciesRunOnEveryBackend":    policiesRunOnEveryBackend,
 	}
 	names := make([]string, 0, len(cases))
 	for name := range cases {
@@ -132,6 +136,14 @@ func (h *harness) run(t *testing.T, queue string, tasks ...string) []lab.Event {
 	require.NoError(t, h.b.Wait(h.ctx))
 	h.stream.Finish()
 	return h.rec.Events()
+}
+
+// inspect is the backend's Inspector: the suite reads queues through it,
+// and every backend the suite runs has one.
+func (h *harness) inspect(t *testing.T) flow.Inspector {
+	in, ok := h.b.(flow.Inspector)
+	require.True(t, ok, "the contract reads queues: %s is no flow.Inspector", h.b.Kind())
+	return in
 }
 
 // attempt reports one processing attempt of d, as a lesson's handler
@@ -194,14 +206,14 @@ func parkIn(from string) func(*testing.T, Config) {
 		fate, _ := labtest.Summary(t, events, "C")
 		assert.Equal(t, lab.FateDead, fate)
 
-		held, err := h.b.Peek(h.ctx, dlq, 10)
+		held, err := h.inspect(t).Peek(h.ctx, dlq, 10)
 		require.NoError(t, err)
 		require.Len(t, held, 1, "the DLQ holds C")
 		assert.Equal(t, "C", held[0].Task)
-		again, err := h.b.Peek(h.ctx, dlq, 10)
+		again, err := h.inspect(t).Peek(h.ctx, dlq, 10)
 		require.NoError(t, err)
 		assert.Len(t, again, 1, "peeking left it there")
-		n, err := h.b.Depth(h.ctx, dlq)
+		n, err := h.inspect(t).Depth(h.ctx, dlq)
 		require.NoError(t, err)
 		assert.Equal(t, 1, n)
 	}
@@ -214,7 +226,7 @@ func dropSaysTheMessageIsGone(t *testing.T, cfg Config) {
 	events := h.run(t, work, "C")
 	fate, _ := labtest.Summary(t, events, "C")
 	assert.Equal(t, lab.FateDropped, fate)
-	held, err := h.b.Peek(h.ctx, dlq, 10)
+	held, err := h.inspect(t).Peek(h.ctx, dlq, 10)
 	require.NoError(t, err)
 	assert.Empty(t, held)
 }
@@ -345,7 +357,7 @@ func unroutableIsReportedLost(t *testing.T, cfg Config) {
 	fate, _ := labtest.Summary(t, got, "U")
 	assert.Equal(t, lab.FateLost, fate)
 	assert.Empty(t, labtest.Of(got, "V"), "nothing was published for V")
-	n, err := h.b.Depth(h.ctx, work)
+	n, err := h.inspect(t).Depth(h.ctx, work)
 	require.NoError(t, err)
 	assert.Zero(t, n, "no queue took U")
 	labtest.AssertAccounted(t, got)

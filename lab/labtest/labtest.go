@@ -47,6 +47,10 @@ func (r *Recorder) Emit(e lab.Event) {
 	r.events = append(r.events, e)
 }
 
+// Inline makes the recorder a lab.Inline sink: it gets each event as it
+// is emitted, so what it holds mid-run is every event so far.
+func (r *Recorder) Inline() {}
+
 // Events returns a copy of what was recorded so far, in order.
 func (r *Recorder) Events() []lab.Event {
 	r.mu.Lock()

@@ -10,6 +10,7 @@ import (
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/queuelab/qlab/lesson"
+	"github.com/queuelab/qlab/lesson/rabbitenv"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
 )
@@ -57,7 +58,7 @@ func runConflicted(t *testing.T, n *rabbittest.Node, l lesson.Lesson) {
 	}
 
 	var rec labtest.Recorder
-	_, runErr := lesson.Run(ctx, l, lesson.Options{Backend: lab.Rabbit, Broker: n.URL, Speed: 20, Names: &names}, &rec)
+	_, runErr := lesson.Run(ctx, l, lesson.Options{Backend: lab.Rabbit, Broker: n.URL, Speed: 20, Names: rabbitenv.Of(names)}, &rec)
 	var pre *rabbit.PreconditionError
 	if !errors.As(runErr, &pre) || pre.Queue != queue {
 		t.Fatalf("the run did not refuse with the 406 on %s explained: %v", queue, runErr)

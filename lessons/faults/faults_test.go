@@ -18,6 +18,7 @@ import (
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/queuelab/qlab/lesson"
+	"github.com/queuelab/qlab/lesson/rabbitenv"
 	"github.com/queuelab/qlab/lessons"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
@@ -451,7 +452,7 @@ func runFaulted(t *testing.T, n *rabbittest.Node, l lesson.Lesson, f fault, at i
 		speed = 20
 	}
 	start := time.Now()
-	opts := lesson.Options{Backend: lab.Rabbit, Broker: n.URL, Speed: speed, Names: &names, GiveUpAfter: f.giveUpAfter}
+	opts := lesson.Options{Backend: lab.Rabbit, Broker: n.URL, Speed: speed, Names: rabbitenv.Of(names), GiveUpAfter: f.giveUpAfter}
 	_, runErr := lesson.Run(ctx, l, opts, tr)
 	took := time.Since(start)
 	hung := ctx.Err() != nil

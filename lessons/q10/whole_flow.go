@@ -19,6 +19,7 @@ import (
 	"github.com/queuelab/qlab/inmem"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
+	_ "github.com/queuelab/qlab/lesson/rabbitenv" // the broker mechanism env.Open uses
 )
 
 var Lesson = lesson.Lesson{
@@ -82,7 +83,7 @@ func runQ10(ctx context.Context, env *lesson.Env) error {
 			return err
 		}
 	}
-	defer env.InterruptAfter(b.Interrupt)()
+	defer env.InterruptOn(b)()
 	err = env.Produce(ctx, func(id string) error { return b.Publish(ctx, "Producer", q10Main, id) })
 	if err != nil {
 		return err
@@ -94,17 +95,12 @@ func runQ10(ctx context.Context, env *lesson.Env) error {
 // attempt and, on failure, decides where the message goes next; the
 // DLQ-Worker mails an alert about what arrives there.
 func q10Consumers(env *lesson.Env) []flow.Consumer {
-	attempt := func(actor string, onFail func(error) flow.Decision) flow.Handler {
-		return func(ctx context.Context, d *flow.Delivery) flow.Decision {
-			err := env.Stream.Attempt(d.Event(actor), func() error { return env.Work(ctx, d.Task, d.Attempt) })
-			if err != nil {
-				return onFail(err)
-			}
-			return flow.Ack()
-		}
-	}
-	retryVia := func(wait string) func(error) flow.Decision {
-		return func(err error) flow.Decision { return flow.Retry(wait, err) }
+	// Each step of the chain is the shared policy (flow.Retries): a
+	// failure goes on to the next wait queue, and the last step parks it.
+	attempt := func(actor string, policy flow.Retries) flow.Handler {
+		return policy.Handler(func(ctx context.Context, d *flow.Delivery) error {
+			return env.Stream.Attempt(d.Event(actor), func() error { return env.Work(ctx, d.Task, d.Attempt) })
+		})
 	}
 	mailer := inmem.Mailer{Stream: env.Stream, Latency: q10MailLatency}
 	dlqWorker := env.Worker("DLQ")
@@ -116,14 +112,13 @@ func q10Consumers(env *lesson.Env) []flow.Consumer {
 	var cs []flow.Consumer
 	for i := range env.Consumers {
 		actor := lesson.WorkerName(env.Worker("Sequential"), i, env.Consumers)
-		cs = append(cs, flow.Consumer{Queue: q10Main, Actor: actor, Handle: attempt(actor, retryVia(q10RetryWait))})
+		cs = append(cs, flow.Consumer{Queue: q10Main, Actor: actor, Handle: attempt(actor, flow.Retries{Via: q10RetryWait})})
 	}
 	retry, second := env.Worker("Retry"), env.Worker("Second-Retry")
 	return append(cs,
-		flow.Consumer{Queue: q10Retry, Actor: retry, Handle: attempt(retry, retryVia(q10SecondWait))},
-		flow.Consumer{Queue: q10SecondRetry, Actor: second, Handle: attempt(second, func(error) flow.Decision {
-			return flow.Park(q10DLQ, "failed all retries")
-		})},
+		flow.Consumer{Queue: q10Retry, Actor: retry, Handle: attempt(retry, flow.Retries{Via: q10SecondWait})},
+		flow.Consumer{Queue: q10SecondRetry, Actor: second, Handle: attempt(second, flow.Retries{DLQ: q10DLQ,
+			GaveUp: func(int) string { return "failed all retries" }})},
 		flow.Consumer{Queue: q10DLQ, Actor: dlqWorker, Handle: alert},
 	)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lesson/lessontest"
+	"github.com/queuelab/qlab/lesson/rabbitenv"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
 )
@@ -79,7 +80,7 @@ func TestQ10ExplainsAStaleQueue(t *testing.T) {
 	// The lesson run reuses the stale names.
 	var err error
 	lessontest.NoGoroutineOutlives(t, func() {
-		_, err = lesson.Run(t.Context(), Lesson, lesson.Options{Backend: lab.Rabbit, Broker: s.URL, Speed: lessontest.RabbitSpeed, Names: &s.Names})
+		_, err = lesson.Run(t.Context(), Lesson, lesson.Options{Backend: lab.Rabbit, Broker: s.URL, Speed: lessontest.RabbitSpeed, Names: rabbitenv.Of(s.Names)})
 	})
 	var pe *rabbit.PreconditionError
 	require.ErrorAs(t, err, &pe)

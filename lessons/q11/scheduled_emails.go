@@ -21,6 +21,7 @@ import (
 	"github.com/queuelab/qlab/inmem"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
+	"github.com/queuelab/qlab/lesson/rabbitenv"
 	"github.com/queuelab/qlab/rabbit"
 )
 
@@ -98,11 +99,11 @@ type q11Lesson struct {
 }
 
 func runQ11Rabbit(ctx context.Context, env *lesson.Env) error {
-	s, err := env.Session(ctx)
+	s, err := rabbitenv.Session(ctx, env)
 	if err != nil {
 		return err
 	}
-	defer lesson.CloseSession(ctx, env, s)
+	defer rabbitenv.CloseSession(ctx, env, s)
 	if err := s.Declare(ctx, q11Topology()); err != nil {
 		return err
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/queuelab/qlab/inmem"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
+	_ "github.com/queuelab/qlab/lesson/rabbitenv" // the broker mechanism env.Open uses
 	"github.com/queuelab/qlab/render"
 )
 
@@ -170,7 +171,7 @@ func runQ12Scenario(ctx context.Context, env *lesson.Env, sc q12Scenario) (q12Re
 	if err := b.Consume(ctx, flow.Consumer{Queue: EmailQueue, Actor: q12Actor, Handle: w.handle}); err != nil {
 		return w.res, err
 	}
-	stopInterrupt := env.InterruptAfter(b.Interrupt)
+	stopInterrupt := env.InterruptOn(b)
 	err = q12Produce(ctx, env, b, sc)
 	if err == nil {
 		err = b.Wait(ctx)
@@ -238,11 +239,18 @@ func (w *q12Worker) handle(ctx context.Context, d *flow.Delivery) flow.Decision 
 	case errors.Is(err, breaker.ErrTimeout):
 		w.res.timeouts++
 	}
-	if d.Attempt >= w.sc.maxDeliveries {
+	dec := w.policy().Decide(d, err)
+	if dec.Action == flow.ActPark {
 		w.res.dead++
-		return flow.Park(EmailDLQ, fmt.Sprintf("gave up after %d deliveries", d.Attempt))
 	}
-	return flow.Retry(EmailWait, err)
+	return dec
+}
+
+// policy is the worker's retry budget (the shared flow.Retries): through
+// the wait queue until sc.maxDeliveries deliveries, then the DLQ.
+func (w *q12Worker) policy() flow.Retries {
+	return flow.Retries{Via: EmailWait, DLQ: EmailDLQ, Max: w.sc.maxDeliveries,
+		GaveUp: func(n int) string { return fmt.Sprintf("gave up after %d deliveries", n) }}
 }
 
 // deliver makes one delivery's call to the mail service, through the

@@ -45,7 +45,10 @@ func q13Unroutable(ctx context.Context, env *lesson.Env) (*q13Undeclared, error)
 		return nil, err
 	}
 	defer env.Close(ctx, b)
-	s := b.(*rabbit.Flow).Session()
+	s, err := rabbit.SessionOf(b)
+	if err != nil {
+		return nil, err
+	}
 	var u q13Undeclared
 	if u.plain, err = s.PublishUnroutable(ctx, q12.EmailDLQ, "dlq-probe", false); err != nil {
 		return nil, err
@@ -59,7 +62,7 @@ func q13Unroutable(ctx context.Context, env *lesson.Env) (*q13Undeclared, error)
 // q13TrapTable shows what the service's two traps did: the requeue loop
 // of run 3, as measured on each delivery, and (on the broker) the publish
 // to the undeclared DLQ.
-func q13TrapTable(version string, poison []string, readings *q13Readings, u *q13Undeclared) render.Table {
+func q13TrapTable(broker flow.Facts, poison []string, readings *q13Readings, u *q13Undeclared) render.Table {
 	t := render.Table{
 		Title:  "What happened to the NestJS email service's two traps",
 		Header: []string{"trap", "the service's code", "what happened"},
@@ -68,11 +71,11 @@ func q13TrapTable(version string, poison []string, readings *q13Readings, u *q13
 				"that call is d.Nack(false, true); the service meant d.Nack(false, false), which email_queue dead-letters into email_queue_wait.",
 		},
 	}
-	if version != "" {
-		t.Title += " (RabbitMQ " + version + ")"
+	if broker.Broker {
+		t.Title += " (RabbitMQ " + broker.Version + ")"
 	}
 	for _, task := range readings.nackedTasks() {
-		t.Rows = append(t.Rows, []string{"nack(msg) requeues", "nack(); // to the wait queue", q13HotLoop(task, readings, version != "")})
+		t.Rows = append(t.Rows, []string{"nack(msg) requeues", "nack(); // to the wait queue", q13HotLoop(task, readings, broker.Broker)})
 	}
 	if u == nil {
 		t.Rows = append(t.Rows, []string{"undeclared email_queue_dlq", "sendToQueue('email_queue_dlq', …); ack()",

@@ -23,6 +23,7 @@ import (
 
 	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lesson"
+	_ "github.com/queuelab/qlab/lesson/rabbitenv" // the broker mechanism env.Open uses
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/render"
 )
@@ -92,50 +93,55 @@ type q13Parked struct {
 func runQ13(ctx context.Context, env *lesson.Env) error {
 	var parked []q13Parked
 	var readings q13Readings
-	version := ""
+	var broker flow.Facts
 	for _, loop := range q13Loops {
 		env.Phase(loop.title)
-		p, v, err := q13Run(ctx, env, loop, &readings)
-		parked, version = append(parked, p...), v
+		p, on, err := q13Run(ctx, env, loop, &readings)
+		parked, broker = append(parked, p...), on
 		if err != nil {
 			return err
 		}
 	}
-	if version == "" {
+	if !broker.Broker {
 		env.Report(q13ParkedTable(parked, "attempt field", "In memory the task's own attempt field plays every counter."))
-		env.Report(q13TrapTable(version, env.Plan.Poison, &readings, nil))
+		env.Report(q13TrapTable(broker, env.Plan.Poison, &readings, nil))
 		return nil
 	}
 	env.Report(q13ParkedTable(parked, "x-death rejects / expiries, "+rabbit.RetryCountHeader,
 		"Read back with basic.get and left in place: the headers travelled with the message."))
 	if len(env.Plan.Poison) > 0 {
-		env.Report(q13CounterTable(version, env.Plan.Poison[0], &readings))
+		env.Report(q13CounterTable(broker.Version, env.Plan.Poison[0], &readings))
 	}
 	undeclared, err := q13Unroutable(ctx, env)
 	if err != nil {
 		return err
 	}
-	env.Report(q13TrapTable(version, env.Plan.Poison, &readings, undeclared))
+	env.Report(q13TrapTable(broker, env.Plan.Poison, &readings, undeclared))
 	return nil
 }
 
 // q13Run runs one loop: a worker on email_queue, the plan's tasks
 // published to it, until every task is done or parked. A failed attempt
 // retries through email_queue_wait (q13Wait), or in run 3 is requeued
-// (q13Nack); attempt q13MaxAttempts parks the mail. It returns what the DLQ holds and the broker's version
-// ("" in memory).
-func q13Run(ctx context.Context, env *lesson.Env, loop q13Loop, readings *q13Readings) ([]q13Parked, string, error) {
+// (q13Nack); attempt q13MaxAttempts parks the mail (the shared
+// flow.Retries policy). It returns what the DLQ holds and whether, and on
+// which version, the run was on a broker.
+func q13Run(ctx context.Context, env *lesson.Env, loop q13Loop, readings *q13Readings) ([]q13Parked, flow.Facts, error) {
+	var broker flow.Facts
 	b, err := env.Open(ctx)
 	if err != nil {
-		return nil, "", err
+		return nil, broker, err
 	}
 	defer env.Close(ctx, b)
+	broker = flow.FactsOf(b)
 	if err := env.Declare(ctx, b, q12.EmailLoop(q13Wait)); err != nil {
-		return nil, "", err
+		return nil, broker, err
 	}
+	policy := flow.Retries{Via: q12.EmailWait, DLQ: q12.EmailDLQ, Max: q13MaxAttempts,
+		GaveUp: func(attempt int) string { return fmt.Sprintf("%s (counted by %s)", q13GaveUp(attempt), loop.counter) }}
 	lastErr := map[string]string{} // only the worker writes it, until Wait returns
 	handle := func(ctx context.Context, d *flow.Delivery) flow.Decision {
-		if d.Headers != nil {
+		if broker.Broker { // the broker's headers carry its counters
 			readings.add(d.Task, readCounters(d.Headers))
 		}
 		err := env.Stream.Attempt(d.Event(loop.actor), func() error { return env.Work(ctx, loop.planID(d.Task), d.Attempt) })
@@ -146,25 +152,26 @@ func q13Run(ctx context.Context, env *lesson.Env, loop q13Loop, readings *q13Rea
 		if loop.requeue {
 			return q13Nack(readings, d)
 		}
-		if d.Attempt >= q13MaxAttempts {
-			return flow.Park(q12.EmailDLQ, fmt.Sprintf("%s (counted by %s)", q13GaveUp(d.Attempt), loop.counter))
-		}
-		return flow.Retry(q12.EmailWait, err)
+		return policy.Decide(d, err)
 	}
 	if err := b.Consume(ctx, flow.Consumer{Queue: q12.EmailQueue, Actor: loop.actor, RetryHeader: loop.header, Handle: handle}); err != nil {
-		return nil, "", err
+		return nil, broker, err
 	}
-	defer env.InterruptAfter(b.Interrupt)()
+	defer env.InterruptOn(b)()
 	for _, id := range env.Plan.Tasks {
 		if err := b.Publish(ctx, "Producer", q12.EmailQueue, loop.prefix+id); err != nil {
-			return nil, "", err
+			return nil, broker, err
 		}
 	}
 	if err := b.Wait(ctx); err != nil {
-		return nil, "", err
+		return nil, broker, err
 	}
-	dlq, err := b.Peek(ctx, q12.EmailDLQ, 2*len(env.Plan.Tasks))
-	return q13ParkedIn(dlq, lastErr), lesson.BrokerVersion(b), err
+	in, ok := b.(flow.Inspector)
+	if !ok {
+		return nil, broker, nil // nothing can read the DLQ back: its table stays empty
+	}
+	dlq, err := in.Peek(ctx, q12.EmailDLQ, 2*len(env.Plan.Tasks))
+	return q13ParkedIn(dlq, lastErr, broker.Broker), broker, err
 }
 
 // q13GaveUp is the note of a mail parked after its last attempt.
@@ -188,10 +195,10 @@ func q13ParkedTable(parked []q13Parked, counters, note string) render.Table {
 // q13ParkedIn describes the messages read back from the DLQ: in memory
 // by their attempt field and the worker's note of the last error; on the
 // broker by what their headers kept.
-func q13ParkedIn(dlq []flow.Delivery, lastErr map[string]string) []q13Parked {
+func q13ParkedIn(dlq []flow.Delivery, lastErr map[string]string, onBroker bool) []q13Parked {
 	var out []q13Parked
 	for _, d := range dlq {
-		if d.Headers == nil {
+		if !onBroker {
 			out = append(out, q13Parked{task: d.Task, counts: fmt.Sprintf("attempt %d", d.Attempt), reason: lastErr[d.Task]})
 			continue
 		}

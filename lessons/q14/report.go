@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lessons/notify"
 	"github.com/queuelab/qlab/render"
@@ -32,13 +33,9 @@ func (r retryRow) heldBack() bool { return r.late() > r.delay/2 }
 
 // report adds the lesson's three tables: every retry, the strategies side
 // by side, and the seed's arithmetic.
-func report(env *lesson.Env, rows []retryRow, version string) {
-	on := "in memory"
-	if version != "" {
-		on = "RabbitMQ " + version
-	}
-	env.Report(retriesTable(rows, on))
-	env.Report(strategyTable(rows, on, version))
+func report(env *lesson.Env, rows []retryRow, facts flow.Facts) {
+	env.Report(retriesTable(rows, facts.On()))
+	env.Report(strategyTable(rows, facts))
 	env.Report(arithmeticTable())
 }
 
@@ -60,7 +57,8 @@ func retriesTable(rows []retryRow, on string) render.Table {
 	return t
 }
 
-func strategyTable(rows []retryRow, on, version string) render.Table {
+func strategyTable(rows []retryRow, facts flow.Facts) render.Table {
+	on, version := facts.On(), facts.Version
 	t := render.Table{
 		Title:  "Head-of-line blocking, strategy by strategy (" + on + ")",
 		Header: []string{"strategy", "retries", "held back", "worst late", "total late"},
@@ -69,7 +67,7 @@ func strategyTable(rows []retryRow, on, version string) render.Table {
 			"RabbitMQ expires a message with a per-message TTL only once it reaches the head of its queue (the per-message TTL caveats of rabbitmq.com/docs/ttl); a wait queue with one x-message-ttl is always in expiry order.",
 		},
 	}
-	if version != "" {
+	if facts.Broker {
 		t.Notes = append(t.Notes, "Quorum queue measured on RabbitMQ "+version+": it holds short retries behind a long one just as a classic queue does. "+
 			"The TTL guide's dead-lettering section is read as saying quorum queues dead-letter a message when it expires, not at the head; "+
 			"rabbitmq-server issue #10617 (2024, open, labelled bug) reports the head-of-line wait on a quorum queue anyway. Not measured on 4.x.")

@@ -26,6 +26,7 @@ import (
 	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
+	_ "github.com/queuelab/qlab/lesson/rabbitenv" // the broker mechanism env.Open uses
 	"github.com/queuelab/qlab/lessons/notify"
 	"github.com/queuelab/qlab/rabbit"
 )
@@ -159,43 +160,42 @@ func levelTopology() flow.Topology {
 
 func runQ14(ctx context.Context, env *lesson.Env) error {
 	var rows []retryRow
-	version := ""
+	var on flow.Facts
 	for _, st := range strategies() {
 		env.Phase(st.title)
-		r, v, err := runStrategy(ctx, env, st)
-		rows, version = append(rows, r...), v
+		r, facts, err := runStrategy(ctx, env, st)
+		rows, on = append(rows, r...), facts
 		if err != nil {
 			return err
 		}
 	}
-	report(env, rows, version)
+	report(env, rows, on)
 	return nil
 }
 
 // runStrategy runs the load through one retry route on a fresh backend
-// and returns each retry as measured, and the broker's version ("" in
-// memory).
-func runStrategy(ctx context.Context, env *lesson.Env, st strategy) ([]retryRow, string, error) {
+// and returns each retry as measured, and what it ran on.
+func runStrategy(ctx context.Context, env *lesson.Env, st strategy) ([]retryRow, flow.Facts, error) {
 	b, err := env.Open(ctx)
 	if err != nil {
-		return nil, "", err
+		return nil, flow.Facts{}, err
 	}
 	defer env.Close(ctx, b)
 	if err := env.Declare(ctx, b, st.topo); err != nil {
-		return nil, "", err
+		return nil, flow.Facts{}, err
 	}
 	w := &worker{env: env, b: b, st: st, clock: env.Stream.Clock(), failures: map[string]int{}, arrived: map[int]bool{}, pending: map[string]retryRow{}}
 	if err := b.Consume(ctx, flow.Consumer{Queue: notify.EmailQueue, Actor: Worker, RetryHeader: rabbit.RetryCountHeader, Handle: w.handle}); err != nil {
-		return nil, "", err
+		return nil, flow.Facts{}, err
 	}
-	defer env.InterruptAfter(b.Interrupt)()
+	defer env.InterruptOn(b)()
 	if err := w.arrive(ctx, 0); err != nil {
-		return nil, "", err
+		return nil, flow.Facts{}, err
 	}
 	if err := b.Wait(ctx); err != nil {
-		return w.measured(), "", err
+		return w.measured(), flow.Facts{}, err
 	}
-	return w.measured(), lesson.BrokerVersion(b), w.publishErr()
+	return w.measured(), flow.FactsOf(b), w.publishErr()
 }
 
 // worker is the seed's processMessage on one strategy, plus the lesson's

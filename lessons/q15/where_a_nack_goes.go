@@ -25,6 +25,7 @@ import (
 
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
+	_ "github.com/queuelab/qlab/lesson/rabbitenv" // the broker mechanism env.Open uses
 	"github.com/queuelab/qlab/lessons/notify"
 	"github.com/queuelab/qlab/rabbit"
 )
@@ -118,7 +119,10 @@ func q15RunOnce(ctx context.Context, env *lesson.Env, run q15Run) (*q15Outcome, 
 		return nil, err
 	}
 	defer env.Close(ctx, b)
-	s := b.(*rabbit.Flow).Session()
+	s, err := rabbit.SessionOf(b)
+	if err != nil {
+		return nil, err
+	}
 	topo := notify.Topology(0)
 	if run.diagram {
 		topo = notify.DiagramTopology(s.Names.Of(notify.EmailQueue))

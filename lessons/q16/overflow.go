@@ -22,6 +22,7 @@ import (
 	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
+	_ "github.com/queuelab/qlab/lesson/rabbitenv" // the broker mechanism env.Open uses
 	"github.com/queuelab/qlab/lessons/notify"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/render"
@@ -122,7 +123,10 @@ func q16OverflowRun(ctx context.Context, env *lesson.Env, o q16Overflow, inspect
 	if err := env.Declare(ctx, b, q16Topology(q16MaxLength, o.mode)); err != nil {
 		return nil, "", err
 	}
-	s := b.(*rabbit.Flow).Session()
+	s, err := rabbit.SessionOf(b)
+	if err != nil {
+		return nil, "", err
+	}
 	pub, err := s.Publisher(ctx)
 	if err != nil {
 		return nil, "", err
@@ -175,7 +179,7 @@ func q16OverflowRun(ctx context.Context, env *lesson.Env, o q16Overflow, inspect
 			return nil, "", err
 		}
 	}
-	return []string{o.name(), fmt.Sprintf("%d ack, %d nack", acked, nacked), deadCell, q16Range(sent)}, lesson.BrokerVersion(b), nil
+	return []string{o.name(), fmt.Sprintf("%d ack, %d nack", acked, nacked), deadCell, q16Range(sent)}, flow.FactsOf(b).Version, nil
 }
 
 // q16Send is a worker that takes every job email-queue holds and sends it

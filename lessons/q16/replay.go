@@ -126,7 +126,10 @@ func q16Operate(ctx context.Context, env *lesson.Env, inspect *render.Table) (re
 	if err := env.Declare(ctx, b, q16Topology(0, flow.DropHead)); err != nil {
 		return render.Table{}, err
 	}
-	s := b.(*rabbit.Flow).Session()
+	s, err := rabbit.SessionOf(b)
+	if err != nil {
+		return render.Table{}, err
+	}
 	pub, err := s.Publisher(ctx)
 	if err != nil {
 		return render.Table{}, err
@@ -163,7 +166,7 @@ func q16Operate(ctx context.Context, env *lesson.Env, inspect *render.Table) (re
 		return render.Table{}, err
 	}
 	replay := render.Table{
-		Title:  "Replaying email-dlq to email-queue after the fix (RabbitMQ " + lesson.BrokerVersion(b) + ")",
+		Title:  "Replaying email-dlq to email-queue after the fix (RabbitMQ " + flow.FactsOf(b).Version + ")",
 		Header: []string{"replay", "task", "body on replay", "first send", "then"},
 		Notes: []string{"Each replay: basic.get, a confirmed publish of the copy to email-queue, then the ack of the original (rabbit.Replay, as qlab dlq replay does). " +
 			"Killed between the confirm and the ack, the job is in both queues: a duplicate, never a loss.",

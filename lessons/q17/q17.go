@@ -19,6 +19,7 @@ import (
 
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
+	"github.com/queuelab/qlab/lesson/rabbitenv"
 	"github.com/queuelab/qlab/lessons/notify"
 	"github.com/queuelab/qlab/rabbit"
 )
@@ -61,11 +62,11 @@ var Lesson = lesson.Lesson{
 
 // runQ17 runs the four parts on one session and reports their tables.
 func runQ17(ctx context.Context, env *lesson.Env) error {
-	s, err := env.Session(ctx)
+	s, err := rabbitenv.Session(ctx, env)
 	if err != nil {
 		return err
 	}
-	defer lesson.CloseSession(ctx, env, s)
+	defer rabbitenv.CloseSession(ctx, env, s)
 	version, _ := s.Connection().Properties["version"].(string)
 
 	env.Phase("Before the worker declared email-queue: the API publishes a job")

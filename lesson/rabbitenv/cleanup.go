@@ -1,9 +1,10 @@
-package lesson
+package rabbitenv
 
 import (
 	"context"
 	"time"
 
+	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/rabbit"
 )
 
@@ -19,7 +20,7 @@ const sessionSettle = 10 * time.Second
 // gone), otherwise because deleting the queues discarded it. If the
 // clean-up failed after a normal stop, the broker may still hold them and
 // they stay pending.
-func CloseSession(ctx context.Context, env *Env, s *rabbit.Session) {
+func CloseSession(ctx context.Context, env *lesson.Env, s *rabbit.Session) {
 	cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), sessionSettle)
 	defer cancel()
 	if err := s.Err(); err != nil {
