@@ -1,7 +1,7 @@
 # QueueLab. `make lesson-7` runs lesson 7; `make test` runs every check.
 GO      ?= go
 QLAB    := bin/qlab
-SPEED   ?= 1
+SPEED   ?=
 FLAGS   ?=
 
 .PHONY: build test quick vet golden lessons bench tui clean FORCE
@@ -14,7 +14,7 @@ $(QLAB): FORCE
 # make lesson-7 [SPEED=10] [FLAGS="--backend rabbit"]. Each lesson runs on
 # its default backend (lessons 10 and 11 on the broker: Lesson.Default).
 lesson-%: $(QLAB)
-	@$(QLAB) run $* --speed $(SPEED) $(FLAGS)
+	@$(QLAB) run $* $(if $(SPEED),--speed $(SPEED)) $(FLAGS)
 
 # make compare-10 [COMPARE_SPEED=20]: lesson 10 on both backends, measured
 # side by side (needs a broker; see README "For instructors").

@@ -44,6 +44,10 @@ type Lesson struct {
 	// enough for its waits to mean what they say on a loaded machine, fast
 	// enough for the suite. 0 means the harness's default.
 	TestSpeed float64
+	// Speed is the speed a run uses when none is given (qlab run without
+	// --speed), for a lesson whose seed numbers span lesson hours (Q18: a
+	// cron every minute, messages due within the hour); 0 means 1.
+	Speed float64
 	// WatchSpeed is the speed the TUI starts the lesson at where its
 	// default (0.25×) would make it too long a watch; 0 means the default.
 	WatchSpeed float64

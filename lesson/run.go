@@ -1,6 +1,7 @@
 package lesson
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -115,7 +116,7 @@ func Run(ctx context.Context, l Lesson, opts Options, sinks ...lab.Sink) (Result
 		opts.Backend = l.DefaultBackend()
 	}
 	if opts.Speed == 0 {
-		opts.Speed = 1
+		opts.Speed = cmp.Or(l.Speed, 1)
 	}
 	run := l.Runner(opts.Backend)
 	if run == nil {

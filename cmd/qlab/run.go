@@ -99,6 +99,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	if !given(fs, "speed") && l.Speed > 0 {
+		f.speed = l.Speed // a lesson that spans lesson hours runs at its own pace
+	}
 	opts := lessons.Options{Backend: backend, Speed: f.speed, Plan: plan, SeedNames: f.names == "exact", Prefix: f.prefix}
 	if backend == lab.Rabbit {
 		b, err := rabbit.Discover(ctx, discoverOptions)

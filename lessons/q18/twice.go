@@ -1,0 +1,77 @@
+package q18
+
+import (
+	"context"
+
+	"github.com/queuelab/qlab/lesson"
+)
+
+// Part (d): the seed's "Scheduler Runs Twice": the cron publishes its rows,
+// then retries and publishes them again. Two workers (prefetch 5 each)
+// share the queue. With the atomic claim each row is sent once and every
+// copy is absorbed; with the seed's check-then-act (read the row, skip it
+// if SENT, send, then mark) two copies in two workers' hands both read
+// "not SENT" and both send.
+
+// twiceRows are part (d)'s messages, all due at once.
+func twiceRows(prefix string) []row {
+	return []row{
+		{prefix + "1", "birthday", 0},
+		{prefix + "2", "anniversary", 0},
+		{prefix + "3", "birthday", 0},
+		{prefix + "4", "anniversary", 0},
+		{prefix + "5", "birthday", 0},
+	}
+}
+
+// twiceWorkers is how many workers consume the queue in part (d).
+const twiceWorkers = 2
+
+// twice runs the double-publishing scheduler against both claims.
+func twice(ctx context.Context, env *lesson.Env) error {
+	variants := []struct {
+		phase, name, prefix string
+		w                   worker
+	}{
+		{"(d) C1–C5: the tick publishes twice; two workers, the atomic claim",
+			"atomic", "C", atomicClaim},
+		{"(d) K1–K5: the tick publishes twice; two workers, check-then-act",
+			"check_then_act", "K", checkThenAct},
+	}
+	var out []outcome
+	for _, vr := range variants {
+		env.Phase(vr.phase)
+		o, err := runTwice(ctx, env, vr.name, vr.prefix, vr.w)
+		if err != nil {
+			return err
+		}
+		out = append(out, o)
+	}
+	env.Report(twiceTable(out))
+	return nil
+}
+
+// runTwice queues the rows, publishes each, then publishes each again as
+// a retried tick does.
+func runTwice(ctx context.Context, env *lesson.Env, name, prefix string, w worker) (outcome, error) {
+	v, err := open(ctx, env, name, twiceRows(prefix), w, twiceWorkers)
+	if err != nil {
+		return outcome{}, err
+	}
+	defer v.close(ctx)
+	tick := func(ctx context.Context) error {
+		rows, err := v.db.QueueDue(ctx, v.now().Add(Horizon))
+		for range 2 { // the tick, then its retry
+			for _, r := range rows {
+				if err == nil {
+					err = v.publish(ctx, Scheduler, r)
+				}
+			}
+		}
+		return err
+	}
+	if err := v.cron(ctx, 0, tick); err != nil {
+		return outcome{}, err
+	}
+	return v.finish(ctx, name)
+}
