@@ -157,7 +157,7 @@ func routingTable(told []routed, o outcome, on string) render.Table {
 // twiceTable is part (d): the double publish against both claims.
 func twiceTable(outs []outcome) render.Table {
 	t := render.Table{
-		Title: "(d) The scheduler publishes twice; two workers, prefetch 5",
+		Title: "(d) The scheduler publishes each row twice; two workers, prefetch 5",
 		Header: []string{"worker's check", "rows", "published", "sent once", "sent twice",
 			"absorbed"},
 		Notes: notes(

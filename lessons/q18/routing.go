@@ -38,15 +38,28 @@ type routed struct {
 	id, key   string
 	mandatory bool
 	answer    string // what the publish call said
+	acked     bool   // a broker's confirm said ack
+	returned  bool   // the message came back unroutable (flow.ErrUnroutable)
 }
 
 // routing publishes part (c)'s rows and reports what the publisher was
 // told and where each one went.
 func routing(ctx context.Context, env *lesson.Env) error {
+	told, o, on, err := runRouting(ctx, env)
+	if err != nil {
+		return err
+	}
+	env.Report(routingTable(told, o, on))
+	return nil
+}
+
+// runRouting runs part (c) and returns what the publisher was told, the
+// outcome, and what it ran on.
+func runRouting(ctx context.Context, env *lesson.Env) ([]routed, outcome, string, error) {
 	env.Phase("(c) R1–R4: birthday and anniversary arrive; wedding matches no binding")
 	v, err := open(ctx, env, "routing", routingRows, atomicClaim, 1)
 	if err != nil {
-		return err
+		return nil, outcome{}, "", err
 	}
 	defer v.close(ctx)
 	var told []routed
@@ -57,36 +70,34 @@ func routing(ctx context.Context, env *lesson.Env) error {
 				break
 			}
 			rt := routed{id: r.ID, key: r.Kind, mandatory: r.ID != silent}
-			rt.answer, err = v.route(ctx, r, rt.mandatory)
+			err = v.route(ctx, r, &rt)
 			told = append(told, rt)
 		}
 		return err
 	}
 	if err := v.cron(ctx, 0, tick); err != nil {
-		return err
+		return nil, outcome{}, "", err
 	}
 	o, err := v.finish(ctx, "routing")
-	if err != nil {
-		return err
-	}
-	env.Report(routingTable(told, o, flow.FactsOf(v.b).On()))
-	return nil
+	return told, o, flow.FactsOf(v.b).On(), err
 }
 
-// route publishes r, mandatory or as the seed does, and says what the
-// publisher was told.
-func (v *variant) route(ctx context.Context, r store.Row, mandatory bool) (string, error) {
-	if !mandatory {
-		return v.publishPlain(ctx, r)
+// route publishes r, mandatory or as the seed does, and records in rt
+// what the publisher was told.
+func (v *variant) route(ctx context.Context, r store.Row, rt *routed) error {
+	if !rt.mandatory {
+		return v.publishPlain(ctx, r, rt)
 	}
 	err := v.publish(ctx, Scheduler, r)
 	switch {
 	case err == nil:
-		return "confirmed", nil
+		rt.answer, rt.acked = "confirmed", flow.FactsOf(v.b).Broker
+		return nil
 	case errors.Is(err, flow.ErrUnroutable):
-		return "unroutable (returned)", nil
+		rt.answer, rt.returned = "unroutable (returned)", true
+		return nil
 	}
-	return "", err
+	return err
 }
 
 // publishPlain publishes r without mandatory. On a broker it publishes on
@@ -94,29 +105,28 @@ func (v *variant) route(ctx context.Context, r store.Row, mandatory bool) (strin
 // the confirm and any return; memory has no broker to answer, only the
 // topology, which routes r's key nowhere. Either way the stream reports
 // the message lost, which the publisher itself never learns.
-func (v *variant) publishPlain(ctx context.Context, r store.Row) (string, error) {
+func (v *variant) publishPlain(ctx context.Context, r store.Row, rt *routed) error {
+	if routes := Topology().Route(Exchange, r.Kind); len(routes) > 0 {
+		return fmt.Errorf("q18: key %q routes to %v: not a silent drop", r.Kind, routes)
+	}
 	v.mu.Lock()
 	v.copies[r.ID]++
 	v.published[r.ID] = v.since()
 	v.mu.Unlock()
-	answer := "none: no broker (memory)"
+	rt.answer = "none: no broker (memory)"
 	how := "a broker acks it and drops it when it is not mandatory (see --backend rabbit)"
-	if routes := Topology().Route(Exchange, r.Kind); len(routes) > 0 {
-		return "", fmt.Errorf("q18: key %q routes to %v: not a silent drop", r.Kind, routes)
-	}
 	if s, err := rabbit.SessionOf(v.b); err == nil {
-		confirmed, returned, err := publishUnmandatory(ctx, s, r.Kind, r.ID)
-		if err != nil {
-			return "", err
+		if rt.acked, rt.returned, err = publishUnmandatory(ctx, s, r.Kind, r.ID); err != nil {
+			return err
 		}
-		answer = fmt.Sprintf("confirm ack=%v, returned=%v", confirmed, returned)
+		rt.answer = fmt.Sprintf("confirm ack=%v, returned=%v", rt.acked, rt.returned)
 		how = fmt.Sprintf("published without mandatory: the broker's confirm said ack=%v "+
-			"and nothing came back, so the publisher never knew", confirmed)
+			"and nothing came back, so the publisher never knew", rt.acked)
 	}
 	for _, e := range flow.Unroutable(Scheduler, Exchange, r.Kind, r.ID, how) {
 		v.env.Stream.Emit(e)
 	}
-	return answer, nil
+	return nil
 }
 
 // publishUnmandatory publishes task to the session's topic exchange with

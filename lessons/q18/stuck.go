@@ -35,35 +35,29 @@ func stuckRows(prefix string) []row {
 // enough for a cron to pick the row up again if it ever would.
 const stuckTicks = 2
 
+// stuckVariant is one order of part (b).
+type stuckVariant struct {
+	phase, name, prefix string
+	w                   worker
+	tick                func(v *variant) func(context.Context) error
+}
+
+// stuckVariants are the seed's order and the two fixes.
+var stuckVariants = []stuckVariant{
+	{"(b) Q1–Q4: QUEUED, then publish (the seed); Q2's publish fails",
+		"queued_first", "Q", atomicClaim, queuedFirst},
+	{"(b) P1–P4: publish, then QUEUED; P2's publish fails, the next tick publishes again",
+		"publish_first", "P", claimWhenQueued, publishFirst},
+	{"(b) O1–O4: a transactional outbox and a relay with confirms; O2's publish fails",
+		"outbox", "O", atomicClaim, outboxTick},
+}
+
 // stuckQueued runs the seed's order and the two fixes, each with one
 // failed publish, and counts what each sent.
 func stuckQueued(ctx context.Context, env *lesson.Env) error {
-	variants := []struct {
-		phase, name, prefix string
-		w                   worker
-		tick                func(v *variant) func(context.Context) error
-	}{
-		{"(b) Q1–Q4: QUEUED, then publish (the seed); Q2's publish fails",
-			"queued_first", "Q", atomicClaim, queuedFirst},
-		{"(b) P1–P4: publish, then QUEUED; P2's publish fails, the next tick publishes again",
-			"publish_first", "P", claimWhenQueued, publishFirst},
-		{"(b) O1–O4: a transactional outbox and a relay with confirms; O2's publish fails",
-			"outbox", "O", atomicClaim, outboxTick},
-	}
 	var out []outcome
-	for _, vr := range variants {
-		env.Phase(vr.phase)
-		v, err := open(ctx, env, vr.name, stuckRows(vr.prefix), vr.w, 1)
-		if err != nil {
-			return err
-		}
-		v.failing[vr.prefix+"2"] = true
-		err = v.cron(ctx, stuckTicks, vr.tick(v))
-		var o outcome
-		if err == nil {
-			o, err = v.finish(ctx, vr.name)
-		}
-		v.close(ctx)
+	for _, sv := range stuckVariants {
+		o, err := runStuck(ctx, env, sv)
 		if err != nil {
 			return err
 		}
@@ -71,6 +65,22 @@ func stuckQueued(ctx context.Context, env *lesson.Env) error {
 	}
 	env.Report(stuckTable(out))
 	return nil
+}
+
+// runStuck runs one order of part (b): the first publish of row 2 fails,
+// and the cron ticks stuckTicks more times.
+func runStuck(ctx context.Context, env *lesson.Env, sv stuckVariant) (outcome, error) {
+	env.Phase(sv.phase)
+	v, err := open(ctx, env, sv.name, stuckRows(sv.prefix), sv.w, 1)
+	if err != nil {
+		return outcome{}, err
+	}
+	defer v.close(ctx)
+	v.failing[sv.prefix+"2"] = true
+	if err := v.cron(ctx, stuckTicks, sv.tick(v)); err != nil {
+		return outcome{}, err
+	}
+	return v.finish(ctx, sv.name)
 }
 
 // queuedFirst is the seed's tick: mark every due row QUEUED, then publish

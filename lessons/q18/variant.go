@@ -60,7 +60,6 @@ func open(ctx context.Context, env *lesson.Env, name string, rows []row, w worke
 	v := &variant{env: env, db: db.Store, clock: env.Stream.Clock(), rows: rows, work: w,
 		copies: map[string]int{}, published: map[string]time.Duration{},
 		sends: map[string][]time.Duration{}, failing: map[string]bool{}}
-	v.start = v.clock.Elapsed()
 	if v.b, err = env.Open(ctx); err != nil {
 		db.drop()
 		return nil, err
@@ -73,20 +72,23 @@ func open(ctx context.Context, env *lesson.Env, name string, rows []row, w worke
 	return v, nil
 }
 
+// setUp declares the topology, starts the workers, then inserts the rows
+// due in minutes from now: the variant's start, once everything runs.
 func (v *variant) setUp(ctx context.Context, consumers int) error {
 	if err := v.env.Declare(ctx, v.b, Topology()); err != nil {
 		return err
-	}
-	for _, r := range v.rows {
-		due := v.wall(v.start + time.Duration(r.due)*Tick)
-		if _, err := v.db.Insert(ctx, store.Row{ID: r.id, Kind: r.kind, Due: due}); err != nil {
-			return err
-		}
 	}
 	for i := range consumers {
 		actor := fmt.Sprintf("Worker-%d", i+1)
 		c := flow.Consumer{Queue: Queue, Actor: actor, Prefetch: Prefetch, Handle: v.handler(actor)}
 		if err := v.b.Consume(ctx, c); err != nil {
+			return err
+		}
+	}
+	v.start = v.clock.Elapsed()
+	for _, r := range v.rows {
+		due := v.wall(v.start + time.Duration(r.due)*Tick)
+		if _, err := v.db.Insert(ctx, store.Row{ID: r.id, Kind: r.kind, Due: due}); err != nil {
 			return err
 		}
 	}
