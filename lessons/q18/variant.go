@@ -46,6 +46,7 @@ type variant struct {
 	absorbed  int                        // copies the claim skipped
 	failing   map[string]bool            // rows whose next publish fails (the lab's fault)
 	dropStore func()
+	stop      func() // disarms the run's planned crash (Options.Interrupt)
 }
 
 // open starts a variant: its store, its backend and topology, its rows
@@ -64,11 +65,12 @@ func open(ctx context.Context, env *lesson.Env, name string, rows []row, w worke
 		db.drop()
 		return nil, err
 	}
-	v.dropStore = db.drop
+	v.dropStore, v.stop = db.drop, func() {}
 	if err := v.setUp(ctx, consumers); err != nil {
 		v.close(ctx)
 		return nil, err
 	}
+	v.stop = env.InterruptOn(v.b)
 	return v, nil
 }
 
@@ -97,6 +99,7 @@ func (v *variant) setUp(ctx context.Context, consumers int) error {
 
 // close ends the backend and drops the store.
 func (v *variant) close(ctx context.Context) {
+	v.stop()
 	v.env.Close(ctx, v.b)
 	v.dropStore()
 }
