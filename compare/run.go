@@ -148,7 +148,7 @@ type phaseCut struct {
 	stopped bool
 }
 
-// Emit counts phases; the stream calls it under its lock.
+// Emit counts phases; the stream calls it from one goroutine at a time.
 func (c *phaseCut) Emit(e lab.Event) {
 	if e.Kind != lab.Phase {
 		return
@@ -361,7 +361,7 @@ type fewConsumers struct {
 	stopped bool
 }
 
-// Emit watches attempts; the stream calls it under its lock.
+// Emit watches attempts; the stream calls it from one goroutine at a time.
 func (f *fewConsumers) Emit(e lab.Event) {
 	switch {
 	case f.main == "" && e.Kind == lab.Enqueued:

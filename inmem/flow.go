@@ -76,13 +76,13 @@ func (f *Flow) Consume(_ context.Context, c flow.Consumer) error {
 		f.sys.Worker(c.Actor, q, handle)
 		return nil
 	}
-	f.sys.prefetch(q, c.Window(1), func(in <-chan *Task, settled func()) {
+	f.sys.prefetch(q, c.Window(1), func(in <-chan *Task, settled func(*Task)) {
 		for t := range in {
 			if f.sys.ctx.Err() != nil {
 				return
 			}
 			handle(t)
-			settled()
+			settled(t)
 		}
 	})
 	return nil
@@ -101,7 +101,7 @@ func (f *Flow) ConsumeBatch(_ context.Context, c flow.Consumer, b flow.Batch) er
 		return err
 	}
 	wait := f.sys.clock.Real(b.Wait)
-	f.sys.prefetch(q, c.Window(b.Size), func(in <-chan *Task, settled func()) {
+	f.sys.prefetch(q, c.Window(b.Size), func(in <-chan *Task, settled func(*Task)) {
 		flow.Gather(f.sys.ctx, in, b.Size, wait, func(ts []*Task) {
 			ds := make([]*flow.Delivery, len(ts))
 			for i, t := range ts {
@@ -109,7 +109,7 @@ func (f *Flow) ConsumeBatch(_ context.Context, c flow.Consumer, b flow.Batch) er
 			}
 			for i, dec := range b.Decide(f.sys.Context(), ds) {
 				f.apply(c, q, ts[i], dec)
-				settled()
+				settled(ts[i])
 			}
 		})
 	})

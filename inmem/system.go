@@ -47,6 +47,7 @@ type System struct {
 	timers     map[*time.Timer]timed // pending, and kept once stopped so Crash can report them
 	delivering int                   // timers whose task is being put on its queue
 	stopped    bool                  // Stop began: timers deliver nothing more
+	windows    map[*Task]string      // tasks in a prefetching consumer's hands, by the queue they left
 	crashed    bool
 	// crashDone is closed once Crash has reported every lost task, so Wait
 	// never lets the run end (and summarise) halfway through a crash.
@@ -68,7 +69,7 @@ type timed struct {
 // Cancelling ctx stops its workers and timers.
 func New(ctx context.Context, stream *lab.Stream, plan lab.Plan) *System {
 	ctx, cancel := context.WithCancel(ctx)
-	s := &System{stream: stream, clock: stream.Clock(), ctx: ctx, cancel: cancel, timers: map[*time.Timer]timed{}, crashDone: make(chan struct{})}
+	s := &System{stream: stream, clock: stream.Clock(), ctx: ctx, cancel: cancel, timers: map[*time.Timer]timed{}, windows: map[*Task]string{}, crashDone: make(chan struct{})}
 	s.Process = func(ctx context.Context, t *Task) error {
 		if err := s.Sleep(ctx, plan.WorkTime(t.ID, t.Attempt)); err != nil {
 			return err
@@ -129,8 +130,9 @@ func (s *System) Worker(actor string, q *Queue, handle func(t *Task)) {
 // the queue (a broker consumer's prefetch): a fetcher goroutine takes
 // them while serve handles them from in, calling settled once for each
 // task it has finished with, which frees a place in the window. in closes
-// when the system stops.
-func (s *System) prefetch(q *Queue, window int, serve func(in <-chan *Task, settled func())) {
+// when the system stops. A task in the window is in this process's memory
+// only: Crash reports it lost.
+func (s *System) prefetch(q *Queue, window int, serve func(in <-chan *Task, settled func(*Task))) {
 	q.mustConsume()
 	in := make(chan *Task, window)
 	slots := make(chan struct{}, window)
@@ -148,6 +150,9 @@ func (s *System) prefetch(q *Queue, window int, serve func(in <-chan *Task, sett
 			if !ok {
 				return
 			}
+			s.mu.Lock()
+			s.windows[t] = q.name
+			s.mu.Unlock()
 			in <- t // never blocks: a slot was free
 		}
 	}()
@@ -156,7 +161,10 @@ func (s *System) prefetch(q *Queue, window int, serve func(in <-chan *Task, sett
 	go func() {
 		defer s.end()
 		defer s.live.Add(-1)
-		serve(in, func() {
+		serve(in, func(t *Task) {
+			s.mu.Lock()
+			delete(s.windows, t)
+			s.mu.Unlock()
 			<-slots
 			s.work.done()
 		})
@@ -353,6 +361,10 @@ func (s *System) Crash(actor string) {
 	for timer, w := range s.timers {
 		delete(s.timers, timer)
 		s.emit(lab.Event{Kind: lab.Lost, Task: w.task.ID, Queue: w.from, To: w.to.name, Actor: actor, Note: "process died while the retry timer was pending"})
+	}
+	for t, queue := range s.windows {
+		delete(s.windows, t)
+		s.emit(lab.Event{Kind: lab.Lost, Task: t.ID, Queue: queue, Actor: actor, Note: "process died with the task in a consumer's prefetch window"})
 	}
 	for _, q := range s.queues {
 		for len(q.ch) > 0 {

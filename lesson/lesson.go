@@ -44,10 +44,6 @@ type Lesson struct {
 	// enough for its waits to mean what they say on a loaded machine, fast
 	// enough for the suite. 0 means the harness's default.
 	TestSpeed float64
-	// Speed is the speed a run uses when none is given (qlab run without
-	// --speed), for a lesson whose seed numbers span lesson hours (Q18: a
-	// cron every minute, messages due within the hour); 0 means 1.
-	Speed float64
 	// WatchSpeed is the speed the TUI starts the lesson at where its
 	// default (0.25×) would make it too long a watch; 0 means the default.
 	WatchSpeed float64
@@ -162,6 +158,7 @@ type Env struct {
 
 	tables        []render.Table
 	topologyShown bool
+	held          map[any]any // what a mechanism keeps for the whole run (Hold)
 	mu            sync.Mutex
 	probes        []probe
 	interrupted   bool
@@ -187,6 +184,25 @@ func (e *Env) Watch(queue string, depth func(context.Context) (int, error)) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.probes = append(e.probes, probe{queue, depth})
+}
+
+// Hold keeps v under key for the rest of the run: state a mechanism needs
+// across the backends a lesson in parts opens (the broker's kept session
+// under Keep). Held reads it back; nil if nothing is held.
+func (e *Env) Hold(key, v any) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.held == nil {
+		e.held = map[any]any{}
+	}
+	e.held[key] = v
+}
+
+// Held is what Hold kept under key, or nil.
+func (e *Env) Held(key any) any {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.held[key]
 }
 
 // Interrupted records that the lesson carried out Env.Interrupt.

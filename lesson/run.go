@@ -1,7 +1,6 @@
 package lesson
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -19,16 +18,10 @@ type Options struct {
 	Speed   float64     // lesson time per real time; default 1
 	Plan    *lab.Plan   // default lab.DefaultPlan()
 	Broker  string      // AMQP URL, for the RabbitMQ backend
-	// SeedNames makes RabbitMQ lessons declare the seed's exact queue
-	// names instead of a private per-run prefix (qlab run --names exact).
-	SeedNames bool
 	// Names, when set, are the broker names the run declares under (the
-	// run API's choice, or a test that prepared queues of its own). It
-	// overrides SeedNames.
+	// run API's choice for --names and --prefix, or a test that prepared
+	// queues of its own); unset, a broker run takes a fresh private prefix.
 	Names *Names
-	// Prefix, with SeedNames, puts the seed's names under a person's
-	// prefix ("alice" → alice.sequential.queue; qlab run --prefix).
-	Prefix string
 	// Interrupt, when > 0, makes the process "die" this long (lesson time)
 	// after the lesson's workers start, in lessons that support it: in
 	// memory that loses what memory held; on a broker the workers'
@@ -44,6 +37,11 @@ type Options struct {
 	// Pause, when set, holds the lesson's time while it is held (the TUI's
 	// pause key): see lab.Clock.WithPause.
 	Pause *lab.Pause
+	// Keep leaves a broker run's queues, exchanges and the messages in
+	// them on the broker when it ends (qlab run --keep), for qlab dlq to
+	// practise on; they stay under the run's own names, and qlab broker
+	// clean --prefix removes them. A task still in one ends pending.
+	Keep bool
 	// GiveUpAfter, when > 0, is how long (real time) a broker run waits
 	// for a broker that went away before it ends, every unfinished task
 	// lost with the reason; default the broker package's own.
@@ -116,7 +114,7 @@ func Run(ctx context.Context, l Lesson, opts Options, sinks ...lab.Sink) (Result
 		opts.Backend = l.DefaultBackend()
 	}
 	if opts.Speed == 0 {
-		opts.Speed = cmp.Or(l.Speed, 1)
+		opts.Speed = 1
 	}
 	run := l.Runner(opts.Backend)
 	if run == nil {

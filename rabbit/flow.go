@@ -465,6 +465,9 @@ func (f *Flow) Close(ctx context.Context) error {
 	f.mu.Lock()
 	exchanges := f.exchanges
 	f.mu.Unlock()
+	if f.s.Keep {
+		exchanges = nil // the run's queues stay, and the exchanges that route to them
+	}
 	if err := f.s.deleteExchanges(ctx, exchanges); err != nil {
 		f.s.Logger.Warn("rabbit: clean-up left exchanges behind", "exchanges", exchanges, "err", err.Error())
 	}
@@ -474,7 +477,9 @@ func (f *Flow) Close(ctx context.Context) error {
 		ReportLost(f.stream, "Cleanup", "the run ended without it: "+err.Error())
 		return err
 	}
-	ReportDiscarded(f.stream, "Cleanup")
+	if !f.s.Keep { // kept, a message is still where it was: its task stays pending
+		ReportDiscarded(f.stream, "Cleanup")
+	}
 	return nil
 }
 

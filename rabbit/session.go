@@ -42,6 +42,11 @@ type Session struct {
 	// keep redialling a broker that went away before the run is given up;
 	// 0 means DefaultGiveUpAfter. Set it before the first Consume.
 	GiveUpAfter time.Duration
+	// Keep leaves the queues the session created, and what they hold, on
+	// the broker at Close (qlab run --keep). They are still the run's: its
+	// names carry its prefix, and qlab broker clean --prefix removes them.
+	Keep bool
+	kept []string // the queues Close left under Keep
 
 	connMu sync.Mutex // guards conn and closed
 	conn   *amqp.Connection
@@ -102,10 +107,11 @@ func (s *Session) Warn(msg string, args ...any) {
 // Open connects to the broker at url within a few seconds and ctx. names
 // picks the queue names (RunNames for a private prefix, SeedNames or
 // PersonNames for the seed's); a names without a Run gets a fresh one.
-// clock scales TTLs. A nil logger means slog.Default().
+// clock scales TTLs. logger gets connection trouble: the caller's (the
+// run API passes the front end's); nil logs nothing, never a global.
 func Open(ctx context.Context, url string, names Names, clock lab.Clock, logger *slog.Logger) (*Session, error) {
 	if logger == nil {
-		logger = slog.Default()
+		logger = slog.New(slog.DiscardHandler)
 	}
 	if names.Run == "" {
 		names.Run = newRunID()
@@ -514,8 +520,8 @@ func (s *Session) InterruptConsumers() {
 }
 
 // Close stops the session's consumers, deletes every queue the session
-// created (a queue already gone counts as deleted) and closes the
-// connection, each step bounded by ctx. The hold queue stays when it holds
+// created (a queue already gone counts as deleted; none when Keep is set)
+// and closes the connection, each step bounded by ctx. The hold queue stays when it holds
 // foreign messages: they were never the run's to delete. If the session's
 // connection was lost, Close dials a new one to clean up. It returns the
 // first error.
@@ -531,7 +537,12 @@ func (s *Session) Close(ctx context.Context) error {
 		_ = holdPub.Close()
 	}
 	var first error
-	if len(declared) > 0 {
+	switch {
+	case s.Keep:
+		s.mu.Lock()
+		s.kept = declared
+		s.mu.Unlock()
+	case len(declared) > 0:
 		first = s.deleteOwned(ctx, declared)
 	}
 	if err := s.closeConn(); first == nil && err != nil && !errors.Is(err, amqp.ErrClosed) {
@@ -556,6 +567,31 @@ func (s *Session) deleteOwned(ctx context.Context, names []string) error {
 	if err != nil {
 		return fmt.Errorf("deleting the run's queues: %w", err)
 	}
+	return s.deleteOn(ctx, conn, names)
+}
+
+// DeleteKept deletes the queues a session with Keep left at Close, on a
+// connection of its own: a later part of the same run declares them
+// again, and only the run's last part is left for the student.
+func (s *Session) DeleteKept(ctx context.Context) error {
+	s.mu.Lock()
+	kept := s.kept
+	s.kept = nil
+	s.mu.Unlock()
+	if len(kept) == 0 {
+		return nil
+	}
+	conn, err := dialAs(ctx, s.URL, ConnectionName(s.Names), nil)
+	if err != nil {
+		return fmt.Errorf("deleting the run's kept queues: %w", err)
+	}
+	defer conn.Close()
+	return s.deleteOn(ctx, conn, kept)
+}
+
+// deleteOn deletes the queues names on conn, a queue already gone counting
+// as deleted, the hold queue left where it holds foreign messages.
+func (s *Session) deleteOn(ctx context.Context, conn *amqp.Connection, names []string) error {
 	for _, name := range names {
 		if name == s.Names.hold() && s.keepHold(ctx, conn) {
 			continue

@@ -9,8 +9,12 @@ import (
 	"github.com/queuelab/qlab/lab"
 )
 
-// Style switches ANSI colour on or off.
-type Style struct{ Color bool }
+// Style is how log lines look: ANSI colour on or off, and the width they
+// wrap to (0: no wrapping).
+type Style struct {
+	Color bool
+	Width int
+}
 
 const (
 	dim   = "\x1b[2m"
@@ -38,8 +42,9 @@ func Stamp(ms int64) string {
 //
 //	00:01.000 [Retry-Worker] ♻️ Retrying task: C (attempt 2)
 //
-// Multi-line events (an alert mail) continue on indented lines. Summary
-// events render as "" (they belong to the table).
+// Multi-line events (an alert mail) and, when s.Width is set, lines wider
+// than it continue on indented lines. Summary events render as "" (they
+// belong to the table).
 func (s Style) Line(e lab.Event) string {
 	msg, tone := Message(e)
 	if msg == "" {
@@ -49,14 +54,21 @@ func (s Style) Line(e lab.Event) string {
 	if actor == "" {
 		actor = "lab"
 	}
-	head := s.paint(dim, Stamp(e.TMs)) + " " + s.paint(bold, "["+actor+"]") + " "
-	lines := strings.Split(msg, "\n")
-	lines[0] = head + s.paint(tone, lines[0])
+	head := Stamp(e.TMs) + " [" + actor + "] "
+	first, rest := 1<<30, 1<<30
+	if s.Width > 0 {
+		first, rest = max(s.Width-Width(head), 20), s.Width-len(logIndent)
+	}
+	lines := wrap(msg, first, rest, logIndent)
+	lines[0] = s.paint(dim, Stamp(e.TMs)) + " " + s.paint(bold, "["+actor+"]") + " " + s.paint(tone, lines[0])
 	for i := 1; i < len(lines); i++ {
-		lines[i] = strings.Repeat(" ", 13) + lines[i]
+		lines[i] = logIndent + s.paint(tone, strings.TrimPrefix(lines[i], logIndent))
 	}
 	return strings.Join(lines, "\n")
 }
+
+// logIndent starts a log line's continuation lines, under the actor.
+const logIndent = "             "
 
 // Message is the text of e without stamp and actor, and the colour it is
 // painted in. It is "" for events that have no log line (summaries).
@@ -145,7 +157,8 @@ func delay(ms int64) string {
 	return fmt.Sprintf("%dms", ms)
 }
 
-// LogSink writes each event as a log line as it arrives.
+// LogSink writes each event as a log line as it arrives, wrapped to
+// Style.Width.
 type LogSink struct {
 	W     io.Writer
 	Style Style

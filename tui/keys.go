@@ -4,7 +4,7 @@ import "github.com/charmbracelet/bubbles/key"
 
 // keyMap is the lesson view's keys; help renders them from here.
 type keyMap struct {
-	Pause, Faster, Slower, Restart, Next, Prev, Backend, Results, Menu, Quit key.Binding
+	Pause, Faster, Slower, Restart, Next, Prev, Backend, Results, Notice, Menu, Quit key.Binding
 }
 
 func newKeyMap() keyMap {
@@ -17,6 +17,7 @@ func newKeyMap() keyMap {
 		Prev:    key.NewBinding(key.WithKeys("p")),
 		Backend: key.NewBinding(key.WithKeys("b"), key.WithHelp("b", "backend")),
 		Results: key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "results")),
+		Notice:  key.NewBinding(key.WithKeys("i"), key.WithHelp("i", "notice")),
 		Menu:    key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "menu")),
 		Quit:    key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
 	}
@@ -26,15 +27,16 @@ func newKeyMap() keyMap {
 func (k keyMap) ShortHelp() []key.Binding { return k.helpFor(running) }
 
 // helpFor lists the keys that do something in state s: pause while a run
-// goes, the results once it ended.
+// goes, the results once it ended. It fits 80 columns, so +/- (speed,
+// shown in the header) is left to qlab tui --help.
 func (k keyMap) helpFor(s runState) []key.Binding {
 	switch s {
 	case finished, failed:
-		return []key.Binding{k.Results, k.Restart, k.Next, k.Faster, k.Backend, k.Menu, k.Quit}
+		return []key.Binding{k.Results, k.Notice, k.Restart, k.Next, k.Backend, k.Menu, k.Quit}
 	case running:
-		return []key.Binding{k.Pause, k.Faster, k.Restart, k.Next, k.Backend, k.Menu, k.Quit}
+		return []key.Binding{k.Pause, k.Notice, k.Restart, k.Next, k.Backend, k.Menu, k.Quit}
 	}
-	return []key.Binding{k.Restart, k.Next, k.Backend, k.Menu, k.Quit}
+	return []key.Binding{k.Notice, k.Restart, k.Next, k.Backend, k.Menu, k.Quit}
 }
 
 // FullHelp is the same keys in one column group.

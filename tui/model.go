@@ -78,6 +78,7 @@ type pane int
 const (
 	logPane     pane = iota // the log lines, as qlab run prints them
 	resultsPane             // the closing tables: what happened, and the lesson's measurements
+	noticePane              // what to notice, in full (the view's lines hold only the start)
 )
 
 // Model is the bubbletea model of the whole TUI: the lesson menu and the
@@ -118,7 +119,9 @@ type Model struct {
 	held      []lab.Event // events that arrived while paused
 	brokerErr string      // why no broker answered (noBroker)
 
-	logLines  []string
+	logged    []lab.Event    // the last logKeep events that have a log line
+	logLines  []string       // their lines, wrapped to the width they were drawn at
+	logWidth  int            // that width: a resize draws them again
 	summaries []lab.Event    // the run's summary events, for the results
 	tables    []render.Table // the lesson's measured tables, once it returned
 	pane      pane
@@ -227,7 +230,10 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.width, m.height = msg.Width, msg.Height
 		m.menu.SetSize(msg.Width, msg.Height)
 		m.help.Width = msg.Width
-		m.fitLog()
+		if m.logWidth != m.width && len(m.logged) > 0 {
+			m.relog()
+		}
+		m.fillPane()
 		return m, nil
 	case startMsg:
 		return m.start()
@@ -285,9 +291,11 @@ func (m Model) lessonKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		return m.togglePause()
 	case key.Matches(msg, k.Results):
 		if m.state == finished || m.state == failed {
-			m.pane = 1 - m.pane
-			m.fillPane()
+			m.showPane(map[bool]pane{true: logPane, false: resultsPane}[m.pane == resultsPane])
 		}
+		return m, nil
+	case key.Matches(msg, k.Notice):
+		m.showPane(map[bool]pane{true: logPane, false: noticePane}[m.pane == noticePane])
 		return m, nil
 	case key.Matches(msg, k.Faster):
 		m.nextSpeed = step(m.nextSpeed, +1)
@@ -346,7 +354,7 @@ func (m Model) start() (tea.Model, tea.Cmd) {
 	l := m.lesson()
 	m.backend, _ = m.pickBackend()
 	m.sc, m.run, m.paused, m.held = newScene(nil), nil, false, nil
-	m.logLines, m.summaries, m.tables, m.pane, m.flash = nil, nil, nil, logPane, ""
+	m.logged, m.logLines, m.summaries, m.tables, m.pane, m.flash = nil, nil, nil, nil, logPane, ""
 	m.log.SetContent("")
 	if m.backend == lab.Rabbit && m.broker == "" {
 		return m, m.seek()
@@ -387,8 +395,18 @@ func (m *Model) settle() {
 	if m.runErr != nil {
 		m.state = failed
 	}
-	m.pane = resultsPane
+	m.showPane(resultsPane)
+}
+
+// showPane switches the pane to p, at its top (the log: at its tail).
+func (m *Model) showPane(p pane) {
+	m.pane = p
 	m.fillPane()
+	if p != logPane {
+		m.log.GotoTop()
+	} else {
+		m.log.GotoBottom()
+	}
 }
 
 // stop cancels the current run. The run ends on its own; its late
@@ -495,49 +513,76 @@ func (m *Model) applyEvents(evs []lab.Event) {
 	if len(evs) == 0 {
 		return
 	}
-	style := render.Style{Color: m.cfg.Color}
+	m.logWidth = m.width
 	for _, e := range evs {
 		m.sc.apply(e, m.frame)
 		m.clockMs = max(m.clockMs, e.TMs)
 		if e.Kind == lab.Summary {
 			m.summaries = append(m.summaries, e)
 		}
-		if line := style.Line(e); line != "" {
+		if line := m.logLine(e); line != "" {
+			m.logged = append(m.logged, e)
 			m.logLines = append(m.logLines, line)
 		}
 	}
 	if over := len(m.logLines) - logKeep; over > 0 {
+		m.logged = append(m.logged[:0:0], m.logged[over:]...)
 		m.logLines = append(m.logLines[:0:0], m.logLines[over:]...)
 	}
 	m.fillPane()
 }
 
-// fillPane puts the log or the results into the pane. The log follows its
-// tail unless the user scrolled up; the results open at their top.
+// logLine is e's log line as qlab run prints it, wrapped to the view's
+// width rather than cut; "" for an event without one.
+func (m Model) logLine(e lab.Event) string {
+	return sanitize(render.Style{Color: m.cfg.Color, Width: m.width}.Line(e))
+}
+
+// relog draws the log's lines again at the view's width, after a resize.
+func (m *Model) relog() {
+	m.logWidth = m.width
+	for i, e := range m.logged {
+		m.logLines[i] = m.logLine(e)
+	}
+}
+
+// fillPane puts the log, the results or the notice into the pane. The log
+// follows its tail unless the user scrolled up, however the rows above it
+// change; the others stay where the user scrolled them.
 func (m *Model) fillPane() {
+	follow := m.log.AtBottom() || m.log.TotalLineCount() == 0
 	m.fitLog()
-	if m.pane == resultsPane {
+	switch m.pane {
+	case resultsPane:
 		m.log.SetContent(m.results())
-		m.log.GotoTop()
+		return
+	case noticePane:
+		m.log.SetContent(sanitize(strings.Join(render.Wrap("Notice: "+m.lesson().NoticeFor(m.backend), m.width, ""), "\n")))
 		return
 	}
-	follow := m.log.AtBottom() || m.log.TotalLineCount() == 0
 	m.log.SetContent(strings.Join(m.logLines, "\n"))
 	if follow {
 		m.log.GotoBottom()
 	}
 }
 
+// sanitize drops the emoji variation selector (U+FE0F) from a line the
+// TUI draws: it makes ♻ or 🗑 two columns wide for a renderer that reads
+// graphemes but one for a terminal that counts characters (tmux), and the
+// two would disagree on where the line ends.
+func sanitize(s string) string { return strings.ReplaceAll(s, "\uFE0F", "") }
+
 // results is the closing tables: the lesson's measurements first (the
 // point of Q03, Q05, Q06, Q11–Q13), then what happened to each task.
 func (m Model) results() string {
 	var b strings.Builder
+	layout := render.LayoutFor(m.width)
 	for _, t := range m.tables {
-		t.Write(&b)
+		t.Fit(&b, layout)
 		b.WriteString("\n")
 	}
-	render.WhatHappened(m.summaries).Write(&b)
-	return strings.TrimRight(b.String(), "\n")
+	render.WhatHappened(m.summaries).Fit(&b, layout)
+	return sanitize(strings.TrimRight(b.String(), "\n"))
 }
 
 // switchBackend flips between in-memory and RabbitMQ where the lesson has
@@ -609,14 +654,22 @@ func (m Model) noticeRows() int {
 	return 1
 }
 
-// fitLog sizes the log pane to what the rest of the lesson view leaves.
+// fitLog sizes the log pane to what the rest of the lesson view leaves,
+// keeping it at its tail if it was there.
 func (m *Model) fitLog() {
+	bottom := m.log.AtBottom()
 	m.log.Width = m.width
 	m.log.Height = max(m.height-m.chromeRows(), 1)
+	if bottom && m.pane == logPane {
+		m.log.GotoBottom()
+	}
 }
 
 // chromeRows counts the lesson view's lines besides the log pane.
 func (m Model) chromeRows() int {
+	if m.pane != logPane {
+		return 5 // header, status line, stats, pane rule, help: the pane takes the rest
+	}
 	boxLines := 1
 	if s := m.sc.slots(m.width); len(s) > 0 {
 		boxLines = (s[len(s)-1].row + 1) * (boxRows + 1)
@@ -642,26 +695,33 @@ func (m Model) View() string {
 	w := m.width
 	var out []string
 	out = append(out, m.header(w))
-	out = append(out, noticeLines(m.lesson().NoticeFor(m.backend), w, m.noticeRows())...)
-	out = append(out, m.statusLine(w))
-	out = append(out, m.stage(w)...)
-	out = append(out, m.fates(w))
-	if m.sc.breaker.seen {
-		out = append(out, m.breakerLine())
+	if m.pane == logPane { // the results and the notice take the stage's rows
+		out = append(out, noticeLines(m.lesson().NoticeFor(m.backend), w, m.noticeRows())...)
 	}
-	out = append(out, m.statsLine())
+	out = append(out, m.statusLine(w))
+	if m.pane == logPane {
+		out = append(out, m.stage(w)...)
+		out = append(out, m.fates(w))
+		if m.sc.breaker.seen {
+			out = append(out, clip(m.breakerLine(), w))
+		}
+	}
+	out = append(out, clip(m.statsLine(), w))
 	out = append(out, m.paneRule(w))
 	out = append(out, m.log.View())
-	out = append(out, m.help.ShortHelpView(m.keys.helpFor(m.state)))
-	return strings.Join(out, "\n")
+	out = append(out, clip(m.help.ShortHelpView(m.keys.helpFor(m.state)), w))
+	return sanitize(strings.Join(out, "\n"))
 }
 
 // paneRule heads the pane: which it is, and the legend of the tokens'
 // marks while the log shows.
 func (m Model) paneRule(w int) string {
 	head := "── log · " + legend + " "
-	if m.pane == resultsPane {
-		head = "── results (t: the log) "
+	switch m.pane {
+	case resultsPane:
+		head = "── results (t: the log · ↑/↓ scroll) "
+	case noticePane:
+		head = "── what to notice (i: the log · ↑/↓ scroll) "
 	}
 	head = clip(head, w)
 	return m.st.paint(faint, head+strings.Repeat("─", max(w-len([]rune(head)), 0)))

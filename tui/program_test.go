@@ -17,13 +17,14 @@ import (
 )
 
 // TestSmokeRunToDLQAndQuit runs the fake lesson in a real bubbletea
-// program, waits until its poison task sits in the DLQ, and quits.
+// program, waits until its poison task sits in the DLQ and the results
+// show, and quits.
 func TestSmokeRunToDLQAndQuit(t *testing.T) {
 	m, err := New(Config{Lessons: []lessons.Lesson{fakeDLQ}, Start: 98, Speed: 4})
 	require.NoError(t, err)
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(80, 24))
 	teatest.WaitFor(t, tm.Output(), func(out []byte) bool {
-		return bytes.Contains(out, []byte("dead 1 ·")) && bytes.Contains(out, []byte("1 dead"))
+		return bytes.Contains(out, []byte("dead 1 ·")) && bytes.Contains(out, []byte("What happened"))
 	}, teatest.WithDuration(20*time.Second))
 	tm.Type("q")
 	tm.WaitFinished(t, teatest.WithFinalTimeout(10*time.Second))
@@ -157,7 +158,7 @@ func TestBigModelView(t *testing.T) {
 	m := bigModel(80, 24)
 	frame := m.View()
 	assert.Contains(t, frame, "done 6000 · dead 1000 · dropped 0 · lost 0 · pending 3000")
-	assert.Contains(t, frame, "breaker ○ OPEN")
+	assert.Contains(t, frame, "breaker ○ open")
 	assert.Contains(t, frame, "←T08", "tokens in flight are drawn")
 	assert.Regexp(t, `(?m)←T08\S* +\+\d+$`, frame, "those that do not fit the lane are counted")
 }

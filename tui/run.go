@@ -11,6 +11,7 @@ import (
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lessons"
 	"github.com/queuelab/qlab/render"
+	"github.com/queuelab/qlab/run"
 )
 
 // Pumping events: how the model gets them without ever blocking Update.
@@ -148,11 +149,21 @@ func startRun(gen int, l lessons.Lesson, opts lessons.Options) (*runHandle, tea.
 		defer close(h.finished)
 		// Bounded: a view that falls behind misses events (counted, shown)
 		// rather than holding up the lesson's workers.
-		res, err := lessons.Run(ctx, l, opts, lab.NewBounded(chanSink{ctx: ctx, ch: h.events, gate: h.gate}, viewBuf))
+		res, err := startLesson(ctx, l, opts, lab.NewBounded(chanSink{ctx: ctx, ch: h.events, gate: h.gate}, viewBuf))
 		close(h.events) // Run has finished its stream and its sinks: nothing emits after this
 		return runDoneMsg{gen: gen, err: err, tables: res.Tables, missed: res.Missed}
 	}
 	return h, run
+}
+
+// startLesson runs l through the run API (checked, named), as every front
+// end does; the broker URL is the one the TUI's discovery found.
+func startLesson(ctx context.Context, l lessons.Lesson, opts lessons.Options, sink lab.Sink) (lessons.Result, error) {
+	ready, err := run.Prepare(ctx, run.Request{Lesson: l, Options: opts})
+	if err != nil {
+		return lessons.Result{}, err
+	}
+	return ready.Start(ctx, sink)
 }
 
 // waitCmd blocks until the run has an event (no ticking while idle), then

@@ -1,12 +1,14 @@
 package tui
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/render"
 )
@@ -133,7 +135,7 @@ func (m Model) drawBox(cv []canvas, s slot, arriving int) {
 	var info string
 	cw := inner - 2
 	if s.name == alertNode {
-		info = plural(len(m.sc.alerts), "mail")
+		info = render.Count(len(m.sc.alerts), "mail")
 	} else {
 		info = m.boxInfo(s.name, len(m.sc.members[s.name])-arriving, arriving, inner-3)
 	}
@@ -428,8 +430,9 @@ func noticeLines(text string, width, n int) []string {
 	wrapped := strings.Split(lipgloss.NewStyle().Width(max(width, 20)).Render("Notice: "+text), "\n")
 	if len(wrapped) > n {
 		wrapped = wrapped[:n]
+		more := " … (i: read all)"
 		last := strings.TrimRight(wrapped[n-1], " ")
-		wrapped[n-1] = clip(last+" …", width)
+		wrapped[n-1] = strings.TrimRight(ansi.Truncate(last, width-ansi.StringWidth(more), ""), " ") + more
 	}
 	for i := range wrapped {
 		wrapped[i] = strings.TrimRight(wrapped[i], " ")
@@ -474,15 +477,14 @@ func (m Model) tail(c canvas, x, room int, ids []string, n int, tn tone) int {
 // a breaker.
 func (m Model) breakerLine() string {
 	b := m.sc.breaker
-	glyph, tn, name := "●", good, "CLOSED"
+	glyph, tn := "●", good // closed, and before the breaker first reports
 	switch b.state {
 	case "open":
-		glyph, tn, name = "○", bad, "OPEN"
+		glyph, tn = "○", bad
 	case "half_open":
-		glyph, tn, name = "◐", warn, "HALF-OPEN"
-	case "":
-		glyph, tn, name = "●", good, "CLOSED"
+		glyph, tn = "◐", warn
 	}
+	name := cmp.Or(b.state, "closed") // the state's word as the log says it
 	counts := fmt.Sprintf("  %d of %d calls failed", b.fails, b.calls)
 	switch b.state {
 	case "open":
@@ -530,16 +532,16 @@ func sharedPrefix(names []string) string {
 	return p
 }
 
-// clip cuts s to n columns, marking the cut with an ellipsis.
+// clip cuts s to n columns (ANSI codes take none, an emoji two), marking
+// the cut with an ellipsis.
 func clip(s string, n int) string {
-	r := []rune(s)
 	if n <= 0 {
 		return ""
 	}
-	if len(r) <= n {
+	if ansi.StringWidth(s) <= n {
 		return s
 	}
-	return string(r[:n-1]) + "…"
+	return ansi.Truncate(s, n, "…")
 }
 
 // seconds formats lesson milliseconds as a countdown: 0.6s, 10s, 1.5s.
@@ -548,13 +550,6 @@ func seconds(ms int64) string {
 		return strconv.FormatInt(ms/1000, 10) + "s"
 	}
 	return strconv.FormatFloat(float64(ms)/1000, 'f', 1, 64) + "s"
-}
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	return strconv.Itoa(n) + " " + word + "s"
 }
 
 func speedText(f float64) string { return strconv.FormatFloat(f, 'g', 3, 64) + "×" }

@@ -97,10 +97,10 @@ func breakerEvents() [][]lab.Event {
 func TestGoldenBreakerLight(t *testing.T) {
 	m := testModel(fakeDLQ, 80, 24)
 	want := []struct{ name, light string }{
-		{"closed", "breaker ● CLOSED  1 of 1 calls failed · rejected 0"},
-		{"open", "breaker ○ OPEN  tripped by 2 failed of 2 calls · rejected 1 (latest C)"},
-		{"half_open", "breaker ◐ HALF-OPEN  trial calls: 0 failed of 0 · rejected 1"},
-		{"closed_again", "breaker ● CLOSED  0 of 0 calls failed · rejected 1"},
+		{"closed", "breaker ● closed  1 of 1 calls failed · rejected 0"},
+		{"open", "breaker ○ open  tripped by 2 failed of 2 calls · rejected 1 (latest C)"},
+		{"half_open", "breaker ◐ half_open  trial calls: 0 failed of 0 · rejected 1"},
+		{"closed_again", "breaker ● closed  0 of 0 calls failed · rejected 1"},
 	}
 	for i, batch := range breakerEvents() {
 		m = feed(m, batch...)
@@ -108,6 +108,8 @@ func TestGoldenBreakerLight(t *testing.T) {
 		frame := m.View()
 		golden(t, "breaker_"+want[i].name, frame)
 		assert.Contains(t, frame, want[i].light)
+		state := strings.Fields(want[i].light)[2]
+		assert.Contains(t, frame, "Circuit breaker "+state, "the light and the log say the state in one word")
 	}
 }
 
@@ -283,7 +285,7 @@ func TestFinishedShowsResultsAndNext(t *testing.T) {
 	frame := m.View()
 	assert.Contains(t, frame, "■ finished")
 	assert.Contains(t, frame, "finished · Next: qlab tui 99 (n)")
-	assert.Contains(t, frame, "── results (t: the log)")
+	assert.Contains(t, frame, "── results (t: the log · ↑/↓ scroll)")
 	assert.Contains(t, frame, "Measured thing")
 	assert.Contains(t, frame, "What happened")
 	m = step1(m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'t'}})
@@ -361,4 +363,18 @@ func TestViewShowsTheNoticeOfItsBackend(t *testing.T) {
 	frame := testModel(l, 80, 24).View()
 	assert.Contains(t, frame, "A timer holds it.")
 	assert.NotContains(t, frame, "The broker holds it.")
+}
+
+// A view that fell behind says so when the run ends: the lesson went on
+// without it (lab.Bounded), and the count of what it missed is shown.
+func TestFinishedSaysWhatTheViewMissed(t *testing.T) {
+	m, err := New(Config{Lessons: []lessonsLesson{fakeDLQ}, Start: 98})
+	require.NoError(t, err)
+	m.state = running
+	m = step1(m, tea.WindowSizeMsg{Width: 100, Height: 30})
+	m = feed(m, append(chainStart(), chainEnd()...)...)
+	m = step1(m, runDoneMsg{gen: m.gen, missed: 1234})
+	m = step1(m, eventsMsg{gen: m.gen, closed: true})
+	require.Equal(t, finished, m.state)
+	assert.Contains(t, m.View(), "the view fell behind and missed 1234 events")
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/queuelab/qlab/lab"
@@ -96,7 +97,7 @@ func brokerLatency(ctx context.Context, stdout io.Writer, ttl time.Duration, n i
 	if err != nil {
 		return err
 	}
-	s, err := rabbit.Open(ctx, b.URL, rabbit.RunNames(), lab.NewClock(1), nil)
+	s, err := rabbit.Open(ctx, b.URL, rabbit.RunNames(), lab.NewClock(1), logger(os.Stderr))
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lessons"
 	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/render"
 )
 
 // cleanFlags are the flags of `qlab broker clean`.
@@ -77,7 +78,7 @@ func writeCleaned(w io.Writer, prefix string, res rabbit.CleanResult, dryRun boo
 		verb = "would delete"
 	}
 	for _, q := range res.Deleted {
-		fmt.Fprintf(w, "%s queue %s (%d ready messages)\n", verb, q.Name, q.Messages)
+		fmt.Fprintf(w, "%s queue %s (%s)\n", verb, q.Name, render.Count(q.Messages, "ready message"))
 	}
 	for _, x := range res.Exchanges {
 		fmt.Fprintf(w, "%s exchange %s\n", verb, x)

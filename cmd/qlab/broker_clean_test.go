@@ -95,7 +95,7 @@ func TestBrokerClean(t *testing.T) {
 
 	code, out, errOut := qlab("broker", "clean", "--prefix", prefix, "--lesson", "12", "--dry-run")
 	require.Equal(t, exitOK, code, errOut)
-	assert.Contains(t, out, "would delete queue "+names.Of("email_queue")+" (1 ready messages)")
+	assert.Contains(t, out, "would delete queue "+names.Of("email_queue")+" (1 ready message)")
 	assert.Contains(t, out, "would delete queue "+names.Of("email_queue_wait")+" (0 ready messages)")
 	assert.Contains(t, out, "left queue "+names.Of("email_queue_dlq")+": 1 consumers attached")
 	assert.NotContains(t, out, "not_a_lesson_queue")
@@ -103,7 +103,7 @@ func TestBrokerClean(t *testing.T) {
 
 	code, out, errOut = qlab("broker", "clean", "--prefix", prefix, "--lesson", "12")
 	require.Equal(t, exitOK, code, errOut)
-	assert.Contains(t, out, "deleted queue "+names.Of("email_queue")+" (1 ready messages)")
+	assert.Contains(t, out, "deleted queue "+names.Of("email_queue")+" (1 ready message)")
 	assert.Contains(t, out, "deleted 2, left 1 in use; 0 lesson names not on the broker under "+names.Prefix)
 	assertQueues(t, conn, names, map[string]bool{"email_queue": false, "email_queue_wait": false, "email_queue_dlq": true, "not_a_lesson_queue": true})
 }

@@ -9,12 +9,14 @@ import (
 	"math"
 	"os"
 	"regexp"
+	"runtime/debug"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lessons"
 	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/render"
 )
 
 // Exit codes: 0 ok, 1 the run failed, 2 the command line was wrong.
@@ -34,13 +36,15 @@ const mainHelp = `qlab — QueueLab, a hands-on lab for how message queues fail 
 Usage:
   qlab list                 the lessons: number, title, backends
   qlab run N [flags]        run lesson N (qlab run --help for flags)
-  qlab broker status|up|down|latency
-                            find the RabbitMQ broker, start one with Docker, measure TTL delays
+  qlab broker status|up|down|latency|clean
+                            find the broker, start one (Docker), measure TTL delays,
+                            remove what a killed or --keep run left (qlab broker --help)
   qlab compare N [flags]    run lesson N on both backends and measure the difference
   qlab tui [N] [flags]      watch lessons animate in the terminal (qlab tui --help)
   qlab ex [N | command]     exercises: write the mechanism, qlab checks it (qlab ex --help)
   qlab dlq inspect|replay|purge QUEUE [flags]
-                            read, replay or empty a dead-letter queue on the broker (qlab dlq --help)
+                            read, replay or empty a dead-letter queue (qlab dlq --help)
+  qlab version              which qlab this is: its commit and Go version
   qlab help                 this text
 
 Start with: qlab run 1`
@@ -56,6 +60,7 @@ var commands = map[string]command{
 	"tui":     cmdTui,
 	"ex":      cmdEx,
 	"dlq":     cmdDLQ,
+	"version": cmdVersion,
 }
 
 // Main runs qlab with args (without the program name) and returns the exit
@@ -70,6 +75,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "help", "-h", "-help", "--help":
 		fmt.Fprintln(stdout, mainHelp)
 		return exitOK
+	case "--version":
+		name = "version"
 	}
 	cmd, ok := commands[name]
 	if !ok {
@@ -206,13 +213,18 @@ func printHelp(fs *flag.FlagSet, w io.Writer) {
 	fmt.Fprintln(w, "\nFlags:")
 	fs.VisitAll(func(f *flag.Flag) {
 		kind, usage := flag.UnquoteUsage(f)
-		fmt.Fprintf(w, "  --%s\n    \t%s", strings.TrimSpace(f.Name+" "+kind), usage)
+		fmt.Fprintf(w, "  --%s\n", strings.TrimSpace(f.Name+" "+kind))
 		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
-			fmt.Fprintf(w, " (default %s)", f.DefValue)
+			usage += fmt.Sprintf(" (default %s)", f.DefValue)
 		}
-		fmt.Fprintln(w)
+		for _, line := range render.Wrap(usage, render.DefaultWidth-len(flagIndent), "") {
+			fmt.Fprintln(w, flagIndent+line)
+		}
 	})
 }
+
+// flagIndent sets a flag's help under its name.
+const flagIndent = "      "
 
 // singleDash matches a flag name as the flag package prints it (-speed),
 // to be spelled as users type it (--speed).
@@ -321,4 +333,104 @@ func colorWanted(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// explicitFlag reports whether the user gave flag name on the command line.
+func explicitFlag(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
+// runSpeed is the speed `qlab run` goes at: --speed where given, else the
+// lesson's own pace (Lesson.WatchSpeed) where that is faster than real
+// time, so a long lesson (Q12's 30 s outage) does not take minutes.
+func runSpeed(fs *flag.FlagSet, l lessons.Lesson, given float64) float64 {
+	if explicitFlag(fs, "speed") || l.WatchSpeed <= 1 {
+		return given
+	}
+	return l.WatchSpeed
+}
+
+// ownSpeeds lists the lessons that run faster than real time by default:
+// "2× for 12, 5× for 13".
+func ownSpeeds() string {
+	var parts []string
+	for _, l := range lessons.All {
+		if l.WatchSpeed > 1 {
+			parts = append(parts, fmt.Sprintf("%g× for %d", l.WatchSpeed, l.Number()))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// defaultingTo lists the lessons whose default backend is b, runs of
+// consecutive numbers as ranges: "10, 11, 14–17".
+func defaultingTo(b lab.Backend) string {
+	var nums []int
+	for _, l := range lessons.All {
+		if l.DefaultBackend() == b {
+			nums = append(nums, l.Number())
+		}
+	}
+	var parts []string
+	for i := 0; i < len(nums); {
+		j := i
+		for j+1 < len(nums) && nums[j+1] == nums[j]+1 {
+			j++
+		}
+		switch {
+		case j-i >= 2:
+			parts = append(parts, fmt.Sprintf("%d–%d", nums[i], nums[j]))
+		case j > i:
+			parts = append(parts, fmt.Sprint(nums[i]), fmt.Sprint(nums[j]))
+		default:
+			parts = append(parts, fmt.Sprint(nums[i]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ", ")
+}
+
+const versionHelp = `Usage: qlab version
+
+Prints which qlab this is: the commit it was built from (and whether the
+tree had changes), when, and the Go version. go build and go install
+record the commit; go run, go test and -buildvcs=false do not.`
+
+func cmdVersion(_ context.Context, args []string, stdout, _ io.Writer) error {
+	fs := newFlagSet("version", versionHelp)
+	pos, err := parseInterspersed(fs, args, stdout)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("version takes no arguments, got %q", pos)
+	}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		fmt.Fprintln(stdout, "qlab: no build information in this binary")
+		return nil
+	}
+	fmt.Fprintln(stdout, versionLine(info))
+	return nil
+}
+
+// versionLine is one line on the build: module version, commit, and Go.
+func versionLine(info *debug.BuildInfo) string {
+	vcs := map[string]string{}
+	for _, s := range info.Settings {
+		vcs[s.Key] = s.Value
+	}
+	commit := "commit unknown (go run, go test and -buildvcs=false record none)"
+	if rev := vcs["vcs.revision"]; rev != "" {
+		commit = "commit " + rev[:min(len(rev), 12)]
+		if vcs["vcs.modified"] == "true" {
+			commit += " with uncommitted changes"
+		}
+		if at := vcs["vcs.time"]; at != "" {
+			commit += ", " + at
+		}
+	}
+	return fmt.Sprintf("qlab %s, %s, %s %s/%s", info.Main.Version, commit, info.GoVersion, vcs["GOOS"], vcs["GOARCH"])
 }

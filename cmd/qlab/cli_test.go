@@ -207,15 +207,24 @@ func TestTuiDiscoveryReportsABadBrokerURL(t *testing.T) {
 }
 
 // TestRunEndsWithWhatToDoNext: every finished run points to the next
-// lesson, and a lesson with both backends to the other one and compare.
+// lesson, and a lesson with both backends to the other one and compare,
+// spelled the way qlab was started: after make, make lesson-8 (a bare
+// qlab run 8 is "command not found" there); from go run, go run.
 func TestRunEndsWithWhatToDoNext(t *testing.T) {
+	t.Setenv("QLAB_VIA", "make")
 	var out, errOut bytes.Buffer
 	require.Equal(t, exitOK, Main(t.Context(), []string{"run", "7", "--speed", "50", "--no-color"}, &out, &errOut), errOut.String())
-	assert.True(t, strings.HasSuffix(out.String(), "Next: qlab run 8   (Dead-letter queue instead of dropping)\n"), out.String())
+	assert.True(t, strings.HasSuffix(out.String(), "Next: make lesson-8   (Dead-letter queue instead of dropping)\n"), out.String())
 
+	t.Setenv("QLAB_VIA", "")
 	q12, _ := lessons.Parse("12")
-	steps := nextSteps(q12, lab.InMem)
-	assert.Contains(t, steps, "qlab run 12 --backend rabbit")
-	assert.Contains(t, steps, "qlab compare 12")
-	assert.Contains(t, steps, "Next: qlab run 13")
+	steps := nextSteps(q12, lab.InMem, invoked()) // the test binary is built under go-build, as go run's is
+	assert.Contains(t, steps, "go run ./cmd/qlab run 12 --backend rabbit")
+	assert.Contains(t, steps, "go run ./cmd/qlab compare 12")
+	assert.Contains(t, steps, "Next: go run ./cmd/qlab run 13")
+
+	steps = nextSteps(q12, lab.InMem, invocation{make: true})
+	assert.Contains(t, steps, `make lesson-12 FLAGS="--backend rabbit"`)
+	assert.Contains(t, steps, "make compare-12")
+	assert.Contains(t, nextSteps(q12, lab.InMem, invocation{prog: "bin/qlab"}), "Next: bin/qlab run 13")
 }

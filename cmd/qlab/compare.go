@@ -9,8 +9,9 @@ import (
 	"strings"
 
 	"github.com/queuelab/qlab/compare"
+	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lessons"
-	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/run"
 )
 
 const compareHelp = `Usage: qlab compare N [flags]
@@ -57,10 +58,13 @@ func cmdCompare(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if !l.Dual() {
 		return usagef("lesson %d runs on %s only, so there is nothing to compare (lessons on both: %s)", l.Number(), backendList(l), dualLessons())
 	}
-	broker, err := rabbit.Discover(ctx, discoverOptions)
+	// The run API checks the lesson's broker side and finds the broker;
+	// compare then runs it many times, each run under names of its own.
+	ready, err := run.Prepare(ctx, run.Request{Lesson: l, Options: lessons.Options{Backend: lab.Rabbit}, Discover: discoverOptions})
 	if err != nil {
 		return withDetails(fmt.Errorf("compare needs a RabbitMQ broker: %w", err), *verbose)
 	}
+	broker := ready.Broker
 	rep, err := compare.Run(ctx, l, compare.Config{Speed: pf.speed, Plan: pf.plan(), Broker: broker.URL, BrokerInfo: broker.String(), Repeat: *repeat})
 	if err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/render"
 )
 
 const dlqHelp = `Usage:
@@ -82,7 +83,7 @@ func cmdDLQ(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	default:
 		removed, err := rabbit.Purge(ctx, conn, name(queue))
 		if err == nil {
-			fmt.Fprintf(stdout, "purged %s: %d messages deleted\n", name(queue), removed)
+			fmt.Fprintf(stdout, "purged %s: %s deleted\n", name(queue), render.Count(removed, "message"))
 		}
 		return err
 	}
@@ -157,8 +158,8 @@ func dlqInspect(ctx context.Context, conn *amqp.Connection, queue string, n int,
 	for i, d := range msgs {
 		writeMessage(w, i+1, d)
 	}
-	fmt.Fprintf(w, "%s: showed %d of %d ready messages; all left in place, in order (read with basic.get, never acknowledged)\n",
-		queue, len(msgs), depth)
+	fmt.Fprintf(w, "%s: showed %d of %s; all left in place, in order (read with basic.get, never acknowledged)\n",
+		queue, len(msgs), render.Count(depth, "ready message"))
 	return nil
 }
 
@@ -193,8 +194,8 @@ func dlqReplay(ctx context.Context, conn *amqp.Connection, from, to string, opts
 	}
 	note := ""
 	if opts.ResetRetries {
-		note = fmt.Sprintf("; %d had their retries reset", res.Reset)
+		note = "; retries reset on " + render.Count(res.Reset, "message")
 	}
-	fmt.Fprintf(w, "replayed %d messages from %s to %s (each copy confirmed before its original was acknowledged)%s\n", len(res.Moved), from, to, note)
+	fmt.Fprintf(w, "replayed %s from %s to %s (each copy confirmed before its original was acknowledged)%s\n", render.Count(len(res.Moved), "message"), from, to, note)
 	return nil
 }

@@ -3,8 +3,20 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
+
+	"github.com/charmbracelet/x/term"
+
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lesson"
+	"github.com/queuelab/qlab/lessons"
+	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/render"
 )
 
 // errOutputClosed is the cause a run is cancelled with when its output
@@ -41,4 +53,107 @@ func (o *watchedOutput) Err() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.err
+}
+
+// terminalWidth is w's width in columns when w is a terminal, else 0.
+func terminalWidth(w io.Writer) int {
+	f, ok := w.(*os.File)
+	if !ok {
+		return 0
+	}
+	width, _, err := term.GetSize(f.Fd())
+	if err != nil {
+		return 0
+	}
+	return width
+}
+
+// invocation is how the user started qlab, so that a hint names a command
+// that works as typed: make (the Makefile sets QLAB_VIA=make), go run, or
+// the binary's own name (qlab from PATH, bin/qlab).
+type invocation struct {
+	make bool
+	prog string
+}
+
+// invoked reads how this process was started.
+func invoked() invocation {
+	if os.Getenv("QLAB_VIA") == "make" {
+		return invocation{make: true}
+	}
+	prog := os.Args[0]
+	switch {
+	case strings.Contains(prog, "go-build"): // go run (and go test) build under a go-build temp dir
+		return invocation{prog: "go run ./cmd/qlab"}
+	case !strings.ContainsRune(prog, filepath.Separator):
+		return invocation{prog: "qlab"}
+	}
+	return invocation{prog: prog}
+}
+
+// run is the command that runs lesson n with flags (may be "").
+func (i invocation) run(n int, flags string) string {
+	if i.make {
+		if flags != "" {
+			return fmt.Sprintf("make lesson-%d FLAGS=%q", n, flags)
+		}
+		return fmt.Sprintf("make lesson-%d", n)
+	}
+	return strings.TrimSpace(fmt.Sprintf("%s run %d %s", i.prog, n, flags))
+}
+
+// compare is the command that compares lesson n's backends.
+func (i invocation) compare(n int) string {
+	if i.make {
+		return fmt.Sprintf("make compare-%d", n)
+	}
+	return fmt.Sprintf("%s compare %d", i.prog, n)
+}
+
+// nextSteps is what a finished run points to, as commands that work the
+// way qlab was started: the other backend and compare for a lesson that
+// has both, and the next lesson.
+func nextSteps(l lessons.Lesson, ran lab.Backend, how invocation) string {
+	var b []string
+	if l.Dual() {
+		other := lab.InMem
+		if ran == lab.InMem {
+			other = lab.Rabbit
+		}
+		b = append(b, fmt.Sprintf("Try:  %s   (the same flow, the other mechanism), or %s",
+			how.run(l.Number(), "--backend "+string(other)), how.compare(l.Number())))
+	}
+	if next, ok := lessons.Next(l); ok {
+		b = append(b, fmt.Sprintf("Next: %s   (%s)", how.run(next.Number(), ""), next.Title))
+	} else {
+		b = append(b, "Next: you have run every lesson; qlab tui replays any of them, qlab compare N measures the two backends")
+	}
+	return strings.Join(b, "\n")
+}
+
+// noBrokerHint adds to a failed broker discovery, for a lesson that runs
+// on the broker by default and in memory too, the command that runs it
+// there.
+func noBrokerHint(err error, l lessons.Lesson, how invocation) error {
+	var nb *rabbit.NoBrokerError
+	if l.InMem == nil || !errors.As(err, &nb) {
+		return err
+	}
+	return fmt.Errorf("%w\nor run it in memory, no broker needed: %s", err, how.run(l.Number(), "--backend inmem"))
+}
+
+// keptNote says where a --keep run left its queues and how to practise on
+// them and remove them, in lines that fit DefaultWidth.
+func keptNote(names *lesson.Names, how invocation) string {
+	p := strings.TrimSuffix(names.Prefix, ".")
+	prog := how.prog
+	if how.make {
+		prog = "bin/qlab"
+	}
+	head := "Kept: this run's queues and their messages stay on the broker under the prefix " + p +
+		". Read a queue (taking nothing), replay one into another, remove them all:"
+	return strings.Join(render.Wrap(head, render.DefaultWidth, ""), "\n") + "\n" +
+		"  " + prog + " dlq inspect QUEUE --prefix " + p + "\n" +
+		"  " + prog + " dlq replay QUEUE --to QUEUE --prefix " + p + "\n" +
+		"  " + prog + " broker clean --prefix " + p
 }

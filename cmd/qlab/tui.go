@@ -9,7 +9,7 @@ import (
 
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lessons"
-	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/run"
 	"github.com/queuelab/qlab/tui"
 )
 
@@ -17,25 +17,15 @@ const tuiHelp = `Usage: qlab tui [N] [flags]
 
 Opens the terminal UI: a lesson menu, or lesson N at once. Queues are boxes,
 tasks are tokens travelling between them; space pauses, +/- set the speed
-of the next run, r restarts, n/p change lesson, b switches backend, q quits.`
+of the next run, r restarts, n/p change lesson, b switches backend, i shows
+the whole notice, t the results once the run ended, q quits.`
 
-// brokerDiscovery finds a RabbitMQ broker for the TUI's backend switch. It
-// only looks (RABBITMQ_URL, then the default URL) and never starts a
-// container from inside the UI; a miss is shown in the view, with
-// RABBITMQ_URL's own failure when it is set.
+// brokerDiscovery finds a RabbitMQ broker for the TUI's backend switch
+// (run.FindBroker). It only looks (RABBITMQ_URL, then the default URL)
+// and never starts a container from inside the UI; a miss is shown in the
+// view, with RABBITMQ_URL's own failure when it is set.
 func brokerDiscovery(ctx context.Context) (string, error) {
-	opts := discoverOptions
-	opts.Docker = false
-	b, err := rabbit.Discover(ctx, opts)
-	var nb *rabbit.NoBrokerError
-	switch {
-	case errors.As(err, &nb) && nb.EnvURL:
-		// RABBITMQ_URL is the only broker tried: say what is wrong with it.
-		return "", err
-	case errors.Is(err, rabbit.ErrNoBroker):
-		// The view has one line for it: what to do beats where we looked.
-		return "", errors.New("none answers; start one with `rabbitmq-server -detached` (or qlab broker up with Docker)")
-	}
+	b, err := run.FindBroker(ctx, discoverOptions)
 	return b.URL, err
 }
 

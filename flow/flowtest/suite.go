@@ -4,7 +4,11 @@
 // Every case holds on both alike: the same decisions give the same fates,
 // attempts, routes and waits. What differs between them (flow.Features:
 // surviving a crash, a wait queue's depth, exact time) is checked by the
-// lessons' parity suite (lessons/parity_test.go), not here.
+// lessons' parity suite (lessons/parity_test.go), not here; a case that
+// can be exact only under exact time asks the backend (flow.FeaturesOf).
+// The suite also holds a backend to the optional interfaces it reads
+// queues and batches through (flow.Inspector, flow.Batcher): every
+// backend the lab has them.
 package flowtest
 
 import (

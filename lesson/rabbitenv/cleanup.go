@@ -26,7 +26,7 @@ func CloseSession(ctx context.Context, env *lesson.Env, s *rabbit.Session) {
 	if err := s.Err(); err != nil {
 		rabbit.ReportLost(env.Stream, "Cleanup", "the run could not go on: "+err.Error())
 	}
-	if s.Close(cleanup) == nil {
+	if s.Close(cleanup) == nil && !s.Keep { // kept, a message is still where it was
 		rabbit.ReportDiscarded(env.Stream, "Cleanup")
 	}
 }

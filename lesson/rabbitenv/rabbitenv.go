@@ -8,6 +8,7 @@ package rabbitenv
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lab"
@@ -44,22 +45,14 @@ func open(ctx context.Context, env *lesson.Env) (flow.Backend, error) {
 	return b, nil
 }
 
-// Names picks a RabbitMQ lesson's queue names: the names the run was
-// given (Options.Names), the seed's exact names with --names exact (under a
-// person's prefix with --prefix), or a fresh per-run prefix so runs never
-// collide. The caller checked the prefix (rabbit.CheckPrefix); one that
-// fails here is ignored.
+// Names are a RabbitMQ lesson's queue names: the names the run was given
+// (Options.Names: the run API picks them from --names and --prefix), or a
+// fresh per-run prefix, so runs never collide.
 func Names(env *lesson.Env) rabbit.Names {
-	switch {
-	case env.Names != nil:
+	if env.Names != nil {
 		return rabbit.Names(*env.Names)
-	case !env.SeedNames:
-		return rabbit.RunNames()
 	}
-	if names, err := rabbit.PersonNames(env.Prefix); err == nil {
-		return names
-	}
-	return rabbit.SeedNames()
+	return rabbit.RunNames()
 }
 
 // Of is n as the run options carry it (lesson.Options.Names).
@@ -68,25 +61,44 @@ func Of(n rabbit.Names) *lesson.Names {
 	return &ln
 }
 
+// keptKey is where Session holds the run's previous session (Env.Hold)
+// under Keep.
+type keptKey struct{}
+
 // Session opens the run's RabbitMQ session under Names(env), with the
-// run's clock, logger and bound on waiting for a lost broker.
+// run's clock, logger and bound on waiting for a lost broker. Under Keep,
+// a run in parts (Q15's routes, Q16's overflow modes) declares the same
+// names again in each: the previous part's kept queues go first, so the
+// run leaves its last part's.
 func Session(ctx context.Context, env *lesson.Env) (*rabbit.Session, error) {
+	if kept, ok := env.Held(keptKey{}).(*rabbit.Session); ok {
+		if err := kept.DeleteKept(ctx); err != nil {
+			return nil, err
+		}
+	}
 	s, err := rabbit.Open(ctx, env.Broker, Names(env), env.Stream.Clock(), env.Log())
 	if err != nil {
 		return nil, err
 	}
-	s.GiveUpAfter = env.GiveUpAfter
+	s.GiveUpAfter, s.Keep = env.GiveUpAfter, env.Keep
+	if env.Keep {
+		env.Hold(keptKey{}, s)
+	}
 	return s, nil
 }
 
 // TopologyTable shows what a RabbitMQ lesson declared: each queue's broker
 // name, role, the TTL the broker really waits and where it dead-letters.
 func TopologyTable(topo rabbit.Topology, s *rabbit.Session) render.Table {
+	ended := "The run deleted them when it ended (only queues it created: it refuses names that already exist)."
+	if s.Keep {
+		ended = "The run leaves them on the broker (--keep): qlab broker clean --prefix " + strings.TrimSuffix(s.Names.Prefix, ".") + " removes them."
+	}
 	t := render.Table{
 		Title:  "Queues declared on the broker",
 		Header: []string{"queue", "role", "x-message-ttl", "dead-letters to"},
 		Notes: []string{
-			"The run deleted them when it ended (only queues it created: it refuses names that already exist). Watch a run live: rabbitmqctl list_queues name messages arguments",
+			ended + " Watch a run live: rabbitmqctl list_queues name messages arguments",
 			"(or the management UI on port 15672) while qlab run N --backend rabbit --names exact --speed 1 runs.",
 		},
 	}

@@ -1,0 +1,48 @@
+package lessons
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/queuelab/qlab/lesson/lessontest"
+	"github.com/queuelab/qlab/render"
+)
+
+// TestWidth: what `qlab run N` prints where stdout is no terminal (a pipe,
+// a file, a terminal that does not say) fits 100 columns on every line,
+// measured as a terminal shows it (an emoji takes two): the heading and
+// what to notice, the log, the tables and their notes. Every lesson, on
+// every backend it has (the broker's when one answers).
+func TestWidth(t *testing.T) {
+	for _, l := range All {
+		for _, b := range l.Backends() {
+			t.Run(l.ID+"/"+string(b), func(t *testing.T) {
+				t.Parallel()
+				events, res := lessontest.On(t, b, l, Options{})
+				var out bytes.Buffer
+				page := render.Page{W: &out, Layout: render.LayoutFor(0)}
+				page.Prose(fmt.Sprintf("%s · %s  (%s, speed 1×)", l.ID, l.Title, b), "  ")
+				page.Prose("What to notice: "+l.NoticeFor(b), "")
+				for _, e := range events {
+					page.Emit(e)
+				}
+				page.Results(events, res.Tables)
+				assertFits(t, out.String(), render.MaxWidth)
+				heading, _, _ := strings.Cut(out.String(), "\n\n")
+				assertFits(t, heading, render.DefaultWidth) // prose wraps to 80
+			})
+		}
+	}
+}
+
+// assertFits fails for every line of text wider than width columns.
+func assertFits(t *testing.T, text string, width int) {
+	t.Helper()
+	for i, line := range strings.Split(text, "\n") {
+		assert.LessOrEqual(t, render.Width(line), width, "line %d is too wide:\n%s", i+1, line)
+	}
+}

@@ -1,0 +1,89 @@
+package run_test
+
+import (
+	"errors"
+	"testing"
+	"testing/synctest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lab/labtest"
+	"github.com/queuelab/qlab/lesson"
+	"github.com/queuelab/qlab/lessons"
+	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/run"
+)
+
+func find(t *testing.T, n int) lesson.Lesson {
+	l, ok := lessons.Find(n)
+	require.True(t, ok)
+	return l
+}
+
+// A request the lesson cannot run is the caller's mistake, said plainly.
+func TestCheckRefusesWhatCannotRun(t *testing.T) {
+	cases := map[string]run.Request{
+		"lesson 1 has no rabbit variant":        {Lesson: find(t, 1), Options: lesson.Options{Backend: lab.Rabbit}},
+		"--names must be run or exact":          {Lesson: find(t, 10), Naming: "seeds"},
+		"--prefix goes with --names exact":      {Lesson: find(t, 10), Prefix: "alice"},
+		"--prefix":                              {Lesson: find(t, 10), Naming: run.Exact, Prefix: "a b"},
+		"lesson 11 has no inmem variant (it ru": {Lesson: find(t, 11), Options: lesson.Options{Backend: lab.InMem}},
+	}
+	for want, req := range cases {
+		_, err := run.Check(req)
+		require.ErrorIs(t, err, run.ErrInvalid, want)
+		assert.Contains(t, err.Error(), want)
+		assert.NotContains(t, err.Error(), run.ErrInvalid.Error(), "the message says what is wrong, nothing more")
+	}
+	var nb lesson.ErrNoBackend
+	_, err := run.Check(cases["lesson 1 has no rabbit variant"])
+	assert.True(t, errors.As(err, &nb), "the lesson's own error is still there")
+
+	req, err := run.Check(run.Request{Lesson: find(t, 11), Naming: "seed"})
+	require.NoError(t, err)
+	assert.Equal(t, run.Exact, req.Naming, "the old spelling")
+	assert.Equal(t, lab.Rabbit, req.Options.Backend, "the lesson's default backend")
+}
+
+// Names: a private prefix per run, the seed's own, or the seed's under a
+// person's prefix; the note names the prefix to clean up.
+func TestNamesAndPrefixNote(t *testing.T) {
+	a, b := run.NamesFor(run.PerRun, ""), run.NamesFor(run.PerRun, "")
+	assert.NotEqual(t, a.Prefix, b.Prefix, "runs never collide")
+	assert.Empty(t, run.NamesFor(run.Exact, "").Prefix, "the seed's own names")
+	alice := run.NamesFor(run.Exact, "alice")
+	assert.Equal(t, "alice.", alice.Prefix)
+	ln := lesson.Names(alice)
+	note := run.Ready{Options: lesson.Options{Names: &ln}}.PrefixNote()
+	assert.Contains(t, note, "qlab broker clean --prefix alice")
+	assert.Empty(t, run.Ready{}.PrefixNote())
+}
+
+// An in-memory run needs no broker: Prepare finds none, Start runs the
+// lesson and every task ends with a summary.
+func TestPrepareAndStartInMemory(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ready, err := run.Prepare(t.Context(), run.Request{Lesson: find(t, 7),
+			Discover: rabbit.DiscoverOptions{DefaultURL: "amqp://guest:guest@127.0.0.1:1/"}})
+		require.NoError(t, err)
+		assert.Equal(t, lab.InMem, ready.Options.Backend)
+		assert.Nil(t, ready.Options.Names, "no broker, no names")
+		rec := &labtest.Recorder{}
+		res, err := ready.Start(t.Context(), rec)
+		require.NoError(t, err)
+		assert.NotEmpty(t, res.Tasks)
+		labtest.AssertAccounted(t, rec.Events())
+	})
+}
+
+// A broker run with no broker to be found fails in Prepare, before
+// anything starts, with the broker package's own error.
+func TestPrepareWithoutABroker(t *testing.T) {
+	t.Setenv(rabbit.EnvURL, "")
+	_, err := run.Prepare(t.Context(), run.Request{Lesson: find(t, 10), Options: lesson.Options{Backend: lab.Rabbit},
+		Discover: rabbit.DiscoverOptions{DefaultURL: "amqp://guest:guest@127.0.0.1:1/"}})
+	require.ErrorIs(t, err, rabbit.ErrNoBroker)
+	assert.NotErrorIs(t, err, run.ErrInvalid)
+}
