@@ -51,8 +51,11 @@ var Lesson = lesson.Lesson{
 	WatchSpeed: 600, // qlab run's and the TUI's: a lesson minute is 100 ms, the ~70 minutes in ~7 s
 	TestSpeed:  600,
 	Topologies: func() []flow.Topology { return []flow.Topology{Topology()} },
-	Parity: lesson.Parity{TimingSensitive: "part (d)'s check-then-act sends twice only when two " +
-		"workers hold both copies at once, which on a broker depends on when the deliveries land"},
+	Parity: lesson.Parity{
+		TimingSensitive: "part (d)'s check-then-act sends twice only when two workers hold both " +
+			"copies at once, which on a broker depends on when the deliveries land",
+		Lost: []string{"Q2", "R3", "R4"}, // the stuck row and the two wedding messages
+	},
 }
 
 // The seed's names.

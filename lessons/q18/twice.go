@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/queuelab/qlab/lesson"
+	"github.com/queuelab/qlab/store"
 )
 
 // Part (d): the seed's "Scheduler Runs Twice": the cron publishes a row,
@@ -25,6 +26,18 @@ func twiceRows(prefix string) []row {
 		{prefix + "5", "birthday", 0},
 	}
 }
+
+// publishAndPause publishes r and takes publishTime over it, as a real
+// publish does: the broker's dispatch (and memory's) settles in between.
+func (v *variant) publishAndPause(ctx context.Context, r store.Row) error {
+	if err := v.publish(ctx, Scheduler, r); err != nil {
+		return err
+	}
+	return v.clock.Wait(ctx, publishTime)
+}
+
+// publishTime is how long one publish takes (lesson time).
+const publishTime = 100 * time.Millisecond
 
 // confirmTimeout is how long the scheduler waits for a confirm before it
 // publishes again (lesson time). The lab makes every confirm miss it.
@@ -57,8 +70,10 @@ func twice(ctx context.Context, env *lesson.Env) error {
 	return nil
 }
 
-// runTwice queues the rows and publishes each twice, as a publish that is
-// retried does: the broker hands the two copies to the two workers.
+// runTwice queues the rows and publishes each twice, the second time when
+// its confirm is late: the broker hands the copies to the two workers in
+// turn, so each copy lands in the other worker's hands while the first is
+// still being sent.
 func runTwice(ctx context.Context, env *lesson.Env, name, prefix string, w worker) (outcome, error) {
 	v, err := open(ctx, env, name, twiceRows(prefix), w, twiceWorkers)
 	if err != nil {
@@ -67,14 +82,15 @@ func runTwice(ctx context.Context, env *lesson.Env, name, prefix string, w worke
 	defer v.close(ctx)
 	tick := func(ctx context.Context) error {
 		rows, err := v.db.QueueDue(ctx, v.now().Add(Horizon))
-		for i := range 2 { // the tick, then its retry
-			if i > 0 && err == nil { // no confirms within confirmTimeout: publish again
+		for _, r := range rows {
+			if err == nil {
+				err = v.publishAndPause(ctx, r)
+			}
+			if err == nil { // no confirm within confirmTimeout: publish again
 				err = v.clock.Wait(ctx, confirmTimeout)
 			}
-			for _, r := range rows {
-				if err == nil {
-					err = v.publish(ctx, Scheduler, r)
-				}
+			if err == nil {
+				err = v.publishAndPause(ctx, r)
 			}
 		}
 		return err

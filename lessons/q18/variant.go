@@ -86,6 +86,11 @@ func (v *variant) setUp(ctx context.Context, consumers int) error {
 		if err := v.b.Consume(ctx, c); err != nil {
 			return err
 		}
+		// Let it start waiting before the next: deliveries go to the
+		// workers in turn, in a fixed order (and in memory, every run).
+		if err := v.clock.Wait(ctx, time.Millisecond); err != nil {
+			return err
+		}
 	}
 	v.start = v.clock.Elapsed()
 	for _, r := range v.rows {

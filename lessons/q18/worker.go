@@ -78,8 +78,10 @@ var claimWhenQueued = worker{
 }
 
 // How a worker waits for the scheduler's QUEUED mark (lesson time): a
-// cron that failed a tick marks it at the next, a minute later.
+// cron that failed a tick marks it at the next, a minute later. The poll
+// does not divide the minute, so no check lands on the very instant of a
+// tick (a race whose winner would change the transcript).
 const (
-	queuedPoll = 5 * time.Second
+	queuedPoll = 7 * time.Second
 	queuedWait = 3 * Tick
 )
