@@ -43,9 +43,10 @@ var Lesson = lesson.Lesson{
 		"check-then-act.",
 	Notices: map[lab.Backend]string{lab.InMem: "The scheduler, the topic exchange and the workers " +
 		"on Go channels, with the status store a map (store.NewMemory) that keeps the same " +
-		"contract as the SQL stores the broker run uses. (a), (b) and (d) are the same on both " +
-		"backends. (c)'s silent drop is the broker's: memory can only show where the topology " +
-		"routes wedding (nowhere); qlab run 18 --backend rabbit shows the confirm that says ok."},
+		"contract as the SQL stores the broker run uses. (a) and (b) come out the same on both " +
+		"backends; (d)'s double sends are exact here, on a broker they depend on when the " +
+		"deliveries land. (c)'s silent drop is the broker's: memory can only show where the " +
+		"topology routes wedding (nowhere); qlab run 18 --backend rabbit shows the confirm."},
 	InMem:      runQ18,
 	Rabbit:     runQ18,
 	WatchSpeed: 600, // qlab run's and the TUI's: a lesson minute is 100 ms, the ~70 minutes in ~7 s

@@ -74,7 +74,8 @@ func twice(ctx context.Context, env *lesson.Env) error {
 // its confirm is late: the broker hands the copies to the two workers in
 // turn, so each copy lands in the other worker's hands while the first is
 // still being sent.
-func runTwice(ctx context.Context, env *lesson.Env, name, prefix string, w worker) (outcome, error) {
+func runTwice(ctx context.Context, env *lesson.Env, name, prefix string,
+	w worker) (outcome, error) {
 	v, err := open(ctx, env, name, twiceRows(prefix), w, twiceWorkers)
 	if err != nil {
 		return outcome{}, err

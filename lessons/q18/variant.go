@@ -227,7 +227,7 @@ func (v *variant) skip(ctx context.Context, d *flow.Delivery, actor, id string) 
 	}
 	e := d.Event(actor)
 	e.Kind = lab.Duplicate
-	e.Note = fmt.Sprintf("row %s is %s: another copy claimed it; acked, not sent", id, status)
+	e.Note = fmt.Sprintf("row %s is %s: another delivery claimed it; acked, not sent", id, status)
 	v.env.Stream.Emit(e)
 }
 
