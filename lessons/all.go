@@ -27,6 +27,7 @@ import (
 	"github.com/queuelab/qlab/lessons/q16"
 	"github.com/queuelab/qlab/lessons/q17"
 	"github.com/queuelab/qlab/lessons/q18"
+	"github.com/queuelab/qlab/lessons/q19"
 
 	"github.com/queuelab/qlab/lesson"
 	// The broker mechanism: every lesson of the registry can run there.
@@ -69,6 +70,7 @@ var All = []Lesson{
 	q16.Lesson,
 	q17.Lesson,
 	q18.Lesson,
+	q19.Lesson,
 }
 
 // Find returns the lesson numbered n.

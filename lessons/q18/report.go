@@ -54,8 +54,9 @@ func earlyTable(outs []outcome) render.Table {
 	t := render.Table{
 		Title:  "(a) Sent against due: the cron's one-hour look-ahead",
 		Header: []string{"cron", "message", "key", "due", "published", "sent", "sent − due"},
-		Notes: notes("Times are lesson time (m:ss) from each cron's first tick; a send takes " +
-			clock(sendTime) + ". Negative: sent that long before it was due."),
+		Notes: []string{"Times are lesson time (m:ss) from each cron's first tick; a send takes " +
+			clock(sendTime) + ". Negative: sent that long before it was due.",
+		},
 	}
 	for _, o := range outs {
 		worst := time.Duration(0)
@@ -69,10 +70,10 @@ func earlyTable(outs []outcome) render.Table {
 			t.Rows = append(t.Rows, []string{cronName(o.name), r.id, r.kind,
 				clock(time.Duration(r.due) * Tick), clock(o.published[r.id]), o.sendTimes(r.id), sent})
 		}
-		t.Notes = append(t.Notes, notes(earlyNote(o, worst))...)
+		t.Notes = append(t.Notes, earlyNote(o, worst))
 	}
-	t.Notes = append(t.Notes, notes("The other fix keeps the look-ahead and has the worker defer: "+
-		"it holds a message until its due time (a delay queue or a timer, Q10 and Q11).")...)
+	t.Notes = append(t.Notes, "The other fix keeps the look-ahead and has the worker defer: "+
+		"it holds a message until its due time (a delay queue or a timer, Q10 and Q11).")
 	return t
 }
 
@@ -109,16 +110,17 @@ func stuckTable(outs []outcome) render.Table {
 		Title: "(b) A failed publish: QUEUED first, publish first, outbox",
 		Header: []string{"order", "published", "sent once", "sent twice", "absorbed",
 			"stuck QUEUED", "SENT"},
-		Notes: notes(
+		Notes: []string{
 			fmt.Sprintf("Each ran %d more cron ticks after the failed publish; the counts are the "+
 				"store's (status rows) and the workers' (sends).", stuckTicks),
 			"QUEUED first: the row is QUEUED, its message never left, and no tick picks it again.",
-			"Publish first: the failed tick left its rows CREATED; the next published them again "+
-				"and the atomic claim absorbed the copy already out. A worker may see a row "+
+			"Publish first: the failed tick left its rows CREATED; the next published them again " +
+				"and the atomic claim absorbed the copy already out. A worker may see a row " +
 				"before it is QUEUED, so it waits for the mark, holding its prefetch slot.",
-			"Outbox: rows and entries in one transaction; the relay marks an entry relayed only "+
-				"after the broker confirmed it, so a failed publish is retried, not lost. A relay "+
-				"that dies between the confirm and the mark publishes again: the claim absorbs it."),
+			"Outbox: rows and entries in one transaction; the relay marks an entry relayed only " +
+				"after the broker confirmed it, so a failed publish is retried, not lost. A relay " +
+				"that dies between the confirm and the mark publishes again: the claim absorbs it.",
+		},
 	}
 	names := map[string]string{"queued_first": "QUEUED, then publish (seed)",
 		"publish_first": "publish, then QUEUED", "outbox": "outbox + relay"}
@@ -135,13 +137,14 @@ func routingTable(told []routed, o outcome, on string) render.Table {
 	t := render.Table{
 		Title:  "(c) Routing on the topic exchange birthday.messages (" + on + ")",
 		Header: []string{"message", "key", "mandatory", "the publisher was told", "sent", "row"},
-		Notes: notes(
+		Notes: []string{
 			"Bindings: birthday and anniversary to birthday.messages.queue; nothing for wedding.",
-			"Without mandatory an unroutable message is acked and dropped: a confirm means the "+
-				"broker took responsibility, not that a queue has it. Mandatory makes it return the "+
-				"message (basic.return, 312 NO_ROUTE) before the ack; an alternate exchange "+
+			"Without mandatory an unroutable message is acked and dropped: a confirm means the " +
+				"broker took responsibility, not that a queue has it. Mandatory makes it return the " +
+				"message (basic.return, 312 NO_ROUTE) before the ack; an alternate exchange " +
 				"(alternate-exchange argument) would keep it in a queue of its own instead.",
-			"Either way the row stays QUEUED: with mandatory the scheduler knows and can alert."),
+			"Either way the row stays QUEUED: with mandatory the scheduler knows and can alert.",
+		},
 	}
 	for _, r := range told {
 		sent := "no"
@@ -160,9 +163,10 @@ func twiceTable(outs []outcome) render.Table {
 		Title: "(d) The scheduler publishes each row twice; two workers, prefetch 5",
 		Header: []string{"worker's check", "rows", "published", "sent once", "sent twice",
 			"absorbed"},
-		Notes: notes(
+		Notes: []string{
 			"Check-then-act reads the row, then sends: two copies in two workers' hands both read " +
-				"QUEUED. The atomic claim is one UPDATE … WHERE status='QUEUED': one copy wins."),
+				"QUEUED. The atomic claim is one UPDATE … WHERE status='QUEUED': one copy wins.",
+		},
 	}
 	for _, o := range outs {
 		w := atomicClaim.name
@@ -173,28 +177,4 @@ func twiceTable(outs []outcome) render.Table {
 			strconv.Itoa(o.sentOnce()), strconv.Itoa(o.sentTwice()), strconv.Itoa(o.absorbed)})
 	}
 	return t
-}
-
-// noteWidth keeps a note inside 100 columns (the table indents it by two).
-const noteWidth = 96
-
-// notes wraps each paragraph at noteWidth; continuation lines start with
-// two spaces, as compare's do.
-func notes(paragraphs ...string) []string {
-	var out []string
-	for _, p := range paragraphs {
-		line := ""
-		for _, w := range strings.Fields(p) {
-			if line != "" && len([]rune(line))+1+len([]rune(w)) > noteWidth {
-				out = append(out, line)
-				line = " "
-			}
-			if line != "" {
-				line += " "
-			}
-			line += w
-		}
-		out = append(out, line)
-	}
-	return out
 }
