@@ -168,6 +168,11 @@ func runLoad(ctx context.Context, env *lesson.Env, tasks []string,
 		if err := b.Consume(ctx, c); err != nil {
 			return nil, err
 		}
+		// Let it start waiting before the next: the slots take the
+		// messages in turn, in a fixed order (and in memory, every run).
+		if err := w.clock.Wait(ctx, time.Millisecond); err != nil {
+			return nil, err
+		}
 	}
 	w.log.start = w.clock.Elapsed()
 	defer env.InterruptOn(b)()
