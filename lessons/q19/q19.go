@@ -45,7 +45,8 @@ var Lesson = lesson.Lesson{
 		"read from the requeued message never grows.",
 	InMem:      runQ19,
 	Rabbit:     runQ19,
-	WatchSpeed: 5, // the 62 s schedule in about 13 s
+	Default:    lab.Rabbit, // the requeue and its redelivered flag are the broker's
+	WatchSpeed: 5,          // the 62 s schedule in about 13 s
 	TestSpeed:  20,
 	Parity: lesson.Parity{TimingSensitive: "part (b)'s attempts are how many 2 s holds fit in " +
 		"the 30 s rate limit, which on a broker depends on when the redeliveries land"},
