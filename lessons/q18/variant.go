@@ -38,6 +38,9 @@ type variant struct {
 	start time.Duration // lesson time the variant began
 	rows  []row
 	work  worker
+	// dropStore deletes the store; stop disarms the run's planned crash
+	// (Options.Interrupt). Both are set by open.
+	dropStore, stop func()
 
 	mu        sync.Mutex
 	copies    map[string]int             // row → messages published for it
@@ -45,8 +48,6 @@ type variant struct {
 	sends     map[string][]time.Duration // row → each send, from start
 	absorbed  int                        // copies the claim skipped
 	failing   map[string]bool            // rows whose next publish fails (the lab's fault)
-	dropStore func()
-	stop      func() // disarms the run's planned crash (Options.Interrupt)
 }
 
 // open starts a variant: its store, its backend and topology, its rows
