@@ -88,6 +88,10 @@ type Parity struct {
 	// measures real time never earlier than the wait. Unset, it compares
 	// no timings.
 	ExactTimes bool
+	// Lost lists the tasks the lesson loses on purpose, on every run (a
+	// message no binding routes, a row stuck after a failed publish): a
+	// crash test does not count them against the broker.
+	Lost []string
 }
 
 // DefaultBackend is the backend the lesson runs on when none is named.

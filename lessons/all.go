@@ -26,6 +26,8 @@ import (
 	"github.com/queuelab/qlab/lessons/q15"
 	"github.com/queuelab/qlab/lessons/q16"
 	"github.com/queuelab/qlab/lessons/q17"
+	"github.com/queuelab/qlab/lessons/q18"
+	"github.com/queuelab/qlab/lessons/q19"
 
 	"github.com/queuelab/qlab/lesson"
 	// The broker mechanism: every lesson of the registry can run there.
@@ -67,6 +69,8 @@ var All = []Lesson{
 	q15.Lesson,
 	q16.Lesson,
 	q17.Lesson,
+	q18.Lesson,
+	q19.Lesson,
 }
 
 // Find returns the lesson numbered n.

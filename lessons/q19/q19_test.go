@@ -1,0 +1,134 @@
+package q19
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lesson"
+	"github.com/queuelab/qlab/lesson/lessontest"
+)
+
+var backends = []lab.Backend{lab.InMem, lab.Rabbit}
+
+// runPart runs part on backend b as the whole lesson would.
+func runPart(t *testing.T, b lab.Backend, part lesson.RunFunc) []lab.Event {
+	t.Helper()
+	l := Lesson
+	l.InMem, l.Rabbit = part, part
+	events, _ := lessontest.On(t, b, l, lesson.Options{})
+	return events
+}
+
+// TestDelayIsTheSeeds: 2 s·2ⁿ for the five retries.
+func TestDelayIsTheSeeds(t *testing.T) {
+	var got []time.Duration
+	for n := range MaxRetries {
+		got = append(got, Delay(n))
+	}
+	want := []time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second,
+		16 * time.Second, 32 * time.Second}
+	assert.Equal(t, want, got)
+	require.NoError(t, Topology().Check())
+}
+
+// TestTransientBacksOffPermanentParks: transient errors retry after 2, 4,
+// 8, 16 and 32 s (never sooner), the sixth failure parks; permanent
+// errors park on the first attempt with the reason.
+func TestTransientBacksOffPermanentParks(t *testing.T) {
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			var rows []attemptRow
+			events := runPart(t, b, func(ctx context.Context, env *lesson.Env) (err error) {
+				rows, err = runLoad(ctx, env, ids(classified), classifiedFails(), waitQueues)
+				return err
+			})
+			fates := map[string]lab.Event{}
+			parked := map[string]string{}
+			for _, e := range events {
+				switch e.Kind {
+				case lab.Summary:
+					fates[e.Task] = e
+				case lab.DeadLettered:
+					parked[e.Task] = e.Note
+				}
+			}
+			want := map[string][2]any{"N1": {lab.FateDone, 3}, "T1": {lab.FateDone, 2},
+				"L1": {lab.FateDead, 6}, "V1": {lab.FateDead, 1}, "F1": {lab.FateDead, 1},
+				"A1": {lab.FateDead, 1}}
+			for task, w := range want {
+				assert.Equal(t, w[0], fates[task].Fate, task)
+				assert.Equal(t, w[1], fates[task].Attempt, task)
+			}
+			for _, task := range []string{"V1", "F1", "A1"} {
+				assert.Contains(t, parked[task], "permanent, no retry", task)
+			}
+			assert.Contains(t, parked["L1"], "5 retries spent")
+			var l1 []time.Duration
+			for _, r := range rows {
+				if r.task == "L1" {
+					l1 = append(l1, r.at)
+				}
+			}
+			require.Len(t, l1, 6)
+			for n := range MaxRetries {
+				gap := l1[n+1] - l1[n] - sendTime
+				assert.GreaterOrEqual(t, gap, Delay(n), "retry %d waits its delay", n+1)
+				if b == lab.InMem { // exact lesson time
+					assert.Equal(t, Delay(n), gap.Round(time.Millisecond), "retry %d", n+1)
+				}
+			}
+		})
+	}
+}
+
+// TestTimerBeforeNackHoldsTheSlots: with the delay faked by a timer
+// before the nack, the five rate-limited messages hold all five slots,
+// so the healthy one waits at least one whole delay (on the broker, whose
+// requeue keeps a message's place, until the limit ends); the retry count
+// read from the requeued message never grows. Through the wait queues the
+// healthy message is tried before any retry and the count reaches 4.
+func TestTimerBeforeNackHoldsTheSlots(t *testing.T) {
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			var timer, queues stalled
+			runPart(t, b, func(ctx context.Context, env *lesson.Env) (err error) {
+				if timer, err = runStall(ctx, env, timerNack, "S"); err != nil {
+					return err
+				}
+				queues, err = runStall(ctx, env, waitQueues, "W")
+				return err
+			})
+			assert.GreaterOrEqual(t, timer.firstH, Delay(0), "H waits for a slot")
+			assert.Less(t, queues.firstH, Delay(0), "H is tried before any retry")
+			assert.Equal(t, 5*(1+4), queues.attempts, "0, 2, 6, 14, 30 s: five attempts each")
+			assert.Greater(t, timer.attempts, queues.attempts, "the delay never grows")
+			if b == lab.Rabbit {
+				assert.GreaterOrEqual(t, timer.firstH, limitFor, "a requeue keeps its place")
+				assert.Zero(t, timer.maxCount, "a requeue changes no header")
+				assert.Positive(t, timer.redelivered, "only the redelivered flag")
+				assert.Equal(t, 4, queues.maxCount, "the wait queues' worker counts")
+			}
+		})
+	}
+}
+
+// TestLessonAccountsForEveryTask: the whole lesson in memory, one summary
+// per task, and the notice's numbers are the code's.
+func TestLessonAccountsForEveryTask(t *testing.T) {
+	events, res := lessontest.RunInMem(t, Lesson, lesson.Options{})
+	n := 0
+	for _, e := range events {
+		if e.Kind == lab.Summary {
+			n++
+		}
+	}
+	assert.Equal(t, len(res.Tasks), n)
+	assert.Len(t, res.Tables, 2)
+	assert.True(t, strings.Contains(Lesson.Notice, "2, 4, 8, 16 and 32 s"))
+}
