@@ -89,7 +89,9 @@ func TestCompareLessonsInParts(t *testing.T) {
 				for _, n := range found {
 					total += n
 				}
-				assert.GreaterOrEqual(t, total, 3, "several mails existed when the process died: %v", found)
+				// How many were published by then is real time's (compare's
+				// in-memory side runs on the wall clock at Speed): at least one.
+				assert.Positive(t, total, "mails existed when the process died: %v", found)
 				assert.Positive(t, found[lab.FateLost], "the crash took some of them: %v", found)
 			}
 
