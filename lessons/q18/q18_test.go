@@ -124,7 +124,8 @@ func TestQueuedBeforePublishIsStuck(t *testing.T) {
 // TestWeddingIsDroppedSilentlyThenCaught: birthday and anniversary are
 // sent; wedding without mandatory is (on a broker) acked and never
 // returned, and reaches no worker; with mandatory it comes back as
-// unroutable. Both wedding tasks end lost in the stream.
+// unroutable. Both wedding tasks end refused in the stream (no queue took
+// them).
 func TestWeddingIsDroppedSilentlyThenCaught(t *testing.T) {
 	for _, b := range backends {
 		t.Run(string(b), func(t *testing.T) {
@@ -150,7 +151,7 @@ func TestWeddingIsDroppedSilentlyThenCaught(t *testing.T) {
 			assert.True(t, byID["R4"].returned, "mandatory: the broker returns it")
 			for _, id := range []string{"R3", "R4"} {
 				assert.Empty(t, o.sends[id], id)
-				assert.Equal(t, lab.FateLost, fate(events, id), id)
+				assert.Equal(t, lab.FateRefused, fate(events, id), id)
 				assert.Equal(t, store.Queued, o.status[id], id)
 			}
 		})
@@ -203,8 +204,11 @@ func TestLessonAccountsForEveryCopy(t *testing.T) {
 	for _, task := range res.Tasks {
 		assert.Equal(t, 1, summaries[task.ID], task.ID)
 		want := lab.FateDone
-		if slices.Contains(Lesson.Parity.Lost, task.ID) {
-			want = lab.FateLost
+		switch {
+		case slices.Contains(Lesson.LosesOnPurpose, task.ID):
+			want = lab.FateLost // the stuck row
+		case task.ID == "R3" || task.ID == "R4":
+			want = lab.FateRefused // wedding: no binding routes it
 		}
 		assert.Equal(t, want, task.Fate, task.ID)
 	}
