@@ -10,6 +10,7 @@ import (
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lessons"
 	"github.com/queuelab/qlab/render"
+	"github.com/queuelab/qlab/run"
 )
 
 // Config chooses how a comparison runs.
@@ -83,7 +84,7 @@ func Run(ctx context.Context, l lessons.Lesson, cfg Config) (Report, error) {
 	var depths [2][]lessons.Series
 	for r := range cfg.Repeat {
 		for i, b := range backends {
-			side, res, err := run(ctx, l, cfg, lessons.Options{Backend: b, Plan: cfg.Plan, Sample: sampleEvery})
+			side, res, err := runSide(ctx, l, cfg, lessons.Options{Backend: b, Plan: cfg.Plan, Sample: sampleEvery})
 			if err != nil {
 				return rep, fmt.Errorf("%s run: %w", b, err)
 			}
@@ -118,12 +119,21 @@ func Run(ctx context.Context, l lessons.Lesson, cfg Config) (Report, error) {
 	return rep, nil
 }
 
-// run runs one lesson on one backend at the comparison's speed.
-func run(ctx context.Context, l lessons.Lesson, cfg Config, opts lessons.Options, sinks ...lab.Sink) (Side, lessons.Result, error) {
+// runSide runs one lesson on one backend at the comparison's speed through
+// the run API, as qlab run does: a broker run under names of its own, and
+// a run that lost tasks the lesson does not lose on purpose fails (a crash
+// compare asked for in memory loses them by design: lesson.CheckLost).
+func runSide(ctx context.Context, l lessons.Lesson, cfg Config, opts lessons.Options, sinks ...lab.Sink) (Side, lessons.Result, error) {
 	var rec lab.Recorder
 	opts.Speed, opts.Broker = cfg.Speed, cfg.Broker
-	res, err := lessons.Run(ctx, l, opts, append([]lab.Sink{&rec}, sinks...)...)
-	return Side{Backend: opts.Backend, Speed: cfg.Speed, Events: rec.Events}, res, err
+	side := Side{Backend: opts.Backend, Speed: cfg.Speed}
+	ready, err := run.Prepare(ctx, run.Request{Lesson: l, Options: opts})
+	if err != nil {
+		return side, lessons.Result{}, err
+	}
+	res, err := ready.Start(ctx, append([]lab.Sink{&rec}, sinks...)...)
+	side.Events = rec.Events
+	return side, res, err
 }
 
 // interrupted runs the persistence scenario on b: interrupted at
@@ -136,7 +146,7 @@ func interrupted(ctx context.Context, l lessons.Lesson, cfg Config, b lab.Backen
 	defer cancel()
 	at := interruptionOf(l)
 	cut := &phaseCut{after: at.Milliseconds(), stop: cancel}
-	side, res, err := run(ctx, l, cfg, lessons.Options{Backend: b, Plan: persistPlan(cfg.Plan), Interrupt: at}, cut)
+	side, res, err := runSide(ctx, l, cfg, lessons.Options{Backend: b, Plan: persistPlan(cfg.Plan), Interrupt: at}, cut)
 	switch {
 	case errors.Is(err, inmem.ErrCrashed):
 	case cut.stopped:
@@ -353,7 +363,7 @@ func throughputs(ctx context.Context, l lessons.Lesson, cfg Config, b lab.Backen
 	for i, n := range []int{4, 1} {
 		runCtx, cancel := context.WithCancel(ctx)
 		few := &fewConsumers{want: n, stop: cancel}
-		side, _, err := run(runCtx, l, cfg, lessons.Options{Backend: b, Plan: plan, Consumers: n}, few)
+		side, _, err := runSide(runCtx, l, cfg, lessons.Options{Backend: b, Plan: plan, Consumers: n}, few)
 		cancel()
 		if got := MainConsumers(side); few.stopped || got < n {
 			return 0, 0, fmt.Sprintf("lesson %s runs %d consumer(s) on its main queue", l.ID, got), nil

@@ -3,10 +3,11 @@ package lab
 // TaskRecord is what the Ledger knows about one task.
 type TaskRecord struct {
 	ID        string
-	Attempts  int   // Started events seen
-	Fate      Fate  // derived from the latest event that decides it
-	FirstFail int64 // t_ms of the first Failed or Rejected, -1 if none
-	Settled   int64 // t_ms of the event that set a final fate, -1 while pending
+	Attempts  int    // Started events seen
+	Fate      Fate   // derived from the latest event that decides it
+	FirstFail int64  // t_ms of the first Failed or Rejected, -1 if none
+	Settled   int64  // t_ms of the event that set a final fate, -1 while pending
+	Reason    string // the note of the event that set the final fate ("" while pending)
 }
 
 // Ledger derives every task's fate and attempt count from the events it
@@ -55,25 +56,25 @@ func (l *Ledger) observe(e *Event) {
 			r.FirstFail = e.TMs
 		}
 	case Succeeded, Duplicate:
-		r.settle(FateDone, e.TMs)
+		r.settle(FateDone, e)
 	case DeadLettered:
-		r.settle(FateDead, e.TMs)
+		r.settle(FateDead, e)
 	case Dropped:
-		r.settle(FateDropped, e.TMs)
+		r.settle(FateDropped, e)
 	case Lost:
-		r.settle(FateLost, e.TMs)
+		r.settle(FateLost, e)
 	case Stranded:
-		r.settle(FateStranded, e.TMs)
+		r.settle(FateStranded, e)
 	case Refused:
-		r.settle(FateRefused, e.TMs)
+		r.settle(FateRefused, e)
 	case Enqueued, Moved, Scheduled, Redelivered:
 		if r.Fate != FatePending {
-			r.Fate, r.Settled = FatePending, -1
+			r.Fate, r.Settled, r.Reason = FatePending, -1, ""
 		}
 	}
 }
 
-func (r *TaskRecord) settle(f Fate, tms int64) { r.Fate, r.Settled = f, tms }
+func (r *TaskRecord) settle(f Fate, e *Event) { r.Fate, r.Settled, r.Reason = f, e.TMs, e.Note }
 
 // Tasks returns a copy of every task's record in creation order.
 func (l *Ledger) Tasks() []TaskRecord {

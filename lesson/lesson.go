@@ -66,6 +66,13 @@ type Lesson struct {
 	// `qlab run --tasks N --rate R` means something. A lesson with a fixed
 	// scenario of its own leaves it false and the CLI refuses those flags.
 	Scales bool
+	// LosesOnPurpose lists the tasks the lesson loses on purpose in its
+	// runs, on whichever backend runs them: the loss is what it teaches (a
+	// timer that held the only copy, a DLQ read with no-ack, a row left
+	// stuck after a failed publish). Any other task that ends lost fails
+	// the run (Unexpected, run.Ready.Start, qlab run's exit 1), and the
+	// parity suite's crash test does not count these against a backend.
+	LosesOnPurpose []string
 }
 
 // Parity is what a dual-backend lesson declares to the parity suite,
@@ -88,10 +95,6 @@ type Parity struct {
 	// measures real time never earlier than the wait. Unset, it compares
 	// no timings.
 	ExactTimes bool
-	// Lost lists the tasks the lesson loses on purpose, on every run (a
-	// message no binding routes, a row stuck after a failed publish): a
-	// crash test does not count them against the broker.
-	Lost []string
 }
 
 // DefaultBackend is the backend the lesson runs on when none is named.

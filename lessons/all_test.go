@@ -11,6 +11,7 @@ import (
 
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lab/labtest"
+	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lesson/lessontest"
 	"github.com/queuelab/qlab/render"
 )
@@ -59,7 +60,8 @@ func writeJSONLines(w io.Writer, events []lab.Event) {
 // TestEveryTaskAccountedFor checks the invariant of every run, for every
 // lesson on every backend it has (RabbitMQ on the real broker): each task
 // created gets exactly one summary, the summaries close the stream, and each
-// summary's fate and attempts agree with the events before it.
+// summary's fate and attempts agree with the events before it. The default
+// run also loses only what the lesson declares (assertLostOnlyOnPurpose).
 func TestEveryTaskAccountedFor(t *testing.T) {
 	t.Parallel() // beside the package's other broker suites: the runs mostly wait on the broker's timers
 	runOn := map[lab.Backend]func(*testing.T, Lesson, Options) ([]lab.Event, Result){
@@ -72,12 +74,33 @@ func TestEveryTaskAccountedFor(t *testing.T) {
 			for name, plan := range plans {
 				t.Run(l.ID+"/"+string(b)+"/"+name, func(t *testing.T) {
 					t.Parallel() // broker runs declare under names of their own (rabbit.RunNames)
-					events, _ := runOn[b](t, l, Options{Plan: plan})
+					events, res := runOn[b](t, l, Options{Plan: plan})
 					labtest.AssertAccounted(t, events)
+					if plan == nil {
+						assertLostOnlyOnPurpose(t, l, res)
+					}
 				})
 			}
 		}
 	}
+}
+
+// assertLostOnlyOnPurpose: a lesson's default run loses only the tasks it
+// declares (Lesson.LosesOnPurpose), and each of those it does lose, so a
+// declaration cannot go stale; anything else lost would fail qlab run.
+func assertLostOnlyOnPurpose(t *testing.T, l Lesson, res Result) {
+	t.Helper()
+	assert.Empty(t, l.Unexpected(res.Tasks), "%s lost tasks it does not declare in LosesOnPurpose", l.ID)
+	fates := map[string]lab.Fate{}
+	for _, task := range res.Tasks {
+		fates[task.ID] = task.Fate
+	}
+	for _, id := range l.LosesOnPurpose {
+		if f, ok := fates[id]; ok {
+			assert.Equal(t, lab.FateLost, f, "%s declares %s lost on purpose", l.ID, id)
+		}
+	}
+	assert.NoError(t, lesson.CheckLost(l, Options{}, res, nil))
 }
 
 // TestEveryBrokerLessonListsWhatItDeclares: qlab broker clean removes a

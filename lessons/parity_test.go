@@ -78,7 +78,7 @@ func TestParityInterrupted(t *testing.T) {
 				lost := 0
 				for id, r := range labtest.Fates(events) {
 					assert.NotEqual(t, lab.FatePending, r.Fate, "task %s", id)
-					if r.Fate == lab.FateLost && !slices.Contains(l.Parity.Lost, id) {
+					if r.Fate == lab.FateLost && !slices.Contains(l.LosesOnPurpose, id) {
 						lost++
 					}
 				}

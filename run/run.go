@@ -138,9 +138,12 @@ func Prepare(ctx context.Context, req Request) (Ready, error) {
 }
 
 // Start runs the prepared lesson, every event to sinks, and always ends
-// the stream with one summary per task (lesson.Run).
+// the stream with one summary per task (lesson.Run). A run that lost
+// tasks its lesson does not lose on purpose fails with a
+// *lesson.LostError naming them and their reasons (lesson.CheckLost).
 func (r Ready) Start(ctx context.Context, sinks ...lab.Sink) (lesson.Result, error) {
-	return lesson.Run(ctx, r.Lesson, r.Options, sinks...)
+	res, err := lesson.Run(ctx, r.Lesson, r.Options, sinks...)
+	return res, lesson.CheckLost(r.Lesson, r.Options, res, err)
 }
 
 // NamesFor are the broker names of a run with naming and prefix (checked

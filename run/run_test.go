@@ -1,9 +1,11 @@
 package run_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -86,4 +88,71 @@ func TestPrepareWithoutABroker(t *testing.T) {
 		Discover: rabbit.DiscoverOptions{DefaultURL: "amqp://guest:guest@127.0.0.1:1/"}})
 	require.ErrorIs(t, err, rabbit.ErrNoBroker)
 	assert.NotErrorIs(t, err, run.ErrInvalid)
+}
+
+// crashing is lesson 10 whose in-memory process dies 2 s (lesson time)
+// into its run although nobody asked for it: the tasks memory held are
+// lost, as an unplanned crash would lose them.
+func crashing(t *testing.T) lesson.Lesson {
+	l := find(t, 10)
+	inner := l.InMem
+	l.InMem = func(ctx context.Context, env *lesson.Env) error {
+		env.Interrupt = 2 * time.Second
+		return inner(ctx, env)
+	}
+	return l
+}
+
+// A run that lost tasks its lesson does not lose on purpose fails, and
+// the error names each lost task and why it was lost.
+func TestStartFailsARunThatLostTasks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ready, err := run.Prepare(t.Context(), run.Request{Lesson: crashing(t), Options: lesson.Options{Backend: lab.InMem}})
+		require.NoError(t, err)
+		res, err := ready.Start(t.Context())
+		var lost *lesson.LostError
+		require.ErrorAs(t, err, &lost)
+		require.NotEmpty(t, lost.Tasks)
+		for _, task := range lost.Tasks {
+			assert.Equal(t, lab.FateLost, task.Fate)
+			assert.Contains(t, err.Error(), task.ID)
+		}
+		assert.Contains(t, err.Error(), "process died")
+		assert.NotContains(t, err.Error(), "\n", "one line")
+		assert.Len(t, lost.Tasks, countLost(res.Tasks), "every lost task, none twice")
+	})
+}
+
+// A crash the caller asked for (qlab compare's persistence run) loses
+// what memory held by design: no failure. Nor is a loss the lesson
+// declares (Q18's stuck row).
+func TestStartAcceptsLossesOnPurpose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		opts := lesson.Options{Backend: lab.InMem, Interrupt: 2 * time.Second}
+		ready, err := run.Prepare(t.Context(), run.Request{Lesson: find(t, 10), Options: opts})
+		require.NoError(t, err)
+		res, err := ready.Start(t.Context())
+		require.True(t, res.Interrupted)
+		require.NotZero(t, countLost(res.Tasks), "memory lost what it held")
+		var lost *lesson.LostError
+		assert.False(t, errors.As(err, &lost), "%v", err)
+	})
+	synctest.Test(t, func(t *testing.T) {
+		l := find(t, 18)
+		ready, err := run.Prepare(t.Context(), run.Request{Lesson: l, Options: lesson.Options{Backend: lab.InMem}})
+		require.NoError(t, err)
+		res, err := ready.Start(t.Context())
+		require.NoError(t, err)
+		assert.Equal(t, len(l.LosesOnPurpose), countLost(res.Tasks))
+	})
+}
+
+func countLost(tasks []lab.TaskRecord) int {
+	n := 0
+	for _, task := range tasks {
+		if task.Fate == lab.FateLost {
+			n++
+		}
+	}
+	return n
 }

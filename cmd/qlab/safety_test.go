@@ -133,6 +133,7 @@ func TestDeletedWaitQueueEndsTheRun(t *testing.T) {
 	assert.Less(t, time.Since(start), 15*time.Second, "ends within the bound")
 	assert.Contains(t, errOut.String(), "queue "+wait+" was deleted")
 	assert.Equal(t, 1, strings.Count(errOut.String(), "qlab: "), errOut.String())
+	assert.Contains(t, errOut.String(), "lesson 10 lost", "the one line names the lost tasks")
 	var c lab.Event
 	sc := bufio.NewScanner(&out.all)
 	for sc.Scan() {

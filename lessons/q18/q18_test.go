@@ -124,7 +124,8 @@ func TestQueuedBeforePublishIsStuck(t *testing.T) {
 // TestWeddingIsDroppedSilentlyThenCaught: birthday and anniversary are
 // sent; wedding without mandatory is (on a broker) acked and never
 // returned, and reaches no worker; with mandatory it comes back as
-// unroutable. Both wedding tasks end lost in the stream.
+// unroutable. Both wedding tasks end refused in the stream (no queue took
+// them).
 func TestWeddingIsDroppedSilentlyThenCaught(t *testing.T) {
 	for _, b := range backends {
 		t.Run(string(b), func(t *testing.T) {
@@ -205,10 +206,10 @@ func TestLessonAccountsForEveryCopy(t *testing.T) {
 		assert.Equal(t, 1, summaries[task.ID], task.ID)
 		want := lab.FateDone
 		switch {
-		case slices.Contains(Lesson.Parity.Lost, task.ID):
-			want = lab.FateLost
-		case task.ID == "R4": // mandatory: returned to the publisher
-			want = lab.FateRefused
+		case slices.Contains(Lesson.LosesOnPurpose, task.ID):
+			want = lab.FateLost // the stuck row, and R3: confirmed and dropped
+		case task.ID == "R4":
+			want = lab.FateRefused // mandatory: returned to the publisher
 		}
 		assert.Equal(t, want, task.Fate, task.ID)
 	}

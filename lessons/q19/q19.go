@@ -51,6 +51,7 @@ var Lesson = lesson.Lesson{
 	Parity: lesson.Parity{TimingSensitive: "part (b)'s attempts are how many 2 s holds fit in " +
 		"the 30 s rate limit, which on a broker depends on when the redeliveries land"},
 	Topologies: func() []flow.Topology { return []flow.Topology{Topology()} },
+	Faults:     true, // in the fault suite (lessons/faults)
 }
 
 // The seed's retry policy.
