@@ -101,7 +101,7 @@ func (f *Flow) ConsumeBatch(_ context.Context, c flow.Consumer, b flow.Batch) er
 		return err
 	}
 	wait := f.sys.clock.Real(b.Wait)
-	f.sys.prefetch(q, c.Window(b.Size), func(in <-chan *Task, settled func(*Task)) {
+	f.sys.prefetch(q, b.Window(c), func(in <-chan *Task, settled func(*Task)) {
 		flow.Gather(f.sys.ctx, in, b.Size, wait, func(ts []*Task) {
 			ds := make([]*flow.Delivery, len(ts))
 			for i, t := range ts {
