@@ -32,6 +32,7 @@ type part struct {
 	OneBatcher bool
 
 	users map[string]store.User // by task
+	on    string                // the mechanism it ran on (flow.Facts.On)
 
 	mu        sync.Mutex
 	start     time.Duration            // lesson time of the first publish
@@ -57,8 +58,8 @@ func (p *part) user(i int) store.User {
 // run starts the batchers on a fresh backend, publishes the users as the
 // API does, one every p.Every, and waits until every one is settled.
 func (p *part) run(ctx context.Context, env *lesson.Env, db store.Users) error {
-	p.users, p.published, p.inserted = map[string]store.User{}, map[string]time.Duration{}, map[string]time.Duration{}
-	p.parked, p.attempts = map[string]string{}, map[string]int{}
+	p.users, p.parked, p.attempts = map[string]store.User{}, map[string]string{}, map[string]int{}
+	p.published, p.inserted = map[string]time.Duration{}, map[string]time.Duration{}
 	before, err := db.CountUsers(ctx)
 	if err != nil {
 		return err
@@ -68,6 +69,7 @@ func (p *part) run(ctx context.Context, env *lesson.Env, db store.Users) error {
 		return err
 	}
 	defer env.Close(ctx, b)
+	p.on = flow.FactsOf(b).On()
 	if err := p.consume(ctx, env, b, db); err != nil {
 		return err
 	}
@@ -146,6 +148,9 @@ func (p *part) handler(env *lesson.Env, db store.Users, actor string) flow.Batch
 			err := env.Stream.Attempt(d.Event(actor), func() error { return failed[i] })
 			p.settled(d, err, clockOf(env).Elapsed()-p.start)
 			decs[i] = policy.Decide(d, err)
+			if decs[i].Action == flow.ActPark && !flow.IsPermanent(err) {
+				decs[i].Reason += ", the last with " + err.Error()
+			}
 			if decs[i].Action == flow.ActPark {
 				p.mu.Lock()
 				p.parked[d.Task] = decs[i].Reason
@@ -186,7 +191,8 @@ func (p *part) process(ds []*flow.Delivery) ([]store.User, []error) {
 // insert stores the readable users and returns each message's error: the
 // seed's insert fails them all with the batch; the fix's skips the rows
 // whose email is taken, and only those fail, permanently.
-func (p *part) insert(ctx context.Context, db store.Users, users []store.User, errs []error) []error {
+func (p *part) insert(ctx context.Context, db store.Users, users []store.User,
+	errs []error) []error {
 	var ok []int
 	for i, err := range errs {
 		if err == nil {

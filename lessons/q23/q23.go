@@ -80,29 +80,40 @@ const (
 // their bad row registers the same email again.
 var Taken = store.User{ID: "john", Name: "John Silva", Email: "john@email.com"}
 
-// runQ23 runs the four parts on one users table.
+// runQ23 runs the lesson's parts on one users table and reports them.
 func runQ23(ctx context.Context, env *lesson.Env) error {
-	db, err := runstore.Open(ctx, env, "users")
+	parts := Parts()
+	db, err := runParts(ctx, env, parts)
 	if err != nil {
 		return err
 	}
+	env.Report(ratesTable(parts[:3], db))
+	env.Report(poisonTable(parts[3:], db))
+	return nil
+}
+
+// runParts runs parts in order on one users table, storing Taken before
+// the first poisoned one, and says which database it was.
+func runParts(ctx context.Context, env *lesson.Env, parts []*part) (string, error) {
+	db, err := runstore.Open(ctx, env, "users")
+	if err != nil {
+		return "", err
+	}
 	defer db.Drop()
-	parts, taken := Parts(), false
+	taken := false
 	for _, p := range parts {
 		if p.Poisoned && !taken {
 			if err := db.InsertUsers(ctx, []store.User{Taken}); err != nil {
-				return err
+				return "", err
 			}
 			taken = true
 		}
 		env.Phase(p.Title)
 		if err := p.run(ctx, env, db); err != nil {
-			return err
+			return "", err
 		}
 	}
-	env.Report(ratesTable(parts[:3]))
-	env.Report(poisonTable(parts[3:]))
-	return nil
+	return db.Kind, nil
 }
 
 // Parts are the lesson's four runs, fresh each call.

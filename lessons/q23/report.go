@@ -49,10 +49,10 @@ func (p *part) Measured() Measured {
 }
 
 // ratesTable is parts (a) and (b): batch sizes, latency, throughput.
-func ratesTable(parts []*part) render.Table {
+func ratesTable(parts []*part, db string) render.Table {
 	t := render.Table{
-		Title: fmt.Sprintf("Batches of up to %d users or %s, %d batchers", BatchSize, BatchWait,
-			Batchers),
+		Title: fmt.Sprintf("Batches of up to %d users or %s, %d batchers (%s, %s)", BatchSize,
+			BatchWait, Batchers, parts[0].on, db),
 		Header: []string{"part", "users", "inserts", "users/insert", "latency p50", "max",
 			"users/s"},
 		Notes: []string{
@@ -82,9 +82,9 @@ func ratesTable(parts []*part) render.Table {
 }
 
 // poisonTable is parts (c) and (d): one taken email in a batch.
-func poisonTable(parts []*part) render.Table {
+func poisonTable(parts []*part, db string) render.Table {
 	t := render.Table{
-		Title:  fmt.Sprintf("One taken email in a batch of %d", BatchSize),
+		Title:  fmt.Sprintf("One taken email in a batch of %d (%s, %s)", BatchSize, parts[0].on, db),
 		Header: []string{"handling", "users", "stored", "in DLQ", "deliveries", "rows added"},
 		Notes: []string{
 			fmt.Sprintf("%s was stored first; user %s registers %s again.", Taken.ID,

@@ -19,6 +19,8 @@ import (
 // Opened is a run's store and how to delete it.
 type Opened struct {
 	store.Store
+	// Kind names the database: "a map in memory", "SQLite", "PostgreSQL".
+	Kind string
 	// Drop deletes the SQLite file or the PostgreSQL schema; it does
 	// nothing for the map.
 	Drop func()
@@ -29,7 +31,7 @@ type Opened struct {
 // new schema qlab_<lesson>_<random>_<name> when QLAB_DATABASE_URL is set.
 func Open(ctx context.Context, env *lesson.Env, name string) (Opened, error) {
 	if env.Stream.Backend() == lab.InMem {
-		return Opened{store.NewMemory(), func() {}}, nil
+		return Opened{store.NewMemory(), "a map in memory", func() {}}, nil
 	}
 	slug := env.Stream.Lesson()
 	cfg := sqlstore.Config{
@@ -43,7 +45,10 @@ func Open(ctx context.Context, env *lesson.Env, name string) (Opened, error) {
 		}
 		cfg.Dir = dir
 	}
-	dir := cfg.Dir
+	dir, kind := cfg.Dir, "SQLite"
+	if cfg.URL != "" {
+		kind = "PostgreSQL"
+	}
 	s, err := sqlstore.Open(ctx, cfg)
 	if err != nil {
 		if dir != "" {
@@ -51,7 +56,7 @@ func Open(ctx context.Context, env *lesson.Env, name string) (Opened, error) {
 		}
 		return Opened{}, err
 	}
-	return Opened{s, func() {
+	return Opened{s, kind, func() {
 		_ = s.Drop(context.WithoutCancel(ctx))
 		if dir != "" {
 			_ = os.RemoveAll(dir)
