@@ -30,6 +30,8 @@ type part struct {
 	// OneBatcher runs one batcher, so that every round of retries is one
 	// batch on either backend.
 	OneBatcher bool
+	// Wait is the batch timeout; 0: BatchWait.
+	Wait time.Duration
 
 	users map[string]store.User // by task
 	on    string                // the mechanism it ran on (flow.Facts.On)
@@ -73,6 +75,7 @@ func (p *part) run(ctx context.Context, env *lesson.Env, db store.Users) error {
 	if err := p.consume(ctx, env, b, db); err != nil {
 		return err
 	}
+	defer env.InterruptOn(b)()
 	if err := p.publish(ctx, env, b); err != nil {
 		return err
 	}
@@ -100,7 +103,7 @@ func (p *part) consume(ctx context.Context, env *lesson.Env, b flow.Backend, db 
 	}
 	for i := range n {
 		c := flow.Consumer{Queue: Queue, Actor: actor(i), Prefetch: p.Prefetch, RetryHeader: p.header()}
-		err := batcher.ConsumeBatch(ctx, c, flow.Batch{Size: BatchSize, Wait: BatchWait,
+		err := batcher.ConsumeBatch(ctx, c, flow.Batch{Size: BatchSize, Wait: p.wait(),
 			KeepPrefetch: p.Prefetch > 0, Handle: p.handler(env, db, actor(i))})
 		if err != nil {
 			return err
@@ -110,6 +113,14 @@ func (p *part) consume(ctx context.Context, env *lesson.Env, b flow.Backend, db 
 		}
 	}
 	return nil
+}
+
+// wait is p's batch timeout.
+func (p *part) wait() time.Duration {
+	if p.Wait > 0 {
+		return p.Wait
+	}
+	return BatchWait
 }
 
 // publish is the API: each user through raffle_exchange to raffle_queue.
