@@ -95,8 +95,9 @@ func poisonTable(parts []*part, db string) render.Table {
 				"prefix (Q13), so the fix counts in %s.", SeedRetryHeader, RetryVia,
 				MaxAttempts, parts[1].header()),
 			"The fix inserts row by row with ON CONFLICT DO NOTHING in one transaction; the " +
-				"skipped row is parked at once (no retry can free the email), the rest acked. A " +
-				"database error would retry only the rows it failed.",
+				"skipped row is parked at once (no retry can free the email), the rest are " +
+				"acked and never come back. Only a failed row is retried: a database error " +
+				"fails every row of the batch, and each then spends its own budget.",
 			"rows added is counted in the users table after the part: it equals stored, the " +
 				"users whose summary says done.",
 		},
