@@ -37,7 +37,7 @@ var Lesson = lesson.Lesson{
 	ID:    "Q23",
 	Title: "A batching consumer",
 	Notice: "Users are inserted in batches of up to 10 or 1 s, whichever comes first (the seed's " +
-		"1000 scaled down), by 2 batchers. At 3 users/s every user waits for the 1 s timer; at " +
+		"1000 scaled down), by 2 batchers. At 3 users/s every batch waits out the 1 s timer; at " +
 		"100/s the batches fill. With a prefetch of 4 no batch ever holds more than 4. One taken " +
 		"email fails the seed's whole batch insert: all 10 users go round the retry queue with " +
 		"x-retries+1 and end in the DLQ after 3 attempts. Settled one by one (the insert skips " +
@@ -58,7 +58,7 @@ const (
 	BatchWait     = time.Second // USERS_BATCH_TIMEOUT_MS
 	Processors    = 8           // USERS_PROC_CONCURRENCY
 	Batchers      = 2           // USERS_BATCH_CONCURRENCY
-	MaxAttempts   = 3           // MAX_RETRIES, read as 3 deliveries (Q24 runs the other reading)
+	MaxAttempts   = 3           // MAX_RETRIES, read as 3 deliveries (the other reading is Q24's)
 	// PoisonWait is the batch timeout of parts (c) and (d): a batch sent
 	// round the retry queue comes back one message at a time, and 5 s
 	// keeps it one batch on a busy broker too. It changes no outcome.
@@ -84,9 +84,10 @@ const (
 // their bad row registers the same email again.
 var Taken = store.User{ID: "john", Name: "John Silva", Email: "john@email.com"}
 
-// runQ23 runs the lesson's parts on one users table and reports them.
+// runQ23 runs the lesson's parts on one users table and reports them; on a
+// real database it also times a batch insert against single-row ones.
 func runQ23(ctx context.Context, env *lesson.Env) error {
-	parts := Parts()
+	parts := newParts()
 	db, err := runstore.Open(ctx, env, "users")
 	if err != nil {
 		return err
@@ -127,8 +128,8 @@ func runParts(ctx context.Context, env *lesson.Env, db store.Users, parts []*par
 	return nil
 }
 
-// Parts are the lesson's four runs, fresh each call.
-func Parts() []*part {
+// newParts are the lesson's five runs, fresh each call.
+func newParts() []*part {
 	return []*part{
 		{Title: "(a) low rate: 3 users/s", Prefix: "l", Users: 10, Every: 330 * time.Millisecond,
 			Seed: true},

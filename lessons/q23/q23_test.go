@@ -54,7 +54,7 @@ func fates(events []lab.Event) (summaries map[string]lab.Event, parked map[strin
 
 // poisoned returns parts (c) and (d) of the lesson.
 func poisoned() (seed, fix *part) {
-	ps := Parts()
+	ps := newParts()
 	return ps[3], ps[4]
 }
 
@@ -138,7 +138,7 @@ func TestPrefetchLimitsTheBatch(t *testing.T) {
 // rate the batches fill and nobody waits that long. Below the batch size,
 // the prefetch makes every batch wait out the timeout with 4.
 func TestRates(t *testing.T) {
-	ps := Parts()
+	ps := newParts()
 	runOn(t, lab.InMem, ps[:3]...)
 	low, high, small := ps[0].Measured(), ps[1].Measured(), ps[2].Measured()
 	for _, n := range low.Batches {
@@ -158,7 +158,7 @@ func TestRates(t *testing.T) {
 func TestEveryUserAccountedFor(t *testing.T) {
 	for _, b := range backends {
 		t.Run(string(b), func(t *testing.T) {
-			ps := Parts()
+			ps := newParts()
 			summaries, parked := fates(runOn(t, b, ps...))
 			users := 0
 			for _, p := range ps {
