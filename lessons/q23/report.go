@@ -87,14 +87,16 @@ func poisonTable(parts []*part, db string) render.Table {
 		Title:  fmt.Sprintf("One taken email in a batch of %d (%s, %s)", BatchSize, parts[0].on, db),
 		Header: []string{"handling", "users", "stored", "in DLQ", "deliveries", "rows added"},
 		Notes: []string{
-			fmt.Sprintf("%s was stored first; user %s registers %s again.", Taken.ID,
-				parts[0].user((BatchSize+1)/2).ID, Taken.Email),
+			fmt.Sprintf("%s was stored first; users %s and %s register %s again.", Taken.ID,
+				parts[0].user((BatchSize+1)/2).ID, parts[1].user((BatchSize+1)/2).ID, Taken.Email),
 			fmt.Sprintf("The seed counts retries in %s and retries every user of the failed "+
 				"batch through %s (10 s): the healthy ones with the bad one, %d deliveries "+
 				"each, then the DLQ. That header is the RaffleAPI's way; RabbitMQ owns the x- "+
 				"prefix (Q13), so the fix counts in %s.", SeedRetryHeader, RetryVia,
 				MaxAttempts, parts[1].header()),
-			"The fix inserts row by row with ON CONFLICT DO NOTHING in one transaction; the " +
+			"The fix settles each message on its own, as Broadway's Message.failed/2 marks " +
+				"one message of a batch. It inserts row by row with ON CONFLICT DO NOTHING in " +
+				"one transaction; the " +
 				"skipped row is parked at once (no retry can free the email), the rest are " +
 				"acked and never come back. Only a failed row is retried: a database error " +
 				"fails every row of the batch, and each then spends its own budget.",

@@ -19,7 +19,7 @@ import (
 // Opened is a run's store and how to delete it.
 type Opened struct {
 	store.Store
-	// Kind names the database: "a map in memory", "SQLite", "PostgreSQL".
+	// Kind names the database: "a map", "SQLite", "PostgreSQL".
 	Kind string
 	// Drop deletes the SQLite file or the PostgreSQL schema; it does
 	// nothing for the map.
@@ -31,7 +31,7 @@ type Opened struct {
 // new schema qlab_<lesson>_<random>_<name> when QLAB_DATABASE_URL is set.
 func Open(ctx context.Context, env *lesson.Env, name string) (Opened, error) {
 	if env.Stream.Backend() == lab.InMem {
-		return Opened{store.NewMemory(), "a map in memory", func() {}}, nil
+		return Opened{store.NewMemory(), "a map", func() {}}, nil
 	}
 	slug := env.Stream.Lesson()
 	cfg := sqlstore.Config{
