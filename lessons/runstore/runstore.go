@@ -1,5 +1,5 @@
-// Package runstore opens the status store a lesson run uses (lessons Q18,
-// Q19 and Q23): a map in memory, and on the broker the real database,
+// Package runstore opens the status store a lesson run uses (lessons Q18
+// and Q23): a map in memory, and on the broker the real database,
 // SQLite in a temp dir of the run's or PostgreSQL when QLAB_DATABASE_URL
 // is set, in a schema of the run's own.
 package runstore
