@@ -17,6 +17,20 @@ type Batch struct {
 	// per delivery, in order, and each is carried out on its own (one
 	// acked, the next retried, a third parked).
 	Handle BatchHandler
+	// KeepPrefetch leaves the consumer's Prefetch as it is, even below
+	// Size: a batch then never holds more than Prefetch deliveries and
+	// every batch waits out Wait (lesson Q23 shows it). Unset, the
+	// prefetch is raised to Size.
+	KeepPrefetch bool
+}
+
+// Window is how many deliveries consumer c of batch b may hold unsettled:
+// c's prefetch, raised to b.Size unless b.KeepPrefetch.
+func (b Batch) Window(c Consumer) int {
+	if b.KeepPrefetch {
+		return c.Window(1)
+	}
+	return c.Window(b.Size)
 }
 
 // BatchHandler decides a batch of deliveries, one Decision each.
@@ -25,7 +39,7 @@ type BatchHandler func(ctx context.Context, ds []*Delivery) []Decision
 // Batcher is a backend that can deliver in batches (an optional
 // interface): ConsumeBatch starts consumer c, whose Handle is unused,
 // calling b.Handle with each batch from one goroutine. c.Prefetch is
-// raised to b.Size, so a batch can fill.
+// raised to b.Size, so a batch can fill (b.Window).
 type Batcher interface {
 	ConsumeBatch(ctx context.Context, c Consumer, b Batch) error
 }

@@ -3,6 +3,8 @@ package inmem
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -101,8 +103,12 @@ func (f *Flow) ConsumeBatch(_ context.Context, c flow.Consumer, b flow.Batch) er
 		return err
 	}
 	wait := f.sys.clock.Real(b.Wait)
-	f.sys.prefetch(q, c.Window(b.Size), func(in <-chan *Task, settled func(*Task)) {
+	f.sys.prefetch(q, b.Window(c), func(in <-chan *Task, settled func(*Task)) {
 		flow.Gather(f.sys.ctx, in, b.Size, wait, func(ts []*Task) {
+			// Timers that fire at one instant (a batch retried through a wait
+			// queue) race to put their tasks back: one order, by id, keeps the
+			// run reproducible. RabbitMQ's wait queue keeps them in order.
+			slices.SortStableFunc(ts, func(a, b *Task) int { return strings.Compare(a.ID, b.ID) })
 			ds := make([]*flow.Delivery, len(ts))
 			for i, t := range ts {
 				ds[i] = f.deliver(q, t)

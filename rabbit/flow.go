@@ -119,7 +119,7 @@ func (f *Flow) ConsumeBatch(ctx context.Context, c flow.Consumer, b flow.Batch) 
 		d  *Delivery
 		fd *flow.Delivery
 	}
-	window := c.Window(b.Size)
+	window := b.Window(c)
 	in := make(chan held, window)
 	gctx, stop := context.WithCancel(ctx)
 	err := f.consume(gctx, c, window, func(ctx context.Context, d *Delivery, fd *flow.Delivery) {

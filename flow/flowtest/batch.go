@@ -107,6 +107,41 @@ func batchUpToSizeOrWait(t *testing.T, cfg Config) {
 	labtest.AssertAccounted(t, events)
 }
 
+// batchKeepsASmallerPrefetch: with KeepPrefetch, a batch consumer of 3
+// at prefetch 2 is never handed more than 2 at once, so no batch fills and
+// each waits out its Wait (lesson Q23); every task is still settled.
+func batchKeepsASmallerPrefetch(t *testing.T, cfg Config) {
+	h := open(t, cfg)
+	batcher := h.batcher(t)
+	var got batches
+	require.NoError(t, batcher.ConsumeBatch(h.ctx, flow.Consumer{Queue: work, Actor: "Batcher", Prefetch: 2},
+		flow.Batch{Size: 3, Wait: time.Second, KeepPrefetch: true,
+			Handle: func(_ context.Context, ds []*flow.Delivery) []flow.Decision {
+				got.see(h.stream.Clock(), ds)
+				decs := make([]flow.Decision, len(ds))
+				for i, d := range ds {
+					_ = h.attempt(d, false)
+					decs[i] = flow.Ack()
+				}
+				return decs
+			}}))
+	events := h.run(t, work, "a", "b", "c", "d", "e")
+	got.mu.Lock()
+	defer got.mu.Unlock()
+	total := 0
+	for _, n := range got.sizes {
+		assert.LessOrEqual(t, n, 2, "never more than the prefetch")
+		total += n
+	}
+	assert.Equal(t, 5, total, "every task in exactly one batch")
+	if flow.FeaturesOf(h.b).ExactTime {
+		assert.Equal(t, []int{2, 2, 1}, got.sizes)
+		assert.Equal(t, []time.Duration{time.Second, 2 * time.Second, 3 * time.Second}, got.at,
+			"each batch waited its second")
+	}
+	labtest.AssertAccounted(t, events)
+}
+
 // batchSettlesEachOnItsOwn: one batch, four decisions, each carried out
 // on its own delivery: an ack, a retry (which comes back in a later
 // batch), a park and a drop.

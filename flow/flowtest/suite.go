@@ -96,6 +96,7 @@ func Run(t *testing.T, cfg Config) {
 		"PrefetchHoldsUpToItsWindow":   prefetchHoldsUpToItsWindow,
 		"BatchUpToSizeOrWait":          batchUpToSizeOrWait,
 		"BatchSettlesEachOnItsOwn":     batchSettlesEachOnItsOwn,
+		"BatchKeepsASmallerPrefetch":   batchKeepsASmallerPrefetch,
 		"PoliciesRunOnEveryBackend":    policiesRunOnEveryBackend,
 	}
 	names := make([]string, 0, len(cases))

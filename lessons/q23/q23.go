@@ -1,0 +1,165 @@
+// Package q23 is lesson Q23 — a batching consumer (seed 004, the RaffleAPI).
+//
+// Notice: the consumer inserts users in batches of up to N or what came
+// within T of a batch's first user, whichever is first, with two batchers
+// inserting at once. At a low arrival rate every user waits up to T; at a
+// high rate the batches fill and nobody waits that long. A batch can only
+// fill when the consumer may hold a batch's worth of unacked messages: with
+// a prefetch below N every batch waits out T half empty.
+//
+// Then one bad row. The seed inserts a batch in one statement, so one taken
+// email (a unique violation) fails the whole insert, and its per-batch error
+// handling sends every user of the batch round the retry queue with
+// x-retries+1 until all of them sit in the DLQ after 3 attempts. The fix
+// settles each message on its own, as Broadway's Message.failed does: an
+// insert that skips the conflicting row (ON CONFLICT DO NOTHING, per row),
+// the bad user parked with its reason, the rest acked, and only failed rows
+// retried.
+package q23
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/queuelab/qlab/flow"
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lesson"
+	_ "github.com/queuelab/qlab/lesson/rabbitenv" // the broker mechanism env.Open uses
+	"github.com/queuelab/qlab/lessons/runstore"
+	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/serve"
+	"github.com/queuelab/qlab/store"
+)
+
+// Lesson is Q23.
+var Lesson = lesson.Lesson{
+	ID:    "Q23",
+	Title: "A batching consumer",
+	Notice: "Users are inserted in batches of up to 10 or 1 s, whichever comes first (the seed's " +
+		"1000 scaled down), by 2 batchers. At 3 users/s every batch waits out the 1 s timer; at " +
+		"100/s the batches fill. With a prefetch of 4 no batch ever holds more than 4. One taken " +
+		"email fails the seed's whole batch insert: all 10 users go round the retry queue with " +
+		"x-retries+1 and end in the DLQ after 3 attempts. Settled one by one (the insert skips " +
+		"the conflict), 9 are stored and only the bad one is parked, with its reason.",
+	InMem:      runQ23,
+	Rabbit:     runQ23,
+	WatchSpeed: 4,  // the 10 s retry rounds in 2.5 s
+	TestSpeed:  20, // the whole lesson (about 40 s) in about 2 s
+	Topologies: func() []flow.Topology { return []flow.Topology{serve.RaffleTopology()} },
+}
+
+// The seed's consumer settings (USERS_BATCH_SIZE, …) and what the lesson
+// runs. Only the batch size is scaled: 1000 users a batch would be 1000
+// lines a batch in the log.
+const (
+	SeedBatchSize = 1000
+	BatchSize     = 10          // SeedBatchSize scaled by 1/100
+	BatchWait     = time.Second // USERS_BATCH_TIMEOUT_MS
+	Processors    = 8           // USERS_PROC_CONCURRENCY
+	Batchers      = 2           // USERS_BATCH_CONCURRENCY
+	MaxAttempts   = 3           // MAX_RETRIES, read as 3 deliveries (the other reading is Q24's)
+	// PoisonWait is the batch timeout of parts (c) and (d): a batch sent
+	// round the retry queue comes back one message at a time, and 5 s
+	// keeps it one batch on a busy broker too. It changes no outcome.
+	PoisonWait = 5 * time.Second
+	// SmallPrefetch is below BatchSize: part (b)'s consumers.
+	SmallPrefetch = 4
+	// SeedRetryHeader is the RaffleAPI's retry counter. It sits in the
+	// x- namespace RabbitMQ owns (Q13): 3.10.8 leaves it alone, but the
+	// broker may give x- headers a meaning of its own, and 4.0 already
+	// ignores an x-death a client publishes. The fix uses the lab's own.
+	SeedRetryHeader = "x-retries"
+)
+
+// The seed's names, as qlab serve declares them.
+const (
+	Exchange = serve.RaffleExchange
+	Queue    = serve.RaffleQueue
+	RetryVia = serve.RaffleRetryQueue
+	DLQ      = serve.RaffleDLQ
+)
+
+// Taken is the user already in the table when parts (c) and (d) start:
+// their bad row registers the same email again.
+var Taken = store.User{ID: "john", Name: "John Silva", Email: "john@email.com"}
+
+// runQ23 runs the lesson's parts on one users table and reports them; on a
+// real database it also times a batch insert against single-row ones.
+func runQ23(ctx context.Context, env *lesson.Env) error {
+	parts := newParts()
+	db, err := runstore.Open(ctx, env, "users")
+	if err != nil {
+		return err
+	}
+	defer db.Drop()
+	if err := runParts(ctx, env, db, parts); err != nil {
+		return err
+	}
+	env.Report(ratesTable(parts[:3], db.Kind))
+	env.Report(poisonTable(parts[3:], db.Kind))
+	if env.Stream.Backend() == lab.InMem {
+		return nil // a map has no transaction to save
+	}
+	cost, err := MeasureInserts(ctx, db, BenchUsers)
+	if err != nil {
+		return err
+	}
+	env.Report(costTable(cost, db.Kind))
+	return nil
+}
+
+// runParts runs parts in order on the users table db, storing Taken
+// before the first poisoned one.
+func runParts(ctx context.Context, env *lesson.Env, db store.Users, parts []*part) error {
+	taken := false
+	for _, p := range parts {
+		if p.Poisoned && !taken {
+			if err := db.InsertUsers(ctx, []store.User{Taken}); err != nil {
+				return err
+			}
+			taken = true
+		}
+		env.Phase(p.Title)
+		if err := p.run(ctx, env, db); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// newParts are the lesson's five runs, fresh each call.
+func newParts() []*part {
+	return []*part{
+		{Title: "(a) low rate: 3 users/s", Prefix: "l", Users: 10, Every: 330 * time.Millisecond,
+			Seed: true},
+		{Title: "(a) high rate: 100 users/s", Prefix: "h", Users: 40, Every: 10 * time.Millisecond,
+			Seed: true},
+		{Title: fmt.Sprintf("(b) high rate, prefetch %d < batch size %d", SmallPrefetch, BatchSize),
+			Prefix: "p", Users: 16, Every: 10 * time.Millisecond, Prefetch: SmallPrefetch, Seed: true},
+		{Title: "(c) the seed: one taken email fails the whole batch", Prefix: "s",
+			Users: BatchSize, Poisoned: true, Seed: true, OneBatcher: true, Wait: PoisonWait},
+		{Title: "(d) the fix: each message settled on its own", Prefix: "f", Users: BatchSize,
+			Poisoned: true, OneBatcher: true, Wait: PoisonWait},
+	}
+}
+
+// header is the retry counter a part's consumer republishes with: the
+// seed's x-retries, or the lab's own.
+func (p *part) header() string {
+	if p.Seed {
+		return SeedRetryHeader
+	}
+	return rabbit.RetryCountHeader
+}
+
+// policy is the retry budget both handlings share: retry through the 10 s
+// queue, park after attempt MaxAttempts, and park at once a permanent
+// error (which only the fix can tell apart).
+var policy = flow.Retries{Via: RetryVia, DLQ: DLQ, Max: MaxAttempts}
+
+// actor names batcher i.
+func actor(i int) string { return fmt.Sprintf("Batcher-%d", i+1) }
+
+// clockOf is the run's lesson clock.
+func clockOf(env *lesson.Env) lab.Clock { return env.Stream.Clock() }

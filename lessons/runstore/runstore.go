@@ -1,0 +1,65 @@
+// Package runstore opens the status store a lesson run uses (lessons Q18
+// and Q23): a map in memory, and on the broker the real database,
+// SQLite in a temp dir of the run's or PostgreSQL when QLAB_DATABASE_URL
+// is set, in a schema of the run's own.
+package runstore
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lesson"
+	"github.com/queuelab/qlab/store"
+	"github.com/queuelab/qlab/store/sqlstore"
+)
+
+// Opened is a run's store and how to delete it.
+type Opened struct {
+	store.Store
+	// Kind names the database: "a map", "SQLite", "PostgreSQL".
+	Kind string
+	// Drop deletes the SQLite file or the PostgreSQL schema; it does
+	// nothing for the map.
+	Drop func()
+}
+
+// Open opens the store of part name of env's lesson: a map in memory; on
+// the broker, SQLite in a file under a new temp dir, or PostgreSQL in a
+// new schema qlab_<lesson>_<random>_<name> when QLAB_DATABASE_URL is set.
+func Open(ctx context.Context, env *lesson.Env, name string) (Opened, error) {
+	if env.Stream.Backend() == lab.InMem {
+		return Opened{store.NewMemory(), "a map", func() {}}, nil
+	}
+	slug := env.Stream.Lesson()
+	cfg := sqlstore.Config{
+		URL:    os.Getenv(sqlstore.EnvURL),
+		Schema: fmt.Sprintf("qlab_%s_%08x_%s", slug, rand.Uint32(), name),
+	}
+	if cfg.URL == "" {
+		dir, err := os.MkdirTemp("", "qlab-"+slug+"-")
+		if err != nil {
+			return Opened{}, fmt.Errorf("store: %w", err)
+		}
+		cfg.Dir = dir
+	}
+	dir, kind := cfg.Dir, "SQLite"
+	if cfg.URL != "" {
+		kind = "PostgreSQL"
+	}
+	s, err := sqlstore.Open(ctx, cfg)
+	if err != nil {
+		if dir != "" {
+			_ = os.RemoveAll(dir)
+		}
+		return Opened{}, err
+	}
+	return Opened{s, kind, func() {
+		_ = s.Drop(context.WithoutCancel(ctx))
+		if dir != "" {
+			_ = os.RemoveAll(dir)
+		}
+	}}, nil
+}
