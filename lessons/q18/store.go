@@ -12,28 +12,29 @@ import (
 	"github.com/queuelab/qlab/store/sqlstore"
 )
 
-// openedStore is a variant's status store and how to delete it.
-type openedStore struct {
+// OpenedStore is a run's status store and how to delete it.
+type OpenedStore struct {
 	store.Store
-	drop func()
+	Drop func() // deletes the file or the schema; call it once, when done
 }
 
-// openStore opens variant name's status store: a map in memory; on the
-// broker, SQLite in a file under a temp dir of the run's, or PostgreSQL in
-// a schema of the run's own when QLAB_DATABASE_URL is set. drop deletes
-// the file or the schema.
-func openStore(ctx context.Context, env *lesson.Env, name string) (openedStore, error) {
+// OpenStore opens the status store called name (a Q18 variant, or a
+// Q24 part's users table): a map in memory; on the broker, SQLite in a
+// file under a temp dir of the run's, or PostgreSQL in a schema of the
+// run's own when QLAB_DATABASE_URL is set. Drop deletes the file or the
+// schema.
+func OpenStore(ctx context.Context, env *lesson.Env, name string) (OpenedStore, error) {
 	if env.Stream.Backend() == lab.InMem {
-		return openedStore{store.NewMemory(), func() {}}, nil
+		return OpenedStore{store.NewMemory(), func() {}}, nil
 	}
 	cfg := sqlstore.Config{
 		URL:    os.Getenv(sqlstore.EnvURL),
-		Schema: fmt.Sprintf("qlab_q18_%08x_%s", rand.Uint32(), name),
+		Schema: fmt.Sprintf("qlab_%08x_%s", rand.Uint32(), name),
 	}
 	if cfg.URL == "" {
-		dir, err := os.MkdirTemp("", "qlab-q18-")
+		dir, err := os.MkdirTemp("", "qlab-store-")
 		if err != nil {
-			return openedStore{}, fmt.Errorf("store: %w", err)
+			return OpenedStore{}, fmt.Errorf("store: %w", err)
 		}
 		cfg.Dir = dir
 	}
@@ -43,9 +44,9 @@ func openStore(ctx context.Context, env *lesson.Env, name string) (openedStore, 
 		if dir != "" {
 			_ = os.RemoveAll(dir)
 		}
-		return openedStore{}, err
+		return OpenedStore{}, err
 	}
-	return openedStore{s, func() {
+	return OpenedStore{s, func() {
 		_ = s.Drop(context.WithoutCancel(ctx))
 		if dir != "" {
 			_ = os.RemoveAll(dir)
