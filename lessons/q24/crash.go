@@ -16,9 +16,6 @@ import (
 const (
 	crashed     = "c1"
 	crashedCopy = crashed + copySuffix
-	// blip is part (c)'s DB outage: long enough to fail the first insert
-	// (at stepTime), over before the redelivery's.
-	blip = stepTime + stepTime/2
 )
 
 // crash is part (c): the consumer publishes the retry, then dies before
@@ -26,13 +23,20 @@ const (
 // travels twice.
 func crash(ctx context.Context, env *lesson.Env) error {
 	env.Phase("(c) publish the retry, crash before the ack: the user travels twice")
-	r, err := open(ctx, env, "c", func(string) time.Duration { return blip })
+	// The DB refuses the first insert and is back by the redelivery.
+	var died atomic.Bool
+	down := func(string) time.Duration {
+		if died.Load() {
+			return 0
+		}
+		return time.Hour
+	}
+	r, err := open(ctx, env, "c", down)
 	if err != nil {
 		return err
 	}
 	defer r.close(ctx)
 	c := r.seedConsumer(attemptsReading, toDLQ)
-	var died atomic.Bool
 	seed := c.Handle
 	c.Handle = func(ctx context.Context, d *flow.Delivery) flow.Decision {
 		if d.Task != crashed || died.Load() {

@@ -19,7 +19,7 @@ const (
 	dlqOutage = 2 * time.Second
 	// hotGuard stops the seed's loop (not the seed's: it has none) so the
 	// run ends; the bad message would spin for ever.
-	hotGuard = 3 * time.Second
+	hotGuard = 4 * time.Second
 )
 
 // dlqRun is one DLQ consumer of part (e) and the two messages it meets.
@@ -36,7 +36,7 @@ var (
 		consumer: (*run).parking}
 )
 
-// dlqLoop is part (e): a bad message and a user sit in raffle_dlq while
+// dlqLoop is part (e): a user and a bad message sit in raffle_dlq while
 // the DB is away for 2 s; the seed's consumer, then the lab's, take them.
 func dlqLoop(ctx context.Context, env *lesson.Env) error {
 	env.Phase("(e) the DLQ consumer: reject + requeue spins; a bounded count parks")
@@ -76,7 +76,7 @@ func runDLQ(ctx context.Context, env *lesson.Env, c dlqRun) (DLQLoad, error) {
 		return DLQLoad{}, err
 	}
 	defer r.close(ctx)
-	publish := r.via("Consumer", raffle.DLX, raffle.DLQ, c.bad, c.user)
+	publish := r.via("Consumer", raffle.DLX, raffle.DLQ, c.user, c.bad)
 	if err := r.consume(ctx, []flow.Consumer{c.consumer(r)}, publish); err != nil {
 		return DLQLoad{}, err
 	}
@@ -144,6 +144,9 @@ func dlqTable(loads []DLQLoad) render.Table {
 			"deliveries/s and inserts/s are counted over the 2 s the DB was away; every " +
 				"delivery costs the consumer 50 ms, so the seed's loop is as hot as the " +
 				"consumer is fast: on a broker, as fast as it redelivers.",
+			"RabbitMQ puts a requeued message back at its place, the head: the user " +
+				"loops alone while the DB is away and the bad message waits behind it; in " +
+				"memory a requeue goes to the tail and the two take turns.",
 			"The seed's bad message can never succeed: only the lab's guard ended it. " +
 				"The fix counts in qlab-retries, not x-retries: x- names are the broker's.",
 		},

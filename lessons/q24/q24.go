@@ -144,14 +144,16 @@ type attemptRow struct {
 }
 
 // run is one part: a fresh backend with the topology declared, a users
-// table, and a database that is down for a while from the part's start.
+// table, and a database that is down for a while from the part's first
+// delivery (not its start: a broker takes a moment to deliver).
 type run struct {
 	env   *lesson.Env
 	b     flow.Backend
 	clock lab.Clock
 	db    q18.OpenedStore
-	start time.Duration
 	down  func(task string) time.Duration // how long the DB is away for task's group
+	first sync.Once                       // sets start
+	start time.Duration                   // lesson time of the first delivery
 
 	mu      sync.Mutex
 	rows    []attemptRow
@@ -176,7 +178,7 @@ func open(ctx context.Context, env *lesson.Env, name string,
 		return nil, err
 	}
 	clock := env.Stream.Clock()
-	return &run{env: env, b: b, clock: clock, db: db, start: clock.Elapsed(), down: down,
+	return &run{env: env, b: b, clock: clock, db: db, down: down,
 		offsets: map[string]int{}, ends: map[string]flow.Decision{}}, nil
 }
 
@@ -186,8 +188,11 @@ func (r *run) close(ctx context.Context) {
 	r.db.Drop()
 }
 
-// since is lesson time from the part's start.
-func (r *run) since() time.Duration { return r.clock.Elapsed() - r.start }
+// since is lesson time from the part's first delivery.
+func (r *run) since() time.Duration {
+	r.first.Do(func() { r.start = r.clock.Elapsed() })
+	return r.clock.Elapsed() - r.start
+}
 
 // seedRetries is the x-retries the seed's consumer reads from d: absent
 // (0) on a first delivery, one more on each republish. On the broker the
