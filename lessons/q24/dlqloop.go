@@ -60,6 +60,7 @@ type DLQLoad struct {
 	DownInserts         int    // of those, the ones that reached the DB
 	BadEnd, UserEnd     string // where each message ended
 	BadTries, UserTries int
+	On                  string // the mechanism measured: "RabbitMQ 3.10.8", "in memory"
 }
 
 // PerSecond is deliveries a second while the DB was away.
@@ -80,7 +81,8 @@ func runDLQ(ctx context.Context, env *lesson.Env, c dlqRun) (DLQLoad, error) {
 	if err := r.consume(ctx, []flow.Consumer{c.consumer(r)}, publish); err != nil {
 		return DLQLoad{}, err
 	}
-	load := DLQLoad{Name: c.name, BadEnd: r.end(c.bad), UserEnd: r.end(c.user)}
+	load := DLQLoad{Name: c.name, BadEnd: r.end(c.bad), UserEnd: r.end(c.user),
+		On: flow.FactsOf(r.b).On()}
 	for _, row := range r.all() {
 		load.Deliveries++
 		load.BadTries += btoi(row.task == c.bad)
@@ -137,7 +139,7 @@ func (r *run) parking() flow.Consumer {
 
 func dlqTable(loads []DLQLoad) render.Table {
 	t := render.Table{
-		Title: "(e) The DLQ consumer while the DB is away for 2 s",
+		Title: "(e) The DLQ consumer while the DB is away for 2 s (" + loads[0].On + ")",
 		Header: []string{"consumer", "deliveries/s", "inserts/s", "deliveries",
 			"bad JSON (tries: end)", "user (tries: end)"},
 		Notes: []string{
