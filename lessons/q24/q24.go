@@ -284,6 +284,9 @@ var (
 // DLQ once read says the attempts are spent. Malformed JSON goes as bad
 // says (part (d)'s two readings).
 func (r *run) seedConsumer(read reading, bad func(d *flow.Delivery, err error) flow.Decision) flow.Consumer {
+	// x-retries is the RaffleAPI's header, kept because this is the seed's
+	// consumer; x- names are the broker's (Q13): the lab's own code counts
+	// in rabbit.RetryCountHeader, as the fix in part (e) does.
 	return flow.Consumer{Queue: raffle.Queue, Actor: "Consumer", RetryHeader: rabbit.RetriesHeader,
 		Handle: func(ctx context.Context, d *flow.Delivery) flow.Decision {
 			retries := r.seedRetries(d)
