@@ -245,14 +245,17 @@ func (r *run) all() []attemptRow {
 	return append([]attemptRow(nil), r.rows...)
 }
 
+// publisher puts a part's messages on the broker.
+type publisher func(context.Context) error
+
 // viaAPI publishes each task to raffle_queue through raffle_exchange, as
 // the API does.
-func (r *run) viaAPI(tasks ...string) func(context.Context) error {
+func (r *run) viaAPI(tasks ...string) publisher {
 	return r.via("API", raffle.Exchange, raffle.Queue, tasks...)
 }
 
 // via publishes each task, by actor, to exchange with key.
-func (r *run) via(actor, exchange, key string, tasks ...string) func(context.Context) error {
+func (r *run) via(actor, exchange, key string, tasks ...string) publisher {
 	return func(ctx context.Context) error {
 		for _, t := range tasks {
 			if err := r.b.PublishTo(ctx, actor, exchange, key, t); err != nil {
@@ -278,12 +281,15 @@ var (
 		exhausted: func(n int) bool { return n >= MaxRetries }}
 )
 
+// badBody decides on a delivery whose body is not a user (part (d)).
+type badBody func(d *flow.Delivery, err error) flow.Decision
+
 // seedConsumer is the RaffleAPI's Users.Consumer, one message at a time:
-// insert; on a DB error republish with x-retries+1 through the retry
-// exchange (the seam's Retry, counting in x-retries), or reject to the
-// DLQ once read says the attempts are spent. Malformed JSON goes as bad
-// says (part (d)'s two readings).
-func (r *run) seedConsumer(read reading, bad func(d *flow.Delivery, err error) flow.Decision) flow.Consumer {
+// insert; on a DB error republish into raffle_retry_10s with x-retries+1
+// (the seam's Retry, counting in x-retries), or reject to the DLQ once
+// read says the attempts are spent. Malformed JSON goes as bad says (part
+// (d)'s two readings).
+func (r *run) seedConsumer(read reading, bad badBody) flow.Consumer {
 	// x-retries is the RaffleAPI's header, kept because this is the seed's
 	// consumer; x- names are the broker's (Q13): the lab's own code counts
 	// in rabbit.RetryCountHeader, as the fix in part (e) does.
@@ -311,7 +317,7 @@ func toDLQ(_ *flow.Delivery, err error) flow.Decision {
 }
 
 // consume starts cs, then publishes and waits until every message settles.
-func (r *run) consume(ctx context.Context, cs []flow.Consumer, publish func(context.Context) error) error {
+func (r *run) consume(ctx context.Context, cs []flow.Consumer, publish publisher) error {
 	for _, c := range cs {
 		if err := r.b.Consume(ctx, r.recorded(c)); err != nil {
 			return err

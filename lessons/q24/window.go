@@ -133,7 +133,8 @@ func readings(ctx context.Context, env *lesson.Env) error {
 		}
 		return first(ctx, d)
 	}
-	if err := r.consume(ctx, []flow.Consumer{byTask}, r.viaAPI(readAttempts, readRetries)); err != nil {
+	publish := r.viaAPI(readAttempts, readRetries)
+	if err := r.consume(ctx, []flow.Consumer{byTask}, publish); err != nil {
 		return err
 	}
 	env.Report(readingsTable(r.all()))
