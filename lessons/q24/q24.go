@@ -327,7 +327,30 @@ func (r *run) consume(ctx context.Context, cs []flow.Consumer, publish publisher
 	if err := publish(ctx); err != nil {
 		return err
 	}
-	return r.b.Wait(ctx)
+	if err := r.b.Wait(ctx); err != nil {
+		return err
+	}
+	return r.rowsMatch(ctx)
+}
+
+// rowsMatch checks the users table against the stream: one row for each
+// message acked after its insert, none for any other.
+func (r *run) rowsMatch(ctx context.Context) error {
+	stored, err := r.db.CountUsers(ctx)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	acked := 0
+	for _, dec := range r.ends {
+		acked += btoi(dec.Action == flow.ActAck)
+	}
+	r.mu.Unlock()
+	if stored != acked {
+		return fmt.Errorf("q24: the users table holds %d rows, the consumers acked %d inserts",
+			stored, acked)
+	}
+	return nil
 }
 
 // recorded is c, its decisions kept in ends.
