@@ -49,7 +49,7 @@ var Lesson = lesson.Lesson{
 		"bounded count with a parking queue stops it.",
 	InMem:      runQ24,
 	Rabbit:     runQ24,
-	WatchSpeed: 10, // about 150 s of lesson time in 15 s
+	WatchSpeed: 10, // about 95 s of lesson time in under 10 s
 	TestSpeed:  10, // a TTL is real time: room for a busy machine's lateness
 	Parity: lesson.Parity{TimingSensitive: "part (e)'s hot loop spins as fast as the " +
 		"mechanism redelivers, so its counts (not its fates) depend on the backend"},
