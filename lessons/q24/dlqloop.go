@@ -25,15 +25,16 @@ const (
 // dlqRun is one DLQ consumer of part (e) and the two messages it meets.
 type dlqRun struct {
 	name, bad, user string
+	part            string // the users table's name
 	consumer        func(r *run) flow.Consumer
 }
 
 // The seed's DLQ consumer and the lab's fix.
 var (
-	seedDLQ = dlqRun{name: "seed: reject + requeue", bad: "e-bad", user: "e-user",
+	seedDLQ = dlqRun{name: "seed: reject + requeue", bad: "e-bad", user: "e-user", part: "e_seed",
 		consumer: (*run).requeueing}
 	fixedDLQ = dlqRun{name: "fix: 3 tries, 10 s apart, then park", bad: "f-bad", user: "f-user",
-		consumer: (*run).parking}
+		part: "e_fix", consumer: (*run).parking}
 )
 
 // dlqLoop is part (e): a user and a bad message sit in raffle_dlq while
@@ -72,7 +73,7 @@ func (l DLQLoad) InsertsPerSecond() float64 { return float64(l.DownInserts) / dl
 // runDLQ puts c's two messages in raffle_dlq (through raffle_dlx, the way
 // the main consumer's rejects arrive) and lets c's consumer take them.
 func runDLQ(ctx context.Context, env *lesson.Env, c dlqRun) (DLQLoad, error) {
-	r, err := open(ctx, env, c.user, func(string) time.Duration { return dlqOutage })
+	r, err := open(ctx, env, c.part, func(string) time.Duration { return dlqOutage })
 	if err != nil {
 		return DLQLoad{}, err
 	}
