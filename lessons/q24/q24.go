@@ -136,7 +136,6 @@ func decode(task string) (store.User, error) {
 // attemptRow is one delivery as a consumer saw it.
 type attemptRow struct {
 	task    string
-	actor   string
 	retries int           // the retry count the message carried (x-retries or qlab-retries)
 	at      time.Duration // lesson time from the part's start
 	err     error
@@ -224,7 +223,7 @@ func (r *run) attempt(ctx context.Context, d *flow.Delivery, actor string, retri
 		return r.insert(ctx, d.Task, u)
 	})
 	r.mu.Lock()
-	r.rows = append(r.rows, attemptRow{task: d.Task, actor: actor, retries: retries, at: at,
+	r.rows = append(r.rows, attemptRow{task: d.Task, retries: retries, at: at,
 		err: err, insert: reached})
 	r.mu.Unlock()
 	return err
