@@ -263,11 +263,27 @@ func (f *Flow) PublishTo(_ context.Context, actor, exchange, key, task string) e
 		return fmt.Errorf("inmem: %s to exchange %s, key %q: %w", task, exchange, key, flow.ErrUnroutable)
 	}
 	for _, name := range routes {
-		q := f.queue(name)
 		f.sys.emit(lab.Event{Kind: lab.Enqueued, Task: task, Queue: name, Actor: actor, Note: flow.RoutedNote(exchange, key)})
-		q.put(&Task{ID: task})
+		f.putRouted(actor, name, &Task{ID: task})
 	}
 	return nil
+}
+
+// putRouted puts t, routed to queue name, there; a wait queue holds it
+// for its TTL (a timer here) and then hands it on along its dead-letter
+// route, as the broker does with a message published into one (seed 004's
+// retry exchange).
+func (f *Flow) putRouted(actor, name string, t *Task) {
+	topo := f.topology()
+	wq, _ := topo.Queue(name)
+	if wq.Role != flow.Wait {
+		f.queue(name).put(t)
+		return
+	}
+	to := f.queue(topo.Settle(name))
+	f.sys.schedule(lab.Event{Kind: lab.Scheduled, Task: t.ID, Queue: name, Via: name, To: to.name,
+		Actor: actor, DelayMs: wq.TTL.Milliseconds(), Note: "in memory: a time.AfterFunc timer stands in for its TTL"},
+		t, to, func(move func()) *time.Timer { return f.sys.clock.AfterFunc(wq.TTL, move) })
 }
 
 // Wait blocks until no task is queued, on a timer or being handled in a

@@ -29,6 +29,7 @@ import (
 	"github.com/queuelab/qlab/lessons/q18"
 	"github.com/queuelab/qlab/lessons/q19"
 	"github.com/queuelab/qlab/lessons/q23"
+	"github.com/queuelab/qlab/lessons/q24"
 
 	"github.com/queuelab/qlab/lesson"
 	// The broker mechanism: every lesson of the registry can run there.
@@ -73,6 +74,7 @@ var All = []Lesson{
 	q18.Lesson,
 	q19.Lesson,
 	q23.Lesson,
+	q24.Lesson,
 }
 
 // Find returns the lesson numbered n.

@@ -7,51 +7,27 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
-	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lessons/q11"
+	"github.com/queuelab/qlab/lessons/raffle"
 	"github.com/queuelab/qlab/rabbit"
 )
 
-// Seed 004's broker names.
+// Seed 004's broker names (package raffle holds them for the lessons too).
 const (
-	RaffleExchange      = "raffle_exchange"
-	RaffleRetryExchange = "raffle_retry_exchange"
-	RaffleDLX           = "raffle_dlx"
-	RaffleQueue         = "raffle_queue"
-	RaffleRetryQueue    = "raffle_retry_10s"
-	RaffleDLQ           = "raffle_dlq"
+	RaffleExchange      = raffle.Exchange
+	RaffleRetryExchange = raffle.RetryExchange
+	RaffleDLX           = raffle.DLX
+	RaffleQueue         = raffle.Queue
+	RaffleRetryQueue    = raffle.RetryQueue
+	RaffleDLQ           = raffle.DLQ
 )
 
-// RaffleTopology is seed 004's topology: three direct exchanges;
-// raffle_queue dead-letters through raffle_dlx (key raffle_dlq) into
-// raffle_dlq; raffle_retry_10s holds a retry for 10 s, then dead-letters
-// it through raffle_exchange back into raffle_queue. Each queue is bound
-// to its exchange with its own name as the key.
-func RaffleTopology() rabbit.Topology {
-	return rabbit.Topology{
-		Queues: []rabbit.Queue{
-			{Name: RaffleQueue, Role: rabbit.Work, DeadLetterExchange: RaffleDLX, DeadLetterKey: RaffleDLQ},
-			{Name: RaffleRetryQueue, Role: rabbit.Wait, TTL: 10 * time.Second,
-				DeadLetterExchange: RaffleExchange, DeadLetterKey: RaffleQueue},
-			{Name: RaffleDLQ, Role: rabbit.DLQ},
-		},
-		Exchanges: []flow.Exchange{
-			{Name: RaffleExchange, Kind: flow.Direct},
-			{Name: RaffleRetryExchange, Kind: flow.Direct},
-			{Name: RaffleDLX, Kind: flow.Direct},
-		},
-		Bindings: []flow.Binding{
-			{Exchange: RaffleExchange, Queue: RaffleQueue, Key: RaffleQueue},
-			{Exchange: RaffleRetryExchange, Queue: RaffleRetryQueue, Key: RaffleRetryQueue},
-			{Exchange: RaffleDLX, Queue: RaffleDLQ, Key: RaffleDLQ},
-		},
-	}
-}
+// RaffleTopology is seed 004's topology, raffle.Topology.
+func RaffleTopology() rabbit.Topology { return raffle.Topology() }
 
 // Topology is everything serve declares: seed 004's RaffleAPI and lesson
 // Q11's scheduled mail.

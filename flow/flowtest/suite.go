@@ -56,6 +56,7 @@ const (
 	tasksX = "tasks"
 	events = "events"
 	allX   = "all"
+	laterX = "later" // direct: routes key work.wait into the wait queue (seed 004's retry exchange)
 )
 
 var topology = flow.Topology{
@@ -68,13 +69,15 @@ var topology = flow.Topology{
 		{Name: orders, Role: flow.Work},
 		{Name: audit, Role: flow.Work},
 	},
-	Exchanges: []flow.Exchange{{Name: tasksX, Kind: flow.Direct}, {Name: events, Kind: flow.Topic}, {Name: allX, Kind: flow.Fanout}},
+	Exchanges: []flow.Exchange{{Name: tasksX, Kind: flow.Direct}, {Name: events, Kind: flow.Topic},
+		{Name: allX, Kind: flow.Fanout}, {Name: laterX, Kind: flow.Direct}},
 	Bindings: []flow.Binding{
 		{Exchange: tasksX, Queue: work, Key: work},
 		{Exchange: events, Queue: orders, Key: "order.*"},
 		{Exchange: events, Queue: audit, Key: "#"},
 		{Exchange: allX, Queue: orders},
 		{Exchange: allX, Queue: audit},
+		{Exchange: laterX, Queue: wait, Key: wait},
 	},
 }
 
@@ -91,6 +94,7 @@ func Run(t *testing.T, cfg Config) {
 		"EveryTaskIsAccountedFor":      everyTaskIsAccountedFor,
 		"ExchangesRouteByKind":         exchangesRouteByKind,
 		"UnroutableIsRefused":          unroutableIsRefused,
+		"PublishedIntoAWaitQueue":      publishedIntoAWaitQueue,
 		"DelayQueueExpiresOnlyItsHead": delayQueueExpiresOnlyItsHead,
 		"RetryAfterNeedsItsDelayQueue": retryAfterNeedsItsDelayQueue,
 		"PrefetchHoldsUpToItsWindow":   prefetchHoldsUpToItsWindow,
@@ -365,5 +369,32 @@ func unroutableIsRefused(t *testing.T, cfg Config) {
 	n, err := h.inspect(t).Depth(h.ctx, work)
 	require.NoError(t, err)
 	assert.Zero(t, n, "no queue took U")
+	labtest.AssertAccounted(t, got)
+}
+
+// publishedIntoAWaitQueue publishes through an exchange bound to the wait
+// queue (seed 004's retry exchange): the message sits out the queue's TTL
+// there, never earlier, then its dead-letter route brings it to work.
+func publishedIntoAWaitQueue(t *testing.T, cfg Config) {
+	h := open(t, cfg)
+	clock := h.stream.Clock()
+	start := clock.Elapsed()
+	var at time.Duration // written by the one handler, read after Wait
+	require.NoError(t, h.b.Consume(h.ctx, flow.Consumer{Queue: work, Actor: "Worker",
+		Handle: func(_ context.Context, d *flow.Delivery) flow.Decision {
+			at = clock.Elapsed() - start
+			_ = h.attempt(d, false)
+			return flow.Ack()
+		}}))
+	require.NoError(t, h.b.PublishTo(h.ctx, "Producer", laterX, wait, "L"))
+	require.NoError(t, h.b.Wait(h.ctx))
+	h.stream.Finish()
+	got := h.rec.Events()
+	enq := labtest.Of(got, "L", lab.Enqueued)
+	require.NotEmpty(t, enq)
+	assert.Equal(t, wait, enq[0].Queue, "it went into the wait queue first")
+	assert.GreaterOrEqual(t, at, ttl, "consumed no sooner than the wait queue's TTL")
+	fate, n := labtest.Summary(t, got, "L")
+	assert.Equal(t, []any{lab.FateDone, 1}, []any{fate, n})
 	labtest.AssertAccounted(t, got)
 }

@@ -1,0 +1,172 @@
+package q24
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lesson"
+	"github.com/queuelab/qlab/lesson/lessontest"
+	"github.com/queuelab/qlab/render"
+)
+
+// outcome is one run of the lesson: every task's record and the tables.
+type outcome struct {
+	tasks  map[string]lab.TaskRecord
+	tables []render.Table
+}
+
+// runOn runs the whole lesson on b (the broker half skips without a
+// broker, fails under QLAB_REQUIRE_BROKER=1, and keeps its users in
+// SQLite, or PostgreSQL with QLAB_DATABASE_URL).
+func runOn(t *testing.T, b lab.Backend) outcome {
+	t.Helper()
+	_, res := lessontest.On(t, b, Lesson, lesson.Options{})
+	o := outcome{tasks: map[string]lab.TaskRecord{}, tables: res.Tables}
+	for _, r := range res.Tasks {
+		o.tasks[r.ID] = r
+	}
+	return o
+}
+
+// cell is the cell under column col of the row whose first cell is key.
+func (o outcome) cell(t *testing.T, title, key, col string) string {
+	t.Helper()
+	tb := lessontest.TableTitled(t, o.tables, title)
+	c := -1
+	for i, h := range tb.Header {
+		if h == col {
+			c = i
+		}
+	}
+	require.GreaterOrEqual(t, c, 0, "column %q of %q", col, title)
+	for _, row := range tb.Rows {
+		if row[0] == key {
+			return row[c]
+		}
+	}
+	t.Fatalf("no row %q in %q", key, title)
+	return ""
+}
+
+func (o outcome) fate(t *testing.T, task string) (lab.Fate, int) {
+	t.Helper()
+	r, ok := o.tasks[task]
+	require.True(t, ok, "task %s", task)
+	return r.Fate, r.Attempts
+}
+
+// TestQ24 runs the lesson once on each backend and checks each part.
+func TestQ24(t *testing.T) {
+	for _, b := range []lab.Backend{lab.InMem, lab.Rabbit} {
+		t.Run(string(b), func(t *testing.T) {
+			o := runOn(t, b)
+			t.Run("a recovery window", func(t *testing.T) { checkRecovery(t, o, b) })
+			t.Run("b both readings", func(t *testing.T) { checkReadings(t, o) })
+			t.Run("c crash duplicates", func(t *testing.T) { checkCrash(t, o) })
+			t.Run("d malformed both readings", func(t *testing.T) { checkMalformed(t, o) })
+			t.Run("e hot loop and fix", func(t *testing.T) { checkDLQLoop(t, o, b) })
+			for id, r := range o.tasks {
+				assert.NotEqual(t, lab.FatePending, r.Fate, "%s accounted for", id)
+				assert.NotEqual(t, lab.FateLost, r.Fate, "%s accounted for", id)
+			}
+		})
+	}
+}
+
+// (a): three deliveries 10 s apart span 20 s: an outage shorter than that
+// saves every user, a longer one parks every user.
+func checkRecovery(t *testing.T, o outcome, b lab.Backend) {
+	saved := func(o outcome, s string) string {
+		return o.cell(t, "(a)", s, "saved")
+	}
+	for outage, want := range map[string]string{"5 s": "2", "15 s": "2", "30 s": "0", "45 s": "0"} {
+		assert.Equal(t, want, saved(o, outage), "users saved from a %s outage", outage)
+	}
+	for _, task := range []string{"a30-1", "a45-2"} {
+		fate, attempts := o.fate(t, task)
+		assert.Equal(t, lab.FateDead, fate, task)
+		assert.Equal(t, 3, attempts, "%s: three deliveries, then raffle_dlq", task)
+	}
+	if b == lab.InMem { // exact lesson time: the last delivery begins 20 s and a few steps on
+		assert.Equal(t, "20.4 s", o.cell(t, "(a)", "30 s", "last began"))
+	}
+}
+
+// (b): "max 3 attempts" read as attempts allows 3 deliveries; read as
+// x-retries (absent at first) it allows 4.
+func checkReadings(t *testing.T, o outcome) {
+	for task, want := range map[string]int{readAttempts: 3, readRetries: 4} {
+		fate, attempts := o.fate(t, task)
+		assert.Equal(t, lab.FateDead, fate, task)
+		assert.Equal(t, want, attempts, task)
+	}
+	assert.Equal(t, "0, 1, 2", o.cell(t, "(b)", readAttempts, "x-retries seen"))
+	assert.Equal(t, "0, 1, 2, 3", o.cell(t, "(b)", readRetries, "x-retries seen"))
+}
+
+// (c): the crash between the retry's publish and the ack leaves two
+// messages of one user; the redelivered original carries the lower count
+// and stores the user, the copy ends in raffle_dlq; one row.
+func checkCrash(t *testing.T, o outcome) {
+	fate, _ := o.fate(t, crashed)
+	assert.Equal(t, lab.FateDone, fate)
+	fate, _ = o.fate(t, crashedCopy)
+	assert.Equal(t, lab.FateDead, fate, "the copy of a stored user ends in the DLQ")
+	assert.Equal(t, "0, 0", o.cell(t, "(c)", crashed, "x-retries seen"))
+	assert.Equal(t, "1, 2", o.cell(t, "(c)", crashedCopy, "x-retries seen"))
+	tb := lessontest.TableTitled(t, o.tables, "(c)")
+	assert.Contains(t, tb.Notes[0], "Users stored: 1.")
+}
+
+// (d): the same body cut short, parked under one reading, discarded under
+// the other; neither retried.
+func checkMalformed(t *testing.T, o outcome) {
+	fate, attempts := o.fate(t, badToDLQ)
+	assert.Equal(t, lab.FateDead, fate)
+	assert.Equal(t, 1, attempts)
+	fate, attempts = o.fate(t, badDropped)
+	assert.Equal(t, lab.FateDropped, fate)
+	assert.Equal(t, 1, attempts)
+	assert.Equal(t, "true", o.cell(t, "(d)", badToDLQ, "in raffle_dlq"))
+	assert.Equal(t, "false", o.cell(t, "(d)", badDropped, "in raffle_dlq"))
+}
+
+// (e): the seed's requeue spins (the bad message only the guard ends, the
+// user hammering the DB until it is back); the fix tries each message at
+// most 3 times, 10 s apart, and parks the bad one at once.
+func checkDLQLoop(t *testing.T, o outcome, b lab.Backend) {
+	num := func(key, col string) float64 {
+		v, err := strconv.ParseFloat(o.cell(t, "(e)", key, col), 64)
+		require.NoError(t, err)
+		return v
+	}
+	seed, fix := seedDLQ.name, fixedDLQ.name
+	fate, badTries := o.fate(t, seedDLQ.bad)
+	assert.Equal(t, lab.FateDropped, fate, "only the lab's guard stops the seed's loop")
+	_, userTries := o.fate(t, seedDLQ.user)
+	// On a broker every redelivery's round trip is lesson time too (×20 at
+	// the test speed): the counts are lower there, the loop the same.
+	assert.Greater(t, badTries, dlqTries, "a message that can never succeed, again and again")
+	assert.Greater(t, userTries, dlqTries, "the user hammers the DB while it is away")
+	assert.Greater(t, num(seed, "inserts/s"), num(fix, "inserts/s"))
+	assert.Greater(t, num(seed, "deliveries/s"), 2*num(fix, "deliveries/s"))
+
+	fate, attempts := o.fate(t, fixedDLQ.bad)
+	assert.Equal(t, lab.FateDead, fate, "parked at once")
+	assert.Equal(t, 1, attempts)
+	assert.True(t, strings.HasSuffix(o.cell(t, "(e)", fix, "bad JSON (tries: end)"), Parked))
+	fate, attempts = o.fate(t, fixedDLQ.user)
+	assert.Equal(t, lab.FateDone, fate)
+	assert.Equal(t, 2, attempts, "one try while the DB is away, one 10 s later")
+	assert.Equal(t, 0.5, num(fix, "inserts/s"))
+	if b == lab.InMem { // exact lesson time: a delivery every 50 ms, two messages
+		assert.Equal(t, 20.0, num(seed, "deliveries/s"))
+		assert.Equal(t, 59, badTries)
+		assert.Equal(t, 21, userTries)
+	}
+}
