@@ -76,11 +76,15 @@ func stretch(l lessons.Lesson, d time.Duration) time.Duration {
 // interruptions holds the lessons whose retries start later than
 // interruptAt: Q12's mail service is down from 5 s to 35 s and a mail
 // arrives every 3.5 s, so at 2 s one mail exists and nothing waits for a
-// retry; at 12 s three do, in the outage, with retries waiting.
-var interruptions = map[string]time.Duration{"Q12": 12 * time.Second}
+// retry; at 12 s three do, in the outage, with retries waiting. Q14's
+// waits are the seed's minutes: E arrives at 93 s and waits behind A's
+// 2-minute retry, due back at 213 s (B and C arrive after it); at 200 s
+// both wait, however late a busy broker publishes E (up to 260 ms of real
+// time at its 400×), where the stretched 2 s (40 s) would find A alone.
+var interruptions = map[string]time.Duration{"Q12": 12 * time.Second, "Q14": 200 * time.Second}
 
-// interruptionOf is when the persistence runs of lesson l are interrupted
-// (Q14: at 100 s, while A sits out its 2-minute wait with E behind it).
+// interruptionOf is when the persistence runs of lesson l are interrupted:
+// its own time, else interruptAt stretched to its lesson time.
 func interruptionOf(l lessons.Lesson) time.Duration {
 	if at, ok := interruptions[l.ID]; ok {
 		return at
