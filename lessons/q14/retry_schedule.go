@@ -36,7 +36,7 @@ import (
 var Lesson = lesson.Lesson{
 	ID:    "Q14",
 	Title: "One retry queue, a schedule of delays (head-of-line blocking)",
-	Notice: "The notification service retries through one queue, email-retry-queue, with each job's delay on the message (30 s, 1 min, 2 min, 5 min: the seed's own, in lesson time, run at 100×). " +
+	Notice: "The notification service retries through one queue, email-retry-queue, with each job's delay on the message (30 s, 1 min, 2 min, 5 min: the seed's own, in lesson time, run at 100× by default). " +
 		"RabbitMQ expires a message only at the head of its queue: while A sits out its 5-minute wait at the head, B's and C's 30-second retries wait behind it, and the table shows how late. " +
 		"One wait queue per delay level puts every retry back on time. A quorum retry queue: RabbitMQ's TTL guide says quorum queues expire messages without waiting for the head, " +
 		"but measured on 3.10.8 it holds the short retries back just the same: the docs and this broker disagree (not measured on 4.x). " +
