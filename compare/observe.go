@@ -69,9 +69,9 @@ func byPart(s Side, series []lessons.Series) []partSeries {
 
 // ObservabilityTable shows each watched queue's sampled depth as a
 // sparkline, per backend and, for a lesson in parts, per part. depths[i]
-// was sampled during sides[i]. A sparkline longer than sparkWidth shows
-// the peak of each group of samples.
-func ObservabilityTable(sides [2]Side, depths [2][]lessons.Series) render.Table {
+// was sampled during sides[i], every `every` of lesson time. A sparkline
+// longer than sparkWidth shows the peak of each group of samples.
+func ObservabilityTable(sides [2]Side, depths [2][]lessons.Series, every time.Duration) render.Table {
 	var rows [2][]partSeries
 	longest, parted := 0, false
 	for i := range sides {
@@ -83,7 +83,7 @@ func ObservabilityTable(sides [2]Side, depths [2][]lessons.Series) render.Table 
 	}
 	group := max((longest+sparkWidth-1)/sparkWidth, 1)
 	t := render.Table{
-		Title:  fmt.Sprintf("Observability: queue depth, one mark per %s of lesson time", time.Duration(group)*sampleEvery),
+		Title:  fmt.Sprintf("Observability: queue depth, one mark per %s of lesson time", time.Duration(group)*every),
 		Header: []string{"backend", "queue", "peak", "depth over time"},
 	}
 	if parted {
@@ -99,7 +99,7 @@ func ObservabilityTable(sides [2]Side, depths [2][]lessons.Series) render.Table 
 		}
 	}
 	if group > 1 {
-		t.Notes = append(t.Notes, fmt.Sprintf("Sampled every %s; each mark is the peak of %d samples.", sampleEvery, group))
+		t.Notes = append(t.Notes, fmt.Sprintf("Sampled every %s; each mark is the peak of %d samples.", every, group))
 	}
 	if len(depths[1]) > 0 {
 		t.Notes = append(t.Notes, "A busy machine skips samples (a broker probe is a round trip), so lines may differ in length.")

@@ -34,7 +34,7 @@ func twoParts(backend lab.Backend) (Side, []lessons.Series) {
 func TestObservabilityLabelsPartsAndFitsASlide(t *testing.T) {
 	a, da := twoParts(lab.InMem)
 	b, db := twoParts(lab.Rabbit)
-	tab := ObservabilityTable([2]Side{a, b}, [2][]lessons.Series{da, db})
+	tab := ObservabilityTable([2]Side{a, b}, [2][]lessons.Series{da, db}, sampleEvery)
 	assert.Equal(t, []string{"backend", "part", "queue", "peak", "depth over time"}, tab.Header)
 	require.Len(t, tab.Rows, 8)
 	assert.Equal(t, []string{"inmem", "1", "email_queue"}, tab.Rows[0][:3])

@@ -15,7 +15,9 @@ import (
 
 // Config chooses how a comparison runs.
 type Config struct {
-	Speed  float64   // lesson time per real time; default 20
+	// Speed is lesson time per real time; 0 means the lesson's own
+	// (Lesson.CompareSpeed), else DefaultSpeed.
+	Speed  float64
 	Plan   *lab.Plan // the main runs' workload; default lab.DefaultPlan()
 	Broker string    // AMQP URL of the broker
 	// BrokerInfo says which broker was found and how, for the setup row.
@@ -50,18 +52,45 @@ const (
 
 var backends = [2]lab.Backend{lab.InMem, lab.Rabbit}
 
+// DefaultSpeed is the speed of a comparison for a lesson without a
+// CompareSpeed of its own.
+const DefaultSpeed = 20
+
+// SpeedOf is the speed lesson l compares at when none is given: its
+// CompareSpeed, else DefaultSpeed.
+func SpeedOf(l lessons.Lesson) float64 {
+	if l.CompareSpeed > 0 {
+		return l.CompareSpeed
+	}
+	return DefaultSpeed
+}
+
+// stretch scales one of compare's lesson-time workloads to lesson l: a
+// lesson that compares faster than DefaultSpeed (Q14, whose waits are the
+// seed's minutes) has times as much longer, so its interruption falls at
+// the same point of its story and its depths are sampled as often in real
+// time as another lesson's at 20×.
+func stretch(l lessons.Lesson, d time.Duration) time.Duration {
+	return time.Duration(float64(d) * SpeedOf(l) / DefaultSpeed)
+}
+
 // interruptions holds the lessons whose retries start later than
 // interruptAt: Q12's mail service is down from 5 s to 35 s and a mail
 // arrives every 3.5 s, so at 2 s one mail exists and nothing waits for a
-// retry; at 12 s three do, in the outage, with retries waiting.
-var interruptions = map[string]time.Duration{"Q12": 12 * time.Second}
+// retry; at 12 s three do, in the outage, with retries waiting. Q14's
+// waits are the seed's minutes: E arrives at 93 s and waits behind A's
+// 2-minute retry, due back at 213 s (B and C arrive after it); at 200 s
+// both wait, however late a busy broker publishes E (up to 260 ms of real
+// time at its 400×), where the stretched 2 s (40 s) would find A alone.
+var interruptions = map[string]time.Duration{"Q12": 12 * time.Second, "Q14": 200 * time.Second}
 
-// interruptionOf is when the persistence runs of lesson l are interrupted.
+// interruptionOf is when the persistence runs of lesson l are interrupted:
+// its own time, else interruptAt stretched to its lesson time.
 func interruptionOf(l lessons.Lesson) time.Duration {
 	if at, ok := interruptions[l.ID]; ok {
 		return at
 	}
-	return interruptAt
+	return stretch(l, interruptAt)
 }
 
 // Run compares lesson l on both backends, running each measured row
@@ -75,7 +104,7 @@ func Run(ctx context.Context, l lessons.Lesson, cfg Config) (Report, error) {
 		}
 	}
 	if cfg.Speed == 0 {
-		cfg.Speed = 20
+		cfg.Speed = SpeedOf(l)
 	}
 	if cfg.Repeat <= 0 {
 		cfg.Repeat = DefaultRepeat
@@ -84,7 +113,7 @@ func Run(ctx context.Context, l lessons.Lesson, cfg Config) (Report, error) {
 	var depths [2][]lessons.Series
 	for r := range cfg.Repeat {
 		for i, b := range backends {
-			side, res, err := runSide(ctx, l, cfg, lessons.Options{Backend: b, Plan: cfg.Plan, Sample: sampleEvery})
+			side, res, err := runSide(ctx, l, cfg, lessons.Options{Backend: b, Plan: cfg.Plan, Sample: stretch(l, sampleEvery)})
 			if err != nil {
 				return rep, fmt.Errorf("%s run: %w", b, err)
 			}
@@ -113,7 +142,7 @@ func Run(ctx context.Context, l lessons.Lesson, cfg Config) (Report, error) {
 		DelayTable(timerKeeper, rep.Main[0], rep.Main[1]),
 		PersistenceTable(rep.Persistence[0], rep.Persistence[1], interruptionOf(l)),
 		scale,
-		ObservabilityTable(first, depths),
+		ObservabilityTable(first, depths, stretch(l, sampleEvery)),
 		setupTable(cfg, first[1], depths[1]),
 	}
 	return rep, nil

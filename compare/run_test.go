@@ -134,3 +134,30 @@ func taskSet(s Side) []string {
 	}
 	return ids
 }
+
+// TestCompareQ14AtItsOwnSpeed: with no speed given, Q14 compares at its
+// CompareSpeed, its waits are the seed's (30 s … 5 min of lesson time),
+// and the interruption at 200 s finds the same tasks on both sides (A
+// waiting, D done, E waiting behind A; issue 20: 3 against 5).
+func TestCompareQ14AtItsOwnSpeed(t *testing.T) {
+	url := rabbittest.NeedBroker(t)
+	l, err := lessons.Parse("14")
+	require.NoError(t, err)
+	rep, err := Run(context.Background(), l, Config{Broker: url, BrokerInfo: "test broker", Repeat: 1})
+	require.NoError(t, err)
+	assertAccounted(t, rep)
+	assert.Equal(t, 400.0, rep.Speed)
+
+	delays := rep.Tables[1]
+	assert.Equal(t, "30s", delays.Rows[0][1], "the seed's first retry, in lesson time")
+	assert.Equal(t, "5m0s", delays.Rows[3][1])
+
+	persistence := rep.Tables[2]
+	assert.Contains(t, persistence.Title, "03:20.000")
+	assert.Equal(t, "3", persistence.Rows[0][2], "in memory A, D and E existed when the process died")
+	assert.Equal(t, "3", persistence.Rows[1][2], "both sides of the persistence row count the same tasks")
+	assert.Equal(t, "2", persistence.Rows[0][3], "the crash lost A and E, waiting in the retry queue")
+	for _, tab := range rep.Tables {
+		assertFits(t, tab)
+	}
+}

@@ -47,6 +47,12 @@ type Lesson struct {
 	// WatchSpeed is the speed the TUI starts the lesson at where its
 	// default (0.25×) would make it too long a watch; 0 means the default.
 	WatchSpeed float64
+	// CompareSpeed is the speed `qlab compare` runs the lesson at when no
+	// --speed is given, where its default (20×) would make the runs too
+	// long: a lesson whose waits are the seed's minutes (Q14). compare
+	// stretches its own lesson-time workloads (the interruption, the depth
+	// samples) by the same factor. 0 means compare's default.
+	CompareSpeed float64
 	// Parity says what the parity suite may compare between the backends
 	// of a lesson that has both (fates and attempts always).
 	Parity Parity

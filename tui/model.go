@@ -328,8 +328,16 @@ func (m Model) lessonKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	return m, cmd
 }
 
-// step moves speed one step up (dir +1) or down the speeds list.
+// step moves speed one step up (dir +1) or down the speeds list. A
+// lesson's own speed above the list (Q14's 100×, Q18's 600×) stays on +
+// and comes down to the list's top on -.
 func step(speed float64, dir int) float64 {
+	if top := speeds[len(speeds)-1]; speed > top {
+		if dir > 0 {
+			return speed
+		}
+		return top
+	}
 	i := 0
 	for i < len(speeds)-1 && speeds[i] < speed {
 		i++

@@ -162,6 +162,14 @@ func TestSpeedKeysStepAndApplyOnRestart(t *testing.T) {
 	assert.Equal(t, 0.1, m.nextSpeed)
 }
 
+// A lesson's own speed above the steps (Q14 starts at 100×): + never
+// makes it slower, - comes down to the top step.
+func TestSpeedKeysAboveTheSteps(t *testing.T) {
+	assert.Equal(t, 100.0, step(100, +1))
+	assert.Equal(t, 50.0, step(100, -1))
+	assert.Equal(t, 10.0, step(50, -1))
+}
+
 func TestBackendSwitchWithoutBrokerSaysSo(t *testing.T) {
 	both := fakeDLQ
 	both.Rabbit = runFakeDLQ // stands in for a RabbitMQ variant: only its presence matters here

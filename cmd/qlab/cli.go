@@ -357,17 +357,20 @@ func runSpeed(fs *flag.FlagSet, l lessons.Lesson, given float64) float64 {
 	return l.WatchSpeed
 }
 
-// ownSpeeds lists the lessons that run faster than real time by default:
+// ownSpeeds lists the lessons whose own speed (pace) is above usual:
 // "2× for 12, 5× for 13".
-func ownSpeeds() string {
+func ownSpeeds(pace func(lessons.Lesson) float64, usual float64) string {
 	var parts []string
 	for _, l := range lessons.All {
-		if l.WatchSpeed > 1 {
-			parts = append(parts, fmt.Sprintf("%g× for %d", l.WatchSpeed, l.Number()))
+		if s := pace(l); s > usual {
+			parts = append(parts, fmt.Sprintf("%g× for %d", s, l.Number()))
 		}
 	}
 	return strings.Join(parts, ", ")
 }
+
+// watchSpeed is a lesson's own pace for qlab run and the TUI.
+func watchSpeed(l lessons.Lesson) float64 { return l.WatchSpeed }
 
 // defaultingTo lists the lessons whose default backend is b, runs of
 // consecutive numbers as ranges: "10, 11, 14–17".

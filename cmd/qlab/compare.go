@@ -30,7 +30,8 @@ const maxRepeat = 20
 func cmdCompare(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	fs := newFlagSet("compare", compareHelp)
 	var pf planFlags
-	pf.register(fs, 20, "lesson time per real time for every run")
+	pf.register(fs, compare.DefaultSpeed, "lesson time per real time for every run. Without it, a lesson whose waits are minutes goes at its own ("+
+		ownSpeeds(compare.SpeedOf, compare.DefaultSpeed)+")")
 	asJSON := fs.Bool("json", false, "print one JSON document instead of text tables")
 	markdown := fs.Bool("markdown", false, "print Markdown tables to paste into slides")
 	repeat := fs.Int("repeat", compare.DefaultRepeat, "runs per backend for each measured row; tables show the median [min–max]")
@@ -63,6 +64,9 @@ func cmdCompare(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	ready, err := run.Prepare(ctx, run.Request{Lesson: l, Options: lessons.Options{Backend: lab.Rabbit}, Discover: discoverOptions})
 	if err != nil {
 		return withDetails(fmt.Errorf("compare needs a RabbitMQ broker: %w", err), *verbose)
+	}
+	if !explicitFlag(fs, "speed") {
+		pf.speed = compare.SpeedOf(l)
 	}
 	broker := ready.Broker
 	rep, err := compare.Run(ctx, l, compare.Config{Speed: pf.speed, Plan: pf.plan(), Broker: broker.URL, BrokerInfo: broker.String(), Repeat: *repeat})

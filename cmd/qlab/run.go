@@ -39,7 +39,7 @@ type runFlags struct {
 
 func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.backend, "backend", "", "where the lesson runs: inmem or rabbit (default: the lesson's own, rabbit for lessons "+defaultingTo(lab.Rabbit)+", inmem for the others)")
-	f.planFlags.register(fs, 1, "lesson time per real time: 10 runs ten times faster; stamps stay in lesson time. Without it, a long lesson goes at its own pace ("+ownSpeeds()+")")
+	f.planFlags.register(fs, 1, "lesson time per real time: 10 runs ten times faster; stamps stay in lesson time. Without it, a long lesson goes at its own pace ("+ownSpeeds(watchSpeed, 1)+")")
 	fs.BoolVar(&f.json, "json", false, "print the event stream as JSON lines instead of the log")
 	fs.BoolVar(&f.mermaid, "mermaid", false, "print a Mermaid sequence diagram of the run instead of the log")
 	fs.BoolVar(&f.noColor, "no-color", false, "plain text, no ANSI colour (NO_COLOR does the same)")

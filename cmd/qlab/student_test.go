@@ -50,6 +50,7 @@ func TestLongLessonsGoAtTheirOwnSpeed(t *testing.T) {
 	for args, speed := range map[string]string{
 		"13 --backend inmem":             "(inmem, speed 5×)",
 		"13 --backend inmem --speed 0.5": "(inmem, speed 0.5×)",
+		"14 --backend inmem":             "(inmem, speed 100×)", // the seed's minutes (issue 20)
 		"1":                              "(inmem, speed 1×)",
 	} {
 		synctest.Test(t, func(t *testing.T) {

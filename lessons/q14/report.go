@@ -14,14 +14,13 @@ import (
 // retryRow is one retry as measured: sent round at sentAt (lesson time)
 // with its delay, back after waited.
 type retryRow struct {
-	strategy  string
-	task      string
-	retries   int           // the body's retries after the increment
-	seedDelay time.Duration // getRetryDelay(retries), the seed's figure
-	delay     time.Duration // the lesson's (seedDelay / Scale)
-	via       string
-	sentAt    time.Duration
-	waited    time.Duration
+	strategy string
+	task     string
+	retries  int           // the body's retries after the increment
+	delay    time.Duration // getRetryDelay(retries), the seed's figure
+	via      string
+	sentAt   time.Duration
+	waited   time.Duration
 }
 
 // late is how much longer than its delay the retry waited.
@@ -42,17 +41,17 @@ func report(env *lesson.Env, rows []retryRow, facts flow.Facts) {
 func retriesTable(rows []retryRow, on string) render.Table {
 	t := render.Table{
 		Title:  "What happened to each retry (" + on + ")",
-		Header: []string{"run", "task", "retries", "seed's delay", "delay here", "through", "waited", "late by"},
+		Header: []string{"run", "task", "retries", "delay", "through", "waited", "late by"},
 		Notes: []string{
-			fmt.Sprintf("Delays are the seed's divided by %d (lesson time; --speed divides them again). Waited: from the worker's decision to the next delivery, measured.", Scale),
+			"Delays are the seed's getRetryDelay, in lesson time (--speed runs it faster). Waited: from the worker's decision to the next delivery, measured.",
 		},
 	}
 	for _, r := range rows {
-		late := ms(r.late())
+		late := secs(r.late())
 		if r.heldBack() {
 			late += " (held back)"
 		}
-		t.Rows = append(t.Rows, []string{r.strategy, r.task, strconv.Itoa(r.retries), r.seedDelay.String(), ms(r.delay), r.via, ms(r.waited), late})
+		t.Rows = append(t.Rows, []string{r.strategy, r.task, strconv.Itoa(r.retries), secs(r.delay), r.via, secs(r.waited), late})
 	}
 	return t
 }
@@ -87,7 +86,7 @@ func strategyTable(rows []retryRow, facts flow.Facts) render.Table {
 			}
 			worst, total = max(worst, r.late()), total+r.late()
 		}
-		t.Rows = append(t.Rows, []string{name, strconv.Itoa(n), strconv.Itoa(held), ms(worst), ms(total)})
+		t.Rows = append(t.Rows, []string{name, strconv.Itoa(n), strconv.Itoa(held), secs(worst), secs(total)})
 	}
 	return t
 }
@@ -127,5 +126,12 @@ func arithmeticTable() render.Table {
 	}
 }
 
-// ms is d in milliseconds of lesson time.
-func ms(d time.Duration) string { return fmt.Sprintf("%d ms", d.Milliseconds()) }
+// secs is d in seconds of lesson time, as the seed writes its TTLs (30s …
+// 300s): whole seconds, else to the tenth (a broker's measured waits).
+func secs(d time.Duration) string {
+	d = d.Round(100 * time.Millisecond)
+	if d%time.Second == 0 {
+		return fmt.Sprintf("%d s", d/time.Second)
+	}
+	return fmt.Sprintf("%.1f s", d.Seconds())
+}

@@ -12,8 +12,10 @@
 // the same. In memory the retry queue is a FIFO that expires only its head
 // (the same trap), against plain timers for the levels.
 //
-// The seed's delays are scaled down 100× (30 s → 300 ms of lesson time),
-// and its arithmetic is kept: retries++ runs before getRetryDelay, so the
+// The seed's delays are the lesson's own, in lesson time (30 s is 30 s on
+// the log's stamps and in the tables); the lesson runs fast through its
+// speed instead (WatchSpeed: 100×, a 30 s retry in 0.3 s of real time).
+// Its arithmetic is kept too: retries++ runs before getRetryDelay, so the
 // first retry waits 30 s, not 10 s, and MAX_RETRIES = 5 gives four retries.
 package q14
 
@@ -34,21 +36,31 @@ import (
 var Lesson = lesson.Lesson{
 	ID:    "Q14",
 	Title: "One retry queue, a schedule of delays (head-of-line blocking)",
-	Notice: "The notification service retries through one queue, email-retry-queue, with each job's delay on the message (30 s, 1 min, 2 min, 5 min, scaled down 100× here). " +
+	Notice: "The notification service retries through one queue, email-retry-queue, with each job's delay on the message (30 s, 1 min, 2 min, 5 min: the seed's own, in lesson time, run at 100× by default). " +
 		"RabbitMQ expires a message only at the head of its queue: while A sits out its 5-minute wait at the head, B's and C's 30-second retries wait behind it, and the table shows how late. " +
 		"One wait queue per delay level puts every retry back on time. A quorum retry queue: RabbitMQ's TTL guide says quorum queues expire messages without waiting for the head, " +
 		"but measured on 3.10.8 it holds the short retries back just the same: the docs and this broker disagree (not measured on 4.x). " +
 		"The seed's own arithmetic: retries++ runs before getRetryDelay, so the first retry waits 30 s (10 s is never used), and MAX_RETRIES = 5 gives four retries where the text says three.",
 	Notices: map[lab.Backend]string{lab.InMem: "The same schedule in memory: run 1's retry queue is a FIFO that expires only its head, as RabbitMQ's does, " +
-		"so B's and C's 30-second retries (scaled down 100×) wait behind A's 5-minute one; run 2 gives each delay level its own wait queue, here a time.AfterFunc timer per retry, and every retry is on time; " +
+		"so B's and C's 30-second retries wait behind A's 5-minute one; run 2 gives each delay level its own wait queue, here a time.AfterFunc timer per retry, and every retry is on time; " +
 		"run 3 stands for the broker's quorum retry queue, which memory has no type for: the same FIFO, as 3.10.8 measured it (the TTL guide says otherwise; not measured on 4.x). " +
 		"The seed's arithmetic: retries++ before getRetryDelay, so the first retry waits 30 s and MAX_RETRIES = 5 gives four retries. qlab run 14 runs it on the broker."},
-	InMem:      runQ14,
-	Rabbit:     runQ14,
-	Default:    lab.Rabbit,
-	TestSpeed:  4, // the 300 ms first retry takes 75 ms of real time, A's whole schedule about 1.3 s
-	Topologies: topologies,
-	Faults:     true, // in the fault suite (lessons/faults)
+	InMem:   runQ14,
+	Rabbit:  runQ14,
+	Default: lab.Rabbit,
+	// The seed's minutes run fast: each run's 9½ minutes of lesson time
+	// take about 6 s in qlab run and the TUI (a 30 s retry is 0.3 s).
+	WatchSpeed: 100,
+	// The broker tests: the 30 s first retry (the shortest TTL) takes
+	// 75 ms of real time, far above rabbit.MinRealTTL, and the 1 s email
+	// attempt 2.5 ms, so the order of the returns holds on a busy machine;
+	// A's whole schedule takes about 1.3 s.
+	TestSpeed: 400,
+	// qlab compare: as the broker tests, the whole lesson in about 4 s
+	// (compare interrupts it at 200 s of lesson time).
+	CompareSpeed: 400,
+	Topologies:   topologies,
+	Faults:       true, // in the fault suite (lessons/faults)
 }
 
 // topologies is what the three runs declare, for qlab broker clean.
@@ -59,13 +71,6 @@ func topologies() []flow.Topology {
 	}
 	return out
 }
-
-// Scale is how much the lesson shrinks the seed's delays: 30 s becomes
-// 300 ms of lesson time (and --speed shrinks lesson time further).
-const Scale = 100
-
-// scaled is the lesson's delay for one of the seed's.
-func scaled(d time.Duration) time.Duration { return d / Scale }
 
 // Worker is the notification service's email worker (one, prefetch 1).
 const Worker = "Email-Worker"
@@ -99,7 +104,7 @@ type strategy struct {
 	levels bool // a wait queue per delay level; otherwise the one retry queue
 }
 
-// via is the queue a retry with (lesson) delay goes through.
+// via is the queue a retry with delay goes through.
 func (st strategy) via(delay time.Duration) string {
 	if st.levels {
 		return levelQueue(delay)
@@ -135,10 +140,10 @@ func strategies() []strategy {
 	}
 }
 
-// levelQueue is the wait queue of one (lesson) delay level, named by the
-// seed's delay: email-retry-queue.30s.
+// levelQueue is the wait queue of one delay level, named by its delay:
+// email-retry-queue.30s.
 func levelQueue(delay time.Duration) string {
-	return fmt.Sprintf("%s.%ds", notify.RetryQueue, int((delay * Scale).Seconds()))
+	return fmt.Sprintf("%s.%ds", notify.RetryQueue, int(delay.Seconds()))
 }
 
 // levelTopology is the seed's topology with its retry queue replaced by
@@ -153,7 +158,7 @@ func levelTopology() flow.Topology {
 		}
 	}
 	for _, d := range notify.Waits() {
-		qs = append(qs, flow.Queue{Name: levelQueue(scaled(d)), Role: flow.Wait, TTL: scaled(d), DeadLetterTo: notify.EmailQueue})
+		qs = append(qs, flow.Queue{Name: levelQueue(d), Role: flow.Wait, TTL: d, DeadLetterTo: notify.EmailQueue})
 	}
 	top.Queues = qs
 	return top
@@ -234,13 +239,13 @@ func (w *worker) handle(ctx context.Context, d *flow.Delivery) flow.Decision {
 			w.fail(err)
 		}
 	}
-	return w.st.retry(scaled(delay), err)
+	return w.st.retry(delay, err)
 }
 
-// sendTime is how long one attempt at the email takes (lesson time):
-// jobs that fail together are sent round one after another, as one
-// worker with prefetch 1 does, never at the same instant.
-const sendTime = 10 * time.Millisecond
+// sendTime is how long one attempt at the email takes (lesson time, an
+// SMTP round trip): jobs that fail together are sent round one after
+// another, as one worker with prefetch 1 does, never at the same instant.
+const sendTime = time.Second
 
 // send is the email: it takes sendTime and fails as often as the load
 // says.
@@ -285,8 +290,8 @@ func (w *worker) arrive(ctx context.Context, stage int) error {
 func (w *worker) sentRound(task string, retries int, delay time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.pending[task] = retryRow{strategy: w.st.table, task: task, retries: retries, seedDelay: delay,
-		delay: scaled(delay), via: w.st.via(scaled(delay)), sentAt: w.clock.Elapsed()}
+	w.pending[task] = retryRow{strategy: w.st.table, task: task, retries: retries,
+		delay: delay, via: w.st.via(delay), sentAt: w.clock.Elapsed()}
 }
 
 // back stops the stopwatch of d's retry, if one was in the air.

@@ -13,6 +13,7 @@ import (
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lesson/lessontest"
 	"github.com/queuelab/qlab/lessons/notify"
+	"github.com/queuelab/qlab/render"
 )
 
 // TestQ14 runs the lesson on each backend and checks what holds on both:
@@ -63,7 +64,7 @@ func assertFates(t *testing.T, events []lab.Event, prefix string) {
 }
 
 // assertDelays: A's retries wait the seed's 30 s, 1 min, 2 min, 5 min
-// (scaled), through the one retry queue or each level's wait queue.
+// (in lesson time), through the one retry queue or each level's wait queue.
 func assertDelays(t *testing.T, events []lab.Event, st strategy) {
 	t.Helper()
 	var delays []int64
@@ -72,7 +73,7 @@ func assertDelays(t *testing.T, events []lab.Event, st strategy) {
 		assert.Equal(t, st.via(time.Duration(e.DelayMs)*time.Millisecond), e.Via)
 		assert.Equal(t, notify.EmailQueue, e.To)
 	}
-	assert.Equal(t, []int64{300, 600, 1200, 3000}, delays, "%sA: the seed's waits from retries++, divided by %d", st.prefix, Scale)
+	assert.Equal(t, []int64{30_000, 60_000, 120_000, 300_000}, delays, "%sA: the seed's waits from retries++", st.prefix)
 }
 
 // assertHeadOfLine checks the order retries came back in. Blocked (one
@@ -121,12 +122,12 @@ func TestQ14InMemoryLateness(t *testing.T) {
 	_, res := lessontest.RunInMem(t, Lesson, lesson.Options{})
 	late := map[string]string{}
 	for _, r := range lessontest.TableTitled(t, res.Tables, "What happened to each retry").Rows {
-		late[r[1]+"/"+r[2]] = r[7]
+		late[r[1]+"/"+r[2]] = r[6]
 	}
-	assert.Equal(t, "900 ms (held back)", late["E/1"], "E's 300 ms waited for A's 1200 ms")
-	assert.Equal(t, "2690 ms (held back)", late["B/1"], "B's 300 ms waited for A's 3000 ms, which went in 20 ms (E's and B's attempts) before it")
-	assert.Equal(t, "0 ms", late["lB/1"], "its own level queue: on time")
-	assert.Equal(t, "2690 ms (held back)", late["qB/1"], "memory's stand-in for the quorum queue is the same FIFO")
+	assert.Equal(t, "90 s (held back)", late["E/1"], "E's 30 s waited for A's 2 min")
+	assert.Equal(t, "269 s (held back)", late["B/1"], "B's 30 s waited for A's 5 min, which went in 2 s (E's and B's attempts) before it")
+	assert.Equal(t, "0 s", late["lB/1"], "its own level queue: on time")
+	assert.Equal(t, "269 s (held back)", late["qB/1"], "memory's stand-in for the quorum queue is the same FIFO")
 	held := map[string]string{}
 	for _, r := range lessontest.TableTitled(t, res.Tables, "Head-of-line blocking").Rows {
 		held[r[0]] = r[2]
@@ -146,14 +147,14 @@ func TestLevelTopology(t *testing.T) {
 	top := levelTopology()
 	require.NoError(t, top.Check())
 	for _, d := range notify.Waits() {
-		q, ok := top.Queue(levelQueue(scaled(d)))
+		q, ok := top.Queue(levelQueue(d))
 		require.True(t, ok, d)
-		assert.Equal(t, scaled(d), q.TTL)
+		assert.Equal(t, d, q.TTL)
 		assert.Equal(t, notify.EmailQueue, top.Settle(q.Name))
 	}
 	_, one := top.Queue(notify.RetryQueue)
 	assert.False(t, one, "the levels replace the one retry queue")
-	assert.Equal(t, "email-retry-queue.300s", levelQueue(scaled(5*time.Minute)))
+	assert.Equal(t, "email-retry-queue.300s", levelQueue(5*time.Minute))
 }
 
 // The notice names the broker version the quorum figure was measured on,
@@ -165,4 +166,28 @@ func TestQ14NoticeSaysWhatWasMeasured(t *testing.T) {
 		assert.Contains(t, notice, "TTL guide")
 	}
 	assert.Contains(t, Lesson.Notice, "the docs and this broker disagree")
+}
+
+// The log reads in the seed's numbers (issue 20): A's first retry is
+// scheduled in 30 s and its last wait is 5 minutes of lesson time on the
+// stamps, not the 300 ms and 3 s of a delay divided by 100.
+func TestQ14LogShowsTheSeedsDelays(t *testing.T) {
+	events, res := lessontest.RunInMem(t, Lesson, lesson.Options{})
+	var style render.Style
+	scheduled := labtest.Of(events, "A", lab.Scheduled)
+	require.Len(t, scheduled, 4)
+	assert.Contains(t, style.Line(scheduled[0]), "Scheduling retry in 30s via email-retry-queue")
+	last := scheduled[3]
+	assert.Contains(t, style.Line(last), "Scheduling retry in 300s")
+	var back lab.Event
+	for _, e := range labtest.Of(events, "A", lab.Started) {
+		if e.Attempt == 5 {
+			back = e
+		}
+	}
+	assert.Equal(t, "03:34.000", render.Stamp(last.TMs), "A starts its 5-minute wait")
+	assert.Equal(t, "08:34.000", render.Stamp(back.TMs), "and is back 5 minutes later")
+	rows := lessontest.TableTitled(t, res.Tables, "What happened to each retry").Rows
+	assert.Equal(t, []string{"one retry queue (classic)", "A", "1", "30 s", notify.RetryQueue, "30 s", "0 s"}, rows[0])
+	assert.Equal(t, []string{"one retry queue (classic)", "A", "4", "300 s", notify.RetryQueue, "300 s", "0 s"}, rows[4])
 }
