@@ -55,7 +55,7 @@ type variant struct {
 // close when done.
 func open(ctx context.Context, env *lesson.Env, name string, rows []row, w worker,
 	consumers int) (*variant, error) {
-	db, err := openStore(ctx, env, name)
+	db, err := OpenStore(ctx, env, name)
 	if err != nil {
 		return nil, err
 	}
@@ -63,10 +63,10 @@ func open(ctx context.Context, env *lesson.Env, name string, rows []row, w worke
 		copies: map[string]int{}, published: map[string]time.Duration{},
 		sends: map[string][]time.Duration{}, failing: map[string]bool{}}
 	if v.b, err = env.Open(ctx); err != nil {
-		db.drop()
+		db.Drop()
 		return nil, err
 	}
-	v.dropStore, v.stop = db.drop, func() {}
+	v.dropStore, v.stop = db.Drop, func() {}
 	if err := v.setUp(ctx, consumers); err != nil {
 		v.close(ctx)
 		return nil, err

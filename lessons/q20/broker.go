@@ -1,0 +1,94 @@
+package q20
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/queuelab/qlab/flow"
+	"github.com/queuelab/qlab/lesson"
+	"github.com/queuelab/qlab/lessons/q18"
+	"github.com/queuelab/qlab/rabbit"
+)
+
+// crashProcess is a part on the broker: the crashing worker is a process
+// of its own on the same queue and the same SQL store; it is killed with
+// SIGKILL once it holds its five messages at their steps, and the
+// surviving worker, here, gets them redelivered.
+func crashProcess(ctx context.Context, env *lesson.Env, p policy) (outcome, error) {
+	db, err := q18.OpenStore(ctx, env, "crash_"+strings.ToLower(p.prefix))
+	if err != nil {
+		return outcome{}, err
+	}
+	defer db.Drop()
+	b, err := env.Open(ctx)
+	if err != nil {
+		return outcome{}, err
+	}
+	defer env.Close(ctx, b)
+	if err := env.Declare(ctx, b, q18.Topology()); err != nil {
+		return outcome{}, err
+	}
+	s, err := rabbit.SessionOf(b)
+	if err != nil {
+		return outcome{}, err
+	}
+	pt := newPart(env, p, db)
+	if err := pt.insert(ctx); err != nil {
+		return outcome{}, err
+	}
+	proc, err := startWorker(workerConfig{AMQP: s.URL, Queue: s.Names.Of(q18.Queue),
+		Store: db.Config, Prefetch: Prefetch, Steps: pt.steps(),
+		Speed: env.Stream.Clock().Speed()})
+	if err != nil {
+		return outcome{}, err
+	}
+	defer proc.kill() // whatever happens: no orphan
+	for _, id := range p.ids() {
+		if err := b.PublishTo(ctx, Scheduler, q18.Exchange, "birthday", id); err != nil {
+			return outcome{}, err
+		}
+	}
+	if err := pt.follow(ctx, proc); err != nil {
+		return outcome{}, err
+	}
+	c := flow.Consumer{Queue: q18.Queue, Actor: Survivor, Prefetch: Prefetch, Handle: pt.survivor()}
+	if err := b.Consume(ctx, c); err != nil {
+		return outcome{}, err
+	}
+	defer env.InterruptOn(b)()
+	if err := proc.kill(); err != nil {
+		return outcome{}, err
+	}
+	if err := b.Wait(ctx); err != nil {
+		return outcome{}, err
+	}
+	o, err := pt.finish(ctx, true)
+	o.pid, o.exit = proc.Pid(), proc.exit()
+	return o, err
+}
+
+// follow relays the worker process's progress as events until it says it
+// holds every message at its step, within holdBound.
+func (pt *part) follow(ctx context.Context, proc *process) error {
+	say := pt.relay(fmt.Sprintf("%s pid %d", Crashing, proc.Pid()))
+	bound := time.After(holdBound)
+	for {
+		select {
+		case line, ok := <-proc.lines:
+			if !ok {
+				return proc.errWorker("it held its messages")
+			}
+			what, id, _ := strings.Cut(line, " ")
+			if what == sayHolding {
+				return nil
+			}
+			say(what, id)
+		case <-bound:
+			return fmt.Errorf("%w within %s", errNoHold, holdBound)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
