@@ -57,7 +57,7 @@ func (pt *part) relay(actor string) progress {
 		e := lab.Event{Task: id, Queue: q18.Queue, Actor: actor, Attempt: 1}
 		switch what {
 		case sayClaimed:
-			e.Kind, e.Note = lab.Started, "claimed: the row is SENDING"
+			e.Kind = lab.Started // the claim: the row is SENDING
 		case saySent:
 			pt.sent(id)
 			e.Kind, e.Note = lab.Succeeded, "sent; the row is still SENDING"

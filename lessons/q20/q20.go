@@ -57,7 +57,7 @@ var Lesson = lesson.Lesson{
 	// TestWorkerDiesWithTheLesson checks instead.
 	Faults: false,
 	Parity: lesson.Parity{
-		Lost: []string{"S4"}, // skipped as SENDING, never sent: the policy's loss
+		Lost:    []string{"S4"}, // skipped as SENDING, never sent: the policy's loss
 		Crashed: []string{"R1", "R2", "R3", "R4", "R5", "S1", "S2", "S3", "S4", "S5"},
 	},
 }
@@ -98,7 +98,7 @@ func runQ20(ctx context.Context, env *lesson.Env) error {
 		}
 		out = append(out, o)
 	}
-	env.Report(stepTable(out))
+	env.Report(stepTable(out, env.Stream.Backend()))
 	env.Report(countTable(out, env.Stream.Backend()))
 	return nil
 }

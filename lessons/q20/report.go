@@ -9,9 +9,13 @@ import (
 )
 
 // stepTable is each message: where the kill caught it and what became of it.
-func stepTable(outs []outcome) render.Table {
+func stepTable(outs []outcome, on lab.Backend) render.Table {
+	crash := "the SIGKILL"
+	if on == lab.InMem {
+		crash = "the crash"
+	}
 	t := render.Table{
-		Title:  "Where the SIGKILL caught each message, and what the survivor did",
+		Title:  "Where " + crash + " caught each message, and what the survivor did",
 		Header: []string{"message", "the kill caught it", "redelivered", "survivor", "sends", "row"},
 		Notes: []string{
 			"sends: how often the mail API sent it, both workers together; row: its status at " +
