@@ -30,6 +30,7 @@ func crashProcess(ctx context.Context, env *lesson.Env, p policy) (outcome, erro
 	if err := env.Declare(ctx, b, q18.Topology()); err != nil {
 		return outcome{}, err
 	}
+	defer env.InterruptOn(b)() // the run's planned cut of this process's consumers
 	s, err := rabbit.SessionOf(b)
 	if err != nil {
 		return outcome{}, err
@@ -38,7 +39,7 @@ func crashProcess(ctx context.Context, env *lesson.Env, p policy) (outcome, erro
 	if err := pt.insert(ctx); err != nil {
 		return outcome{}, err
 	}
-	proc, err := startWorker(workerConfig{AMQP: s.URL, Queue: s.Names.Of(q18.Queue),
+	proc, err := startWorker(workerConfig{AMQP: s.URL, Names: s.Names,
 		Store: db.Config, Prefetch: Prefetch, Steps: pt.steps(),
 		Speed: env.Stream.Clock().Speed()})
 	if err != nil {
@@ -57,7 +58,6 @@ func crashProcess(ctx context.Context, env *lesson.Env, p policy) (outcome, erro
 	if err := b.Consume(ctx, c); err != nil {
 		return outcome{}, err
 	}
-	defer env.InterruptOn(b)()
 	if err := proc.kill(); err != nil {
 		return outcome{}, err
 	}

@@ -11,10 +11,10 @@ import (
 
 // crashInMemory is a part in one process: the queue a Go channel, the
 // worker a loop, the store a map. The crash (when every message reached
-// its step, or earlier if the run's planned interrupt comes first) ends
+// its step, or earlier when life ends: the run's planned interrupt) ends
 // all of it: no broker hands a message out again, no store remembers
 // which rows were SENT, and what was not sent is lost.
-func crashInMemory(ctx context.Context, env *lesson.Env, p policy) (outcome, error) {
+func crashInMemory(ctx, life context.Context, env *lesson.Env, p policy) (outcome, error) {
 	db, err := q18.OpenStore(ctx, env, "crash_"+p.prefix)
 	if err != nil {
 		return outcome{}, err
@@ -31,9 +31,8 @@ func crashInMemory(ctx context.Context, env *lesson.Env, p policy) (outcome, err
 		window <- id
 	}
 	close(window)
-	alive, die := context.WithCancel(ctx)
+	alive, die := context.WithCancel(life)
 	defer die()
-	defer env.InterruptAfter(die)()
 	steps, clock, say := pt.steps(), env.Stream.Clock(), pt.relay(Crashing)
 	for id := range window {
 		err := work(alive, db, id, steps[id], clock.Wait, say)

@@ -60,7 +60,7 @@ func (pt *part) relay(actor string) progress {
 			e.Kind = lab.Started // the claim: the row is SENDING
 		case saySent:
 			pt.sent(id)
-			e.Kind, e.Note = lab.Succeeded, "sent; the row is still SENDING"
+			e.Kind, e.Note = lab.Succeeded, "sent by the mail API"
 		default:
 			return
 		}

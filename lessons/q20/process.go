@@ -16,6 +16,9 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lessons/q18"
+	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/store/sqlstore"
 )
 
@@ -39,7 +42,7 @@ func init() {
 // queue and the store are, its prefetch, each message's step, the speed.
 type workerConfig struct {
 	AMQP     string          // the broker's URL
-	Queue    string          // the broker name of birthday.messages.queue
+	Names    rabbit.Names    // the run's: its queues' names, its app-id
 	Store    sqlstore.Config // the same database the lesson opened
 	Prefetch int
 	Steps    map[string]step // message id → how far to take it
@@ -81,20 +84,21 @@ func consume(ctx context.Context, cfg workerConfig) error {
 		return err
 	}
 	defer db.Close()
-	conn, err := amqp.DialConfig(cfg.AMQP, amqp.Config{Properties: amqp.Table{
-		"connection_name": "qlab q20 crashing worker"}})
+	// A session under the run's names, to tell its messages from anyone
+	// else's (Screen), as the run's own consumers do. Never closed: it
+	// owns no queue, and the process ends by SIGKILL.
+	s, err := rabbit.Open(ctx, cfg.AMQP, cfg.Names, lab.NewClock(cfg.Speed), nil)
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
-	ch, err := conn.Channel()
+	ch, err := s.Connection().Channel()
 	if err != nil {
 		return err
 	}
 	if err := ch.Qos(cfg.Prefetch, 0, false); err != nil {
 		return err
 	}
-	deliveries, err := ch.Consume(cfg.Queue, "", false, // autoAck: no, the worker acks
+	deliveries, err := ch.Consume(cfg.Names.Of(q18.Queue), "", false, // autoAck: no, the worker acks
 		false, false, false, nil) // exclusive, noLocal, noWait
 	if err != nil {
 		return err
@@ -114,6 +118,10 @@ func consume(ctx context.Context, cfg workerConfig) error {
 		case d = <-deliveries:
 		case <-ctx.Done():
 			return ctx.Err()
+		}
+		if !s.Screen(ctx, q18.Queue, d) {
+			n-- // someone else's, or unreadable: parked in the run's hold queue
+			continue
 		}
 		to, ok := cfg.Steps[d.MessageId]
 		if !ok {

@@ -88,11 +88,18 @@ var (
 
 // runQ20 crashes the worker once under each policy and reports both.
 func runQ20(ctx context.Context, env *lesson.Env) error {
+	// In memory the run's planned interrupt (Options.Interrupt, armed once
+	// for the whole run) is this process dying: every part after it too.
+	life, die := context.WithCancel(ctx)
+	defer die()
+	if env.Stream.Backend() == lab.InMem {
+		defer env.InterruptAfter(die)()
+	}
 	var out []outcome
 	for _, p := range []policy{resend, skip} {
 		env.Phase(fmt.Sprintf("%s1–%s5: the worker holding them is killed; survivor's policy: %s",
 			p.prefix, p.prefix, p.name))
-		o, err := crash(ctx, env, p)
+		o, err := crash(ctx, life, env, p)
 		if err != nil {
 			return err
 		}
@@ -112,10 +119,11 @@ func (p policy) ids() []string {
 	return out
 }
 
-// crash runs one part on the run's backend.
-func crash(ctx context.Context, env *lesson.Env, p policy) (outcome, error) {
+// crash runs one part on the run's backend; in memory, life ends when
+// the process dies of the run's planned interrupt.
+func crash(ctx, life context.Context, env *lesson.Env, p policy) (outcome, error) {
 	if env.Stream.Backend() == lab.InMem {
-		return crashInMemory(ctx, env, p)
+		return crashInMemory(ctx, life, env, p)
 	}
 	return crashProcess(ctx, env, p)
 }

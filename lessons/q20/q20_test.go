@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -14,6 +15,8 @@ import (
 	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lesson/lessontest"
+	"github.com/queuelab/qlab/lessons/q18"
+	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
 	"github.com/queuelab/qlab/store"
 	"github.com/queuelab/qlab/store/sqlstore"
@@ -27,7 +30,7 @@ func runParts(t *testing.T, b lab.Backend, ps ...policy) ([]lab.Event, []outcome
 	l := Lesson
 	part := func(ctx context.Context, env *lesson.Env) error {
 		for _, p := range ps {
-			o, err := crash(ctx, env, p)
+			o, err := crash(ctx, ctx, env, p)
 			if err != nil {
 				return err
 			}
@@ -122,8 +125,10 @@ func TestCrashInMemoryLosesWhatItHeld(t *testing.T) {
 // (its stdin closes, as when the lesson is killed itself) exits on its
 // own within the bound, so it is never left behind.
 func TestWorkerDiesWithTheLesson(t *testing.T) {
-	_, queue := rabbittest.ForeignQueue(t, nil)
-	p, err := startWorker(workerConfig{AMQP: rabbittest.NeedBroker(t), Queue: queue,
+	url := rabbittest.NeedBroker(t)
+	names := rabbit.RunNames()
+	declareQueue(t, url, names.Of(q18.Queue))
+	p, err := startWorker(workerConfig{AMQP: url, Names: names,
 		Store: sqlstore.Config{Dir: t.TempDir()}, Prefetch: Prefetch, Steps: map[string]step{},
 		Speed: 1})
 	require.NoError(t, err)
@@ -154,4 +159,19 @@ func TestLessonAccountsForEveryTask(t *testing.T) {
 	assert.Equal(t, []string{"R1", "R2", "R3", "R4", "R5"}, resend.ids())
 	assert.Equal(t, sent, script[2], "R3: sent, still SENDING, as the notice says")
 	assert.Equal(t, claimed, script[3], "S4: claimed, not sent")
+}
+
+// declareQueue declares queue name on the broker at url for the test, and
+// deletes it when the test ends.
+func declareQueue(t *testing.T, url, name string) {
+	t.Helper()
+	conn, err := amqp.Dial(url)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	ch, err := conn.Channel()
+	require.NoError(t, err)
+	_, err = ch.QueueDeclare(name, false /* durable */, false /* autoDelete */, false, /* exclusive */
+		false /* noWait */, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = ch.QueueDelete(name, false, false, false) })
 }
