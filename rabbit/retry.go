@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -91,16 +93,22 @@ func (e *errLost) Unwrap() error { return e.err }
 // dropped the connection or channel (a restart, a node stopping, a
 // close_all_connections), or did not answer, as opposed to refusing the
 // request (404 NOT_FOUND, 406 PRECONDITION_FAILED, 403, credentials, a
-// bad URL): trying the same thing again later may succeed.
+// bad URL): trying the same thing again later may succeed. A socket that
+// failed under a call on an open connection counts as a dropped one.
 func Transient(err error) bool {
 	var dial *DialError
 	var lost *errLost
 	var amqpErr *amqp.Error
+	var sock *net.OpError
 	switch {
 	case errors.As(err, &lost), errors.Is(err, ErrNoAnswer):
 		return true
 	case errors.As(err, &dial):
 		return dial.transient()
+	case errors.As(err, &sock), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		// The socket of an open connection failed under a call (write:
+		// broken pipe, connection reset) before amqp091-go closed it.
+		return true
 	case errors.As(err, &amqpErr):
 		switch amqpErr.Code {
 		case amqp.ConnectionForced, amqp.ChannelError, amqp.InternalError, amqp.ResourceError, amqp.FrameError:

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,8 +33,10 @@ func TestTransientTellsAbsenceFromRefusal(t *testing.T) {
 		{&amqp.Error{Code: amqp.PreconditionFailed}, false},
 		{&amqp.Error{Code: amqp.AccessRefused}, false},
 		{fmt.Errorf("declaring: %w: %w", ErrNoAnswer, context.DeadlineExceeded), true},
-		{&errLost{ErrNacked}, true}, // a nack from a channel that closed under the publish
-		{ErrNacked, false},          // a real nack: the broker refused it
+		{&errLost{ErrNacked}, true},                                       // a nack from a channel that closed under the publish
+		{ErrNacked, false},                                                // a real nack: the broker refused it
+		{&net.OpError{Op: "write", Net: "tcp", Err: syscall.EPIPE}, true}, // the fault suite's kept-down q11
+		{fmt.Errorf("publishing: %w", io.ErrUnexpectedEOF), true},
 		{errors.New("something else"), false},
 	}
 	for _, c := range cases {

@@ -205,7 +205,9 @@ func (s *Session) Close(ctx context.Context) error {
 	for _, c := range consumers {
 		c.Stop()
 	}
-	s.parkLeftovers(ctx)
+	if !s.Keep { // kept queues keep whatever they hold: nothing is deleted with them
+		s.parkLeftovers(ctx)
+	}
 	s.screen.mu.Lock()
 	holdPub := s.screen.pub
 	s.screen.pub = nil

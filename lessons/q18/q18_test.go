@@ -148,9 +148,10 @@ func TestWeddingIsDroppedSilentlyThenCaught(t *testing.T) {
 			}
 			assert.False(t, byID["R3"].returned, "and nothing tells the publisher")
 			assert.True(t, byID["R4"].returned, "mandatory: the broker returns it")
+			assert.Equal(t, lab.FateLost, fate(events, "R3"), "confirmed and dropped: nobody refused it")
+			assert.Equal(t, lab.FateRefused, fate(events, "R4"), "returned to the publisher")
 			for _, id := range []string{"R3", "R4"} {
 				assert.Empty(t, o.sends[id], id)
-				assert.Equal(t, lab.FateLost, fate(events, id), id)
 				assert.Equal(t, store.Queued, o.status[id], id)
 			}
 		})
@@ -203,8 +204,11 @@ func TestLessonAccountsForEveryCopy(t *testing.T) {
 	for _, task := range res.Tasks {
 		assert.Equal(t, 1, summaries[task.ID], task.ID)
 		want := lab.FateDone
-		if slices.Contains(Lesson.Parity.Lost, task.ID) {
+		switch {
+		case slices.Contains(Lesson.Parity.Lost, task.ID):
 			want = lab.FateLost
+		case task.ID == "R4": // mandatory: returned to the publisher
+			want = lab.FateRefused
 		}
 		assert.Equal(t, want, task.Fate, task.ID)
 	}

@@ -9,6 +9,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/queuelab/qlab/flow"
+	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/store"
@@ -123,9 +124,15 @@ func (v *variant) publishPlain(ctx context.Context, r store.Row, rt *routed) err
 		how = fmt.Sprintf("published without mandatory: the broker's confirm said ack=%v "+
 			"and nothing came back, so the publisher never knew", rt.acked)
 	}
-	for _, e := range flow.Unroutable(Scheduler, Exchange, r.Kind, r.ID, how) {
-		v.env.Stream.Emit(e)
-	}
+	// Not refused: the broker took the message (its confirm said so) and
+	// dropped it; only the lab, which knows no binding matched, can say so.
+	at := lab.Event{Task: r.ID, Queue: Exchange, Actor: Scheduler}
+	enq, lost := at, at
+	enq.Kind, enq.Note = lab.Enqueued, fmt.Sprintf("to exchange %s with key %q", Exchange, r.Kind)
+	lost.Kind = lab.Lost
+	lost.Note = fmt.Sprintf("unroutable: no binding of %s matches key %q; %s", Exchange, r.Kind, how)
+	v.env.Stream.Emit(enq)
+	v.env.Stream.Emit(lost)
 	return nil
 }
 

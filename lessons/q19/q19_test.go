@@ -105,15 +105,21 @@ func TestTimerBeforeNackHoldsTheSlots(t *testing.T) {
 				return err
 			})
 			assert.GreaterOrEqual(t, timer.firstH, Delay(0), "H waits for a slot")
-			assert.Less(t, queues.firstH, Delay(0), "H is tried before any retry")
-			assert.Equal(t, 5*(1+4), queues.attempts, "0, 2, 6, 14, 30 s: five attempts each")
+			assert.Equal(t, 5, queues.beforeH, "H is tried right after the five first attempts, before any retry")
 			assert.Greater(t, timer.attempts, queues.attempts, "the delay never grows")
-			if b == lab.Rabbit {
-				assert.GreaterOrEqual(t, timer.firstH, limitFor, "a requeue keeps its place")
-				assert.Zero(t, timer.maxCount, "a requeue changes no header")
-				assert.Positive(t, timer.redelivered, "only the redelivered flag")
-				assert.Equal(t, 4, queues.maxCount, "the wait queues' worker counts")
+			if b == lab.InMem { // exact lesson time
+				assert.Equal(t, 5*(1+4), queues.attempts, "0, 2, 6, 14, 30 s: five attempts each")
+				return
 			}
+			// On the broker a wait is never shorter than its TTL but may be
+			// longer under load, so a retry can land after the limit ends
+			// sooner in the schedule: at most five attempts each, at least two.
+			assert.LessOrEqual(t, queues.attempts, 5*(1+4), "a wait queue never retries early")
+			assert.GreaterOrEqual(t, queues.attempts, 5*2, "the first attempt is inside the limit")
+			assert.GreaterOrEqual(t, timer.firstH, limitFor, "a requeue keeps its place")
+			assert.Zero(t, timer.maxCount, "a requeue changes no header")
+			assert.Positive(t, timer.redelivered, "only the redelivered flag")
+			assert.True(t, queues.maxCount >= 1 && queues.maxCount <= 4, "the wait queues' worker counts its retries (%d)", queues.maxCount)
 		})
 	}
 }

@@ -23,6 +23,7 @@ type stalled struct {
 	name        string
 	healthy     string        // H's task id
 	firstH      time.Duration // when H's first attempt started
+	beforeH     int           // attempts at S1–S5 that started before H's first
 	attempts    int           // attempts at S1–S5
 	maxCount    int           // the largest retry count a message carried; -1: no headers
 	redelivered int           // deliveries with the redelivered flag
@@ -76,7 +77,7 @@ func runStall(ctx context.Context, env *lesson.Env, st strategy, prefix string) 
 		switch {
 		case r.task == m.healthy:
 			if m.firstH < 0 {
-				m.firstH = r.at
+				m.firstH, m.beforeH = r.at, m.attempts
 			}
 		case r.err == nil:
 			m.attempts++
