@@ -39,9 +39,9 @@ func crashProcess(ctx context.Context, env *lesson.Env, p policy) (outcome, erro
 	if err := pt.insert(ctx); err != nil {
 		return outcome{}, err
 	}
-	proc, err := startWorker(workerConfig{AMQP: s.URL, Names: s.Names,
-		Store: db.Config, Prefetch: Prefetch, Steps: pt.steps(),
-		Speed: env.Stream.Clock().Speed()})
+	cfg := workerConfig{AMQP: s.URL, Names: s.Names, Store: db.Config, Prefetch: Prefetch,
+		Steps: pt.steps(), Speed: env.Stream.Clock().Speed()}
+	proc, err := startWorker(cfg)
 	if err != nil {
 		return outcome{}, err
 	}
@@ -51,7 +51,7 @@ func crashProcess(ctx context.Context, env *lesson.Env, p policy) (outcome, erro
 			return outcome{}, err
 		}
 	}
-	if err := pt.follow(ctx, proc); err != nil {
+	if err := pt.follow(ctx, proc, holdBound+cfg.workTime()); err != nil {
 		return outcome{}, err
 	}
 	c := flow.Consumer{Queue: q18.Queue, Actor: Survivor, Prefetch: Prefetch, Handle: pt.survivor()}
@@ -70,10 +70,10 @@ func crashProcess(ctx context.Context, env *lesson.Env, p policy) (outcome, erro
 }
 
 // follow relays the worker process's progress as events until it says it
-// holds every message at its step, within holdBound.
-func (pt *part) follow(ctx context.Context, proc *process) error {
+// holds every message at its step, within bound (real time).
+func (pt *part) follow(ctx context.Context, proc *process, bound time.Duration) error {
 	say := pt.relay(fmt.Sprintf("%s pid %d", Crashing, proc.Pid()))
-	bound := time.After(holdBound)
+	timeout := time.After(bound)
 	for {
 		select {
 		case line, ok := <-proc.lines:
@@ -85,8 +85,8 @@ func (pt *part) follow(ctx context.Context, proc *process) error {
 				return nil
 			}
 			say(what, id)
-		case <-bound:
-			return fmt.Errorf("%w within %s", errNoHold, holdBound)
+		case <-timeout:
+			return fmt.Errorf("%w within %s", errNoHold, bound)
 		case <-ctx.Done():
 			return ctx.Err()
 		}

@@ -49,9 +49,15 @@ type workerConfig struct {
 	Speed    float64         // lesson time per real time
 }
 
-// workerBound is how long (real time) a worker process lives at most,
-// whatever happens to the lesson that started it.
+// workerBound is how long (real time) a worker process lives at most
+// beyond its work, whatever happens to the lesson that started it.
 const workerBound = 2 * time.Minute
+
+// workTime is the real time the worker's sends take at its speed: at a
+// slow speed (the TUI's 0.05×) far more than at the lesson's own.
+func (cfg workerConfig) workTime() time.Duration {
+	return time.Duration(float64(time.Duration(len(cfg.Steps))*sendTime) / cfg.Speed)
+}
 
 // workerMain is the worker process: it consumes the queue with manual
 // acks, takes each message to its step, says "holding" and waits to be
@@ -63,7 +69,7 @@ func workerMain(raw string) int {
 		fmt.Fprintln(os.Stderr, "q20 worker:", err)
 		return 2
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), workerBound)
+	ctx, cancel := context.WithTimeout(context.Background(), workerBound+cfg.workTime())
 	defer cancel()
 	go func() { // the lesson holds our stdin: EOF means it died
 		_, _ = io.Copy(io.Discard, os.Stdin)
@@ -115,7 +121,11 @@ func consume(ctx context.Context, cfg workerConfig) error {
 	for n := 0; n < len(cfg.Steps); n++ {
 		var d amqp.Delivery
 		select {
-		case d = <-deliveries:
+		case got, ok := <-deliveries:
+			if !ok { // no reconnect: this worker is here to die, not to recover
+				return errors.New("the broker closed the connection before the kill")
+			}
+			d = got
 		case <-ctx.Done():
 			return ctx.Err()
 		}

@@ -51,10 +51,11 @@ var Lesson = lesson.Lesson{
 	WatchSpeed: 2,
 	TestSpeed:  10,
 	Topologies: func() []flow.Topology { return []flow.Topology{q18.Topology()} },
-	// Not in the fault suite: its killed-process case would kill the
-	// lesson while its own worker process is being killed; the worker
-	// exits on its own when its stdin closes (workerMain), which
-	// TestWorkerDiesWithTheLesson checks instead.
+	// Not in the fault suite: the crashing worker does not reconnect (it
+	// is there to die), so a fault that closes its connection before the
+	// kill ends the run with an error saying so, within the bound. A
+	// killed lesson's worker exits when its stdin closes
+	// (TestWorkerDiesWithTheLesson).
 	Faults: false,
 	Parity: lesson.Parity{
 		Lost:    []string{"S4"}, // skipped as SENDING, never sent: the policy's loss
@@ -129,5 +130,5 @@ func crash(ctx, life context.Context, env *lesson.Env, p policy) (outcome, error
 }
 
 // holdBound is how long (real time) the lesson waits for the worker
-// process to take its five messages to their steps.
+// process to start and reach its steps, beyond the time its sends take.
 const holdBound = 30 * time.Second
