@@ -3,6 +3,9 @@ package q20
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -15,6 +18,7 @@ import (
 	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lesson/lessontest"
+	"github.com/queuelab/qlab/lesson/rabbitenv"
 	"github.com/queuelab/qlab/lessons/q18"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
@@ -174,4 +178,45 @@ func declareQueue(t *testing.T, url, name string) {
 		false /* noWait */, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _, _ = ch.QueueDelete(name, false, false, false) })
+}
+
+// cancelOnWorker cancels the run at the first event of the worker
+// process, and keeps its pid.
+type cancelOnWorker struct {
+	cancel func()
+	pid    atomic.Int64
+}
+
+func (c *cancelOnWorker) Inline() {}
+
+func (c *cancelOnWorker) Emit(e lab.Event) {
+	rest, ok := strings.CutPrefix(e.Actor, Crashing+" pid ")
+	if !ok || c.pid.Load() != 0 {
+		return
+	}
+	pid, _ := strconv.Atoi(rest)
+	c.pid.Store(int64(pid))
+	c.cancel()
+}
+
+// TestCancelledRunLeavesNoWorker: a run cancelled while its worker
+// process works (Ctrl-C) kills that process and waits for it, and
+// deletes its queues.
+func TestCancelledRunLeavesNoWorker(t *testing.T) {
+	url := rabbittest.NeedBroker(t)
+	names := rabbit.RunNames()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sink := &cancelOnWorker{cancel: cancel}
+	_, err := lesson.Run(ctx, Lesson, lesson.Options{Backend: lab.Rabbit, Broker: url,
+		Speed: Lesson.TestSpeed, Names: rabbitenv.Of(names)}, sink)
+	require.ErrorIs(t, err, context.Canceled)
+	assertGone(t, int(sink.pid.Load()))
+	conn, err := amqp.Dial(url)
+	require.NoError(t, err)
+	defer conn.Close()
+	ch, err := conn.Channel()
+	require.NoError(t, err)
+	_, err = ch.QueueDeclarePassive(names.Of(q18.Queue), false, false, false, false, nil)
+	assert.Error(t, err, "the run's queue is deleted (404 on a passive declare)")
 }
