@@ -93,7 +93,8 @@ func consume(ctx context.Context, cfg workerConfig) error {
 	// A session under the run's names, to tell its messages from anyone
 	// else's (Screen), as the run's own consumers do. Never closed: it
 	// owns no queue, and the process ends by SIGKILL.
-	s, err := rabbit.Open(ctx, cfg.AMQP, cfg.Names, lab.NewClock(cfg.Speed), nil)
+	clock := lab.NewClock(cfg.Speed) // lesson time, as the lesson's own
+	s, err := rabbit.Open(ctx, cfg.AMQP, cfg.Names, clock, nil)
 	if err != nil {
 		return err
 	}
@@ -104,20 +105,12 @@ func consume(ctx context.Context, cfg workerConfig) error {
 	if err := ch.Qos(cfg.Prefetch, 0, false); err != nil {
 		return err
 	}
-	deliveries, err := ch.Consume(cfg.Names.Of(q18.Queue), "", false, // autoAck: no, the worker acks
+	deliveries, err := ch.Consume(cfg.Names.Of(q18.Queue), "", false, // autoAck: no, acks are by hand
 		false, false, false, nil) // exclusive, noLocal, noWait
 	if err != nil {
 		return err
 	}
 	say := func(what, id string) { fmt.Println(what, id) }
-	wait := func(ctx context.Context, d time.Duration) error {
-		select {
-		case <-time.After(time.Duration(float64(d) / cfg.Speed)):
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
 	for n := 0; n < len(cfg.Steps); n++ {
 		var d amqp.Delivery
 		select {
@@ -137,7 +130,7 @@ func consume(ctx context.Context, cfg workerConfig) error {
 		if !ok {
 			return fmt.Errorf("message %q is none of this worker's", d.MessageId)
 		}
-		if err := work(ctx, db, d.MessageId, to, wait, say); err != nil {
+		if err := work(ctx, db, d.MessageId, to, clock.Wait, say); err != nil {
 			return err
 		}
 	}
