@@ -58,8 +58,6 @@ func crashProcess(ctx context.Context, env *lesson.Env, p policy) (outcome, erro
 	if err := b.Consume(ctx, c); err != nil {
 		return outcome{}, err
 	}
-	env.Phase(fmt.Sprintf("SIGKILL to %s (pid %d), holding %s1–%s5 unacked; %s takes over",
-		Crashing, proc.Pid(), p.prefix, p.prefix, Survivor))
 	if err := proc.kill(); err != nil {
 		return outcome{}, err
 	}

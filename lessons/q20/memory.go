@@ -3,7 +3,6 @@ package q20
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
@@ -44,9 +43,7 @@ func crashInMemory(ctx, life context.Context, env *lesson.Env, p policy) (outcom
 			return outcome{}, err
 		}
 	}
-	env.Phase(fmt.Sprintf("the crash: the process dies holding %s1–%s5, and its map store with "+
-		"them", p.prefix, p.prefix))
-	die()
+	die() // the crash
 	o, err := pt.finish(ctx, false)
 	for _, id := range p.ids() {
 		if o.sends[id] > 0 {
