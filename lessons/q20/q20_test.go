@@ -3,6 +3,7 @@ package q20
 import (
 	"context"
 	"errors"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -48,12 +49,18 @@ func runParts(t *testing.T, b lab.Backend, ps ...policy) ([]lab.Event, []outcome
 	return events, out
 }
 
-// assertGone fails unless process pid no longer exists.
+// assertGone fails unless process pid no longer exists: signal 0 (does
+// it exist?) finds no such process.
 func assertGone(t *testing.T, pid int) {
 	t.Helper()
 	require.NotZero(t, pid)
-	err := syscall.Kill(pid, 0) // signal 0: does it exist?
-	assert.True(t, errors.Is(err, syscall.ESRCH), "process %d is gone (kill -0: %v)", pid, err)
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return // Windows: no process with that id
+	}
+	err = p.Signal(syscall.Signal(0))
+	gone := errors.Is(err, os.ErrProcessDone) || errors.Is(err, syscall.ESRCH)
+	assert.True(t, gone, "process %d is gone (signal 0: %v)", pid, err)
 }
 
 // TestSIGKILLRedeliversAndTheStoreAbsorbs: the worker process is killed
