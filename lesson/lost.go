@@ -51,12 +51,18 @@ func (e *LostError) Error() string {
 // Unwrap is the lesson's own error, so errors.Is sees a cancelled run.
 func (e *LostError) Unwrap() error { return e.Err }
 
-// Unexpected returns the tasks that ended lost and that l does not lose
-// on purpose.
-func (l Lesson) Unexpected(tasks []lab.TaskRecord) []lab.TaskRecord {
+// Unexpected returns the tasks that ended lost on backend b and that l
+// does not lose on purpose: not in LosesOnPurpose, nor caught by a crash
+// the lesson stages itself (Parity.Crashed) on a backend that does not
+// survive one.
+func (l Lesson) Unexpected(b lab.Backend, tasks []lab.TaskRecord) []lab.TaskRecord {
+	crashLoses := !FeaturesOf(b).SurvivesCrash
 	var out []lab.TaskRecord
 	for _, t := range tasks {
-		if t.Fate == lab.FateLost && !slices.Contains(l.LosesOnPurpose, t.ID) {
+		switch {
+		case t.Fate != lab.FateLost, slices.Contains(l.LosesOnPurpose, t.ID):
+		case crashLoses && slices.Contains(l.Parity.Crashed, t.ID):
+		default:
 			out = append(out, t)
 		}
 	}
@@ -70,7 +76,7 @@ func (l Lesson) Unexpected(tasks []lab.TaskRecord) []lab.TaskRecord {
 // one (flow.Features.SurvivesCrash: memory) loses what memory held by
 // design, as qlab compare shows: that is no failure.
 func CheckLost(l Lesson, opts Options, res Result, runErr error) error {
-	lost := l.Unexpected(res.Tasks)
+	lost := l.Unexpected(opts.Backend, res.Tasks)
 	if len(lost) == 0 {
 		return runErr
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/queuelab/qlab/lessons/q17"
 	"github.com/queuelab/qlab/lessons/q18"
 	"github.com/queuelab/qlab/lessons/q19"
+	"github.com/queuelab/qlab/lessons/q20"
 	"github.com/queuelab/qlab/lessons/q23"
 	"github.com/queuelab/qlab/lessons/q24"
 
@@ -73,6 +74,7 @@ var All = []Lesson{
 	q17.Lesson,
 	q18.Lesson,
 	q19.Lesson,
+	q20.Lesson,
 	q23.Lesson,
 	q24.Lesson,
 }

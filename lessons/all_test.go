@@ -77,7 +77,7 @@ func TestEveryTaskAccountedFor(t *testing.T) {
 					events, res := runOn[b](t, l, Options{Plan: plan})
 					labtest.AssertAccounted(t, events)
 					if plan == nil {
-						assertLostOnlyOnPurpose(t, l, res)
+						assertLostOnlyOnPurpose(t, l, b, res)
 					}
 				})
 			}
@@ -88,9 +88,9 @@ func TestEveryTaskAccountedFor(t *testing.T) {
 // assertLostOnlyOnPurpose: a lesson's default run loses only the tasks it
 // declares (Lesson.LosesOnPurpose), and each of those it does lose, so a
 // declaration cannot go stale; anything else lost would fail qlab run.
-func assertLostOnlyOnPurpose(t *testing.T, l Lesson, res Result) {
+func assertLostOnlyOnPurpose(t *testing.T, l Lesson, b lab.Backend, res Result) {
 	t.Helper()
-	assert.Empty(t, l.Unexpected(res.Tasks), "%s lost tasks it does not declare in LosesOnPurpose", l.ID)
+	assert.Empty(t, l.Unexpected(b, res.Tasks), "%s lost tasks it does not declare in LosesOnPurpose", l.ID)
 	fates := map[string]lab.Fate{}
 	for _, task := range res.Tasks {
 		fates[task.ID] = task.Fate
@@ -100,7 +100,7 @@ func assertLostOnlyOnPurpose(t *testing.T, l Lesson, res Result) {
 			assert.Equal(t, lab.FateLost, f, "%s declares %s lost on purpose", l.ID, id)
 		}
 	}
-	assert.NoError(t, lesson.CheckLost(l, Options{}, res, nil))
+	assert.NoError(t, lesson.CheckLost(l, Options{Backend: b}, res, nil))
 }
 
 // TestEveryBrokerLessonListsWhatItDeclares: qlab broker clean removes a

@@ -21,6 +21,9 @@ type Opened struct {
 	store.Store
 	// Kind names the database: "a map", "SQLite", "PostgreSQL".
 	Kind string
+	// Config opens the same database from another process (Q20's worker);
+	// zero for the map, which no other process can reach.
+	Config sqlstore.Config
 	// Drop deletes the SQLite file or the PostgreSQL schema; it does
 	// nothing for the map.
 	Drop func()
@@ -31,7 +34,7 @@ type Opened struct {
 // new schema qlab_<lesson>_<random>_<name> when QLAB_DATABASE_URL is set.
 func Open(ctx context.Context, env *lesson.Env, name string) (Opened, error) {
 	if env.Stream.Backend() == lab.InMem {
-		return Opened{store.NewMemory(), "a map", func() {}}, nil
+		return Opened{store.NewMemory(), "a map", sqlstore.Config{}, func() {}}, nil
 	}
 	slug := env.Stream.Lesson()
 	cfg := sqlstore.Config{
@@ -56,7 +59,7 @@ func Open(ctx context.Context, env *lesson.Env, name string) (Opened, error) {
 		}
 		return Opened{}, err
 	}
-	return Opened{s, kind, func() {
+	return Opened{s, kind, cfg, func() {
 		_ = s.Drop(context.WithoutCancel(ctx))
 		if dir != "" {
 			_ = os.RemoveAll(dir)
