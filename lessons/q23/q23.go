@@ -60,9 +60,12 @@ const (
 	Batchers      = 2           // USERS_BATCH_CONCURRENCY
 	MaxAttempts   = 3           // MAX_RETRIES, read as 3 deliveries (the other reading is Q24's)
 	// PoisonWait is the batch timeout of parts (c) and (d): a batch sent
-	// round the retry queue comes back one message at a time, and 5 s
-	// keeps it one batch on a busy broker too. It changes no outcome.
-	PoisonWait = 5 * time.Second
+	// round the retry queue comes back one message at a time, and a full
+	// batch flushes at once, so a long wait costs nothing there and keeps
+	// the ten one batch on a busy broker too (5 s, 0.25 s real at the
+	// test speed, split a returning batch with two cores busy). It changes
+	// no outcome.
+	PoisonWait = 30 * time.Second
 	// SmallPrefetch is below BatchSize: part (b)'s consumers.
 	SmallPrefetch = 4
 	// SeedRetryHeader is the RaffleAPI's retry counter. It sits in the
