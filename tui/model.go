@@ -15,6 +15,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lessons"
+	"github.com/queuelab/qlab/metrics"
 	"github.com/queuelab/qlab/render"
 )
 
@@ -51,6 +52,9 @@ type Config struct {
 	// (or an empty answer) means the boxes are found from the events: every
 	// queue and destination, in order of first appearance.
 	Topology func(l lessons.Lesson) []Node
+	// Metrics, when set, is fed every run's events (qlab tui --metrics
+	// serves it); nil means the TUI keeps its own, for the metrics panel.
+	Metrics *metrics.Metrics
 }
 
 type screen int
@@ -146,6 +150,9 @@ func (i lessonItem) FilterValue() string { return i.l.ID + " " + i.l.Title }
 func New(cfg Config) (Model, error) {
 	if len(cfg.Lessons) == 0 {
 		cfg.Lessons = lessons.All
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.New()
 	}
 	if cfg.Speed < 0 || cfg.Speed != cfg.Speed {
 		return Model{}, fmt.Errorf("speed must be a positive number, got %v", cfg.Speed)
@@ -368,7 +375,7 @@ func (m Model) start() (tea.Model, tea.Cmd) {
 	m.sc, m.frame, m.clockMs, m.lastAt = newScene(explicit), 0, 0, time.Time{}
 	m.state, m.runDone, m.runErr, m.closed = running, false, nil, false
 	opts := lessons.Options{Backend: m.backend, Speed: m.speed, Plan: m.cfg.Plan, Broker: m.broker}
-	h, runCmd := startRun(m.gen, l, opts)
+	h, runCmd := startRun(m.gen, l, opts, m.cfg.Metrics)
 	m.run, m.pumping = h, true
 	m.fitLog()
 	return m, tea.Batch(runCmd, waitCmd(h))

@@ -29,12 +29,14 @@ func brokerDiscovery(ctx context.Context) (string, error) {
 	return b.URL, err
 }
 
-func cmdTui(ctx context.Context, args []string, stdout, _ io.Writer) error {
+func cmdTui(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("tui", tuiHelp)
 	backend := fs.String("backend", "", "backend to run on: inmem or rabbit (default: each lesson's own)")
 	var pf planFlags
 	pf.register(fs, 0, "lesson time per real time (default: each lesson's own, 0.25× to follow the tokens, up to 5× for the long lessons)")
 	noColor := fs.Bool("no-color", false, "plain text, no ANSI colour (NO_COLOR does the same)")
+	var mf metricsFlags
+	mf.register(fs, false)
 	pos, err := parseInterspersed(fs, args, stdout)
 	if err != nil {
 		return err
@@ -47,6 +49,9 @@ func cmdTui(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		pf.speed = 1 // a stand-in so check validates the other flags; the TUI picks each lesson's speed
 	}
 	if err := pf.check(); err != nil {
+		return err
+	}
+	if err := mf.check(); err != nil {
 		return err
 	}
 	cfg := tui.Config{Broker: brokerDiscovery}
@@ -69,9 +74,15 @@ func cmdTui(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		}
 		cfg.Start = l.Number()
 	}
+	met, stopMetrics, err := mf.serve(stderr, "until you quit the TUI")
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	if !isTerminal(stdout) || !isTerminal(os.Stdin) {
 		return errNotATerminal
 	}
+	cfg.Metrics = met
 	cfg.Plan = pf.plan()
 	cfg.Color = !*noColor && colorWanted(stdout)
 	return tui.Run(ctx, cfg)
