@@ -44,22 +44,29 @@ func (f metricsFlags) check() error {
 // in progress.
 const metricsCloseWait = 2 * time.Second
 
-// serve starts the metrics server when --metrics was given, says on w
-// where to scrape, and returns the metrics to feed (a run's sink) and the
-// function that stops serving. Without --metrics both are nil-safe: a nil
-// *Metrics and a no-op stop. A non-loopback address without
+// served is a running --metrics: the metrics to feed (a run's sink),
+// where to scrape them, and how to stop serving.
+type served struct {
+	m    *metrics.Metrics
+	url  string
+	stop func()
+}
+
+// serve starts the metrics server when --metrics was given and says on w
+// where to scrape and for how long (until). Without --metrics it returns
+// a nil Metrics and a no-op stop. A non-loopback address without
 // --metrics-public is a usage error.
-func (f metricsFlags) serve(w io.Writer, until string) (*metrics.Metrics, func(), error) {
+func (f metricsFlags) serve(w io.Writer, until string) (served, error) {
 	if f.addr == "" {
-		return nil, func() {}, nil
+		return served{stop: func() {}}, nil
 	}
 	m := metrics.New()
 	s, err := metrics.Serve(m, f.addr, metrics.ServeOptions{Public: f.public})
 	switch {
 	case errors.Is(err, metrics.ErrNotLoopback):
-		return nil, nil, usagef("%v; add --metrics-public to serve it there anyway", err)
+		return served{}, usagef("%v; add --metrics-public to serve it there anyway", err)
 	case err != nil:
-		return nil, nil, fmt.Errorf("--metrics: %w", err)
+		return served{}, fmt.Errorf("--metrics: %w", err)
 	}
 	fmt.Fprintf(w, "metrics: scrape %s (%s)\n", s.URL(), until)
 	stop := func() {
@@ -67,7 +74,7 @@ func (f metricsFlags) serve(w io.Writer, until string) (*metrics.Metrics, func()
 		defer cancel()
 		_ = s.Close(ctx)
 	}
-	return m, stop, nil
+	return served{m: m, url: s.URL(), stop: stop}, nil
 }
 
 // until says how long a run's /metrics stays up.

@@ -106,11 +106,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	met, stopMetrics, err := f.metrics.serve(stderr, f.metrics.until())
+	met, err := f.metrics.serve(stderr, f.metrics.until())
 	if err != nil {
 		return err
 	}
-	defer stopMetrics()
+	defer met.stop()
 	ready, err := run.Prepare(ctx, run.Request{
 		Lesson:   l,
 		Options:  lessons.Options{Backend: backend, Speed: f.speed, Plan: plan, Keep: f.keep, Logger: logger(stderr)},
@@ -143,8 +143,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintln(noteTo, note)
 	}
 	var extra []lab.Sink
-	if met != nil {
-		extra = append(extra, met)
+	if met.m != nil {
+		extra = append(extra, met.m)
 	}
 	runErr := runLesson(ctx, ready, f, out, colorWanted(stdout), terminalWidth(stdout), extra...)
 	if err := out.Err(); err != nil {
@@ -153,7 +153,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if f.keep && ready.Options.Names != nil {
 		fmt.Fprintln(noteTo, "\n"+keptNote(ready.Options.Names, invoked()))
 	}
-	if met != nil && f.metrics.hold && runErr == nil {
+	if f.metrics.hold && runErr == nil {
 		fmt.Fprintln(stderr, "metrics: the run ended; still serving its final counts until Ctrl-C")
 		<-ctx.Done()
 		return nil

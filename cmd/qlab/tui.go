@@ -18,7 +18,8 @@ const tuiHelp = `Usage: qlab tui [N] [flags]
 Opens the terminal UI: a lesson menu, or lesson N at once. Queues are boxes,
 tasks are tokens travelling between them; space pauses, +/- set the speed
 of the next run, r restarts, n/p change lesson, b switches backend, i shows
-the whole notice, t the results once the run ended, q quits.`
+the whole notice, t the results once the run ended, m a small panel of the
+run's metrics (--metrics serves them too), q quits.`
 
 // brokerDiscovery finds a RabbitMQ broker for the TUI's backend switch
 // (run.FindBroker). It only looks (RABBITMQ_URL, then the default URL)
@@ -74,15 +75,15 @@ func cmdTui(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		cfg.Start = l.Number()
 	}
-	met, stopMetrics, err := mf.serve(stderr, "until you quit the TUI")
+	met, err := mf.serve(stderr, "until you quit the TUI")
 	if err != nil {
 		return err
 	}
-	defer stopMetrics()
+	defer met.stop()
 	if !isTerminal(stdout) || !isTerminal(os.Stdin) {
 		return errNotATerminal
 	}
-	cfg.Metrics = met
+	cfg.Metrics, cfg.MetricsURL = met.m, met.url
 	cfg.Plan = pf.plan()
 	cfg.Color = !*noColor && colorWanted(stdout)
 	return tui.Run(ctx, cfg)
