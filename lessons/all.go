@@ -28,6 +28,7 @@ import (
 	"github.com/queuelab/qlab/lessons/q17"
 	"github.com/queuelab/qlab/lessons/q18"
 	"github.com/queuelab/qlab/lessons/q19"
+	"github.com/queuelab/qlab/lessons/q22"
 
 	"github.com/queuelab/qlab/lesson"
 	// The broker mechanism: every lesson of the registry can run there.
@@ -71,6 +72,7 @@ var All = []Lesson{
 	q17.Lesson,
 	q18.Lesson,
 	q19.Lesson,
+	q22.Lesson,
 }
 
 // Find returns the lesson numbered n.
