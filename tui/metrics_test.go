@@ -63,7 +63,7 @@ func TestMetricsPanelTogglesAndFits(t *testing.T) {
 }
 
 // TestMetricsPanelShowsWhereToScrape: with qlab tui --metrics the panel
-// names the URL, cut rather than wrapped at 80 columns.
+// names the URL, whole at 160 and at 80 columns.
 func TestMetricsPanelShowsWhereToScrape(t *testing.T) {
 	l, err := lessons.Parse("1")
 	require.NoError(t, err)
@@ -74,4 +74,5 @@ func TestMetricsPanelShowsWhereToScrape(t *testing.T) {
 	assert.Contains(t, m.View(), "http://127.0.0.1:9100/metrics")
 	m = step1(m, tea.WindowSizeMsg{Width: 80, Height: 24})
 	checkFrame(t, m, 80, 24)
+	assert.Contains(t, m.View(), "http://127.0.0.1:9100/metrics", "whole at 80 columns too")
 }

@@ -526,8 +526,10 @@ func (m Model) metricsPanel(w int) []string {
 		return nil
 	}
 	t := m.metTotals
-	head := fmt.Sprintf("metrics · ack %g · nack %g · redelivery %g · publish n=%d",
-		t.Acks, t.Nacks, t.Redeliveries, t.Publishes)
+	head := fmt.Sprintf("metrics · ack %g · nack %g · redelivery %g", t.Acks, t.Nacks, t.Redeliveries)
+	if t.Publishes > 0 { // only a backend that times its publishes reports them
+		head += fmt.Sprintf(" · publish n=%d", t.Publishes)
+	}
 	if m.cfg.MetricsURL != "" {
 		head += " · " + m.cfg.MetricsURL
 	}
