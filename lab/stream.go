@@ -42,6 +42,17 @@ func NewStream(lesson string, backend Backend, clock Clock, sinks ...Sink) *Stre
 	return s
 }
 
+// Tap adds an inline sink to a running stream: it is called in the
+// emitting goroutine with every event emitted after Tap returns (a lesson
+// that reads its own run's metrics, Q22). Safe for concurrent use.
+func (s *Stream) Tap(sink Sink) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.handing.Lock() // no hand-over is reading s.inline meanwhile
+	defer s.handing.Unlock()
+	s.inline = append(s.inline[:len(s.inline):len(s.inline)], sink)
+}
+
 // Lesson returns the lesson id the stream stamps ("q07").
 func (s *Stream) Lesson() string { return s.lesson }
 

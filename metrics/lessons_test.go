@@ -1,4 +1,4 @@
-package metrics
+package metrics_test
 
 import (
 	"testing"
@@ -11,6 +11,7 @@ import (
 	"github.com/queuelab/qlab/lesson/lessontest"
 	"github.com/queuelab/qlab/lessons"
 	"github.com/queuelab/qlab/lessons/q10"
+	"github.com/queuelab/qlab/metrics"
 )
 
 // TestEveryInMemoryLessonFeedsTheSink replays every in-memory lesson's
@@ -24,7 +25,7 @@ func TestEveryInMemoryLessonFeedsTheSink(t *testing.T) {
 		}
 		t.Run(l.ID, func(t *testing.T) {
 			events, _ := lessontest.RunInMem(t, l, lesson.Options{})
-			m := New()
+			m := metrics.New()
 			kinds := map[lab.Kind]float64{}
 			tasks := map[string]bool{}
 			for _, e := range events {
@@ -44,14 +45,15 @@ func TestEveryInMemoryLessonFeedsTheSink(t *testing.T) {
 					}
 				}
 			}
-			assert.Equal(t, kinds[lab.Succeeded], sums[AckTotal], "acks")
-			assert.Equal(t, kinds[lab.Failed], sums[NackTotal], "nacks")
-			assert.Equal(t, kinds[lab.Redelivered], sums[RedeliveryTotal], "redeliveries")
-			assert.Equal(t, kinds[lab.Succeeded]+kinds[lab.Failed], sums[ConsumeDuration], "one duration per attempt")
-			assert.Equal(t, kinds[lab.Started], sums[WaitTime],
+			assert.Equal(t, kinds[lab.Succeeded], sums[metrics.AckTotal], "acks")
+			assert.Equal(t, kinds[lab.Failed], sums[metrics.NackTotal], "nacks")
+			assert.Equal(t, kinds[lab.Redelivered], sums[metrics.RedeliveryTotal], "redeliveries")
+			assert.Equal(t, kinds[lab.Succeeded]+kinds[lab.Failed], sums[metrics.ConsumeDuration], "one duration per attempt")
+			assert.Equal(t, kinds[lab.Started], sums[metrics.WaitTime],
 				"one wait per attempt: every start follows the task's arrival in that queue")
-			assert.Empty(t, m.started, "no attempt left open after the summaries")
-			assert.Empty(t, m.arrived, "no arrival kept after the summaries")
+			started, arrived := m.Kept()
+			assert.Zero(t, started, "no attempt left open after the summaries")
+			assert.Zero(t, arrived, "no arrival kept after the summaries")
 		})
 	}
 }
@@ -66,7 +68,7 @@ func TestBothBackendsReportTheSameSeries(t *testing.T) {
 	}
 	series := map[lab.Backend][]string{}
 	for _, b := range []lab.Backend{lab.InMem, lab.Rabbit} {
-		m := New()
+		m := metrics.New()
 		var events []lab.Event
 		if b == lab.Rabbit {
 			events, _ = lessontest.RunRabbitWith(t, q10.Lesson, lesson.Options{}, m)
@@ -93,7 +95,7 @@ func TestBothBackendsReportTheSameSeries(t *testing.T) {
 				}
 				series[b] = append(series[b], f.GetName()+"{queue="+labels["queue"]+"}")
 				assert.Equal(t, string(b), labels["backend"])
-				if f.GetName() == AckTotal {
+				if f.GetName() == metrics.AckTotal {
 					acks += metric.GetCounter().GetValue()
 				}
 			}

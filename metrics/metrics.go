@@ -15,6 +15,7 @@
 package metrics
 
 import (
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -47,9 +48,10 @@ var (
 // retry wait (32 s).
 var buckets = []float64{.001, .005, .01, .05, .1, .25, .5, 1, 2, 4, 8, 16, 32}
 
-// Metrics is one run's metrics on a private registry. Emit is its sink
-// side (the Stream calls it one event at a time); the other methods are
-// for backends and are safe for concurrent use.
+// Metrics is a run's metrics on a private registry. Emit is its sink
+// side; it and the other methods (for backends) are safe for concurrent
+// use, so one Metrics may take the streams of several runs in turn (the
+// TUI's restarts, where a cancelled run may still be ending).
 type Metrics struct {
 	reg *prometheus.Registry
 
@@ -58,6 +60,7 @@ type Metrics struct {
 	channelOpens, channelCloses        *prometheus.CounterVec
 	depth, consumers, connectionStatus *prometheus.GaugeVec
 
+	mu sync.Mutex // guards the sink state below
 	// Sink state, touched only from Emit.
 	started map[attemptKey]int64 // an attempt's start, lesson ms
 	arrived map[arrivalKey]int64 // a task's arrival in a queue, lesson ms
@@ -109,6 +112,8 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 // Emit is the sink: it counts what event e says (see the package comment)
 // and ignores the kinds that say nothing about these metrics.
 func (m *Metrics) Emit(e lab.Event) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	labels := prometheus.Labels{"lesson": e.Lesson, "backend": string(e.Backend), "queue": e.Queue}
 	switch e.Kind {
 	case lab.Enqueued:

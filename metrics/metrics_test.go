@@ -184,3 +184,20 @@ func TestTwoRunsDoNotShareCounts(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, families, "a second registry starts empty")
 }
+
+// TestTotalsSumOneRunsSeries: Totals reads back what the scrape shows for
+// one lesson and backend, and leaves another run's series out.
+func TestTotalsSumOneRunsSeries(t *testing.T) {
+	m := New()
+	run(m)
+	m.Emit(lab.Event{Lesson: "q08", Backend: lab.InMem, Kind: lab.Succeeded, Task: "Z", Queue: "work", Attempt: 1})
+	got := m.Totals(Run{Lesson: "q07", Backend: lab.InMem})
+	assert.Equal(t, Totals{
+		Acks: 2, Nacks: 1, Redeliveries: 1, Attempts: 3, ConsumeSeconds: got.ConsumeSeconds,
+		Waits: 3, WaitSeconds: got.WaitSeconds, Publishes: 1, Depth: 3, Consumers: 2, Gauges: true,
+	}, got)
+	assert.InDelta(t, 0.35, got.ConsumeSeconds, 1e-9)
+	assert.InDelta(t, 0.2, got.WaitSeconds, 1e-9)
+	assert.Equal(t, 1.0, m.Totals(Run{Lesson: "q08", Backend: lab.InMem}).Acks, "the other run's own")
+	assert.Equal(t, Totals{}, m.Totals(Run{Lesson: "q07", Backend: lab.Rabbit}))
+}

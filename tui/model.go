@@ -15,6 +15,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lessons"
+	"github.com/queuelab/qlab/metrics"
 	"github.com/queuelab/qlab/render"
 )
 
@@ -51,6 +52,10 @@ type Config struct {
 	// (or an empty answer) means the boxes are found from the events: every
 	// queue and destination, in order of first appearance.
 	Topology func(l lessons.Lesson) []Node
+	// Metrics, when set, is fed every run's events (qlab tui --metrics
+	// serves it, at MetricsURL).
+	Metrics    *metrics.Metrics
+	MetricsURL string
 }
 
 type screen int
@@ -126,6 +131,10 @@ type Model struct {
 	tables    []render.Table // the lesson's measured tables, once it returned
 	pane      pane
 	flash     string
+
+	met       *metrics.Metrics // this run's own, read for the panel (Config.Metrics spans runs)
+	metTotals metrics.Totals   // what the panel shows, read in Update
+	metricsOn bool             // the metrics panel is open (m)
 }
 
 // lessonItem adapts a lesson to the menu list.
@@ -242,6 +251,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case runDoneMsg:
 		if msg.gen == m.gen {
 			m.runDone, m.tables, m.missed = true, msg.tables, msg.missed
+			m.readMetrics() // every sink has had every event: the final counts
 			if !errors.Is(msg.err, context.Canceled) {
 				m.runErr = msg.err
 			}
@@ -317,6 +327,11 @@ func (m Model) lessonKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		return m.start() // keeps the chosen backend where the next lesson has it
 	case key.Matches(msg, k.Backend):
 		return m.switchBackend()
+	case key.Matches(msg, k.Metrics):
+		m.metricsOn = !m.metricsOn
+		m.readMetrics()
+		m.fillPane()
+		return m, nil
 	case key.Matches(msg, k.Menu):
 		m.stop()
 		m.screen = menuScreen
@@ -376,7 +391,12 @@ func (m Model) start() (tea.Model, tea.Cmd) {
 	m.sc, m.frame, m.clockMs, m.lastAt = newScene(explicit), 0, 0, time.Time{}
 	m.state, m.runDone, m.runErr, m.closed = running, false, nil, false
 	opts := lessons.Options{Backend: m.backend, Speed: m.speed, Plan: m.cfg.Plan, Broker: m.broker}
-	h, runCmd := startRun(m.gen, l, opts)
+	m.met, m.metTotals = metrics.New(), metrics.Totals{}
+	sinks := []lab.Sink{m.met}
+	if m.cfg.Metrics != nil {
+		sinks = append(sinks, m.cfg.Metrics)
+	}
+	h, runCmd := startRun(m.gen, l, opts, sinks...)
 	m.run, m.pumping = h, true
 	m.fitLog()
 	return m, tea.Batch(runCmd, waitCmd(h))
@@ -391,6 +411,14 @@ func (m *Model) seek() tea.Cmd {
 	}
 	m.state = seeking
 	return brokerCmd(m.cfg.Broker, m.cur)
+}
+
+// readMetrics takes the panel's figures from this run's metrics, while
+// the panel is open (a read of the registry, never in View).
+func (m *Model) readMetrics() {
+	if m.metricsOn && m.met != nil {
+		m.metTotals = m.met.Totals(metrics.Run{Lesson: m.lesson().Slug(), Backend: m.backend})
+	}
 }
 
 // settle notes the end of the run once lessons.Run has returned and every
@@ -481,6 +509,7 @@ func (m Model) onEvents(msg eventsMsg) (tea.Model, tea.Cmd) {
 		m.lastAt = msg.at
 	}
 	m.applyEvents(msg.events)
+	m.readMetrics()
 	m.sc.advance(m.clockMs, m.frame)
 	cmd := m.pump(len(msg.events) > 0)
 	m.settle()
@@ -676,7 +705,7 @@ func (m *Model) fitLog() {
 // chromeRows counts the lesson view's lines besides the log pane.
 func (m Model) chromeRows() int {
 	if m.pane != logPane {
-		return 5 // header, status line, stats, pane rule, help: the pane takes the rest
+		return 5 + m.panelRows() // header, status line, stats, pane rule, help: the pane takes the rest
 	}
 	boxLines := 1
 	if s := m.sc.slots(m.width); len(s) > 0 {
@@ -688,7 +717,7 @@ func (m Model) chromeRows() int {
 		boxLines++
 	}
 	// header, notice, status line, boxes, fates, stats, log rule, help
-	n := 1 + len(noticeLines(m.lesson().NoticeFor(m.backend), m.width, m.noticeRows())) + 1 + boxLines + 1 + 1 + 1 + 1
+	n := 1 + len(noticeLines(m.lesson().NoticeFor(m.backend), m.width, m.noticeRows())) + 1 + boxLines + 1 + 1 + 1 + 1 + m.panelRows()
 	if m.sc.breaker.seen {
 		n++
 	}
@@ -715,9 +744,10 @@ func (m Model) View() string {
 		}
 	}
 	out = append(out, clip(m.statsLine(), w))
+	out = append(out, m.metricsPanel(w)...)
 	out = append(out, m.paneRule(w))
 	out = append(out, m.log.View())
-	out = append(out, clip(m.help.ShortHelpView(m.keys.helpFor(m.state)), w))
+	out = append(out, clip(m.help.ShortHelpView(m.keys.helpFor(m.state, w)), w))
 	return sanitize(strings.Join(out, "\n"))
 }
 

@@ -138,9 +138,10 @@ type (
 	}
 )
 
-// startRun launches lesson l on backend b; the returned command runs the
-// lesson to its end and closes the events channel behind it.
-func startRun(gen int, l lessons.Lesson, opts lessons.Options) (*runHandle, tea.Cmd) {
+// startRun launches lesson l on backend b, its events to the view and to
+// the extra sinks (the metrics); the returned command runs the lesson to its end and closes the
+// events channel behind it.
+func startRun(gen int, l lessons.Lesson, opts lessons.Options, extra ...lab.Sink) (*runHandle, tea.Cmd) {
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &runHandle{gen: gen, events: make(chan lab.Event, eventBuf), cancel: cancel, finished: make(chan struct{}),
 		gate: newGate(), pause: &lab.Pause{}}
@@ -149,7 +150,8 @@ func startRun(gen int, l lessons.Lesson, opts lessons.Options) (*runHandle, tea.
 		defer close(h.finished)
 		// Bounded: a view that falls behind misses events (counted, shown)
 		// rather than holding up the lesson's workers.
-		res, err := startLesson(ctx, l, opts, lab.NewBounded(chanSink{ctx: ctx, ch: h.events, gate: h.gate}, viewBuf))
+		view := lab.NewBounded(chanSink{ctx: ctx, ch: h.events, gate: h.gate}, viewBuf)
+		res, err := startLesson(ctx, l, opts, append([]lab.Sink{view}, extra...)...)
 		close(h.events) // Run has finished its stream and its sinks: nothing emits after this
 		return runDoneMsg{gen: gen, err: err, tables: res.Tables, missed: res.Missed}
 	}
@@ -158,12 +160,12 @@ func startRun(gen int, l lessons.Lesson, opts lessons.Options) (*runHandle, tea.
 
 // startLesson runs l through the run API (checked, named), as every front
 // end does; the broker URL is the one the TUI's discovery found.
-func startLesson(ctx context.Context, l lessons.Lesson, opts lessons.Options, sink lab.Sink) (lessons.Result, error) {
+func startLesson(ctx context.Context, l lessons.Lesson, opts lessons.Options, sinks ...lab.Sink) (lessons.Result, error) {
 	ready, err := run.Prepare(ctx, run.Request{Lesson: l, Options: opts})
 	if err != nil {
 		return lessons.Result{}, err
 	}
-	return ready.Start(ctx, sink)
+	return ready.Start(ctx, sinks...)
 }
 
 // waitCmd blocks until the run has an event (no ticking while idle), then

@@ -511,6 +511,44 @@ func (m Model) statsLine() string {
 	return line + nonZero(count{"mails sent", m.sc.mails}, count{"channels closed", m.sc.closes})
 }
 
+// panelRows is how many rows the metrics panel takes.
+func (m Model) panelRows() int {
+	if m.metricsOn {
+		return 2
+	}
+	return 0
+}
+
+// metricsPanel is the metrics panel (m): this run's seed-003 figures as
+// /metrics has them, counted from the stream on either backend.
+func (m Model) metricsPanel(w int) []string {
+	if !m.metricsOn {
+		return nil
+	}
+	t := m.metTotals
+	head := fmt.Sprintf("metrics · ack %g · nack %g · redelivery %g", t.Acks, t.Nacks, t.Redeliveries)
+	if t.Publishes > 0 { // only a backend that times its publishes reports them
+		head += fmt.Sprintf(" · publish n=%d", t.Publishes)
+	}
+	if m.cfg.MetricsURL != "" {
+		head += " · " + m.cfg.MetricsURL
+	}
+	times := fmt.Sprintf("consume n=%d avg %s · wait n=%d avg %s",
+		t.Attempts, avg(t.ConsumeSeconds, t.Attempts), t.Waits, avg(t.WaitSeconds, t.Waits))
+	if t.Gauges {
+		times += fmt.Sprintf(" · depth %g · consumers %g", t.Depth, t.Consumers)
+	}
+	return []string{m.st.paint(faint, clip(head, w)), m.st.paint(faint, clip(times, w))}
+}
+
+// avg is sum/n seconds as "0.125s", or "-" before any sample.
+func avg(sum float64, n uint64) string {
+	if n == 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(sum/float64(n), 'f', 3, 64) + "s"
+}
+
 // count is one named number of the stats line.
 type count struct {
 	name string

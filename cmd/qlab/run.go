@@ -35,6 +35,7 @@ type runFlags struct {
 	prefix  string
 	verbose *bool
 	scale   scaleFlags
+	metrics metricsFlags
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -48,12 +49,16 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.prefix, "prefix", "", "with --names exact: put the seed's names under your own prefix (alice → alice.sequential.queue), so several people can run the demo on one broker")
 	f.verbose = verboseFlag(fs)
 	f.scale.register(fs)
+	f.metrics.register(fs, true)
 }
 
 // check validates the flags' values; the naming and prefix are the run
 // API's to check (run.Check).
 func (f *runFlags) check() error {
 	if err := f.planFlags.check(); err != nil {
+		return err
+	}
+	if err := f.metrics.check(); err != nil {
 		return err
 	}
 	if _, err := run.CheckNaming(run.Naming(f.names), f.prefix); err != nil {
@@ -101,6 +106,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	met, err := f.metrics.serve(stderr, f.metrics.until())
+	if err != nil {
+		return err
+	}
+	defer met.stop()
 	ready, err := run.Prepare(ctx, run.Request{
 		Lesson:   l,
 		Options:  lessons.Options{Backend: backend, Speed: f.speed, Plan: plan, Keep: f.keep, Logger: logger(stderr)},
@@ -132,12 +142,21 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		fmt.Fprintln(noteTo, note)
 	}
-	runErr := runLesson(ctx, ready, f, out, colorWanted(stdout), terminalWidth(stdout))
+	var extra []lab.Sink
+	if met.m != nil {
+		extra = append(extra, met.m)
+	}
+	runErr := runLesson(ctx, ready, f, out, colorWanted(stdout), terminalWidth(stdout), extra...)
 	if err := out.Err(); err != nil {
 		return fmt.Errorf("%w (%v): the run stopped and deleted the queues it created", errOutputClosed, err)
 	}
 	if f.keep && ready.Options.Names != nil {
 		fmt.Fprintln(noteTo, "\n"+keptNote(ready.Options.Names, invoked()))
+	}
+	if f.metrics.hold && runErr == nil {
+		fmt.Fprintln(stderr, "metrics: the run ended; still serving its final counts until Ctrl-C")
+		<-ctx.Done()
+		return nil
 	}
 	if errors.Is(runErr, context.Canceled) {
 		return errors.New("interrupted: the table above says what became of each task in flight")
@@ -151,15 +170,17 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 // runLesson runs the prepared lesson and writes it to out as f asks: JSON
 // lines, a Mermaid diagram, or the notice, log and tables.
-func runLesson(ctx context.Context, ready run.Ready, f runFlags, out io.Writer, color bool, width int) error {
+//
+// extra sinks (the metrics) see every event too.
+func runLesson(ctx context.Context, ready run.Ready, f runFlags, out io.Writer, color bool, width int, extra ...lab.Sink) error {
 	l, opts := ready.Lesson, ready.Options
 	if f.json {
-		_, err := ready.Start(ctx, render.NewJSONSink(out))
+		_, err := ready.Start(ctx, append(extra, render.NewJSONSink(out))...)
 		return err
 	}
 	if f.mermaid {
 		var rec lab.Recorder
-		_, err := ready.Start(ctx, &rec)
+		_, err := ready.Start(ctx, append(extra, &rec)...)
 		render.Mermaid(out, rec.Events)
 		return err
 	}
@@ -168,7 +189,7 @@ func runLesson(ctx context.Context, ready run.Ready, f runFlags, out io.Writer, 
 	page.Prose("What to notice: "+l.NoticeFor(opts.Backend), "")
 	fmt.Fprintln(out)
 	var rec lab.Recorder
-	res, runErr := ready.Start(ctx, page, &rec)
+	res, runErr := ready.Start(ctx, append(extra, page, &rec)...)
 	if len(res.Tasks) > 0 { // a run that could not start (no broker, a stale queue) created none
 		page.Results(rec.Events, nil)
 	}

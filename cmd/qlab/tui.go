@@ -18,7 +18,8 @@ const tuiHelp = `Usage: qlab tui [N] [flags]
 Opens the terminal UI: a lesson menu, or lesson N at once. Queues are boxes,
 tasks are tokens travelling between them; space pauses, +/- set the speed
 of the next run, r restarts, n/p change lesson, b switches backend, i shows
-the whole notice, t the results once the run ended, q quits.`
+the whole notice, t the results once the run ended, m a small panel of the
+run's metrics (--metrics serves them too), q quits.`
 
 // brokerDiscovery finds a RabbitMQ broker for the TUI's backend switch
 // (run.FindBroker). It only looks (RABBITMQ_URL, then the default URL)
@@ -29,12 +30,14 @@ func brokerDiscovery(ctx context.Context) (string, error) {
 	return b.URL, err
 }
 
-func cmdTui(ctx context.Context, args []string, stdout, _ io.Writer) error {
+func cmdTui(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("tui", tuiHelp)
 	backend := fs.String("backend", "", "backend to run on: inmem or rabbit (default: each lesson's own)")
 	var pf planFlags
 	pf.register(fs, 0, "lesson time per real time (default: each lesson's own, 0.25× to follow the tokens, up to 5× for the long lessons)")
 	noColor := fs.Bool("no-color", false, "plain text, no ANSI colour (NO_COLOR does the same)")
+	var mf metricsFlags
+	mf.register(fs, false)
 	pos, err := parseInterspersed(fs, args, stdout)
 	if err != nil {
 		return err
@@ -47,6 +50,9 @@ func cmdTui(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		pf.speed = 1 // a stand-in so check validates the other flags; the TUI picks each lesson's speed
 	}
 	if err := pf.check(); err != nil {
+		return err
+	}
+	if err := mf.check(); err != nil {
 		return err
 	}
 	cfg := tui.Config{Broker: brokerDiscovery}
@@ -69,9 +75,15 @@ func cmdTui(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		}
 		cfg.Start = l.Number()
 	}
+	met, err := mf.serve(stderr, "until you quit the TUI")
+	if err != nil {
+		return err
+	}
+	defer met.stop()
 	if !isTerminal(stdout) || !isTerminal(os.Stdin) {
 		return errNotATerminal
 	}
+	cfg.Metrics, cfg.MetricsURL = met.m, met.url
 	cfg.Plan = pf.plan()
 	cfg.Color = !*noColor && colorWanted(stdout)
 	return tui.Run(ctx, cfg)

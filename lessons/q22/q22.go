@@ -1,0 +1,237 @@
+// Package q22 is lesson Q22 — the seed's metrics, and what they do not
+// say.
+//
+// Notice: seed 003's worker records eleven metrics (package metrics has
+// them, on a registry of its own; `--metrics ADDR` serves them for any
+// lesson). Here each one is made to move: an outage of the mail API fails
+// every first attempt, and the nack counter counts them; on the broker the
+// workers' connections are cut mid-run, and the redelivery counter counts
+// what the broker hands out again. Then the two traps. The queue depth a
+// worker reads with a passive declare counts ready messages only: ten
+// published, five held unacknowledged by a consumer with prefetch 5, and
+// the depth says 5. And AMQP's timestamp property carries whole seconds,
+// so a wait time computed from it is off by up to a second; a header with
+// milliseconds measures it.
+package q22
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/queuelab/qlab/flow"
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lesson"
+	_ "github.com/queuelab/qlab/lesson/rabbitenv" // the broker mechanism env.Open uses
+	"github.com/queuelab/qlab/metrics"
+	"github.com/queuelab/qlab/render"
+)
+
+var Lesson = lesson.Lesson{
+	ID:    "Q22",
+	Title: "Metrics: what moves them, and two traps",
+	Notice: "Watch the seed's counters move: an outage of the mail API fails every first " +
+		"attempt (queue_message_nack_total), and the workers' connections cut mid-run make the " +
+		"broker hand messages out again (queue_message_redelivery_total). Then the traps: ten " +
+		"published, five held unacked by a prefetch-5 consumer, and a passive declare's depth " +
+		"says 5, ready messages only; AMQP's timestamp has whole seconds, so wait time needs a " +
+		"millisecond header.",
+	Notices: map[lab.Backend]string{lab.InMem: "Watch the seed's counters move: an outage of the " +
+		"mail API fails every first attempt (queue_message_nack_total). In memory no connection " +
+		"can be cut without losing the tasks, so the redelivery counter stays 0 (run it on the " +
+		"broker to see it move). The depth trap holds here too: ten published, five in a " +
+		"prefetch-5 consumer's hands, and the queue's depth says 5. There is no wire in memory, " +
+		"so waits come from the lesson clock in milliseconds; on the broker the timestamp trap " +
+		"shows why a header is needed."},
+	InMem:     runQ22,
+	Rabbit:    runQ22,
+	Default:   lab.Rabbit,
+	TestSpeed: 10,
+	Parity: lesson.Parity{TimingSensitive: "the broker run cuts the workers' connections " +
+		"mid-run, so its redelivered attempts count there only"},
+	Topologies: func() []flow.Topology { return []flow.Topology{Topology} },
+}
+
+// The seed's queues, and a queue whose consumer holds what it gets.
+const (
+	Queue     = "birthday.messages.queue"
+	RetryWait = "birthday.messages.retry.2s"
+	DLQ       = "birthday.messages.dlq"
+	Held      = "birthday.messages.held"
+
+	Prefetch  = 5  // QUEUE_CONCURRENCY
+	Published = 10 // messages per part
+	sendTime  = 100 * time.Millisecond
+)
+
+// Topology is the main queue, its 2 s retry wait queue, the DLQ, and the
+// queue of the depth trap.
+var Topology = flow.Topology{Queues: []flow.Queue{
+	{Name: Queue, Role: flow.Work, DeadLetterTo: RetryWait},
+	{Name: RetryWait, Role: flow.Wait, TTL: 2 * time.Second, DeadLetterTo: Queue},
+	{Name: DLQ, Role: flow.DLQ},
+	{Name: Held, Role: flow.Work},
+}}
+
+// ErrOutage is the mail API during the outage.
+var ErrOutage = errors.New("503: the mail API is down (outage)")
+
+// runQ22 runs the depth trap, then the moving counters, then (on the
+// broker) the timestamp trap, and reports what the metrics said.
+func runQ22(ctx context.Context, env *lesson.Env) error {
+	met := metrics.New()
+	env.Stream.Tap(met) // the lesson reads its own run's metrics
+	run := metrics.Run{Lesson: env.Stream.Lesson(), Backend: env.Stream.Backend()}
+	b, err := env.Open(ctx)
+	if err != nil {
+		return err
+	}
+	defer env.Close(ctx, b)
+	if err := env.Declare(ctx, b, Topology); err != nil {
+		return err
+	}
+	report := &render.Table{Title: "What the metrics said", Header: []string{"metric", "value", "what moved it"}}
+	env.Phase("(a) the depth trap: ten published, five held unacked")
+	depth, err := depthTrap(ctx, env, b)
+	if err != nil {
+		return err
+	}
+	met.SetDepth(run, Held, depth)
+	env.Phase("(b) an outage, then a crash: the counters move")
+	crashed, err := moving(ctx, env, b)
+	if err != nil {
+		return err
+	}
+	t := met.Totals(run)
+	report.Rows = append(report.Rows,
+		[]string{metrics.NackTotal, fmt.Sprint(t.Nacks), "the outage: every first attempt failed"},
+		[]string{metrics.AckTotal, fmt.Sprint(t.Acks), ackWhy(t.Acks)},
+		[]string{metrics.RedeliveryTotal, fmt.Sprint(t.Redeliveries), redeliveryWhy(crashed)},
+		[]string{metrics.WaitTime, fmt.Sprintf("n=%d, mean %.3f s", t.Waits, t.WaitSeconds/float64(max(t.Waits, 1))),
+			"from each arrival in a queue to a worker starting (lesson ms)"},
+		[]string{metrics.Depth, fmt.Sprintf("%d of %d", depth, Published),
+			fmt.Sprintf("%d held unacked by a prefetch-%d consumer are not counted", Published-depth, Prefetch)},
+	)
+	env.Report(*report)
+	if ts, ok := timestampTrap(ctx, b); ok {
+		env.Report(ts)
+	}
+	env.Report(render.Table{Title: "The broker's own figures", Header: []string{"where", "how"},
+		Rows: [][]string{{"rabbitmq_prometheus", "not on the shared node; `qlab broker cluster up` " +
+			"starts nodes that serve it (rabbitmq_queue_messages_ready, …_unacked)"}}})
+	return nil
+}
+
+// ackWhy says what the ack count is: one per task, or more where a cut
+// connection lost an ack the worker had sent, and the broker delivered the
+// message again (the counter counts successful attempts, not acks the
+// broker received).
+func ackWhy(acks float64) string {
+	if n := int(acks) - 2*Published; n > 0 {
+		return fmt.Sprintf("%d more than tasks: a cut connection lost %d ack(s) sent, and the "+
+			"message came again", n, n)
+	}
+	return "one successful attempt per task"
+}
+
+func redeliveryWhy(crashed bool) string {
+	if crashed {
+		return "the workers' connections were cut: the broker handed their unacked messages out again"
+	}
+	return "none: in memory a crash loses what memory held instead (qlab run 22 on the broker)"
+}
+
+// depthTrap publishes ten messages to Held, whose consumer (prefetch 5)
+// holds what it gets; it reads the queue's depth once five are held, then
+// lets the consumer finish. It returns the depth read.
+func depthTrap(ctx context.Context, env *lesson.Env, b flow.Backend) (int, error) {
+	in, ok := b.(flow.Inspector)
+	if !ok {
+		return 0, errors.New("this backend cannot read a queue's depth")
+	}
+	release := make(chan struct{})
+	var once sync.Once
+	open := func() { once.Do(func() { close(release) }) }
+	defer open()
+	actor := env.Worker("Held")
+	hold := func(ctx context.Context, d *flow.Delivery) flow.Decision {
+		err := env.Stream.Attempt(d.Event(actor), func() error {
+			select {
+			case <-release:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+		return flow.Retries{DLQ: DLQ}.Decide(d, err)
+	}
+	if err := b.Consume(ctx, flow.Consumer{Queue: Held, Actor: actor, Prefetch: Prefetch, Handle: hold}); err != nil {
+		return 0, err
+	}
+	for i := 1; i <= Published; i++ {
+		if err := b.Publish(ctx, "Producer", Held, fmt.Sprintf("h%02d", i)); err != nil {
+			return 0, err
+		}
+	}
+	want := Published - Prefetch
+	depth := -1
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		n, err := in.Depth(ctx, Held)
+		if err != nil {
+			return 0, err
+		}
+		if depth = n; n == want {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	env.Stream.Emit(lab.Event{Kind: lab.Phase, Actor: "lab",
+		Note: fmt.Sprintf("%s depth %d: %d ready, %d delivered and unacked", Held, depth, depth, Published-depth)})
+	open()
+	return depth, nil
+}
+
+// moving publishes ten tasks through an outage that fails every first
+// attempt (each waits 2 s in the retry queue, then succeeds) and, on a
+// backend that survives a crash, cuts the workers' connections while
+// second attempts are in hand. It reports whether it cut them.
+func moving(ctx context.Context, env *lesson.Env, b flow.Backend) (bool, error) {
+	in, canCut := b.(flow.Interrupter)
+	_, broker := b.(flow.BrokerInfo)
+	canCut = canCut && broker // in memory a crash loses the tasks: not this lesson's point
+	var cut sync.Once
+	var cuts sync.WaitGroup
+	defer cuts.Wait()
+	actor := env.Worker("Birthday")
+	policy := flow.Retries{Via: RetryWait, DLQ: DLQ, Max: 4}
+	handle := policy.Handler(func(ctx context.Context, d *flow.Delivery) error {
+		return env.Stream.Attempt(d.Event(actor), func() error {
+			if d.Attempt == 1 { // the call times out after sendTime
+				return errors.Join(env.Stream.Clock().Wait(ctx, sendTime), ErrOutage)
+			}
+			if canCut {
+				cut.Do(func() { cuts.Add(1); go func() { defer cuts.Done(); in.Interrupt() }() })
+			}
+			return env.Stream.Clock().Wait(ctx, sendTime)
+		})
+	})
+	if err := b.Consume(ctx, flow.Consumer{Queue: Queue, Actor: actor, Prefetch: Prefetch, Handle: handle}); err != nil {
+		return false, err
+	}
+	defer env.InterruptOn(b)() // the run's planned failure, if any (the fault suite's)
+	for i := 1; i <= Published; i++ {
+		if err := b.Publish(ctx, "Scheduler", Queue, fmt.Sprintf("m%02d", i)); err != nil {
+			return false, err
+		}
+	}
+	err := b.Wait(ctx)
+	cuts.Wait()
+	return canCut, err
+}
+
+// oneLine joins s's lines, for a table cell.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -1,0 +1,96 @@
+package q22
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lab/labtest"
+	"github.com/queuelab/qlab/lesson"
+	"github.com/queuelab/qlab/lesson/lessontest"
+	"github.com/queuelab/qlab/metrics"
+	"github.com/queuelab/qlab/rabbit/rabbittest"
+)
+
+// cell is the value of a metric's row in the "What the metrics said" table.
+func cell(t *testing.T, res lesson.Result, metric string) string {
+	t.Helper()
+	table := lessontest.TableTitled(t, res.Tables, "What the metrics said")
+	for _, row := range table.Rows {
+		if row[0] == metric {
+			return row[1]
+		}
+	}
+	t.Fatalf("no row for %s", metric)
+	return ""
+}
+
+// everyTaskDone: the twenty tasks of both parts end done.
+func everyTaskDone(t *testing.T, events []lab.Event) {
+	t.Helper()
+	n := 0
+	for _, e := range events {
+		if e.Kind == lab.Summary {
+			n++
+			assert.Equal(t, lab.FateDone, e.Fate, e.Task)
+		}
+	}
+	assert.Equal(t, 2*Published, n)
+}
+
+// TestQ22InMemory: the outage's ten failures are ten nacks, the depth
+// trap holds in memory too (five in the consumer's hands are not in the
+// queue), no redelivery, and no timestamp table without a broker.
+func TestQ22InMemory(t *testing.T) {
+	events, res := lessontest.RunInMem(t, Lesson, lesson.Options{})
+	everyTaskDone(t, events)
+	assert.Equal(t, "10", cell(t, res, metrics.NackTotal))
+	assert.Equal(t, "20", cell(t, res, metrics.AckTotal))
+	assert.Equal(t, "0", cell(t, res, metrics.RedeliveryTotal))
+	assert.Equal(t, "5 of 10", cell(t, res, metrics.Depth))
+	for _, table := range res.Tables {
+		assert.NotContains(t, table.Title, "timestamp", "no wire in memory")
+	}
+	_, attempts := labtest.Summary(t, events, "m01")
+	assert.Equal(t, 2, attempts, "the outage's failure, then the send")
+}
+
+// TestQ22DepthTrapAndCrashOnRabbitMQ: on the broker a passive declare
+// counts ready messages only: 5 of the 10 published while a prefetch-5
+// consumer holds the other 5 unacked. The cut connections make the
+// redelivery counter move, and no task is lost.
+func TestQ22DepthTrapAndCrashOnRabbitMQ(t *testing.T) {
+	events, res := lessontest.RunRabbit(t, Lesson, lesson.Options{})
+	everyTaskDone(t, events)
+	assert.Equal(t, "5 of 10", cell(t, res, metrics.Depth), "ready only: the unacked are not counted")
+	assert.Equal(t, "10", cell(t, res, metrics.NackTotal))
+	redelivered := 0
+	for _, e := range events {
+		if e.Kind == lab.Redelivered {
+			redelivered++
+		}
+	}
+	assert.NotZero(t, redelivered, "the cut made the broker deliver again")
+	assert.Equal(t, fmt.Sprint(float64(redelivered)), cell(t, res, metrics.RedeliveryTotal), "the counter is the stream's own count")
+}
+
+// TestTimestampTrapOnRabbitMQ: a message published 700 ms past a second
+// comes back with its timestamp property cut to the whole second, and its
+// millisecond header whole.
+func TestTimestampTrapOnRabbitMQ(t *testing.T) {
+	conn, err := amqp.Dial(rabbittest.NeedBroker(t))
+	require.NoError(t, err)
+	defer conn.Close()
+	sent := time.Date(2026, 11, 25, 6, 0, 15, 700*int(time.Millisecond), time.UTC)
+	st, err := RoundTrip(context.Background(), conn, sent)
+	require.NoError(t, err)
+	assert.Equal(t, sent.Truncate(time.Second), st.Timestamp.UTC(), "AMQP 0-9-1 timestamps are whole seconds")
+	assert.Equal(t, 700*time.Millisecond, sent.Sub(st.Timestamp))
+	assert.Equal(t, sent.UnixMilli(), st.HeaderMs, "the header keeps the milliseconds")
+}

@@ -1,0 +1,87 @@
+package q22
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuelab/qlab/flow"
+	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/render"
+)
+
+// SentMsHeader carries the publish time in milliseconds, beside the
+// timestamp property, which AMQP 0-9-1 encodes in whole seconds.
+const SentMsHeader = "x-sent-at-ms"
+
+// Stamps is what one message carried through the broker: the publish
+// time, the timestamp property and the millisecond header read back.
+type Stamps struct {
+	Sent      time.Time
+	Timestamp time.Time // the timestamp property as delivered
+	HeaderMs  int64     // SentMsHeader as delivered
+}
+
+// RoundTrip publishes one message stamped sent (property and header) to a
+// queue of its own (server-named, exclusive: the broker deletes it with
+// the connection) and reads it back with basic.get.
+func RoundTrip(ctx context.Context, conn *amqp.Connection, sent time.Time) (Stamps, error) {
+	ch, err := conn.Channel()
+	if err != nil {
+		return Stamps{}, err
+	}
+	defer ch.Close()
+	q, err := ch.QueueDeclare("", false, true, true, false, nil)
+	if err != nil {
+		return Stamps{}, err
+	}
+	msg := amqp.Publishing{Timestamp: sent, Headers: amqp.Table{SentMsHeader: sent.UnixMilli()}, Body: []byte("probe")}
+	if err := ch.PublishWithContext(ctx, "", q.Name, false, false, msg); err != nil {
+		return Stamps{}, err
+	}
+	for range 50 { // basic.get is not a wait: poll, bounded
+		d, ok, err := ch.Get(q.Name, true)
+		if err != nil {
+			return Stamps{}, err
+		}
+		if ok {
+			ms, _ := d.Headers[SentMsHeader].(int64)
+			return Stamps{Sent: sent, Timestamp: d.Timestamp, HeaderMs: ms}, nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return Stamps{}, fmt.Errorf("the probe message did not come back from %s", q.Name)
+}
+
+// timestampTrap measures the trap on the broker: one message published
+// at a time with 700 ms past the second. It reports nothing on a backend
+// without a broker (false).
+func timestampTrap(ctx context.Context, b flow.Backend) (render.Table, bool) {
+	s, err := rabbit.SessionOf(b)
+	if err != nil {
+		return render.Table{}, false
+	}
+	conn, err := s.Dial(ctx)
+	if err != nil {
+		return trapTable([][]string{{"could not measure", oneLine(err.Error())}}, b), true
+	}
+	defer conn.Close()
+	sent := time.Now().Truncate(time.Second).Add(700 * time.Millisecond)
+	st, err := RoundTrip(ctx, conn, sent)
+	if err != nil {
+		return trapTable([][]string{{"could not measure", oneLine(err.Error())}}, b), true
+	}
+	return trapTable([][]string{
+		{"published at", st.Sent.UTC().Format("15:04:05.000")},
+		{"timestamp property read back", st.Timestamp.UTC().Format("15:04:05.000") +
+			fmt.Sprintf(" (%d ms lost)", st.Sent.Sub(st.Timestamp).Milliseconds())},
+		{SentMsHeader + " header read back", time.UnixMilli(st.HeaderMs).UTC().Format("15:04:05.000")},
+	}, b), true
+}
+
+func trapTable(rows [][]string, b flow.Backend) render.Table {
+	return render.Table{Title: "The timestamp trap, on RabbitMQ " + flow.FactsOf(b).Version,
+		Header: []string{"", "value"}, Rows: rows}
+}
