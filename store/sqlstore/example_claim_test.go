@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"time"
 
@@ -88,10 +89,13 @@ func openStore(ctx context.Context, kind lab.Backend) (store.Store, func(), erro
 	if err != nil {
 		return nil, nil, err
 	}
-	db, err := sqlstore.Open(ctx, sqlstore.Config{URL: os.Getenv(sqlstore.EnvURL), Dir: dir})
+	// A schema of the run's own on PostgreSQL (a shared database): Drop
+	// removes it, or the SQLite file, when the run is done.
+	schema := fmt.Sprintf("qlab_example_%08x", rand.Uint32())
+	db, err := sqlstore.Open(ctx, sqlstore.Config{URL: os.Getenv(sqlstore.EnvURL), Dir: dir, Schema: schema})
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, nil, err
 	}
-	return db, func() { _ = errors.Join(db.Close(), os.RemoveAll(dir)) }, nil
+	return db, func() { _ = errors.Join(db.Drop(ctx), os.RemoveAll(dir)) }, nil
 }
