@@ -176,19 +176,23 @@ func seed() uint64 {
 	return s
 }
 
-// trigger is a sink that calls fire once, when the run emits its n-th
+// trigger is a sink that starts fire once, when the run emits its n-th
 // event: a seeded moment measured in the run's own progress, not in
-// wall-clock time, so a loaded machine moves it less. fire runs inside
-// Emit, holding up the goroutine that emitted, so the fault lands while
-// the run is under way (the broker's own timers keep running).
+// wall-clock time, so a loaded machine moves it less. fire runs on a
+// goroutine of its own, beside the run, as a real fault strikes: fired
+// inside Emit, it held up every emitter for as long as rabbitmqctl took
+// (about 5 s a call at load 20), and the run's own stall bounds read that
+// freeze as lost messages (close/q10, q11, q15, q18 and restart/q14 in one
+// busy CI run).
 type trigger struct {
 	labtest.Recorder
 	n     int
-	count int
+	fire  func(first lab.Event) error
 	mu    sync.Mutex
-	fire  func(first lab.Event)
+	count int
 	first lab.Event
-	done  chan error
+	done  chan error // fire's result, sent once
+	at    time.Time  // when fire returned
 }
 
 func (tr *trigger) Emit(e lab.Event) {
@@ -201,8 +205,35 @@ func (tr *trigger) Emit(e lab.Event) {
 	now, first := tr.count == tr.n, tr.first
 	tr.mu.Unlock()
 	if now {
-		tr.fire(first)
+		go func() {
+			err := tr.fire(first)
+			tr.mu.Lock()
+			tr.at = time.Now()
+			tr.mu.Unlock()
+			tr.done <- err
+		}()
 	}
+}
+
+// wait waits, within ctx, until the fault has been injected, and says
+// whether the run reached its moment at all, whether the fault landed
+// before end (the moment the run returned) and what injecting it
+// returned.
+func (tr *trigger) wait(ctx context.Context, end time.Time) (fired, beforeEnd bool, err error) {
+	tr.mu.Lock()
+	fired = tr.count >= tr.n
+	tr.mu.Unlock()
+	if !fired {
+		return false, false, nil
+	}
+	select {
+	case err = <-tr.done:
+	case <-ctx.Done():
+		return true, false, fmt.Errorf("injecting the fault did not finish: %w", ctx.Err())
+	}
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return true, tr.at.Before(end), err
 }
 
 // tally is what a faulted run did, for the report line.
@@ -450,16 +481,21 @@ func runFaulted(t *testing.T, n *rabbittest.Node, l lesson.Lesson, f fault, at i
 	defer cancel()
 	names := rabbit.RunNames()
 	tr := &trigger{n: at, done: make(chan error, 1)}
-	tr.fire = func(first lab.Event) { tr.done <- f.fire(ctx, n, names, first) }
+	tr.fire = func(first lab.Event) error { return f.fire(ctx, n, names, first) }
 	speed := l.TestSpeed
 	if speed == 0 {
 		speed = 20
 	}
 	start := time.Now()
-	opts := lesson.Options{Backend: lab.Rabbit, Broker: n.URL, Speed: speed, Names: rabbitenv.Of(names), GiveUpAfter: f.giveUpAfter}
+	opts := lesson.Options{Backend: lab.Rabbit, Broker: n.URL, Speed: speed, Names: rabbitenv.Of(names),
+		GiveUpAfter: f.giveUpAfter, Logger: slog.New(warnings)}
 	_, runErr := lesson.Run(ctx, l, opts, tr)
-	took := time.Since(start)
+	end := time.Now()
+	took := end.Sub(start)
 	hung := ctx.Err() != nil
+	waitCtx, stopWait := context.WithTimeout(context.Background(), time.Minute)
+	defer stopWait()
+	fired, landed, injectErr := tr.wait(waitCtx, end)
 	if f.after != nil {
 		if err := f.after(context.Background(), n); err != nil {
 			t.Fatalf("after %s: %v", f.name, err)
@@ -467,18 +503,21 @@ func runFaulted(t *testing.T, n *rabbittest.Node, l lesson.Lesson, f fault, at i
 	}
 	events := tr.Events()
 	c := tallyOf(events)
-	report(t, fmt.Sprintf("fault=%-7s lesson=%s %s %.1fs%s", f.name, l.Slug(), c, took.Seconds(), errNote(runErr)))
+	when := "during the run"
+	if !landed {
+		when = "after the run ended"
+	}
+	report(t, fmt.Sprintf("fault=%-7s lesson=%s %s %.1fs landed %s%s", f.name, l.Slug(), c, took.Seconds(), when, errNote(runErr)))
 
-	select {
-	case err := <-tr.done:
-		if err != nil {
-			t.Fatalf("injecting %s: %v", f.name, err)
-		}
-	default:
-		if tr.count >= at {
-			t.Fatalf("injecting %s did not finish", f.name)
-		}
-		t.Fatalf("the run emitted %d events, never reaching the fault's moment (%d)", tr.count, at)
+	switch {
+	case !fired:
+		t.Fatalf("the run emitted %d events, never reaching the fault's moment (%d)", len(events), at)
+	case injectErr != nil && !landed:
+		// The run ended while rabbitmqctl was still starting (seconds
+		// on a busy machine): there was nothing left to disturb.
+		t.Logf("the run ended before the fault could land: %v", injectErr)
+	case injectErr != nil:
+		t.Fatalf("injecting %s: %v", f.name, injectErr)
 	}
 	if hung {
 		t.Errorf("the run hung: it was still going after %v", runBound)
@@ -498,7 +537,7 @@ func runFaulted(t *testing.T, n *rabbittest.Node, l lesson.Lesson, f fault, at i
 	case runErr != nil && !f.mayFail:
 		t.Errorf("the run failed: %v", runErr)
 	}
-	if runErr == nil && f.mustFail {
+	if runErr == nil && f.mustFail && landed {
 		t.Errorf("the run succeeded although the broker stayed down: %s", c)
 	}
 	labtest.AssertAccounted(t, events)
