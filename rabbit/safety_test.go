@@ -233,6 +233,31 @@ func TestStalledRunGivesUp(t *testing.T) {
 	assert.Less(t, time.Since(start), 20*time.Second, "the patience's real-time floor (10 s), and no more than double")
 }
 
+// TestPausedRunIsNotStalled: while the run's clock is paused (the TUI's
+// space bar) nothing is expected to move, so the pause does not count
+// toward the patience: a run held past the 10 s real-time floor still
+// waits, and settles once its task does. Counted in real time, a 16 s
+// pause of Q10 in the TUI ended the run with "no task made progress".
+func TestPausedRunIsNotStalled(t *testing.T) {
+	s := rabbittest.Session(t, 1)
+	s.Patience = time.Second
+	pause := &lab.Pause{}
+	s.Clock = s.Clock.WithPause(pause)
+	stream, _ := recorded()
+	stream.Emit(lab.Event{Kind: lab.Enqueued, Task: "A", Queue: "nowhere"})
+	pause.Hold()
+	waited := make(chan error, 1)
+	go func() { waited <- s.WaitSettled(testCtx(t), stream, nil) }()
+	select {
+	case err := <-waited:
+		t.Fatalf("the wait ended while the run was paused: %v", err)
+	case <-time.After(12 * time.Second):
+	}
+	pause.Release()
+	stream.Emit(lab.Event{Kind: lab.Succeeded, Task: "A", Queue: "nowhere"})
+	require.NoError(t, <-waited)
+}
+
 // TestBrokerURLIsTheOnlyBrokerTried: with RABBITMQ_URL set, its failure is
 // the answer, one line, classified and redacted, even though the default
 // broker answers.

@@ -18,7 +18,9 @@ import (
 // 2 s, two of three runs of the lessons package with broker tests in
 // parallel, load 14 on 2 cores, stopped a healthy run as stalled; at 5 s,
 // with one core kept busy, so did one in three fault-suite runs whose
-// connections were closed while four cases shared a node).
+// connections were closed while four cases shared a node). Only running
+// time counts: while the run's clock is paused (the TUI's space bar, a
+// fault the fault suite injects) nothing is expected to move.
 const (
 	patienceFactor  = 4
 	minPatience     = 10 * time.Second
@@ -55,7 +57,12 @@ func (s *Session) patience() time.Duration {
 func (s *Session) WaitSettled(ctx context.Context, stream *lab.Stream, extra func() bool) error {
 	patience := s.patience()
 	realPatience := max(s.Clock.Real(patience), minRealPatience)
-	last, moved := progressOf(stream.Tasks()), time.Now()
+	// moved is read on the lesson clock, which stands still while the
+	// run is paused: a student who pauses the TUI for a minute has not
+	// stalled the run (measured in real time, a 16 s pause of Q10 ended
+	// it with "no task made progress").
+	clock := s.Clock
+	last, moved := progressOf(stream.Tasks()), clock.Elapsed()
 	parked, _ := s.parkActivity()
 	nextCheck := time.Now().Add(checkEvery)
 	_, err := PollUntil(ctx, 2*time.Millisecond, 0, func() (bool, error) {
@@ -75,12 +82,12 @@ func (s *Session) WaitSettled(ctx context.Context, stream *lab.Stream, extra fun
 		// run's tasks wait behind them, not lost.
 		p, busy := s.parkActivity()
 		if now := progressOf(tasks); !slices.Equal(now, last) || p != parked || busy {
-			last, parked, moved = now, p, time.Now()
+			last, parked, moved = now, p, clock.Elapsed()
 		}
 		if err := s.checkQueues(ctx); err != nil {
 			return false, err
 		}
-		if time.Since(moved) > realPatience {
+		if clock.Real(clock.Elapsed()-moved) > realPatience {
 			s.fail(fmt.Errorf("%w for %v of lesson time (%v real); still pending: %s; "+
 				"a message may have been removed from outside the run",
 				ErrStalled, patience, realPatience.Round(time.Millisecond), pendingIDs(tasks)))
