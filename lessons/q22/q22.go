@@ -54,6 +54,7 @@ var Lesson = lesson.Lesson{
 	Parity: lesson.Parity{TimingSensitive: "the broker run cuts the workers' connections " +
 		"mid-run, so its redelivered attempts count there only"},
 	Topologies: func() []flow.Topology { return []flow.Topology{Topology} },
+	Faults:     true, // in the fault suite (lessons/faults)
 }
 
 // The seed's queues, and a queue whose consumer holds what it gets.
