@@ -261,7 +261,7 @@ type Options struct {
 	// Keep leaves the queues and exchanges, and the messages in them, on
 	// the broker at Close (see rabbit.Session.Keep).
 	Keep bool
-	// Logger gets connection trouble; nil means slog.Default().
+	// Logger gets connection trouble; nil logs nothing (as rabbit.Open).
 	Logger *slog.Logger
 }
 

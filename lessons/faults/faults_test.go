@@ -68,7 +68,6 @@ func (l *lazyNode) get(t *testing.T) *rabbittest.Node {
 }
 
 func TestMain(m *testing.M) {
-	slog.SetDefault(slog.New(warnings))
 	code := m.Run()
 	// Cases run concurrently, so goroutines are checked once all have
 	// ended: none of any run may be left (goleak retries while they wind
@@ -102,7 +101,8 @@ func report(t *testing.T, line string) {
 }
 
 // warnings counts the warnings each run logs (by its run attribute; see
-// rabbit.Session.Warn) and passes every record on to stderr.
+// rabbit.Session.Warn) and passes every record on to stderr. Each run gets
+// it as its Options.Logger: a run logs nowhere else (no slog.Default).
 var warnings = &warnCounter{Handler: slog.NewTextHandler(os.Stderr, nil), byRun: map[string]int{}}
 
 type warnCounter struct {

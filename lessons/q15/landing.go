@@ -1,6 +1,7 @@
 package q15
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -145,15 +146,18 @@ func (b *q15Book) waitSettled(ctx context.Context, tasks []string, bound time.Du
 
 // q15Bound bounds one run in real time: every task through every retry
 // delay one after another (one retry queue can hold a short expiration
-// behind a long one), every attempt's work, and a few seconds for the
-// broker.
+// behind a long one), every attempt's work, a few seconds for the broker,
+// and as long as the session waits for a broker that went away (its
+// GiveUpAfter): a restart the session rides out must not end the run. A
+// busy machine's restart took over 10 s (the fault suite's restart/q15,
+// load average 17 on 2 cores).
 func q15Bound(env *lesson.Env, tasks int) time.Duration {
 	var delays time.Duration
 	for r := 1; r < notify.MaxRetries; r++ {
 		delays += q15Delay(r)
 	}
 	lessonTime := time.Duration(tasks) * (delays + time.Duration(notify.MaxRetries)*env.Plan.Work)
-	return env.Stream.Clock().Real(lessonTime) + 10*time.Second
+	return env.Stream.Clock().Real(lessonTime) + 10*time.Second + cmp.Or(env.GiveUpAfter, rabbit.DefaultGiveUpAfter)
 }
 
 // q15Outcome is what one run measured.

@@ -43,10 +43,11 @@ func (w *q15Worker) work(ctx context.Context, tasks []string) error {
 	}()
 	waitErr := w.book.waitSettled(ctx, tasks, q15Bound(w.env, len(tasks)))
 	cancel()
-	if err := <-done; err != nil {
-		return err
+	err := <-done
+	if waitErr != nil { // why the worker was stopped: what it met then is beside the point
+		return waitErr
 	}
-	return waitErr
+	return err
 }
 
 // serve dials a connection and consumes on it, one channel after another,

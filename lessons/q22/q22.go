@@ -27,6 +27,7 @@ import (
 	"github.com/queuelab/qlab/lesson"
 	_ "github.com/queuelab/qlab/lesson/rabbitenv" // the broker mechanism env.Open uses
 	"github.com/queuelab/qlab/metrics"
+	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/render"
 )
 
@@ -53,6 +54,7 @@ var Lesson = lesson.Lesson{
 	Parity: lesson.Parity{TimingSensitive: "the broker run cuts the workers' connections " +
 		"mid-run, so its redelivered attempts count there only"},
 	Topologies: func() []flow.Topology { return []flow.Topology{Topology} },
+	Faults:     true, // in the fault suite (lessons/faults)
 }
 
 // The seed's queues, and a queue whose consumer holds what it gets.
@@ -66,6 +68,11 @@ const (
 	Published = 10 // messages per part
 	sendTime  = 100 * time.Millisecond
 )
+
+// depthSettle bounds, in real time, the wait for the held consumer's
+// deliveries to leave Held's ready count: milliseconds, unless the broker
+// is in trouble.
+const depthSettle = 10 * time.Second
 
 // Topology is the main queue, its 2 s retry wait queue, the DLQ, and the
 // queue of the depth trap.
@@ -176,18 +183,15 @@ func depthTrap(ctx context.Context, env *lesson.Env, b flow.Backend) (int, error
 			return 0, err
 		}
 	}
-	want := Published - Prefetch
-	depth := -1
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	// The broker sends no signal when its deliveries reach the consumer:
+	// poll the depth, bounded; past the bound the table shows what it read.
+	want, depth := Published-Prefetch, -1
+	if _, err := rabbit.PollUntil(ctx, 20*time.Millisecond, depthSettle, func() (bool, error) {
 		n, err := in.Depth(ctx, Held)
-		if err != nil {
-			return 0, err
-		}
-		if depth = n; n == want {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
+		depth = n
+		return n == want, err
+	}); err != nil {
+		return 0, err
 	}
 	env.Stream.Emit(lab.Event{Kind: lab.Phase, Actor: "lab",
 		Note: fmt.Sprintf("%s depth %d: %d ready, %d delivered and unacked", Held, depth, depth, Published-depth)})
@@ -201,8 +205,9 @@ func depthTrap(ctx context.Context, env *lesson.Env, b flow.Backend) (int, error
 // second attempts are in hand. It reports whether it cut them.
 func moving(ctx context.Context, env *lesson.Env, b flow.Backend) (bool, error) {
 	in, canCut := b.(flow.Interrupter)
-	_, broker := b.(flow.BrokerInfo)
-	canCut = canCut && broker // in memory a crash loses the tasks: not this lesson's point
+	// Only where messages outlive the process that holds them: in memory a
+	// crash loses the tasks, which is not this lesson's point.
+	canCut = canCut && flow.FeaturesOf(b).SurvivesCrash
 	var cut sync.Once
 	var cuts sync.WaitGroup
 	defer cuts.Wait()

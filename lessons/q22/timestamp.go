@@ -41,18 +41,22 @@ func RoundTrip(ctx context.Context, conn *amqp.Connection, sent time.Time) (Stam
 	if err := ch.PublishWithContext(ctx, "", q.Name, false, false, msg); err != nil {
 		return Stamps{}, err
 	}
-	for range 50 { // basic.get is not a wait: poll, bounded
-		d, ok, err := ch.Get(q.Name, true)
-		if err != nil {
-			return Stamps{}, err
-		}
+	var st Stamps
+	back, err := rabbit.PollUntil(ctx, 20*time.Millisecond, 5*time.Second, func() (bool, error) {
+		d, ok, err := ch.Get(q.Name, true) // basic.get is not a wait: poll, bounded
 		if ok {
 			ms, _ := d.Headers[SentMsHeader].(int64)
-			return Stamps{Sent: sent, Timestamp: d.Timestamp, HeaderMs: ms}, nil
+			st = Stamps{Sent: sent, Timestamp: d.Timestamp, HeaderMs: ms}
 		}
-		time.Sleep(20 * time.Millisecond)
+		return ok, err
+	})
+	switch {
+	case err != nil:
+		return Stamps{}, err
+	case !back:
+		return Stamps{}, fmt.Errorf("the probe message did not come back from %s", q.Name)
 	}
-	return Stamps{}, fmt.Errorf("the probe message did not come back from %s", q.Name)
+	return st, nil
 }
 
 // timestampTrap measures the trap on the broker: one message published

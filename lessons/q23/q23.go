@@ -47,6 +47,7 @@ var Lesson = lesson.Lesson{
 	WatchSpeed: 4,  // the 10 s retry rounds in 2.5 s
 	TestSpeed:  20, // the whole lesson (about 40 s) in about 2 s
 	Topologies: func() []flow.Topology { return []flow.Topology{serve.RaffleTopology()} },
+	Faults:     true, // in the fault suite (lessons/faults)
 }
 
 // The seed's consumer settings (USERS_BATCH_SIZE, …) and what the lesson

@@ -24,6 +24,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -54,6 +55,7 @@ var Lesson = lesson.Lesson{
 	Parity: lesson.Parity{TimingSensitive: "part (e)'s hot loop spins as fast as the " +
 		"mechanism redelivers, so its counts (not its fates) depend on the backend"},
 	Topologies: func() []flow.Topology { return []flow.Topology{Topology()} },
+	Faults:     true, // in the fault suite (lessons/faults)
 }
 
 // The seed's numbers (RETRY_TTL_MS is raffle.RetryTTL), in lesson time,
@@ -333,23 +335,51 @@ func (r *run) consume(ctx context.Context, cs []flow.Consumer, publish publisher
 }
 
 // rowsMatch checks the users table against the stream: one row for each
-// message acked after its insert, none for any other.
+// message acked after its insert, none for any other. One case is named,
+// not hidden: a message whose insert committed but whose ack was lost with
+// its connection (a close or a restart from outside the lesson) comes back
+// redelivered, its second insert fails on the duplicate, and it ends
+// retried or parked with its row stored. The seed's insert is not
+// idempotent; a phase line names those users.
 func (r *run) rowsMatch(ctx context.Context) error {
 	stored, err := r.db.CountUsers(ctx)
 	if err != nil {
 		return err
 	}
 	r.mu.Lock()
-	acked := 0
-	for _, dec := range r.ends {
-		acked += btoi(dec.Action == flow.ActAck)
+	acked, unacked := 0, []string(nil)
+	for task, dec := range r.ends {
+		switch {
+		case dec.Action == flow.ActAck:
+			acked++
+		case r.committed(task):
+			unacked = append(unacked, task)
+		}
 	}
 	r.mu.Unlock()
-	if stored != acked {
-		return fmt.Errorf("q24: the users table holds %d rows, the consumers acked %d inserts",
-			stored, acked)
+	if len(unacked) > 0 {
+		slices.Sort(unacked)
+		r.env.Stream.Emit(lab.Event{Kind: lab.Phase, Actor: "lab", Note: fmt.Sprintf(
+			"stored but not acked: %s. The insert committed, the ack was lost with the "+
+				"connection, and the redelivered copy failed on the duplicate: the seed's "+
+				"insert is not idempotent", strings.Join(unacked, ", "))})
+	}
+	if stored != acked+len(unacked) {
+		return fmt.Errorf("q24: the users table holds %d rows, the consumers acked %d inserts "+
+			"(and %d committed whose ack was lost)", stored, acked, len(unacked))
 	}
 	return nil
+}
+
+// committed reports whether one of task's deliveries inserted its user.
+// r.mu must be held.
+func (r *run) committed(task string) bool {
+	for _, row := range r.rows {
+		if row.task == task && row.insert && row.err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // recorded is c, its decisions kept in ends.

@@ -8,10 +8,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lesson/lessontest"
+	"github.com/queuelab/qlab/lessons/raffle"
+	"github.com/queuelab/qlab/lessons/runstore"
 	"github.com/queuelab/qlab/render"
+	"github.com/queuelab/qlab/store"
 )
 
 // outcome is one run of the lesson: every task's record and the tables.
@@ -169,4 +174,29 @@ func checkDLQLoop(t *testing.T, o outcome, b lab.Backend) {
 		assert.Equal(t, 59, badTries)
 		assert.Equal(t, 21, userTries)
 	}
+}
+
+// TestRowsMatchNamesAStoredUserWhoseAckWasLost: a user whose insert
+// committed but whose ack was lost with its connection (a close from
+// outside, as the fault suite makes) comes back, fails on the duplicate
+// and ends parked with its row stored. The row check names that user in a
+// phase line and passes; a row no delivery inserted still fails it.
+func TestRowsMatchNamesAStoredUserWhoseAckWasLost(t *testing.T) {
+	ctx := t.Context()
+	db := store.NewMemory()
+	rec := &labtest.Recorder{}
+	stream := lab.NewStream("Q24", lab.InMem, lab.NewClock(1), rec)
+	r := &run{env: &lesson.Env{Stream: stream}, db: runstore.Opened{Store: db},
+		ends: map[string]flow.Decision{}, offsets: map[string]int{}}
+	require.NoError(t, db.InsertUsers(ctx, []store.User{userOf("a01")}))
+	r.rows = []attemptRow{{task: "a01", insert: true},
+		{task: "a01", retries: 1, insert: true, err: store.ErrDuplicate}}
+	r.ends["a01"] = flow.Park(raffle.DLQ, "x-retries 2")
+	require.NoError(t, r.rowsMatch(ctx))
+	phases := labtest.OfKind(rec.Events(), lab.Phase)
+	require.Len(t, phases, 1)
+	assert.Contains(t, phases[0].Note, "stored but not acked: a01.")
+
+	require.NoError(t, db.InsertUsers(ctx, []store.User{userOf("z99")})) // no delivery inserted it
+	assert.ErrorContains(t, r.rowsMatch(ctx), "holds 2 rows, the consumers acked 0 inserts")
 }
