@@ -743,7 +743,7 @@ func (m Model) View() string {
 			out = append(out, clip(m.breakerLine(), w))
 		}
 	}
-	out = append(out, clip(m.statsLine(), w))
+	out = append(out, m.statsLine(w))
 	out = append(out, m.metricsPanel(w)...)
 	out = append(out, m.paneRule(w))
 	out = append(out, m.log.View())
@@ -774,13 +774,13 @@ func (m Model) statusLine(w int) string {
 	case m.state == noBroker:
 		return m.st.paint(bad, m.noBrokerLines(w)[0])
 	case m.paused && m.backend == lab.Rabbit:
-		return m.st.paint(warn, clip("paused: lesson time holds here, but RabbitMQ's TTLs keep running, so a wait that ends meanwhile reads short (space resumes)", w))
+		return m.st.paint(warn, clip("paused: RabbitMQ's TTLs keep running, so a wait may read short (space resumes)", w))
 	case m.paused:
 		return m.st.paint(warn, clip("paused: lesson time stands still, timers too (space resumes)", w))
 	case m.flash != "":
 		return m.st.paint(warn, clip(m.flash, w))
 	case m.state == finished && m.missed > 0:
-		return m.st.paint(warn, clip(fmt.Sprintf("finished · the view fell behind and missed %d events, so the view is incomplete · r replays, - slows it", m.missed), w))
+		return m.st.paint(warn, clip(fmt.Sprintf("finished · the view fell behind and missed %d events · r replays, - slows it", m.missed), w))
 	case m.state == finished:
 		return m.st.paint(good, clip("finished · "+m.nextStep()+" · r replays · t the log", w))
 	}

@@ -385,4 +385,18 @@ func TestFinishedSaysWhatTheViewMissed(t *testing.T) {
 	m = step1(m, eventsMsg{gen: m.gen, closed: true})
 	require.Equal(t, finished, m.state)
 	assert.Contains(t, m.View(), "the view fell behind and missed 1234 events")
+	assert.NotContains(t, m.statusLine(80), "…", "read whole at 80 columns")
+}
+
+// The status line's own words are read whole at 80 columns: paused on
+// either backend, where the broker's TTLs are the catch.
+func TestPausedReadsWholeAt80(t *testing.T) {
+	m := testModel(fakeDLQ, 80, 24)
+	m.paused = true
+	for _, b := range []lab.Backend{lab.InMem, lab.Rabbit} {
+		m.backend = b
+		line := m.statusLine(80)
+		assert.Contains(t, line, "(space resumes)", "on %s:\n%s", b, line)
+		assert.NotContains(t, line, "…", "on %s", b)
+	}
 }
