@@ -113,6 +113,15 @@ func (i invocation) compare(n int) string {
 	return fmt.Sprintf("%s compare %d", i.prog, n)
 }
 
+// anyLesson is how to open lesson N in the TUI and how to compare it, N
+// left for the reader to fill in.
+func (i invocation) anyLesson() (tui, compare string) {
+	if i.make {
+		return "make tui N=N", "make compare-N"
+	}
+	return i.prog + " tui N", i.prog + " compare N"
+}
+
 // nextSteps is what a finished run points to, as commands that work the
 // way qlab was started: the other backend and compare for a lesson that
 // has both, and the next lesson.
@@ -129,7 +138,8 @@ func nextSteps(l lessons.Lesson, ran lab.Backend, how invocation) string {
 	if next, ok := lessons.Next(l); ok {
 		b = append(b, fmt.Sprintf("Next: %s   (%s)", how.run(next.Number(), ""), next.Title))
 	} else {
-		b = append(b, "Next: you have run every lesson; qlab tui replays any of them, qlab compare N measures the two backends")
+		tui, compare := how.anyLesson()
+		b = append(b, fmt.Sprintf("Next: you have run every lesson; %s replays lesson N, %s measures its two backends", tui, compare))
 	}
 	return strings.Join(b, "\n")
 }
