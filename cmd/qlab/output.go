@@ -240,3 +240,12 @@ func (h *proseHandler) WithGroup(name string) slog.Handler {
 	c.prefix += name + "."
 	return &c
 }
+
+// printWrapped prints a line of what qlab reports (dlq, broker clean)
+// wrapped as prose is on w (its terminal's width, 80 columns where w is
+// none), its later lines after indent.
+func printWrapped(w io.Writer, indent, format string, args ...any) {
+	for _, line := range render.Wrap(fmt.Sprintf(format, args...), render.LayoutFor(terminalWidth(w)).Prose, indent) {
+		fmt.Fprintln(w, line)
+	}
+}
