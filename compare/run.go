@@ -271,8 +271,8 @@ func PersistenceTable(a, b []Side, at time.Duration) render.Table {
 			"(and the crashed process published none).", render.Stamp(at.Milliseconds())))...)
 	t.Notes = append(t.Notes,
 		"inmem: the queues and the timers lived in the process's memory and died with it.",
-		"rabbit: the process and the broker lived on, and the consumers reconnected: "+redeliveries(b)+" unacked",
-		"  messages were redelivered; messages waiting in the broker's queues never left it.")
+		"rabbit: the process and the broker lived on, and the consumers reconnected; unacked messages redelivered: "+redeliveries(b)+";",
+		"  messages waiting in the broker's queues never left it.")
 	if part := interruptedPart(a, b); part != "" {
 		t.Notes = append(t.Notes, noteLines("Each run stops after the part it was interrupted in ("+part+"), so both sides count the same tasks.")...)
 	}

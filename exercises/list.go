@@ -24,7 +24,7 @@ var All = []Exercise{
 	},
 	{
 		Dir: "03_delayed_retry", File: "delayed_retry.go", Lesson: "Q05",
-		Title: "Retry after a delay with time.AfterFunc",
+		Title: "Retry after a delay on a timer, not a sleep",
 		Hints: []Hint{
 			{When: "nothing lost: every task ends done or dropped", Text: "RetryLater must hand the task to something: until it calls sys.ScheduleOn, a failed task simply vanishes."},
 			{When: "the worker does not wait with the task (no sleep): it takes the next task at once", Text: "time.Sleep (or sys.Sleep) inside RetryLater holds the worker: D waits behind C. A timer holds the task instead, and RetryLater returns at once."},

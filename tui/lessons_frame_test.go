@@ -14,6 +14,7 @@ import (
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson/lessontest"
 	"github.com/queuelab/qlab/lessons"
+	"github.com/queuelab/qlab/render"
 )
 
 // sizes are the terminals every lesson is drawn at: the classic 80×24
@@ -82,6 +83,11 @@ func checkFrame(t *testing.T, m Model, w, h int) bool {
 		ok = assert.LessOrEqual(t, ansi.StringWidth(line), w, "too wide:\n%s", line) && ok
 		ok = assert.Equal(t, ansi.StringWidth(line), runewidth.StringWidth(ansi.Strip(line)),
 			"a terminal that counts characters would draw this line another width:\n%s", line) && ok
+	}
+	for _, line := range lines { // the tally keeps the clock, however many fates it counts
+		if strings.HasPrefix(line, "done ") {
+			ok = assert.Contains(t, line, render.Stamp(m.clockMs), "the tally cut the clock:\n%s", line) && ok
+		}
 	}
 	if m.pane != logPane || len(m.logLines) == 0 {
 		return ok

@@ -131,6 +131,7 @@ type Model struct {
 	tables    []render.Table // the lesson's measured tables, once it returned
 	pane      pane
 	flash     string
+	noBroker  string // why no broker answered, read whole in the notice pane (i)
 
 	met       *metrics.Metrics // this run's own, read for the panel (Config.Metrics spans runs)
 	metTotals metrics.Totals   // what the panel shows, read in Update
@@ -594,7 +595,11 @@ func (m *Model) fillPane() {
 		m.log.SetContent(m.results())
 		return
 	case noticePane:
-		m.log.SetContent(sanitize(strings.Join(render.Wrap("Notice: "+m.lesson().NoticeFor(m.backend), m.width, ""), "\n")))
+		text := "Notice: " + m.lesson().NoticeFor(m.backend)
+		if m.noBroker != "" && m.backend == lab.InMem {
+			text += "\n\nIn memory because no RabbitMQ broker answered: " + m.noBroker
+		}
+		m.log.SetContent(sanitize(strings.Join(render.Wrap(text, m.width, ""), "\n")))
 		return
 	}
 	m.log.SetContent(strings.Join(m.logLines, "\n"))
@@ -657,13 +662,14 @@ func (m Model) onBroker(msg brokerMsg) (tea.Model, tea.Cmd) {
 		return m, nil
 	}
 	if msg.err == nil {
-		m.broker = msg.url
+		m.broker, m.noBroker = msg.url, ""
 		return m.start()
 	}
 	why := firstLine(msg.err.Error())
 	if m.state != seeking { // the user pressed b during an in-memory run
 		m.chosen = lab.InMem
-		m.flash = "no RabbitMQ broker: " + why + " — staying in memory"
+		m.flash, m.noBroker = "no RabbitMQ broker, so this stays in memory · i: why", why
+		m.fillPane()
 		return m, nil
 	}
 	l := m.lesson()
@@ -671,7 +677,9 @@ func (m Model) onBroker(msg brokerMsg) (tea.Model, tea.Cmd) {
 		m.chosen = lab.InMem
 		next, cmd := m.start()
 		m = next.(Model)
-		m.flash = fmt.Sprintf("no RabbitMQ broker, so %s runs its in-memory twin (start one, then b): %s", l.ID, why)
+		m.flash = fmt.Sprintf("no RabbitMQ broker, so %s runs its in-memory twin (start one, then b) · i: why", l.ID)
+		m.noBroker = why
+		m.fillPane()
 		return m, cmd
 	}
 	m.state, m.brokerErr = noBroker, why
@@ -743,7 +751,7 @@ func (m Model) View() string {
 			out = append(out, clip(m.breakerLine(), w))
 		}
 	}
-	out = append(out, clip(m.statsLine(), w))
+	out = append(out, m.statsLine(w))
 	out = append(out, m.metricsPanel(w)...)
 	out = append(out, m.paneRule(w))
 	out = append(out, m.log.View())
@@ -774,13 +782,13 @@ func (m Model) statusLine(w int) string {
 	case m.state == noBroker:
 		return m.st.paint(bad, m.noBrokerLines(w)[0])
 	case m.paused && m.backend == lab.Rabbit:
-		return m.st.paint(warn, clip("paused: lesson time holds here, but RabbitMQ's TTLs keep running, so a wait that ends meanwhile reads short (space resumes)", w))
+		return m.st.paint(warn, clip("paused: RabbitMQ's TTLs keep running, so a wait may read short (space resumes)", w))
 	case m.paused:
 		return m.st.paint(warn, clip("paused: lesson time stands still, timers too (space resumes)", w))
 	case m.flash != "":
 		return m.st.paint(warn, clip(m.flash, w))
 	case m.state == finished && m.missed > 0:
-		return m.st.paint(warn, clip(fmt.Sprintf("finished · the view fell behind and missed %d events, so the view is incomplete · r replays, - slows it", m.missed), w))
+		return m.st.paint(warn, clip(fmt.Sprintf("finished · the view fell behind and missed %d events · r replays, - slows it", m.missed), w))
 	case m.state == finished:
 		return m.st.paint(good, clip("finished · "+m.nextStep()+" · r replays · t the log", w))
 	}

@@ -289,14 +289,16 @@ func TestSceneHasARuleForEveryKind(t *testing.T) {
 // the mails and closed channels that are no fate, only once they happen.
 func TestStatsLineCountsTheNewKinds(t *testing.T) {
 	m := testModel(fakeDLQ, 160, 48)
-	assert.NotContains(t, m.statsLine(), "stranded")
+	assert.NotContains(t, m.statsLine(160), "stranded")
 	for _, e := range []lab.Event{
 		ev(0, lab.Enqueued, "C", "q", ""), ev(0, lab.Stranded, "C", "q", "retry"),
 		ev(0, lab.Refused, "R", "q", ""), ev(0, lab.Mailed, "A", "", ""), ev(0, lab.ChannelClosed, "C", "q", ""),
 	} {
 		m.sc.apply(e, 0)
 	}
-	line := m.statsLine()
+	line := m.statsLine(160)
 	assert.Contains(t, line, "pending 0 · stranded 1 · refused 1 · attempts 0")
 	assert.Contains(t, line, "· mails sent 1 · channels closed 1")
+	// At 80 columns the fates still at zero give way, and the clock stays.
+	assert.Equal(t, "done 0 · stranded 1 · refused 1 · attempts 0 · 00:00.000 · mails sent 1 · chann…", m.statsLine(80))
 }

@@ -499,16 +499,22 @@ func (m Model) breakerLine() string {
 	return line
 }
 
-// statsLine is the run's tally, one count per fate as the closing
-// summary counts them; the rarer fates and counts show once they happen.
-func (m Model) statsLine() string {
+// statsLine is the run's tally at width w, one count per fate as the
+// closing summary counts them; the rarer fates and counts show once they
+// happen. Where the whole tally is wider than w, the fates that are still
+// zero (done aside) go, so the clock stays on screen.
+func (m Model) statsLine(w int) string {
 	c := m.sc.count
+	rare := nonZero(count{"stranded", c[lab.FateStranded]}, count{"refused", c[lab.FateRefused]})
+	tail := rare + fmt.Sprintf(" · attempts %d · %s", m.sc.attempts, render.Stamp(m.clockMs))
 	line := fmt.Sprintf("done %d · dead %d · dropped %d · lost %d · pending %d",
-		c[lab.FateDone], c[lab.FateDead], c[lab.FateDropped], c[lab.FateLost], c[lab.FatePending])
-	line += nonZero(count{"stranded", c[lab.FateStranded]}, count{"refused", c[lab.FateRefused]})
-	line += fmt.Sprintf(" · attempts %d · %s", m.sc.attempts, render.Stamp(m.clockMs))
+		c[lab.FateDone], c[lab.FateDead], c[lab.FateDropped], c[lab.FateLost], c[lab.FatePending]) + tail
+	if render.Width(line) > w {
+		line = fmt.Sprintf("done %d", c[lab.FateDone]) + nonZero(count{"dead", c[lab.FateDead]},
+			count{"dropped", c[lab.FateDropped]}, count{"lost", c[lab.FateLost]}, count{"pending", c[lab.FatePending]}) + tail
+	}
 	// Counts that are no fate come last: a narrow screen cuts them first.
-	return line + nonZero(count{"mails sent", m.sc.mails}, count{"channels closed", m.sc.closes})
+	return clip(line+nonZero(count{"mails sent", m.sc.mails}, count{"channels closed", m.sc.closes}), w)
 }
 
 // panelRows is how many rows the metrics panel takes.

@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -185,8 +187,10 @@ func TestBackendSwitchWithoutBrokerSaysSo(t *testing.T) {
 	require.NotNil(t, cmd, "discovery runs in a command")
 	m = step1(next.(Model), cmd())
 	t.Cleanup(func() { m.stop() }) // its run command is never executed here
-	assert.Contains(t, m.View(), "no RabbitMQ broker: connection refused — staying in memory")
+	assert.Contains(t, m.View(), "no RabbitMQ broker, so this stays in memory · i: why")
 	assert.Equal(t, lab.InMem, m.backend)
+	m = step1(m, keyMsg("i"))
+	assert.Contains(t, m.View(), "no RabbitMQ broker answered: connection refused")
 
 	only := fakeDLQ
 	m, _ = New(Config{Lessons: []lessonsLesson{only}, Start: 98})
@@ -266,15 +270,24 @@ func TestNoBrokerIsAStateNotARun(t *testing.T) {
 }
 
 // A lesson whose default is RabbitMQ, run without --backend and without a
-// broker, runs its in-memory twin and says so.
+// broker, runs its in-memory twin and says so, whole at 80 columns; i
+// shows why no broker answered, however long the reason.
 func TestDefaultBrokerFallsBackToTheTwinAndSaysSo(t *testing.T) {
-	m, err := New(Config{Lessons: []lessonsLesson{brokerLesson(true)}, Start: 98, Broker: findNoBroker})
+	const why = "no RabbitMQ broker found: RABBITMQ_URL=amqp://guest:xxxxx@127.0.0.1:1/: connection refused " +
+		"(RABBITMQ_URL is set, so no other broker is tried: fix or unset it)"
+	find := func(context.Context) (string, error) { return "", errors.New(why) }
+	m, err := New(Config{Lessons: []lessonsLesson{brokerLesson(true)}, Start: 98, Broker: find})
 	require.NoError(t, err)
-	m = step1(m, tea.WindowSizeMsg{Width: 120, Height: 30})
+	m = step1(m, tea.WindowSizeMsg{Width: 80, Height: 24})
 	m = discover(t, m)
 	assert.Equal(t, running, m.state)
 	assert.Equal(t, lab.InMem, m.backend)
-	assert.Contains(t, m.View(), "no RabbitMQ broker, so Q98 runs its in-memory twin (start one, then b): connection refused")
+	status := m.statusLine(80)
+	assert.Equal(t, "no RabbitMQ broker, so Q98 runs its in-memory twin (start one, then b) · i: why", status)
+	m = step1(m, keyMsg("i"))
+	flat := strings.Join(strings.Fields(m.View()), " ")
+	assert.Contains(t, flat, "In memory because no RabbitMQ broker answered: "+why)
+	checkFrame(t, m, 80, 24)
 }
 
 func TestFinishedShowsResultsAndNext(t *testing.T) {
@@ -385,4 +398,18 @@ func TestFinishedSaysWhatTheViewMissed(t *testing.T) {
 	m = step1(m, eventsMsg{gen: m.gen, closed: true})
 	require.Equal(t, finished, m.state)
 	assert.Contains(t, m.View(), "the view fell behind and missed 1234 events")
+	assert.NotContains(t, m.statusLine(80), "…", "read whole at 80 columns")
+}
+
+// The status line's own words are read whole at 80 columns: paused on
+// either backend, where the broker's TTLs are the catch.
+func TestPausedReadsWholeAt80(t *testing.T) {
+	m := testModel(fakeDLQ, 80, 24)
+	m.paused = true
+	for _, b := range []lab.Backend{lab.InMem, lab.Rabbit} {
+		m.backend = b
+		line := m.statusLine(80)
+		assert.Contains(t, line, "(space resumes)", "on %s:\n%s", b, line)
+		assert.NotContains(t, line, "…", "on %s", b)
+	}
 }

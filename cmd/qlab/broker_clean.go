@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"io"
 	"strings"
 
@@ -83,15 +82,15 @@ func writeCleaned(w io.Writer, prefix string, res rabbit.CleanResult, dryRun boo
 		verb = "would delete"
 	}
 	for _, q := range res.Deleted {
-		fmt.Fprintf(w, "%s queue %s (%s)\n", verb, q.Name, render.Count(q.Messages, "ready message"))
+		printWrapped(w, "  ", "%s queue %s (%s)", verb, q.Name, render.Count(q.Messages, "ready message"))
 	}
 	for _, x := range res.Exchanges {
-		fmt.Fprintf(w, "%s exchange %s\n", verb, x)
+		printWrapped(w, "  ", "%s exchange %s", verb, x)
 	}
 	for _, q := range res.InUse {
-		fmt.Fprintf(w, "left queue %s: %d consumers attached, so a run with this prefix is still going\n", q.Name, q.Consumers)
+		printWrapped(w, "  ", "left queue %s: %d consumers attached, so a run with this prefix is still going", q.Name, q.Consumers)
 	}
-	fmt.Fprintf(w, "%s %d, left %d in use; %d lesson names not on the broker under %s "+
-		"(clean knows only the names lessons declare: a hold queue of foreign messages, <run>.foreign, stays)\n",
+	printWrapped(w, "  ", "%s %d, left %d in use; %d lesson names not on the broker under %s "+
+		"(clean knows only the names lessons declare: a hold queue of foreign messages, <run>.foreign, stays)",
 		verb, len(res.Deleted)+len(res.Exchanges), len(res.InUse), res.Absent, prefix)
 }

@@ -227,4 +227,8 @@ func TestRunEndsWithWhatToDoNext(t *testing.T) {
 	assert.Contains(t, steps, `make lesson-12 FLAGS="--backend rabbit"`)
 	assert.Contains(t, steps, "make compare-12")
 	assert.Contains(t, nextSteps(q12, lab.InMem, invocation{prog: "bin/qlab"}), "Next: bin/qlab run 13")
+
+	last := lessons.All[len(lessons.All)-1] // after it, the TUI and compare, spelled as they work
+	assert.Contains(t, nextSteps(last, lab.InMem, invocation{make: true}), "make tui N=N replays lesson N, make compare-N measures")
+	assert.Contains(t, nextSteps(last, lab.InMem, invocation{prog: "bin/qlab"}), "bin/qlab tui N replays lesson N, bin/qlab compare N measures")
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/queuelab/qlab/compare"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lessons"
+	"github.com/queuelab/qlab/render"
 	"github.com/queuelab/qlab/run"
 )
 
@@ -88,9 +89,10 @@ func cmdCompare(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		}
 	default:
 		fmt.Fprintf(stdout, "%s · %s\nin memory vs RabbitMQ · speed %g× · %s\n", l.ID, l.Title, pf.speed, runsEach(rep.Repeat))
+		layout := render.LayoutFor(terminalWidth(stdout))
 		for _, t := range rep.Tables {
 			fmt.Fprintln(stdout)
-			t.Write(stdout)
+			writeCompared(stdout, t, layout)
 		}
 	}
 	return nil
@@ -114,4 +116,11 @@ func dualLessons() string {
 		}
 	}
 	return strings.Join(ns, ", ")
+}
+
+// writeCompared prints one of compare's tables fitted to layout. Its
+// notes come pre-wrapped (compare.Unwrapped joins them again), so that
+// the page wraps each whole note to the screen rather than each piece.
+func writeCompared(w io.Writer, t render.Table, layout render.Layout) {
+	compare.Unwrapped(t).Fit(w, layout)
 }

@@ -158,7 +158,7 @@ func dlqInspect(ctx context.Context, conn *amqp.Connection, queue string, n int,
 	for i, d := range msgs {
 		writeMessage(w, i+1, d)
 	}
-	fmt.Fprintf(w, "%s: showed %d of %s; all left in place, in order (read with basic.get, never acknowledged)\n",
+	printWrapped(w, "  ", "%s: showed %d of %s; all left in place, in order (read with basic.get, never acknowledged)",
 		queue, len(msgs), render.Count(depth, "ready message"))
 	return nil
 }
@@ -166,9 +166,9 @@ func dlqInspect(ctx context.Context, conn *amqp.Connection, queue string, n int,
 // writeMessage prints one message: its properties, its x-death entries,
 // its other headers (sorted) and its body.
 func writeMessage(w io.Writer, pos int, d amqp.Delivery) {
-	fmt.Fprintf(w, "#%d message-id=%q app-id=%q content-type=%q redelivered=%v\n", pos, d.MessageId, d.AppId, d.ContentType, d.Redelivered)
+	printWrapped(w, "   ", "#%d message-id=%q app-id=%q content-type=%q redelivered=%v", pos, d.MessageId, d.AppId, d.ContentType, d.Redelivered)
 	for _, death := range rabbit.ReadDeaths(d.Headers) {
-		fmt.Fprintf(w, "   x-death: queue=%s reason=%s count=%d exchange=%q routing-keys=%s\n",
+		printWrapped(w, "      ", "   x-death: queue=%s reason=%s count=%d exchange=%q routing-keys=%s",
 			death.Queue, death.Reason, death.Count, death.Exchange, strings.Join(death.RoutingKeys, ","))
 	}
 	keys := slices.Sorted(func(yield func(string) bool) {
@@ -179,15 +179,15 @@ func writeMessage(w io.Writer, pos int, d amqp.Delivery) {
 		}
 	})
 	for _, k := range keys {
-		fmt.Fprintf(w, "   header %s=%v\n", k, d.Headers[k])
+		printWrapped(w, "      ", "   header %s=%v", k, d.Headers[k])
 	}
-	fmt.Fprintf(w, "   body: %s\n", d.Body)
+	printWrapped(w, "      ", "   body: %s", d.Body)
 }
 
 func dlqReplay(ctx context.Context, conn *amqp.Connection, from, to string, opts rabbit.ReplayOptions, w io.Writer) error {
 	res, err := rabbit.Replay(ctx, conn, from, to, opts)
 	for i, d := range res.Moved {
-		fmt.Fprintf(w, "#%d message-id=%q moved to %s\n", i+1, d.MessageId, to)
+		printWrapped(w, "   ", "#%d message-id=%q moved to %s", i+1, d.MessageId, to)
 	}
 	if err != nil {
 		return err
@@ -196,6 +196,6 @@ func dlqReplay(ctx context.Context, conn *amqp.Connection, from, to string, opts
 	if opts.ResetRetries {
 		note = "; retries reset on " + render.Count(res.Reset, "message")
 	}
-	fmt.Fprintf(w, "replayed %s from %s to %s (each copy confirmed before its original was acknowledged)%s\n", render.Count(len(res.Moved), "message"), from, to, note)
+	printWrapped(w, "  ", "replayed %s from %s to %s (each copy confirmed before its original was acknowledged)%s", render.Count(len(res.Moved), "message"), from, to, note)
 	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,6 +12,7 @@ import (
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
+	"github.com/queuelab/qlab/render"
 )
 
 // TestKeepThenDLQThenClean is the README's walk-through: a --keep run of
@@ -40,19 +42,22 @@ func TestKeepThenDLQThenClean(t *testing.T) {
 
 	code, out, errOut = qlab("dlq", "inspect", "email-dlq", "--prefix", prefix)
 	require.Equal(t, exitOK, code, errOut)
+	readable(t, out)
 	assert.Contains(t, out, `message-id="pC"`)
-	assert.Contains(t, out, "showed 1 of 1 ready message;")
+	assert.Contains(t, words(out), "showed 1 of 1 ready message;")
 	assert.Equal(t, 1, depth("email-dlq"), "inspect leaves it")
 
 	code, out, errOut = qlab("dlq", "replay", "email-dlq", "--to", "email-queue", "--reset-retries", "--prefix", prefix)
 	require.Equal(t, exitOK, code, errOut)
-	assert.Contains(t, out, "replayed 1 message from "+prefix+".email-dlq to "+prefix+".email-queue")
+	readable(t, out)
+	assert.Contains(t, words(out), "replayed 1 message from "+prefix+".email-dlq to "+prefix+".email-queue")
 	assert.Equal(t, 0, depth("email-dlq"))
 	assert.Equal(t, 1, depth("email-queue"))
 
 	code, out, errOut = qlab("broker", "clean", "--prefix", prefix)
 	require.Equal(t, exitOK, code, errOut)
-	assert.Contains(t, out, "deleted queue "+prefix+".email-queue (1 ready message)")
+	readable(t, out)
+	assert.Contains(t, words(out), "deleted queue "+prefix+".email-queue (1 ready message)")
 	_, err = rabbit.QueueDepth(context.Background(), s.Connection(), prefix+".email-dlq")
 	assert.Error(t, err, "clean removed the run's queues")
 }
@@ -68,3 +73,16 @@ func TestKeepIsForABrokerRunUnderItsOwnNames(t *testing.T) {
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, errOut, "--prefix yourname")
 }
+
+// readable asserts that what a command printed for a pipe wraps to 80
+// columns, as prose does (a message's x-death, its body, clean's summary).
+func readable(t *testing.T, out string) {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		assert.LessOrEqual(t, render.Width(line), render.DefaultWidth, "too wide:\n%s", line)
+	}
+}
+
+// words is out with every run of spaces and line breaks one space: what
+// it says, however it wrapped.
+func words(out string) string { return strings.Join(strings.Fields(out), " ") }

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -110,6 +113,15 @@ func (i invocation) compare(n int) string {
 	return fmt.Sprintf("%s compare %d", i.prog, n)
 }
 
+// anyLesson is how to open lesson N in the TUI and how to compare it, N
+// left for the reader to fill in.
+func (i invocation) anyLesson() (tui, compare string) {
+	if i.make {
+		return "make tui N=N", "make compare-N"
+	}
+	return i.prog + " tui N", i.prog + " compare N"
+}
+
 // nextSteps is what a finished run points to, as commands that work the
 // way qlab was started: the other backend and compare for a lesson that
 // has both, and the next lesson.
@@ -126,7 +138,8 @@ func nextSteps(l lessons.Lesson, ran lab.Backend, how invocation) string {
 	if next, ok := lessons.Next(l); ok {
 		b = append(b, fmt.Sprintf("Next: %s   (%s)", how.run(next.Number(), ""), next.Title))
 	} else {
-		b = append(b, "Next: you have run every lesson; qlab tui replays any of them, qlab compare N measures the two backends")
+		tui, compare := how.anyLesson()
+		b = append(b, fmt.Sprintf("Next: you have run every lesson; %s replays lesson N, %s measures its two backends", tui, compare))
 	}
 	return strings.Join(b, "\n")
 }
@@ -156,4 +169,83 @@ func keptNote(names *lesson.Names, how invocation) string {
 		"  " + prog + " dlq inspect QUEUE --prefix " + p + "\n" +
 		"  " + prog + " dlq replay QUEUE --to QUEUE --prefix " + p + "\n" +
 		"  " + prog + " broker clean --prefix " + p
+}
+
+// proseLogger is a logger for what a person reads on w: each record at
+// level or above is one line "qlab: [warning: ]message key=value …",
+// wrapped as the log is (to the terminal, 80 columns where w is none).
+// It prints no wall-clock stamp: beside a lesson's own stamps one would
+// read as lesson time.
+func proseLogger(w io.Writer, level slog.Level) *slog.Logger {
+	return slog.New(&proseHandler{w: w, width: render.LayoutFor(terminalWidth(w)).Prose, level: level, mu: &sync.Mutex{}})
+}
+
+// proseHandler is proseLogger's slog.Handler.
+type proseHandler struct {
+	w      io.Writer
+	width  int
+	level  slog.Level
+	mu     *sync.Mutex // shared by the handlers WithAttrs derives: one writer
+	attrs  []slog.Attr
+	prefix string // the groups opened, "g." each
+}
+
+// Enabled reports whether a record at l is printed.
+func (h *proseHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= h.level }
+
+// Handle prints r as one wrapped line.
+func (h *proseHandler) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	b.WriteString("qlab: ")
+	switch {
+	case r.Level >= slog.LevelError:
+		b.WriteString("error: ")
+	case r.Level >= slog.LevelWarn:
+		b.WriteString("warning: ")
+	}
+	b.WriteString(r.Message)
+	add := func(a slog.Attr) bool {
+		if v := a.Value.Resolve().String(); a.Key != "" {
+			if strings.ContainsAny(v, " =\"") {
+				v = strconv.Quote(v)
+			}
+			b.WriteString(" " + a.Key + "=" + v)
+		}
+		return true
+	}
+	for _, a := range h.attrs {
+		add(a)
+	}
+	r.Attrs(func(a slog.Attr) bool { a.Key = h.prefix + a.Key; return add(a) })
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, err := fmt.Fprintln(h.w, strings.Join(render.Wrap(b.String(), h.width, "      "), "\n"))
+	return err
+}
+
+// WithAttrs returns a handler that prints attrs with every record.
+func (h *proseHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	c := *h
+	c.attrs = slices.Clip(h.attrs)
+	for _, a := range attrs {
+		a.Key = h.prefix + a.Key
+		c.attrs = append(c.attrs, a)
+	}
+	return &c
+}
+
+// WithGroup returns a handler whose later keys are qualified by name.
+func (h *proseHandler) WithGroup(name string) slog.Handler {
+	c := *h
+	c.prefix += name + "."
+	return &c
+}
+
+// printWrapped prints a line of what qlab reports (dlq, broker clean)
+// wrapped as prose is on w (its terminal's width, 80 columns where w is
+// none), its later lines after indent.
+func printWrapped(w io.Writer, indent, format string, args ...any) {
+	for _, line := range render.Wrap(fmt.Sprintf(format, args...), render.LayoutFor(terminalWidth(w)).Prose, indent) {
+		fmt.Fprintln(w, line)
+	}
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -115,4 +117,49 @@ func TestReadmeSpeedError(t *testing.T) {
 	code, _, errOut := qlab("run", "10", "--backend", "rabbit", "--speed", "500")
 	assert.Equal(t, exitUsage, code, errOut)
 	assert.Equal(t, want, errOut, "README's --speed example is stale; paste this line")
+}
+
+// TestMarkdownBlocksRender: README.md and docs/*.md close every ``` fence,
+// and outside the fences a command, a table or a fence starts after a
+// blank line: a missing fence or blank line renders commands and sample
+// output as one run-on paragraph (as "A three-node cluster" once did).
+func TestMarkdownBlocksRender(t *testing.T) {
+	docs, err := filepath.Glob("../../docs/*.md")
+	require.NoError(t, err)
+	command := regexp.MustCompile(`^(qlab|make|curl|rabbitmqctl|go test|go run) `)
+	for _, path := range append([]string{"../../README.md"}, docs...) {
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		lines := strings.Split(string(b), "\n")
+		inFence := false
+		for i, line := range lines {
+			prev := ""
+			if i > 0 {
+				prev = lines[i-1]
+			}
+			at := fmt.Sprintf("%s:%d", filepath.Base(path), i+1)
+			fence := strings.HasPrefix(strings.TrimSpace(line), "```")
+			switch {
+			case fence && !inFence:
+				assert.True(t, blankOrList(prev), "%s: a fence opens right after a line of prose:\n%s\n%s", at, prev, line)
+				inFence = true
+			case fence:
+				inFence = false
+			case inFence:
+			case strings.HasPrefix(line, "|"):
+				assert.True(t, blankOrList(prev) || strings.HasPrefix(prev, "|") || strings.HasPrefix(prev, "<!--"),
+					"%s: a table starts right after a line of prose:\n%s\n%s", at, prev, line)
+			default:
+				assert.False(t, command.MatchString(line), "%s: a command outside a code block:\n%s", at, line)
+			}
+		}
+		assert.False(t, inFence, "%s: a ``` fence is never closed", path)
+	}
+}
+
+// blankOrList says whether a line may precede a block: a blank line, or a
+// list item's line (a block indented under it).
+func blankOrList(line string) bool {
+	s := strings.TrimSpace(line)
+	return s == "" || strings.HasPrefix(s, "- ") || strings.HasPrefix(line, "  ")
 }

@@ -203,7 +203,8 @@ func runLesson(ctx context.Context, ready run.Ready, f runFlags, out io.Writer, 
 
 // logger is where a run's backend reports trouble outside the event
 // stream (a lost connection, a reconnect, a clean-up that left
-// something): stderr, so a --json stdout stays a clean stream.
+// something): stderr, so a --json stdout stays a clean stream, in
+// wrapped lines a student reads (proseLogger).
 func logger(stderr io.Writer) *slog.Logger {
-	return slog.New(slog.NewTextHandler(stderr, nil))
+	return proseLogger(stderr, slog.LevelInfo)
 }

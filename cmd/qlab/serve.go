@@ -128,7 +128,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	out := &watchedOutput{w: stdout, stop: stop}
 	v := newServeView(f, out, stdout, stderr)
 	stream := lab.NewStream("serve", lab.Rabbit, lab.NewClock(1), v.sink, &v.rec)
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logger := proseLogger(stderr, slog.LevelWarn)
 	opts := serve.Options{Confirms: f.confirms, Keep: f.keep, Logger: logger}
 	broker, err := serve.OpenBroker(ctx, b, run.NamesFor(run.Naming(rf.names), rf.prefix), opts, stream)
 	if err != nil {

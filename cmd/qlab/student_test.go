@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"regexp"
 	"runtime/debug"
@@ -151,4 +152,32 @@ func TestHelpFitsTheScreen(t *testing.T) {
 		code, _, _ := qlab(name, "--help")
 		assert.Equal(t, exitOK, code, "qlab %s --help", name)
 	}
+}
+
+// TestRunStderrFitsTheScreen: what a broker run reports beside its log
+// (Q22 cuts its workers' connections on purpose, and says so on stderr)
+// is a wrapped "qlab: " line, with no wall-clock stamp among the lesson's.
+func TestRunStderrFitsTheScreen(t *testing.T) {
+	rabbittest.NeedBroker(t)
+	code, _, errOut := qlab("run", "22", "--backend", "rabbit", "--no-color")
+	require.Equal(t, exitOK, code, errOut)
+	assert.Contains(t, strings.Join(strings.Fields(errOut), " "), "qlab: rabbit: planned interruption: 2 consumer connections cut")
+	assert.NotContains(t, errOut, "time=")
+	for _, line := range strings.Split(errOut, "\n") {
+		assert.LessOrEqual(t, render.Width(line), render.DefaultWidth, "too wide:\n%s", line)
+	}
+}
+
+// TestProseLoggerWraps: a record is "qlab: ", a warning says so, its
+// attributes follow as key=value (quoted when they hold a space), and the
+// line wraps at 80 columns where the writer is no terminal.
+func TestProseLoggerWraps(t *testing.T) {
+	var b strings.Builder
+	log := proseLogger(&b, slog.LevelInfo).With("actor", "Retry-Rabbit-Worker")
+	log.Debug("not shown")
+	log.Warn("rabbit: consumer connection lost; reconnecting", "queue", "qlab-1a2b3c.sequential.second.retry.processing", "err", "Exception (320) connection forced")
+	assert.Equal(t, "qlab: warning: rabbit: consumer connection lost; reconnecting\n"+
+		"      actor=Retry-Rabbit-Worker\n"+
+		"      queue=qlab-1a2b3c.sequential.second.retry.processing err=\"Exception (320)\n"+
+		"      connection forced\"\n", b.String())
 }

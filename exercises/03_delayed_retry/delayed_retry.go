@@ -21,6 +21,7 @@ func RetryLater(sys *inmem.System, actor string, from, retryQueue *inmem.Queue, 
 	//       sys.ScheduleOn(actor, t, from.Name(), retryQueue, Delay, start):
 	//       it logs the schedule and keeps count of t while it waits; your
 	//       start func gets move (the function that puts t on retryQueue)
-	//       and must return the timer it armed with the lesson clock,
-	//       sys.Clock().AfterFunc(Delay, move) — time.AfterFunc at lesson speed.
+	//       and must return the timer it armed to call move after Delay.
+	//       Arm it on the lesson clock (sys.Clock()), not with time.AfterFunc:
+	//       a lesson may run faster than real time.
 }

@@ -98,8 +98,8 @@ func TopologyTable(topo rabbit.Topology, s *rabbit.Session) render.Table {
 		Title:  "Queues declared on the broker",
 		Header: []string{"queue", "role", "x-message-ttl", "dead-letters to"},
 		Notes: []string{
-			ended + " Watch a run live: rabbitmqctl list_queues name messages arguments",
-			"(or the management UI on port 15672) while qlab run N --backend rabbit --names exact --speed 1 runs.",
+			ended + " Watch a run live: rabbitmqctl list_queues name messages arguments " +
+				"(or the management UI on port 15672) while qlab run N --backend rabbit --names exact --speed 1 runs.",
 		},
 	}
 	for _, q := range topo.Queues {
