@@ -140,4 +140,16 @@ var All = []Exercise{
 			{When: "each copy is confirmed before its original is acked", Text: "Ack the original only after publish returned nil (the broker confirmed the copy). Acked first, a failed publish loses the email; confirmed first, a crash in between leaves a duplicate, which the worker's idempotency handles."},
 		},
 	},
+	{
+		Dir: "14_atomic_claim", File: "claim.go", Lesson: "Q18",
+		Title: "The atomic claim: one UPDATE decides which copy sends",
+		Hints: []Hint{
+			{When: "a copy of a message already SENT is skipped, not sent again", Text: "An UPDATE whose WHERE clause names only the id affects the row whatever its status: a copy that arrives after the message was sent claims it again. Say in the WHERE clause which status the row must be in for the claim to count."},
+			{When: "two copies at once: exactly one claim wins, the other copy is skipped", Text: "A SELECT and then an UPDATE are two round trips: both copies read QUEUED before either writes, and both send. Make the check part of the change: one UPDATE … WHERE id = ? AND status = 'QUEUED'."},
+			{When: "two copies at once: exactly one claim wins, the other copy is skipped", Text: "The database runs one UPDATE at a time on a row: after the first sets SENDING, the second's WHERE finds nothing. res.RowsAffected() says which copy you are: 1 won, 0 did not (return nil without sending)."},
+			{When: "the mail API sends a message only while its row is SENDING (claimed, not yet SENT)", Text: "Mark SENT only after send returned nil. Marked first, a send that fails (or a worker that dies before it) leaves a row that says SENT for a greeting nobody got, and no copy will ever send it."},
+			{When: "a failed send hands the row back (QUEUED): the next delivery claims and sends it", Text: "After a failed send the message comes back, but a row left SENDING cannot be claimed: put it back to QUEUED (only if it is SENDING) and return the error."},
+			{Text: "The statements are SQLite's with ? placeholders, on the table status (id, kind, status, …): db.ExecContext(ctx, query, id) returns a sql.Result."},
+		},
+	},
 }
