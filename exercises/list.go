@@ -152,4 +152,17 @@ var All = []Exercise{
 			{Text: "The statements are SQLite's with ? placeholders, on the table status (id, kind, status, …): db.ExecContext(ctx, query, id) returns a sql.Result."},
 		},
 	},
+	{
+		Dir: "15_transient_permanent", File: "classify.go", Lesson: "Q19",
+		Title: "Transient or permanent: back off 2–32 s, or straight to the DLQ",
+		Hints: []Hint{
+			{When: "malformed JSON goes to the DLQ at once with a reason, never sent", Text: "json.Unmarshal's error is the verdict on a body that is not JSON: no retry will parse it. Check it before anything is sent and park the message in DLQ with the error as the reason."},
+			{When: "a permanent error (400, 401, 404, 422) goes to the DLQ at once, the error as its reason", Text: "A refusal the API answered (a *APIError, found with errors.As) is permanent unless its Status is 429 or 5xx: the same request gets the same answer. Park it at once, with err.Error() in the reason."},
+			{When: "a permanent error (400, 401, 404, 422) goes to the DLQ at once, the error as its reason", Text: "An error that carries no *APIError never got an answer (a reset connection, a timeout): that is the transient kind, as are 429 and the 5xx statuses."},
+			{When: "retry n waits 2 s·2ⁿ (2, 4, 8, 16, 32 s) in the wait queue of that delay", Text: "flow.Requeue() puts the message back at once: RabbitMQ has no requeue with a delay, and a requeued delivery is the same attempt again. Retry through the wait queue whose TTL is the delay: WaitQueue(Backoff(n)) for retry n."},
+			{When: "retry n waits 2 s·2ⁿ (2, 4, 8, 16, 32 s) in the wait queue of that delay", Text: "Backoff(n) doubles FirstDelay once per earlier retry: a left shift of a Duration by n doubles it n times. Retry n is d.Attempt-1: the first delivery failed, so the first retry waits 2 s."},
+			{When: "a transient error (network, timeout, 429, 5xx) is retried up to 5 times, then parked: 6 attempts at most", Text: "Count retries, not attempts: d.Attempt-1 retries were spent before this one. Park when that reaches MaxRetries: the sixth attempt's failure parks, the fifth's still retries (the 32 s wait comes before the sixth)."},
+			{When: "the run ends by itself", Text: "A retry into a wait queue the topology lacks (64 s: a sixth retry) is lost. Five retries, then the DLQ."},
+		},
+	},
 }
