@@ -165,4 +165,16 @@ var All = []Exercise{
 			{When: "the run ends by itself", Text: "A retry into a wait queue the topology lacks (64 s: a sixth retry) is lost. Five retries, then the DLQ."},
 		},
 	},
+	{
+		Dir: "16_crash_redelivery", File: "survivor.go", Lesson: "Q20",
+		Title: "Survive a crash: skip what is SENT, take over what was left SENDING",
+		Hints: []Hint{
+			{When: "a redelivered message whose row is SENT is skipped, not sent again", Text: "The broker redelivers every message the dead worker never acked, the ones it finished too. Only the store knows which went out: a claim that does not win (the row is not QUEUED) must not send."},
+			{When: "nothing lost: every task ends done", Text: "A row left SENDING by a worker that died may or may not have been sent, and the store cannot tell. Skipping it loses the greeting whose send never happened; resending it sends the other one twice. Pick the resend: a redelivered copy whose row is SENDING is taken over and sent."},
+			{When: "a message the dead worker claimed and never sent (SENDING) is taken over and sent", Text: "To take a row over, hand it back and claim it again: db.Requeue moves SENDING to QUEUED, and your next db.Claim wins it (and counts the attempt), so MarkSent finds it SENDING."},
+			{When: "a copy not redelivered, whose row a live worker holds SENDING, is left to that worker", Text: "SENDING alone does not mean its worker died: the scheduler's second copy of a message a live worker is sending finds it SENDING too. Only the redelivered flag says the worker that held it is gone."},
+			{When: "the mail API sends a message only while its row is SENDING", Text: "Send only after your claim won (or your take-over claimed the row); mark it SENT after the send returned nil."},
+			{Text: "db.Get(ctx, d.ID) returns the row; row.Status is store.Queued, store.Sending, store.Sent … Compare it after a claim that did not win."},
+		},
+	},
 }
