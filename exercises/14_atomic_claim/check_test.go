@@ -58,8 +58,8 @@ var scenarios = []scenario{
 		together: "A1", late: "A2", firstFail: "A3"},
 	{name: "another tick (B1's first send fails, B2 at once, B3 late)",
 		publishes: []publish{{0, "B1"}, {500 * time.Millisecond, "B2"}, {500 * time.Millisecond, "B2"},
-			{1500 * time.Millisecond, "B3"}, {2500 * time.Millisecond, "B4"}, {2500 * time.Millisecond, "B3"},
-			{3500 * time.Millisecond, "B5"}},
+			{1500 * time.Millisecond, "B3"}, {2500 * time.Millisecond, "B4"},
+			{2500 * time.Millisecond, "B3"}, {3500 * time.Millisecond, "B5"}},
 		together: "B2", late: "B3", firstFail: "B1"},
 }
 
@@ -86,13 +86,15 @@ func TestAtomicClaim(t *testing.T) {
 			fmt.Sprintf("%s, its copy published after it was sent: %s", sc.late, sends(w.sends[sc.late])),
 			fmt.Sprintf("%s, its copy published after it was sent: %s", sc.late, sends(1)), sc.late)
 		c.Expect(r, "two copies at once: exactly one claim wins, the other copy is skipped",
-			fmt.Sprintf("%s, two copies in two workers at once: %s", sc.together, sends(w.sends[sc.together])),
+			fmt.Sprintf("%s, two copies in two workers at once: %s", sc.together,
+				sends(w.sends[sc.together])),
 			fmt.Sprintf("%s, two copies in two workers at once: %s", sc.together, sends(1)), sc.together)
-		c.That(r, "the mail API sends a message only while its row is SENDING (claimed, not yet SENT)",
+		c.That(r, "the mail API sends only while the row is SENDING (claimed, not yet SENT)",
 			w.unclaimed == "", w.unclaimed, "every send finds its row SENDING", w.unclaimedTask)
 		id := sc.firstFail
 		c.Expect(r, "a failed send hands the row back (QUEUED): the next delivery claims and sends it",
-			fmt.Sprintf("%s, after its first send failed: %s, its row %s", id, sends(w.sends[id]), w.status[id]),
+			fmt.Sprintf("%s, after its first send failed: %s, its row %s", id, sends(w.sends[id]),
+				w.status[id]),
 			fmt.Sprintf("%s, after its first send failed: %s, its row SENT", id, sends(1)), id)
 		for _, id := range r.Plan.Tasks {
 			c.Expect(r, "every message sent once, its row SENT in the store",
@@ -201,7 +203,8 @@ func (w *world) handler(actor string) flow.Handler {
 		w.st.Emit(e)
 		db := &roundTrips{db: w.db, clock: w.st.Clock()}
 		call := &sendCall{}
-		err := Handle(ctx, db, d.Task, func(ctx context.Context) error { return w.send(ctx, actor, d.Task, call) })
+		send := func(ctx context.Context) error { return w.send(ctx, actor, d.Task, call) }
+		err := Handle(ctx, db, d.Task, send)
 		e.Note = "statements: " + db.String()
 		switch {
 		case err != nil:
@@ -242,7 +245,8 @@ func (w *world) send(ctx context.Context, actor, id string, call *sendCall) erro
 	if r.Status != store.Sending {
 		w.mu.Lock()
 		if w.unclaimed == "" {
-			w.unclaimed, w.unclaimedTask = fmt.Sprintf("%s sent by %s while its row was %s", id, actor, r.Status), id
+			w.unclaimed = fmt.Sprintf("%s sent by %s while its row was %s", id, actor, r.Status)
+			w.unclaimedTask = id
 		}
 		w.mu.Unlock()
 	}
@@ -262,7 +266,8 @@ func (w *world) send(ctx context.Context, actor, id string, call *sendCall) erro
 		call.err = errors.New("the mail API timed out: no email went out")
 		return call.err
 	}
-	w.st.Emit(lab.Event{Kind: lab.Mailed, Task: id, Actor: "Mail-API", Note: fmt.Sprintf("greeting %d for %s", n, id)})
+	w.st.Emit(lab.Event{Kind: lab.Mailed, Task: id, Actor: "Mail-API",
+		Note: fmt.Sprintf("greeting %d for %s", n, id)})
 	return nil
 }
 
@@ -275,7 +280,8 @@ type roundTrips struct {
 	log   []string
 }
 
-func (r *roundTrips) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+func (r *roundTrips) ExecContext(ctx context.Context, query string,
+	args ...any) (sql.Result, error) {
 	if err := r.clock.Wait(ctx, roundTrip); err != nil {
 		return nil, err
 	}

@@ -56,28 +56,36 @@ type scenario struct {
 
 var scenarios = []scenario{
 	{name: "the lesson's crash (R1, R2 SENT; R3 sent, SENDING; R4 SENDING; R5 held)",
-		ids: []string{"R1", "R2", "R3", "R4", "R5"}, steps: []step{marked, marked, sent, claimed, held}, live: "L1"},
+		ids:   []string{"R1", "R2", "R3", "R4", "R5"},
+		steps: []step{marked, marked, sent, claimed, held}, live: "L1"},
 	{name: "another crash (S1 SENDING; S2 held; S3 sent, SENDING; S4 SENT; S5 SENDING)",
-		ids: []string{"S1", "S2", "S3", "S4", "S5"}, steps: []step{claimed, held, sent, marked, claimed}, live: "L2"},
+		ids:   []string{"S1", "S2", "S3", "S4", "S5"},
+		steps: []step{claimed, held, sent, marked, claimed}, live: "L2"},
 }
 
 func (sc scenario) named() check.Named {
-	return check.Named{Name: sc.name, Plan: lab.Plan{Tasks: append(append([]string(nil), sc.ids...), sc.live)}}
+	tasks := append(append([]string(nil), sc.ids...), sc.live)
+	return check.Named{Name: sc.name, Plan: lab.Plan{Tasks: tasks}}
 }
 
 func TestCrashRedelivery(t *testing.T) {
 	c := check.New(t)
 	for _, sc := range scenarios {
-		w := &world{sc: sc, db: store.NewMemory(), sends: map[string]int{}, status: map[string]store.Status{}}
+		w := &world{sc: sc, db: store.NewMemory(), sends: map[string]int{},
+			status: map[string]store.Status{}}
 		r := check.InMem(t, sc.named(), w.run)
 		c.Accounted(r, lab.FateDone)
 		w.expect(c, r, marked, "a redelivered message whose row is SENT is skipped, not sent again", 1)
-		w.expect(c, r, claimed, "a message the dead worker claimed and never sent (SENDING) is taken over and sent", 1)
-		c.That(r, "a copy not redelivered, whose row a live worker holds SENDING, is left to that worker",
-			w.sends[sc.live] == 1, fmt.Sprintf("%s: %s in all, %s's and Worker-2's", sc.live, sends(w.sends[sc.live]), live),
+		w.expect(c, r, claimed,
+			"a message the dead worker claimed and never sent (SENDING) is taken over and sent", 1)
+		c.That(r, "a copy not redelivered whose row a live worker holds SENDING is left to it",
+			w.sends[sc.live] == 1,
+			fmt.Sprintf("%s: %s in all, %s's and Worker-2's", sc.live, sends(w.sends[sc.live]), live),
 			fmt.Sprintf("%s: 1 send, %s's", sc.live, live), sc.live)
-		w.expect(c, r, held, "a message the dead worker held but never claimed (QUEUED) is claimed and sent", 1)
-		w.expect(c, r, sent, "a message sent but left SENDING is sent again: the resend policy's one duplicate", 2)
+		w.expect(c, r, held,
+			"a message the dead worker held but never claimed (QUEUED) is claimed and sent", 1)
+		w.expect(c, r, sent,
+			"a message sent but left SENDING is sent again: the resend policy's one duplicate", 2)
 		c.That(r, "the mail API sends a message only while its row is SENDING", w.unclaimed == "",
 			w.unclaimed, "every send of yours finds its row SENDING", w.unclaimedTask)
 		for _, id := range r.Plan.Tasks {
@@ -126,7 +134,8 @@ func (w *world) run(ctx context.Context, s *lab.Stream) error {
 	queue := w.sys.Queue(q18.Queue, room)
 	dlq := w.sys.HoldingQueue(q18.DLQ, room)
 	for _, id := range append(append([]string(nil), w.sc.ids...), w.sc.live) {
-		if _, err := w.db.Insert(ctx, store.Row{ID: id, Kind: "birthday", Status: store.Queued}); err != nil {
+		row := store.Row{ID: id, Kind: "birthday", Status: store.Queued}
+		if _, err := w.db.Insert(ctx, row); err != nil {
 			return err
 		}
 	}
@@ -135,7 +144,8 @@ func (w *world) run(ctx context.Context, s *lab.Stream) error {
 	}
 	for _, id := range w.sc.ids {
 		t := &inmem.Task{ID: id, Attempt: 1}
-		queue.Redeliver("Broker", t, dead+" was killed (SIGKILL) holding it unacked: redelivered to the survivor")
+		queue.Redeliver("Broker", t,
+			dead+" was killed (SIGKILL) holding it unacked: redelivered to the survivor")
 	}
 	// The live worker's copy comes on a queue of its own, so it (not the
 	// survivor) takes it; the scheduler's second copy follows the five.
@@ -172,7 +182,8 @@ func (w *world) crash(ctx context.Context) error {
 		if won, err := w.db.Claim(ctx, id); err != nil || !won {
 			return fmt.Errorf("the dead worker's claim of %s: won %v, %v", id, won, err)
 		}
-		e := lab.Event{Kind: lab.Started, Task: id, Queue: q18.Queue, Actor: dead, Attempt: 1, Note: "claimed: SENDING"}
+		e := lab.Event{Kind: lab.Started, Task: id, Queue: q18.Queue, Actor: dead, Attempt: 1,
+			Note: "claimed: SENDING"}
 		st.Emit(e)
 		if step == claimed {
 			continue
@@ -232,7 +243,8 @@ func (w *world) survive(ctx context.Context, q, dlq *inmem.Queue, t *inmem.Task)
 	redelivered := t.Attempt > 0 // the dead worker's five; the live copy is new
 	w.sys.Begin(survivor, q, t)
 	called := false
-	err := Handle(ctx, w.db, Delivery{ID: t.ID, Redelivered: redelivered}, func(ctx context.Context) error {
+	d := Delivery{ID: t.ID, Redelivered: redelivered}
+	err := Handle(ctx, w.db, d, func(ctx context.Context) error {
 		if called {
 			return errors.New("one send per delivery: send was already called")
 		}
@@ -249,13 +261,15 @@ func (w *world) survive(ctx context.Context, q, dlq *inmem.Queue, t *inmem.Task)
 	row, _ := w.db.Get(ctx, t.ID)
 	switch {
 	case err != nil:
-		w.sys.Stream().Emit(lab.Event{Kind: lab.Failed, Task: t.ID, Queue: q.Name(), Actor: survivor, Attempt: t.Attempt, Note: err.Error()})
+		w.sys.Stream().Emit(lab.Event{Kind: lab.Failed, Task: t.ID, Queue: q.Name(), Actor: survivor,
+			Attempt: t.Attempt, Note: err.Error()})
 		q.DeadLetter(survivor, t, dlq, "Handle returned an error")
 	case called:
 		w.sys.Succeed(survivor, q, t, "sent; its row "+string(row.Status))
 	case w.neverSent(t.ID):
-		w.sys.Stream().Emit(lab.Event{Kind: lab.Lost, Task: t.ID, Queue: q.Name(), Actor: survivor, Attempt: t.Attempt,
-			Note: "skipped, row " + string(row.Status) + ": but no one ever sent it, and no one will"})
+		w.sys.Stream().Emit(lab.Event{Kind: lab.Lost, Task: t.ID, Queue: q.Name(), Actor: survivor,
+			Attempt: t.Attempt,
+			Note:    "skipped, row " + string(row.Status) + ": but no one ever sent it, and no one will"})
 	default:
 		w.sys.Skip(survivor, q, t, "skipped, its row "+string(row.Status))
 	}

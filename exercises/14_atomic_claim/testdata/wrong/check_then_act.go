@@ -10,13 +10,15 @@ import "context"
 
 func Handle(ctx context.Context, db DB, id string, send Send) error {
 	var status string
-	if err := db.QueryRowContext(ctx, `SELECT status FROM status WHERE id = ?`, id).Scan(&status); err != nil {
+	if err := db.QueryRowContext(ctx,
+		`SELECT status FROM status WHERE id = ?`, id).Scan(&status); err != nil {
 		return err
 	}
 	if status != "QUEUED" {
 		return nil
 	}
-	if _, err := db.ExecContext(ctx, `UPDATE status SET status = 'SENDING' WHERE id = ?`, id); err != nil {
+	if _, err := db.ExecContext(ctx,
+		`UPDATE status SET status = 'SENDING' WHERE id = ?`, id); err != nil {
 		return err
 	}
 	if err := send(ctx); err != nil {

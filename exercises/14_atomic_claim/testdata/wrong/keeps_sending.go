@@ -9,7 +9,8 @@ package atomicclaim
 import "context"
 
 func Handle(ctx context.Context, db DB, id string, send Send) error {
-	res, err := db.ExecContext(ctx, `UPDATE status SET status = 'SENDING' WHERE id = ? AND status = 'QUEUED'`, id)
+	res, err := db.ExecContext(ctx,
+		`UPDATE status SET status = 'SENDING' WHERE id = ? AND status = 'QUEUED'`, id)
 	if err != nil {
 		return err
 	}
@@ -19,6 +20,7 @@ func Handle(ctx context.Context, db DB, id string, send Send) error {
 	if err := send(ctx); err != nil {
 		return err
 	}
-	_, err = db.ExecContext(ctx, `UPDATE status SET status = 'SENT' WHERE id = ? AND status = 'SENDING'`, id)
+	_, err = db.ExecContext(ctx,
+		`UPDATE status SET status = 'SENT' WHERE id = ? AND status = 'SENDING'`, id)
 	return err
 }

@@ -17,9 +17,11 @@ func Handle(ctx context.Context, db DB, id string, send Send) error {
 		return err
 	}
 	if err := send(ctx); err != nil {
-		_, _ = db.ExecContext(ctx, `UPDATE status SET status = 'QUEUED' WHERE id = ? AND status = 'SENDING'`, id)
+		_, _ = db.ExecContext(ctx,
+			`UPDATE status SET status = 'QUEUED' WHERE id = ? AND status = 'SENDING'`, id)
 		return err
 	}
-	_, err = db.ExecContext(ctx, `UPDATE status SET status = 'SENT' WHERE id = ? AND status = 'SENDING'`, id)
+	_, err = db.ExecContext(ctx,
+		`UPDATE status SET status = 'SENT' WHERE id = ? AND status = 'SENDING'`, id)
 	return err
 }

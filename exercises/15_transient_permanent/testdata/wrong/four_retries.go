@@ -2,7 +2,7 @@
 
 // Wrong: off by one: it parks when the attempt (not the retries spent)
 // reaches MaxRetries: four retries, five attempts.
-// First failure: a transient error (network, timeout, 429, 5xx) is retried up to 5 times, then parked: 6 attempts at most
+// First failure: a transient error (network, timeout, 429, 5xx): 5 retries, then the DLQ
 
 package classify
 

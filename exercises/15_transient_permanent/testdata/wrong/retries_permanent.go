@@ -2,7 +2,7 @@
 
 // Wrong: every error is retried: a 422 is sent five more times, and
 // refused five more times, before it reaches the DLQ 62 s later.
-// First failure: a permanent error (400, 401, 404, 422) goes to the DLQ at once, the error as its reason
+// First failure: a permanent error (400, 401, 404, 422) goes to the DLQ at once, with the error
 
 package classify
 

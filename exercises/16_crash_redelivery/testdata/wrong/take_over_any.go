@@ -2,7 +2,7 @@
 
 // Wrong: takes over every SENDING row, redelivered or not: the copy of a
 // message a live worker is sending right now is sent a second time.
-// First failure: a copy not redelivered, whose row a live worker holds SENDING, is left to that worker
+// First failure: a copy not redelivered whose row a live worker holds SENDING is left to it
 
 package survivor
 
