@@ -104,13 +104,6 @@ func TestAtomicClaim(t *testing.T) {
 	}
 }
 
-func sends(n int) string {
-	if n == 1 {
-		return "1 send"
-	}
-	return fmt.Sprintf("%d sends", n)
-}
-
 // world is one run: Q18's topology in memory, two workers running the
 // student's Handle, a SQLite status store and a mail API that counts.
 type world struct {
@@ -318,3 +311,6 @@ func (r *roundTrips) String() string {
 	}
 	return strings.Join(r.log, "; ")
 }
+
+// sends is n sends in words.
+func sends(n int) string { return check.Count(n, "send") }

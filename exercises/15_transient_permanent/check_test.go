@@ -173,7 +173,7 @@ func (w *world) waits(c *check.Checker, r check.Run) {
 			}
 			want := WaitQueue(FirstDelay << (d.attempt - 1))
 			c.Expect(r, "retry n waits 2 s·2ⁿ (2, 4, 8, 16, 32 s) in the wait queue of that delay",
-				fmt.Sprintf("%s, attempt %d failed: %s", j.id, d.attempt, decision(d.dec)),
+				fmt.Sprintf("%s, attempt %d failed: %s", j.id, d.attempt, check.Decision(d.dec)),
 				fmt.Sprintf("%s, attempt %d failed: retry via %s", j.id, d.attempt, want), j.id)
 		}
 	}
@@ -203,7 +203,7 @@ func (w *world) acked(c *check.Checker, r check.Run) {
 				continue
 			}
 			c.Expect(r, "a message that was sent is acked",
-				fmt.Sprintf("%s, sent at attempt %d: %s", j.id, d.attempt, decision(d.dec)),
+				fmt.Sprintf("%s, sent at attempt %d: %s", j.id, d.attempt, check.Decision(d.dec)),
 				fmt.Sprintf("%s, sent at attempt %d: ack", j.id, d.attempt), j.id)
 		}
 	}
@@ -222,9 +222,9 @@ func (w *world) verdict(id string) string {
 		return fmt.Sprintf("sent at attempt %d", len(ds))
 	case last.dec.Action != flow.ActPark && len(ds) >= hotLoop:
 		return fmt.Sprintf("still going after %d deliveries (the last: %s): the checker parked it",
-			len(ds), decision(last.dec))
+			len(ds), check.Decision(last.dec))
 	case last.dec.Action != flow.ActPark:
-		return fmt.Sprintf("delivery %d: %s", len(ds), decision(last.dec))
+		return fmt.Sprintf("delivery %d: %s", len(ds), check.Decision(last.dec))
 	}
 	got := fmt.Sprintf("parked in %s after %d attempt", last.dec.To, len(ds))
 	if len(ds) > 1 {
@@ -252,20 +252,6 @@ func (w *world) verdict(id string) string {
 		return got + fmt.Sprintf(", the reason %q", last.dec.Reason)
 	}
 	return got + ", with a reason"
-}
-
-func decision(dec flow.Decision) string {
-	switch dec.Action {
-	case flow.ActAck:
-		return "ack"
-	case flow.ActRetry:
-		return "retry via " + dec.To
-	case flow.ActPark:
-		return "park in " + dec.To
-	case flow.ActRequeue:
-		return "requeued at once (no wait)"
-	}
-	return "drop"
 }
 
 // world is one run: Q19's topology in memory, one worker running the
@@ -350,7 +336,7 @@ func (w *world) handle(ctx context.Context, d *flow.Delivery) flow.Decision {
 	case rec.called:
 		e.Kind, e.Note = lab.Failed, rec.sendErr.Error()
 	default:
-		e.Kind, e.Note = lab.Rejected, "not sent: "+decision(rec.dec)
+		e.Kind, e.Note = lab.Rejected, "not sent: "+check.Decision(rec.dec)
 	}
 	w.st.Emit(e)
 	w.mu.Lock()

@@ -106,13 +106,6 @@ func (w *world) expect(c *check.Checker, r check.Run, st step, name string, want
 	}
 }
 
-func sends(n int) string {
-	if n == 1 {
-		return "1 send"
-	}
-	return fmt.Sprintf("%d sends", n)
-}
-
 // world is one crash: the dead worker's steps, the broker's redelivery,
 // the survivor running the student's Handle, the live worker, the store
 // and a mail API that counts.
@@ -282,3 +275,6 @@ func (w *world) neverSent(id string) bool {
 	defer w.mu.Unlock()
 	return w.sends[id] == 0 && !(id == w.sc.live && w.liveSending)
 }
+
+// sends is n sends in words.
+func sends(n int) string { return check.Count(n, "send") }
