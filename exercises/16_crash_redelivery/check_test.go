@@ -72,7 +72,7 @@ func TestCrashRedelivery(t *testing.T) {
 	c := check.New(t)
 	for _, sc := range scenarios {
 		w := &world{sc: sc, db: store.NewMemory(), sends: map[string]int{},
-			status: map[string]store.Status{}}
+			status: map[string]store.Status{}, redelivered: map[*inmem.Task]bool{}}
 		r := check.InMem(t, sc.named(), w.run)
 		c.Accounted(r, lab.FateDone)
 		w.expect(c, r, marked, "a redelivered message whose row is SENT is skipped, not sent again", 1)
@@ -116,7 +116,8 @@ type world struct {
 
 	mu                       sync.Mutex
 	sends                    map[string]int
-	liveSending              bool   // the live worker has not finished its send
+	liveSending              bool // the live worker has not finished its send
+	redelivered              map[*inmem.Task]bool
 	unclaimed, unclaimedTask string // the first of the survivor's sends whose row was not SENDING
 	status                   map[string]store.Status
 }
@@ -136,7 +137,8 @@ func (w *world) run(ctx context.Context, s *lab.Stream) error {
 		return err
 	}
 	for _, id := range w.sc.ids {
-		t := &inmem.Task{ID: id, Attempt: 1}
+		t := &inmem.Task{ID: id}
+		w.redelivered[t] = true
 		queue.Redeliver("Broker", t,
 			dead+" was killed (SIGKILL) holding it unacked: redelivered to the survivor")
 	}
@@ -175,9 +177,8 @@ func (w *world) crash(ctx context.Context) error {
 		if won, err := w.db.Claim(ctx, id); err != nil || !won {
 			return fmt.Errorf("the dead worker's claim of %s: won %v, %v", id, won, err)
 		}
-		e := lab.Event{Kind: lab.Started, Task: id, Queue: q18.Queue, Actor: dead, Attempt: 1,
-			Note: "claimed: SENDING"}
-		st.Emit(e)
+		e := lab.Event{Kind: lab.Started, Task: id, Queue: q18.Queue, Actor: dead, Attempt: 1}
+		st.Emit(e) // the claim: SENDING
 		if step == claimed {
 			continue
 		}
@@ -233,8 +234,13 @@ func (w *world) liveWorker(ctx context.Context, q *inmem.Queue, t *inmem.Task) {
 
 // survive runs the student's Handle on one delivery to the survivor.
 func (w *world) survive(ctx context.Context, q, dlq *inmem.Queue, t *inmem.Task) {
-	redelivered := t.Attempt > 0 // the dead worker's five; the live copy is new
-	w.sys.Begin(survivor, q, t)
+	redelivered := w.redelivered[t] // the dead worker's five; the live copy is new
+	t.Attempt++
+	start := lab.Event{Kind: lab.Started, Task: t.ID, Queue: q.Name(), Actor: survivor, Attempt: t.Attempt}
+	if redelivered {
+		start.Note = "redelivered: the delivery Worker-1 never acked"
+	}
+	w.sys.Stream().Emit(start)
 	called := false
 	d := Delivery{ID: t.ID, Redelivered: redelivered}
 	err := Handle(ctx, w.db, d, func(ctx context.Context) error {
