@@ -154,7 +154,7 @@ var All = []Exercise{
 	},
 	{
 		Dir: "15_transient_permanent", File: "classify.go", Lesson: "Q19",
-		Title: "Transient or permanent: back off 2–32 s, or straight to the DLQ",
+		Title: "Transient or permanent: back off 2–32 s, or the DLQ at once",
 		Hints: []Hint{
 			{When: "malformed JSON goes to the DLQ at once with a reason, never sent", Text: "json.Unmarshal's error is the verdict on a body that is not JSON: no retry will parse it. Check it before anything is sent and park the message in DLQ with the error as the reason."},
 			{When: "a permanent error (400, 401, 404, 422) goes to the DLQ at once, with the error", Text: "A refusal the API answered (a *APIError, found with errors.As) is permanent unless its Status is 429 or 5xx: the same request gets the same answer. Park it at once, with err.Error() in the reason."},
@@ -167,7 +167,7 @@ var All = []Exercise{
 	},
 	{
 		Dir: "16_crash_redelivery", File: "survivor.go", Lesson: "Q20",
-		Title: "Survive a crash: skip what is SENT, take over what was left SENDING",
+		Title: "After a crash: skip SENT, take over what was left SENDING",
 		Hints: []Hint{
 			{When: "a redelivered message whose row is SENT is skipped, not sent again", Text: "The broker redelivers every message the dead worker never acked, the ones it finished too. Only the store knows which went out: a claim that does not win (the row is not QUEUED) must not send."},
 			{When: "nothing lost: every task ends done", Text: "A row left SENDING by a worker that died may or may not have been sent, and the store cannot tell. Skipping it loses the greeting whose send never happened; resending it sends the other one twice. Pick the resend: a redelivered copy whose row is SENDING is taken over and sent."},

@@ -41,6 +41,7 @@ type APIError struct {
 	Message string
 }
 
+// Error says the status and the message: "mail API 429: rate limited".
 func (e *APIError) Error() string { return fmt.Sprintf("mail API %d: %s", e.Status, e.Message) }
 
 // Send sends m's greeting through the mail API; nil when it went out.
