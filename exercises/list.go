@@ -149,6 +149,7 @@ var All = []Exercise{
 			{When: "two copies at once: exactly one claim wins, the other copy is skipped", Text: "The database runs one UPDATE at a time on a row: after the first sets SENDING, the second's WHERE finds nothing. res.RowsAffected() says which copy you are: 1 won, 0 did not (return nil without sending)."},
 			{When: "the mail API sends only while the row is SENDING (claimed, not yet SENT)", Text: "Mark SENT only after send returned nil. Marked first, a send that fails (or a worker that dies before it) leaves a row that says SENT for a greeting nobody got, and no copy will ever send it."},
 			{When: "a failed send hands the row back (QUEUED): the next delivery claims and sends it", Text: "After a failed send the message comes back, but a row left SENDING cannot be claimed: put it back to QUEUED (only if it is SENDING) and return the error."},
+			{When: "nothing lost: every task ends done", Text: "A copy that loses the claim sends nothing, so a message whose row a failed delivery left SENDING, or marked SENT before its send failed, is never sent by anyone: the log's lost line names it. SENT comes after a send that worked; after one that failed, the row goes back to QUEUED."},
 			{Text: "The statements are SQLite's with ? placeholders, on the table status (id, kind, status, …): db.ExecContext(ctx, query, id) returns a sql.Result."},
 		},
 	},

@@ -79,6 +79,7 @@ func TestAtomicClaim(t *testing.T) {
 	c := check.New(t)
 	for _, sc := range scenarios {
 		w := &world{sc: sc, dir: t.TempDir(), sends: map[string]int{}, deliveries: map[string]int{},
+			copies: map[string]int{},
 			failed: map[string]bool{}, status: map[string]store.Status{}}
 		r := check.InMem(t, sc.plan(), w.run)
 		c.Accounted(r, lab.FateDone)
@@ -116,6 +117,7 @@ type world struct {
 	mu                       sync.Mutex
 	sends                    map[string]int // message → emails the mail API sent
 	deliveries               map[string]int
+	copies                   map[string]int  // published and not yet acked or parked
 	failed                   map[string]bool // the message's planned first failure happened
 	unclaimed, unclaimedTask string          // the first send whose row was not SENDING
 	status                   map[string]store.Status
@@ -173,6 +175,9 @@ func (w *world) publishAll(ctx context.Context) error {
 		if err := clock.Wait(ctx, p.at-clock.Elapsed()); err != nil {
 			return err
 		}
+		w.mu.Lock()
+		w.copies[p.id]++
+		w.mu.Unlock()
 		if err := b.PublishTo(ctx, q18.Scheduler, q18.Exchange, "birthday", p.id); err != nil {
 			return err
 		}
@@ -190,6 +195,7 @@ func (w *world) handler(actor string) flow.Handler {
 		n := w.deliveries[d.Task]
 		w.mu.Unlock()
 		if n > hotLoop {
+			w.settled(d.Task)
 			return flow.Park(q18.DLQ, fmt.Sprintf("stopped by the checker: delivered %d times", n))
 		}
 		e.Kind = lab.Started
@@ -208,12 +214,30 @@ func (w *world) handler(actor string) flow.Handler {
 			e.Kind, e.Note = lab.Lost, "the send failed but Handle returned nil: acked, never sent; "+e.Note
 		case call.made:
 			e.Kind = lab.Succeeded
+		case w.lastHope(d.Task):
+			e.Kind, e.Note = lab.Lost, "skipped, but no copy sent it and none is left to: "+e.Note
 		default:
 			e.Kind, e.Note = lab.Duplicate, "not sent by this copy; "+e.Note
 		}
 		w.st.Emit(e)
+		w.settled(d.Task)
 		return flow.Ack()
 	}
+}
+
+// lastHope reports whether a copy of message id that does not send it
+// loses it: none was sent, and no other copy is left to send it.
+func (w *world) lastHope(id string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.sends[id] == 0 && w.copies[id] == 1
+}
+
+// settled counts one copy of message id acked or parked.
+func (w *world) settled(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.copies[id]--
 }
 
 // sendCall is what became of the one send a delivery may make.

@@ -2,7 +2,7 @@
 
 // Wrong: an atomic claim, but a failed send leaves the row SENDING: the
 // message comes back, finds it claimed and is skipped, never sent.
-// First failure: a failed send hands the row back (QUEUED): the next delivery claims and sends it
+// First failure: nothing lost: every task ends done
 
 package atomicclaim
 

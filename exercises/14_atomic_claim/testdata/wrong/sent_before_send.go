@@ -2,7 +2,7 @@
 
 // Wrong: an atomic claim, but the row is marked SENT before the send: a
 // send that fails leaves it SENT, and no delivery sends it again.
-// First failure: the mail API sends only while the row is SENDING (claimed, not yet SENT)
+// First failure: nothing lost: every task ends done
 
 package atomicclaim
 
