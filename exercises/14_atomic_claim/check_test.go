@@ -134,9 +134,8 @@ func (w *world) run(ctx context.Context, s *lab.Stream) error {
 	}
 	w.rows = rows
 	defer rows.Close()
-	for i, id := range w.sc.plan().Plan.Tasks {
-		kind := [...]string{"birthday", "anniversary"}[i%2]
-		if _, err := rows.Insert(ctx, store.Row{ID: id, Kind: kind, Status: store.Queued}); err != nil {
+	for _, id := range w.sc.plan().Plan.Tasks {
+		if _, err := rows.Insert(ctx, store.Row{ID: id, Kind: w.kind(id), Status: store.Queued}); err != nil {
 			return err
 		}
 	}
@@ -154,6 +153,17 @@ func (w *world) run(ctx context.Context, s *lab.Stream) error {
 		w.status[id] = r.Status
 	}
 	return err
+}
+
+// kind is message id's routing key: the scenario's messages are
+// birthdays and anniversaries in turn.
+func (w *world) kind(id string) string {
+	for i, t := range w.sc.plan().Plan.Tasks {
+		if t == id {
+			return [...]string{"birthday", "anniversary"}[i%2]
+		}
+	}
+	return "birthday"
 }
 
 // publishAll starts the two workers on an in-memory flow, publishes as
@@ -178,7 +188,7 @@ func (w *world) publishAll(ctx context.Context) error {
 		w.mu.Lock()
 		w.copies[p.id]++
 		w.mu.Unlock()
-		if err := b.PublishTo(ctx, q18.Scheduler, q18.Exchange, "birthday", p.id); err != nil {
+		if err := b.PublishTo(ctx, q18.Scheduler, q18.Exchange, w.kind(p.id), p.id); err != nil {
 			return err
 		}
 	}
