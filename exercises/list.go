@@ -140,4 +140,42 @@ var All = []Exercise{
 			{When: "each copy is confirmed before its original is acked", Text: "Ack the original only after publish returned nil (the broker confirmed the copy). Acked first, a failed publish loses the email; confirmed first, a crash in between leaves a duplicate, which the worker's idempotency handles."},
 		},
 	},
+	{
+		Dir: "14_atomic_claim", File: "claim.go", Lesson: "Q18",
+		Title: "The atomic claim: one UPDATE decides which copy sends",
+		Hints: []Hint{
+			{When: "a copy of a message already SENT is skipped, not sent again", Text: "An UPDATE whose WHERE clause names only the id affects the row whatever its status: a copy that arrives after the message was sent claims it again. Say in the WHERE clause which status the row must be in for the claim to count."},
+			{When: "two copies at once: exactly one claim wins, the other copy is skipped", Text: "A SELECT and then an UPDATE are two round trips: both copies read QUEUED before either writes, and both send. Make the check part of the change: one UPDATE … WHERE id = ? AND status = 'QUEUED'."},
+			{When: "two copies at once: exactly one claim wins, the other copy is skipped", Text: "The database runs one UPDATE at a time on a row: after the first sets SENDING, the second's WHERE finds nothing. res.RowsAffected() says which copy you are: 1 won, 0 did not (return nil without sending)."},
+			{When: "the mail API sends only while the row is SENDING (claimed, not yet SENT)", Text: "Mark SENT only after send returned nil. Marked first, a send that fails (or a worker that dies before it) leaves a row that says SENT for a greeting nobody got, and no copy will ever send it."},
+			{When: "a failed send hands the row back (QUEUED): the next delivery claims and sends it", Text: "After a failed send the message comes back, but a row left SENDING cannot be claimed: put it back to QUEUED (only if it is SENDING) and return the error."},
+			{When: "nothing lost: every task ends done", Text: "A copy that loses the claim sends nothing, so a message whose row a failed delivery left SENDING, or marked SENT before its send failed, is never sent by anyone: the log's lost line names it. SENT comes after a send that worked; after one that failed, the row goes back to QUEUED."},
+			{Text: "The statements are SQLite's with ? placeholders, on the table status (id, kind, status, …): db.ExecContext(ctx, query, id) returns a sql.Result."},
+		},
+	},
+	{
+		Dir: "15_transient_permanent", File: "classify.go", Lesson: "Q19",
+		Title: "Transient or permanent: back off 2–32 s, or the DLQ at once",
+		Hints: []Hint{
+			{When: "malformed JSON goes to the DLQ at once with a reason, never sent", Text: "json.Unmarshal's error is the verdict on a body that is not JSON: no retry will parse it. Check it before anything is sent and park the message in DLQ with the error as the reason."},
+			{When: "a permanent error (400, 401, 404, 422) goes to the DLQ at once, with the error", Text: "A refusal the API answered (a *APIError, found with errors.As) is permanent unless its Status is 429 or 5xx: the same request gets the same answer. Park it at once, with err.Error() in the reason."},
+			{When: "a permanent error (400, 401, 404, 422) goes to the DLQ at once, with the error", Text: "An error that carries no *APIError never got an answer (a reset connection, a timeout): that is the transient kind, as are 429 and the 5xx statuses."},
+			{When: "retry n waits 2 s·2ⁿ (2, 4, 8, 16, 32 s) in the wait queue of that delay", Text: "flow.Requeue() puts the message back at once: RabbitMQ has no requeue with a delay, and a requeued delivery is the same attempt again. Retry through the wait queue whose TTL is the delay: WaitQueue(Backoff(n)) for retry n."},
+			{When: "retry n waits 2 s·2ⁿ (2, 4, 8, 16, 32 s) in the wait queue of that delay", Text: "Backoff(n) doubles FirstDelay once per earlier retry: a left shift of a Duration by n doubles it n times. Retry n is d.Attempt-1: the first delivery failed, so the first retry waits 2 s."},
+			{When: "a transient error (network, timeout, 429, 5xx): 5 retries, then the DLQ", Text: "Count retries, not attempts: d.Attempt-1 retries were spent before this one. Park when that reaches MaxRetries: the sixth attempt's failure parks, the fifth's still retries (the 32 s wait comes before the sixth)."},
+			{When: "the run ends by itself", Text: "A retry into a wait queue the topology lacks (64 s: a sixth retry) is lost. Five retries, then the DLQ."},
+		},
+	},
+	{
+		Dir: "16_crash_redelivery", File: "survivor.go", Lesson: "Q20",
+		Title: "After a crash: skip SENT, take over what was left SENDING",
+		Hints: []Hint{
+			{When: "a redelivered message whose row is SENT is skipped, not sent again", Text: "The broker redelivers every message the dead worker never acked, the ones it finished too. Only the store knows which went out: a claim that does not win (the row is not QUEUED) must not send."},
+			{When: "nothing lost: every task ends done", Text: "A row left SENDING by a worker that died may or may not have been sent, and the store cannot tell. Skipping it loses the greeting whose send never happened; resending it sends the other one twice. Pick the resend: a redelivered copy whose row is SENDING is taken over and sent."},
+			{When: "a message the dead worker claimed and never sent (SENDING) is taken over and sent", Text: "To take a row over, hand it back and claim it again: db.Requeue moves SENDING to QUEUED, and your next db.Claim wins it (and counts the attempt), so MarkSent finds it SENDING."},
+			{When: "a copy not redelivered whose row a live worker holds SENDING is left to it", Text: "SENDING alone does not mean its worker died: the scheduler's second copy of a message a live worker is sending finds it SENDING too. Only the redelivered flag says the worker that held it is gone."},
+			{When: "the mail API sends a message only while its row is SENDING", Text: "Send only after your claim won (or your take-over claimed the row); mark it SENT after the send returned nil."},
+			{Text: "db.Get(ctx, d.ID) returns the row; row.Status is store.Queued, store.Sending, store.Sent … Compare it after a claim that did not win."},
+		},
+	},
 }

@@ -172,7 +172,7 @@ func (w *worker) handle(ctx context.Context, d *flow.Delivery) flow.Decision {
 
 // judge notes the first decision that is not the seed's.
 func (w *worker) judge(d *flow.Delivery, dec flow.Decision, sent bool) {
-	want, got := "", describe(dec)
+	want, got := "", check.Decision(dec)
 	switch {
 	case sent:
 		want = "ack"
@@ -184,20 +184,6 @@ func (w *worker) judge(d *flow.Delivery, dec flow.Decision, sent bool) {
 	if got != want {
 		w.note(&w.wrong, &w.wrongTask, d.Task, fmt.Sprintf("%s, delivery %d (%s): %s, not %s", d.Task, d.Attempt, map[bool]string{true: "sent", false: "not sent"}[sent], got, want))
 	}
-}
-
-func describe(dec flow.Decision) string {
-	switch dec.Action {
-	case flow.ActAck:
-		return "ack"
-	case flow.ActRetry:
-		return "retry via " + dec.To
-	case flow.ActPark:
-		return "park in " + dec.To
-	case flow.ActRequeue:
-		return "requeue at once"
-	}
-	return "drop"
 }
 
 func (w *worker) note(what, task *string, id, text string) {

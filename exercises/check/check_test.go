@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lab"
 )
 
@@ -38,4 +39,16 @@ func TestCheckerReportsTheFirstFailingPlan(t *testing.T) {
 	assert.Equal(t, "2", r.Got)
 	assert.Empty(t, r.Transcript, "seed 7's run had no events about C")
 	assert.Equal(t, []string{"00:00.300 [W] ❌ Error processing task C: boom"}, Transcript(a.Events, "C"))
+}
+
+// Decision and Count say what the checkers' got and want say.
+func TestWords(t *testing.T) {
+	assert.Equal(t, "retry via w", Decision(flow.Retry("w", nil)))
+	assert.Equal(t, "park in dlq", Decision(flow.Park("dlq", "why")))
+	assert.Equal(t, "requeue at once", Decision(flow.Requeue()))
+	assert.Equal(t, "ack", Decision(flow.Ack()))
+	assert.Equal(t, "drop", Decision(flow.Drop("why")))
+	assert.Equal(t, "1 send", Count(1, "send"))
+	assert.Equal(t, "0 sends", Count(0, "send"))
+	assert.Equal(t, "2 sends", Count(2, "send"))
 }
