@@ -119,9 +119,11 @@ func (b *q15Book) pending(tasks []string) []string {
 
 // waitSettled waits until every task was acked after success or nacked
 // and the worker has seen the broker's answer to its last settle, at most
-// bound of real time.
-func (b *q15Book) waitSettled(ctx context.Context, tasks []string, bound time.Duration) error {
-	timeout := time.NewTimer(bound)
+// bound of real time while the run's clock runs (a pause, the TUI's space
+// bar, stretches it).
+func (b *q15Book) waitSettled(ctx context.Context, clock lab.Clock, tasks []string, bound time.Duration) error {
+	expired := make(chan struct{})
+	timeout := clock.AfterFunc(clock.Lesson(bound), func() { close(expired) })
 	defer timeout.Stop()
 	for {
 		b.mu.Lock()
@@ -136,7 +138,7 @@ func (b *q15Book) waitSettled(ctx context.Context, tasks []string, bound time.Du
 		}
 		select {
 		case <-b.changed:
-		case <-timeout.C:
+		case <-expired:
 			return fmt.Errorf("q15: %s not settled within %v", strings.Join(left, ", "), bound)
 		case <-ctx.Done():
 			return ctx.Err()

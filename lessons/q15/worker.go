@@ -41,7 +41,7 @@ func (w *q15Worker) work(ctx context.Context, tasks []string) error {
 		}
 		done <- err
 	}()
-	waitErr := w.book.waitSettled(ctx, tasks, q15Bound(w.env, len(tasks)))
+	waitErr := w.book.waitSettled(ctx, w.env.Stream.Clock(), tasks, q15Bound(w.env, len(tasks)))
 	cancel()
 	err := <-done
 	if waitErr != nil { // why the worker was stopped: what it met then is beside the point
