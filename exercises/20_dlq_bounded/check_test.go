@@ -33,11 +33,11 @@ type scenario struct {
 const forever = time.Hour
 
 var scenarios = []scenario{
-	{name: "the lesson's part (e): the database away 2 s, a user and a bad body",
+	{name: "the lesson's (e): the database away 2 s, a user, a bad body",
 		tasks: []string{"e-user", "e-bad"}, downFor: 2 * time.Second},
-	{name: "the database away 15 s: the users are stored on their 3rd try",
+	{name: "the database away 15 s: users stored on their 3rd try",
 		tasks: []string{"u1", "bad1", "u2", "u3"}, downFor: 15 * time.Second},
-	{name: "the database away for good: every user gives up after 3 tries",
+	{name: "the database away for good",
 		tasks: []string{"g1", "g2", "bad2"}, downFor: forever},
 }
 
@@ -177,7 +177,7 @@ func describe(dec flow.Decision) string {
 // The checks, in the order a student reads them.
 const (
 	storedCheck = "an acked user is in the users table"
-	loopCheck   = "never requeued: a failed try waits 10 s in raffle_dlq_retry_10s before the next"
+	loopCheck   = "never requeued: a failed try waits 10 s in raffle_dlq_retry_10s"
 	mendCheck   = "a body no retry can mend is parked in raffle_parked at once"
 	boundCheck  = "a user is parked after exactly 3 failed tries, not before"
 	reasonCheck = "every park says why: the error of its last try"

@@ -1,7 +1,7 @@
 //go:build qlabex
 
 // Wrong: every error parks at once, the database away too: a retry would have stored them.
-// First failure: the database away: the whole batch retries via raffle_retry_10s, parked after 3 attempts
+// First failure: the database away: the whole batch retries, parked after 3 attempts
 
 package batchsettle
 

@@ -1,7 +1,7 @@
 //go:build qlabex
 
 // Wrong: a failed insert parks the whole batch at once (Broadway's default when handle_batch fails): the healthy users with the bad one.
-// First failure: one bad row does not fail its batch: the other users are stored and acked
+// First failure: one bad row does not fail its batch: the others are stored and acked
 
 package batchsettle
 

@@ -1,7 +1,7 @@
 //go:build qlabex
 
 // Wrong: the seed: one taken email fails the insert, and the whole batch is retried with it until all of it is parked.
-// First failure: a taken email is parked at once, its email in the reason: no retry can store it
+// First failure: a taken email is parked at once, the email in the reason
 
 package batchsettle
 

@@ -1,7 +1,7 @@
 //go:build qlabex
 
 // Wrong: the seed's DLQ consumer: reject with requeue on any failure, and the message is back at once, for ever.
-// First failure: never requeued: a failed try waits 10 s in raffle_dlq_retry_10s before the next
+// First failure: never requeued: a failed try waits 10 s in raffle_dlq_retry_10s
 
 package dlqbounded
 
