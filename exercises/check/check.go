@@ -6,6 +6,8 @@
 // name, got and want in the student's terms, and a short transcript of the
 // events that matter. A check runs on several plans (the seed's default
 // and seeded transient failures), so printing the expected log cannot pass.
+// Where the mechanism is a Prometheus registry, Scrape reads it as a
+// server would, and a failed check shows the /metrics lines (ThatShowing).
 package check
 
 import (
