@@ -14,7 +14,6 @@ import (
 	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/inmem"
 	"github.com/queuelab/qlab/lab"
-	"github.com/queuelab/qlab/lessons/q24"
 	"github.com/queuelab/qlab/lessons/raffle"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/store"
@@ -89,7 +88,7 @@ func (w *worker) run(ctx context.Context, s *lab.Stream) error {
 	w.mem, w.clock, w.stream = store.NewMemory(), s.Clock(), s
 	b := inmem.NewFlow(ctx, s, 2*len(w.sc.tasks)+1)
 	defer b.Close(context.Background())
-	if err := b.Declare(ctx, q24.Topology()); err != nil {
+	if err := b.Declare(ctx, Topology()); err != nil {
 		return err
 	}
 	// The fix counts its tries in a header of its own (qlab-retries: no x-
