@@ -98,10 +98,42 @@ func matches(when string, failed []string, output string) bool {
 	return output != "" && strings.Contains(output, when)
 }
 
-// Find returns exercise number n (1-based).
+// Find returns exercise number n. Numbers increase along All but may
+// skip one kept for an exercise still to come (a test says so), so n is
+// looked up, not used as an index.
 func Find(n int) (Exercise, error) {
-	if n < 1 || n > len(All) {
-		return Exercise{}, fmt.Errorf("no exercise %d: there are %d (qlab ex list)", n, len(All))
+	for _, ex := range All {
+		if ex.Number() == n {
+			return ex, nil
+		}
 	}
-	return All[n-1], nil
+	return Exercise{}, fmt.Errorf("no exercise %d: they are %s (qlab ex list)", n, numbers())
+}
+
+// Index is ex's position in All (0-based), or -1 when it is not there.
+func Index(ex Exercise) int {
+	for i, e := range All {
+		if e.Dir == ex.Dir {
+			return i
+		}
+	}
+	return -1
+}
+
+// numbers lists the exercise numbers as runs: "1–16, 18–20".
+func numbers() string {
+	var runs []string
+	for i := 0; i < len(All); {
+		j := i
+		for j+1 < len(All) && All[j+1].Number() == All[j].Number()+1 {
+			j++
+		}
+		run := strconv.Itoa(All[i].Number())
+		if j > i {
+			run += "–" + strconv.Itoa(All[j].Number())
+		}
+		runs = append(runs, run)
+		i = j + 1
+	}
+	return strings.Join(runs, ", ")
 }

@@ -131,7 +131,7 @@ func (st exState) next() (exercises.Exercise, bool) {
 	cur, _ := exByDir(st.Current)
 	n := len(exercises.All)
 	for i := 1; i <= n; i++ {
-		ex := exercises.All[(cur.Number()-1+i)%n]
+		ex := exercises.All[(exercises.Index(cur)+i)%n]
 		if !st.done(ex.Dir) {
 			return ex, true
 		}

@@ -197,3 +197,15 @@ func TestExCheckAllJSONSaysWhoseRunItIs(t *testing.T) {
 	code, _, stderr := qlab("ex", "list", "--name", "x")
 	assert.Equal(t, exitUsage, code, stderr)
 }
+
+// n moves on to the next exercise in the list, across a number kept for
+// one still to come (13 → 18 while 14–17 are elsewhere), and wraps round.
+func TestExNextFollowsTheList(t *testing.T) {
+	all := exercises.All
+	for i, ex := range all {
+		st := exState{Current: ex.Dir, Hints: map[string]int{}}
+		next, ok := st.next()
+		require.True(t, ok)
+		assert.Equal(t, all[(i+1)%len(all)].Dir, next.Dir, "after %s", ex.Dir)
+	}
+}

@@ -208,7 +208,7 @@ func (m exModel) key(k string) (tea.Model, tea.Cmd) {
 		m.mode = exShowResult
 	case "l":
 		m.mode = map[exMode]exMode{exShowResult: exShowList, exShowList: exShowResult}[m.mode]
-		m.cursor = m.ex.Number() - 1
+		m.cursor = max(exercises.Index(m.ex), 0)
 	case "r":
 		m.mode = exConfirmReset
 	case "c", "enter":
@@ -260,9 +260,11 @@ func (m exModel) listKey(k string) (tea.Model, tea.Cmd, bool) {
 		m2, cmd := m.open(exercises.All[m.cursor])
 		return m2, cmd, true
 	default:
-		if d, err := strconv.Atoi(k); err == nil && d >= 1 && d <= n {
-			m.cursor = d - 1
-			return m, nil, true
+		if d, err := strconv.Atoi(k); err == nil {
+			if ex, err := exercises.Find(d); err == nil {
+				m.cursor = exercises.Index(ex)
+				return m, nil, true
+			}
 		}
 		return m, nil, false
 	}

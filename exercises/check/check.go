@@ -6,6 +6,8 @@
 // name, got and want in the student's terms, and a short transcript of the
 // events that matter. A check runs on several plans (the seed's default
 // and seeded transient failures), so printing the expected log cannot pass.
+// Where the mechanism is a Prometheus registry, Scrape reads it as a
+// server would, and a failed check shows the /metrics lines (ThatShowing).
 package check
 
 import (
@@ -95,6 +97,16 @@ func (c *Checker) Expect(r Run, check string, got, want any, task string) bool {
 // That records check on run r with an outcome the checker computed
 // itself; got and want say what the run did and what it should have done.
 func (c *Checker) That(r Run, check string, ok bool, got, want, task string) bool {
+	return c.record(r, check, ok, got, want, func() []string { return Transcript(r.Events, task) })
+}
+
+// ThatShowing records check like That, showing lines (what the run
+// served on /metrics, say) instead of the run's log when it fails.
+func (c *Checker) ThatShowing(r Run, check string, ok bool, got, want string, lines []string) bool {
+	return c.record(r, check, ok, got, want, func() []string { return lines })
+}
+
+func (c *Checker) record(r Run, check string, ok bool, got, want string, transcript func() []string) bool {
 	res, seen := c.results[check]
 	if !seen {
 		res = &Result{Check: check, Pass: true}
@@ -102,7 +114,7 @@ func (c *Checker) That(r Run, check string, ok bool, got, want, task string) boo
 		c.order = append(c.order, check)
 	}
 	if !ok && res.Pass { // the first plan it failed on is the one shown
-		*res = Result{Check: check, Plan: r.Name, Got: got, Want: want, Transcript: Transcript(r.Events, task)}
+		*res = Result{Check: check, Plan: r.Name, Got: got, Want: want, Transcript: transcript()}
 	}
 	return ok
 }

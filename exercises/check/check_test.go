@@ -3,6 +3,8 @@ package check
 import (
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -51,4 +53,22 @@ func TestWords(t *testing.T) {
 	assert.Equal(t, "1 send", Count(1, "send"))
 	assert.Equal(t, "0 sends", Count(0, "send"))
 	assert.Equal(t, "2 sends", Count(2, "send"))
+}
+
+// Scrape reads a registry as a Prometheus server would (HTTP, the text
+// format) and gives back each family with its type; Lines shows a
+// histogram's HELP, TYPE, _sum and _count, not every bucket.
+func TestScrapeParsesTheTextFormat(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "x_seconds", Help: "x.", Buckets: []float64{.1, 1}}, []string{"queue"})
+	n := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "x_total", Help: "n."}, []string{"queue"})
+	reg.MustRegister(h, n)
+	h.WithLabelValues("q").Observe(0.5)
+	n.WithLabelValues("q").Add(2)
+	x, err := Scrape(reg)
+	require.NoError(t, err)
+	assert.Equal(t, dto.MetricType_HISTOGRAM, x.Families["x_seconds"].GetType())
+	assert.Equal(t, 2.0, x.Families["x_total"].GetMetric()[0].GetCounter().GetValue())
+	assert.Equal(t, []string{"# HELP x_seconds x.", "# TYPE x_seconds histogram",
+		`x_seconds_sum{queue="q"} 0.5`, `x_seconds_count{queue="q"} 1`}, x.Lines("x_seconds"))
 }
