@@ -15,8 +15,8 @@ $(QLAB): FORCE
 	@$(GO) build -o $(QLAB) ./cmd/qlab
 
 # make lesson-7 [SPEED=10] [FLAGS="--backend rabbit"]. Each lesson runs on
-# its default backend (lessons 10, 11 and 14-17 on the broker:
-# Lesson.Default) at its default speed (1, faster for a long lesson).
+# its default backend (lessons 10, 11 and 14-22 on the broker, 21 on the
+# cluster qlab broker cluster up started: Lesson.Default) at its default speed (1, faster for a long lesson).
 # QLAB_VIA=make makes the closing "Next:" line say make lesson-N.
 lesson-%: $(QLAB)
 	@QLAB_VIA=make $(QLAB) run $* $(if $(SPEED),--speed $(SPEED)) $(FLAGS)
