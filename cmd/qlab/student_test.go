@@ -7,8 +7,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
-	"time"
 	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
