@@ -117,7 +117,8 @@ type Ready struct {
 }
 
 // Prepare checks req, finds a broker for a broker run whose Options.Broker
-// is empty, and picks its names. A broker that cannot be found is a
+// is empty (for a lesson that needs a cluster, Lesson.Cluster, always the
+// cluster `qlab broker cluster up` recorded), and picks its names. A broker that cannot be found is a
 // *rabbit.NoBrokerError (its Details say where it looked).
 func Prepare(ctx context.Context, req Request) (Ready, error) {
 	req, err := Check(req)
@@ -128,7 +129,7 @@ func Prepare(ctx context.Context, req Request) (Ready, error) {
 	if r.Options.Backend != lab.Rabbit {
 		return r, nil
 	}
-	if r.Options.Broker == "" && r.Lesson.Cluster {
+	if r.Lesson.Cluster { // whatever broker a front end found: this lesson's is the cluster
 		if r.Broker, err = recordedCluster(ctx, r.Lesson); err != nil {
 			return Ready{}, err
 		}

@@ -90,6 +90,21 @@ func TestPrepareWithoutABroker(t *testing.T) {
 	assert.NotErrorIs(t, err, run.ErrInvalid)
 }
 
+// TestPrepareClusterLessonWithoutACluster: a lesson that stops nodes of
+// a cluster (Q21) is never handed the single broker, not even one a
+// front end found (the TUI passes its discovery's URL): with no cluster
+// recorded, Prepare fails at once with ErrNoCluster and how to start one.
+func TestPrepareClusterLessonWithoutACluster(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	t.Setenv(rabbit.EnvURL, "")
+	for _, broker := range []string{"", rabbit.DefaultURL} {
+		_, err := run.Prepare(t.Context(), run.Request{Lesson: find(t, 21),
+			Options: lesson.Options{Backend: lab.Rabbit, Broker: broker}})
+		require.ErrorIs(t, err, run.ErrNoCluster, broker)
+		assert.Contains(t, err.Error(), "start one with: qlab broker cluster up")
+	}
+}
+
 // crashing is lesson 10 whose in-memory process dies 2 s (lesson time)
 // into its run although nobody asked for it: the tasks memory held are
 // lost, as an unplanned crash would lose them.
