@@ -31,7 +31,7 @@ type failed struct {
 // failover is part 1: the seed's queues as quorum queues, two workers,
 // and the leader's node stopped once KillAfter messages are SENT.
 func (r *runner) failover(ctx context.Context) error {
-	r.env.Phase(fmt.Sprintf("1. Seed 003's queues as quorum queues on %d nodes; the leader's node "+
+	r.env.Phase(fmt.Sprintf("Seed 003's queues as quorum queues on %d nodes; the leader's node "+
 		"is stopped after %d of %d messages are sent", len(r.c.Nodes), KillAfter, Messages))
 	db, err := runstore.Open(ctx, r.env, "failover")
 	if err != nil {
@@ -73,7 +73,7 @@ func (r *runner) failover(ctx context.Context) error {
 		return err
 	}
 	r.env.Stream.Emit(lab.Event{Kind: lab.Phase, Actor: "lab", Note: fmt.Sprintf(
-		"stopping %s, the leader of %s (rabbitmqctl stop_app)", res.leader.Short, q18.Queue)})
+		"The leader's node stops: rabbitmqctl stop_app on %s, which leads %s", res.leader.Short, q18.Queue)})
 	stopped := time.Now()
 	if res.stopTook, err = r.kill(ctx, res.leader); err != nil {
 		return err

@@ -23,7 +23,7 @@ type latencyOf struct {
 // this cluster: persistent publishes each waiting for its confirm, to a
 // classic queue and to a quorum queue declared on the same node.
 func (r *runner) latency(ctx context.Context) error {
-	r.env.Phase(fmt.Sprintf("2. What the replicas cost: %d confirmed publishes to a classic and to a "+
+	r.env.Phase(fmt.Sprintf("What the replicas cost: %d confirmed publishes to a classic and to a "+
 		"quorum queue on the same cluster", latencyPublishes))
 	c, err := r.connect(ctx, 0)
 	if err != nil {

@@ -28,7 +28,7 @@ type poison struct {
 // x-delivery-count and, past x-delivery-limit, dead-letters it (P1, to
 // the seed's DLQ) or, with no dead-letter exchange, drops it (P2).
 func (r *runner) deliveryLimit(ctx context.Context) error {
-	r.env.Phase(fmt.Sprintf("3. The delivery limit: x-delivery-limit %d, a consumer that requeues "+
+	r.env.Phase(fmt.Sprintf("The delivery limit: x-delivery-limit %d, a consumer that requeues "+
 		"every delivery (P1 with a dead-letter exchange, P2 without)", DeliveryLimit))
 	c, err := r.connect(ctx, 0)
 	if err != nil {

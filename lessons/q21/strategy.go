@@ -27,7 +27,7 @@ type strategy struct {
 // x-overflow reject-publish on the source) keeps them in the source until
 // the target takes them.
 func (r *runner) deadLetterStrategy(ctx context.Context) error {
-	r.env.Phase("4. Dead-lettering into a full target: at-most-once (the default) against " +
+	r.env.Phase("Dead-lettering into a full target: at-most-once (the default) against " +
 		"at-least-once (x-dead-letter-strategy, with x-overflow reject-publish)")
 	c, err := r.connect(ctx, 0)
 	if err != nil {
