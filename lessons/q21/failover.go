@@ -72,8 +72,8 @@ func (r *runner) failover(ctx context.Context) error {
 	if err := sh.awaitSent(ctx, db, KillAfter, settleBound); err != nil {
 		return err
 	}
-	r.env.Stream.Emit(lab.Event{Kind: lab.Phase, Actor: "lab", Note: fmt.Sprintf(
-		"The leader's node stops: rabbitmqctl stop_app on %s, which leads %s", res.leader.Short, q18.Queue)})
+	r.env.Phase(fmt.Sprintf("The leader's node stops: rabbitmqctl stop_app on %s, which leads %s",
+		res.leader.Short, q18.Queue))
 	stopped := time.Now()
 	if res.stopTook, err = r.kill(ctx, res.leader); err != nil {
 		return err
