@@ -134,7 +134,8 @@ func containsURL(urls []string, u string) bool {
 func Topologies() []flow.Topology {
 	t := SeedTopology()
 	for _, q := range extraQueues {
-		t.Queues = append(t.Queues, flow.Queue{Name: q, Role: flow.Work, Quorum: true})
+		classic := q == latencyClassic || q == mostTarget || q == leastTarget
+		t.Queues = append(t.Queues, flow.Queue{Name: q, Role: flow.Work, Quorum: !classic})
 	}
 	return []flow.Topology{t}
 }

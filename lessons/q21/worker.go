@@ -49,6 +49,15 @@ func (w *worker) run(ctx context.Context) {
 		w.consume(ctx, c)
 		c.Close()
 		w.first = w.r.index(c.node) + 1 // the node it was on is the likely dead one
+		pause(ctx, 200*time.Millisecond) // a node that refuses the consume is not asked again at once
+	}
+}
+
+// pause waits d or until ctx ends.
+func pause(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
 	}
 }
 
@@ -213,6 +222,7 @@ func (p *probe) run(ctx context.Context) {
 		p.publish(ctx, c)
 		c.Close()
 		p.first = p.r.index(c.node) + 1
+		pause(ctx, 20*time.Millisecond)
 	}
 }
 
@@ -227,19 +237,16 @@ func (p *probe) publish(ctx context.Context, c conn) {
 	}
 	for ctx.Err() == nil {
 		err := confirmed(ctx, ch, "", p.r.names.Of(probeQueue), "probe")
-		if errors.Is(err, errNacked) {
-			continue // no leader took it: try again at once
-		}
-		if err != nil {
+		switch {
+		case errors.Is(err, errNacked): // no leader took it: not a confirm, try again
+		case err != nil:
 			return
+		default:
+			p.mu.Lock()
+			p.confirmed = append(p.confirmed, time.Now())
+			p.mu.Unlock()
 		}
-		p.mu.Lock()
-		p.confirmed = append(p.confirmed, time.Now())
-		p.mu.Unlock()
-		select {
-		case <-ctx.Done():
-		case <-time.After(20 * time.Millisecond):
-		}
+		pause(ctx, 20*time.Millisecond)
 	}
 }
 
