@@ -48,7 +48,7 @@ func (w *worker) run(ctx context.Context) {
 		}
 		w.consume(ctx, c)
 		c.Close()
-		w.first = w.r.index(c.node) + 1 // the node it was on is the likely dead one
+		w.first = w.r.index(c.node) + 1  // the node it was on is the likely dead one
 		pause(ctx, 200*time.Millisecond) // a node that refuses the consume is not asked again at once
 	}
 }
