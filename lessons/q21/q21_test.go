@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lessons/q21"
 	"github.com/queuelab/qlab/rabbit/cluster"
@@ -150,6 +151,9 @@ func TestQ21OnACluster(t *testing.T) {
 		}
 		assert.Equal(t, len(res.Tasks), summaries)
 		assert.Len(t, res.Tasks, q21.Messages+2+6)
+		labtest.AssertAccounted(t, rec.Events) // the accounting suite's check, which skips Q21
+		assert.Empty(t, l.Unexpected(lab.Rabbit, res.Tasks), "lost only AM2 and AM3, on purpose")
+		assert.NoError(t, lesson.CheckLost(l, lesson.Options{Backend: lab.Rabbit}, res, nil))
 		var b strings.Builder
 		page := render.Page{W: &b, Layout: render.LayoutFor(render.DefaultWidth)}
 		page.Tables(res.Tables)
