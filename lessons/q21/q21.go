@@ -112,9 +112,9 @@ func OnCluster(broker string, c *cluster.Cluster) error {
 	}
 	for _, u := range rabbit.SplitURLs(broker) {
 		if !containsURL(c.URLs(), u) {
-			return fmt.Errorf("lesson 21 stops a node of the cluster `qlab broker cluster up` started "+
-				"(%s), and %s is not one of its nodes: unset RABBITMQ_URL or set it to the cluster's list",
-				strings.Join(c.URLs(), " "), rabbit.Redact(u))
+			return fmt.Errorf("lesson 21 stops a node of the cluster `qlab broker cluster up` started, "+
+				"and %s is not one of its nodes: unset RABBITMQ_URL, or set it to the list "+
+				"`qlab broker cluster up` prints", rabbit.Redact(u))
 		}
 	}
 	return nil
