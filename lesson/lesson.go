@@ -61,6 +61,11 @@ type Lesson struct {
 	// restarts, loses a queue and the process is killed, and must still
 	// account for every task within its bound.
 	Faults bool
+	// Cluster says the broker run needs a three-node cluster it may stop
+	// nodes of (Q21): the one `qlab broker cluster up` recorded, never the
+	// single broker. run.Prepare passes the cluster's nodes as
+	// Options.Broker, or fails with one line on how to start one.
+	Cluster bool
 	// Topologies returns what the lesson's broker run declares: the very
 	// values its RabbitMQ RunFunc passes to Declare (TTLs aside, which do
 	// not change a name). AMQP cannot list a broker's queues, so this is

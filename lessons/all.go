@@ -29,6 +29,7 @@ import (
 	"github.com/queuelab/qlab/lessons/q18"
 	"github.com/queuelab/qlab/lessons/q19"
 	"github.com/queuelab/qlab/lessons/q20"
+	"github.com/queuelab/qlab/lessons/q21"
 	"github.com/queuelab/qlab/lessons/q22"
 	"github.com/queuelab/qlab/lessons/q23"
 	"github.com/queuelab/qlab/lessons/q24"
@@ -76,6 +77,7 @@ var All = []Lesson{
 	q18.Lesson,
 	q19.Lesson,
 	q20.Lesson,
+	q21.Lesson,
 	q22.Lesson,
 	q23.Lesson,
 	q24.Lesson,

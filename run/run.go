@@ -14,12 +14,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"slices"
 	"strings"
 
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lesson/rabbitenv"
 	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/rabbit/cluster"
 )
 
 // ErrInvalid marks a request that cannot run as asked (a backend the
@@ -114,7 +117,8 @@ type Ready struct {
 }
 
 // Prepare checks req, finds a broker for a broker run whose Options.Broker
-// is empty, and picks its names. A broker that cannot be found is a
+// is empty (for a lesson that needs a cluster, Lesson.Cluster, always the
+// cluster `qlab broker cluster up` recorded), and picks its names. A broker that cannot be found is a
 // *rabbit.NoBrokerError (its Details say where it looked).
 func Prepare(ctx context.Context, req Request) (Ready, error) {
 	req, err := Check(req)
@@ -124,6 +128,12 @@ func Prepare(ctx context.Context, req Request) (Ready, error) {
 	r := Ready{Lesson: req.Lesson, Options: req.Options}
 	if r.Options.Backend != lab.Rabbit {
 		return r, nil
+	}
+	if r.Lesson.Cluster { // whatever broker a front end found: this lesson's is the cluster
+		if r.Broker, err = recordedCluster(ctx, r.Lesson); err != nil {
+			return Ready{}, err
+		}
+		r.Options.Broker = r.Broker.URL
 	}
 	if r.Options.Broker == "" {
 		if r.Broker, err = rabbit.Discover(ctx, req.Discover); err != nil {
@@ -135,6 +145,48 @@ func Prepare(ctx context.Context, req Request) (Ready, error) {
 		r.Options.Names = rabbitenv.Of(NamesFor(req.Naming, req.Prefix))
 	}
 	return r, nil
+}
+
+// ErrNoCluster marks a cluster lesson's run with no cluster to run on:
+// the error says in one line how to start one, and a CLI exits 2.
+var ErrNoCluster = errors.New("no cluster is up")
+
+// recordedCluster is the cluster `qlab broker cluster up` recorded, as
+// the broker of lesson l, which needs one (Lesson.Cluster): its nodes'
+// URLs as one list. RABBITMQ_URL, when set, must list that cluster's
+// nodes: the lesson stops one of them, and only a cluster qlab started
+// can be stopped. Every node must run. It never tries the single broker.
+func recordedCluster(ctx context.Context, l lesson.Lesson) (rabbit.Broker, error) {
+	c, err := cluster.LoadRecorded(nil)
+	if errors.Is(err, cluster.ErrNoCluster) {
+		return rabbit.Broker{}, fmt.Errorf("%w: lesson %d runs on a three-node RabbitMQ cluster; "+
+			"start one with: qlab broker cluster up", ErrNoCluster, l.Number())
+	}
+	if err != nil {
+		return rabbit.Broker{}, err
+	}
+	if env := strings.TrimSpace(os.Getenv(rabbit.EnvURL)); env != "" {
+		for _, u := range rabbit.SplitURLs(env) {
+			if !slices.Contains(c.URLs(), u) {
+				return rabbit.Broker{}, invalidf("RABBITMQ_URL names %s, not a node of the cluster "+
+					"qlab broker cluster up started, and lesson %d stops one of its nodes: unset "+
+					"RABBITMQ_URL, or set it to the list qlab broker cluster up prints",
+					rabbit.Redact(u), l.Number())
+			}
+		}
+	}
+	for _, n := range c.Nodes {
+		if st := c.State(ctx, n); st != cluster.Running {
+			return rabbit.Broker{}, fmt.Errorf("%w: node %s of the recorded cluster is %s; "+
+				"qlab broker cluster revive %s, or qlab broker cluster down and up", ErrNoCluster, n.Short, st, n.Short)
+		}
+	}
+	b, err := rabbit.Probe(ctx, c.URLList(), "the cluster qlab broker cluster up recorded")
+	if err != nil {
+		return rabbit.Broker{}, fmt.Errorf("%w: the recorded cluster does not answer (%v); "+
+			"qlab broker cluster down, then up", ErrNoCluster, err)
+	}
+	return b, nil
 }
 
 // Start runs the prepared lesson, every event to sinks, and always ends

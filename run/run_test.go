@@ -3,6 +3,8 @@ package run_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -88,6 +90,47 @@ func TestPrepareWithoutABroker(t *testing.T) {
 		Discover: rabbit.DiscoverOptions{DefaultURL: "amqp://guest:guest@127.0.0.1:1/"}})
 	require.ErrorIs(t, err, rabbit.ErrNoBroker)
 	assert.NotErrorIs(t, err, run.ErrInvalid)
+}
+
+// TestPrepareClusterLessonWithoutACluster: a lesson that stops nodes of
+// a cluster (Q21) is never handed the single broker, not even one a
+// front end found (the TUI passes its discovery's URL): with no cluster
+// recorded, Prepare fails at once with ErrNoCluster and how to start one.
+func TestPrepareClusterLessonWithoutACluster(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	t.Setenv(rabbit.EnvURL, "")
+	for _, broker := range []string{"", rabbit.DefaultURL} {
+		_, err := run.Prepare(t.Context(), run.Request{Lesson: find(t, 21),
+			Options: lesson.Options{Backend: lab.Rabbit, Broker: broker}})
+		require.ErrorIs(t, err, run.ErrNoCluster, broker)
+		assert.Contains(t, err.Error(), "start one with: qlab broker cluster up")
+	}
+}
+
+// TestPrepareClusterLessonOnARecordedCluster: a recorded cluster whose
+// nodes do not run is no cluster to run on (ErrNoCluster, and how to
+// revive it); a RABBITMQ_URL that names another broker is refused,
+// its password hidden.
+func TestPrepareClusterLessonOnARecordedCluster(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	state := `{"kind":"local","id":"qlab-1-abcd","dir":"/tmp/qlab-1-abcd","nodes":[
+{"short":"n1","name":"qlab-1-abcd-n1@localhost","port":1,"dir":"/tmp/qlab-1-abcd/n1"},
+{"short":"n2","name":"qlab-1-abcd-n2@localhost","port":2,"dir":"/tmp/qlab-1-abcd/n2"}]}`
+	require.NoError(t, os.MkdirAll(filepath.Join(cache, "qlab"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(cache, "qlab", "cluster.json"), []byte(state), 0o600))
+	req := run.Request{Lesson: find(t, 21), Options: lesson.Options{Backend: lab.Rabbit}}
+
+	t.Setenv(rabbit.EnvURL, "")
+	_, err := run.Prepare(t.Context(), req)
+	require.ErrorIs(t, err, run.ErrNoCluster)
+	assert.Contains(t, err.Error(), "node n1 of the recorded cluster is down; qlab broker cluster revive n1")
+
+	t.Setenv(rabbit.EnvURL, "amqp://guest:secret@127.0.0.1:5672/")
+	_, err = run.Prepare(t.Context(), req)
+	require.ErrorIs(t, err, run.ErrInvalid, "a usage error: the single broker cannot run lesson 21")
+	assert.Contains(t, err.Error(), "RABBITMQ_URL names amqp://guest:xxxxx@127.0.0.1:5672/")
+	assert.NotContains(t, err.Error(), "secret")
 }
 
 // crashing is lesson 10 whose in-memory process dies 2 s (lesson time)

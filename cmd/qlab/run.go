@@ -119,7 +119,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		Discover: discoverOptions,
 	})
 	switch {
-	case errors.Is(err, run.ErrInvalid):
+	case errors.Is(err, run.ErrInvalid), errors.Is(err, run.ErrNoCluster):
 		return usageError{err}
 	case err != nil:
 		if !explicitFlag(fs, "backend") { // the lesson's default: say it runs in memory too

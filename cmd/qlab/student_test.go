@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -24,7 +25,7 @@ func TestRunHelpStatesEachLessonsDefaultBackend(t *testing.T) {
 	code, out, _ := qlab("run", "--help")
 	require.Equal(t, exitOK, code)
 	out = strings.Join(strings.Fields(out), " ") // the help wraps
-	assert.Contains(t, out, "rabbit for lessons 10, 11, 14–20, 22, inmem for the others")
+	assert.Contains(t, out, "rabbit for lessons 10, 11, 14–22, inmem for the others")
 	assert.NotContains(t, out, "(default inmem)")
 	assert.Contains(t, out, "2× for 12, 5× for 13")
 }
@@ -180,4 +181,23 @@ func TestProseLoggerWraps(t *testing.T) {
 		"      actor=Retry-Rabbit-Worker\n"+
 		"      queue=qlab-1a2b3c.sequential.second.retry.processing err=\"Exception (320)\n"+
 		"      connection forced\"\n", b.String())
+}
+
+// TestClusterLessonWithoutAClusterSaysHowToStartOne: lesson 21 stops a
+// node of the cluster `qlab broker cluster up` records; with none
+// recorded it says in one line how to start one and exits 2, at once,
+// without trying the single broker; and it refuses a RABBITMQ_URL that is
+// not that cluster's.
+func TestClusterLessonWithoutAClusterSaysHowToStartOne(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir()) // no state file: no cluster recorded
+	t.Setenv("RABBITMQ_URL", "")
+	for _, args := range [][]string{{"run", "21"}, {"run", "21", "--json"}} {
+		begin := time.Now()
+		code, out, errOut := qlab(args...)
+		assert.Equal(t, exitUsage, code, args)
+		assert.Empty(t, out, args)
+		assert.Equal(t, "qlab: no cluster is up: lesson 21 runs on a three-node RabbitMQ cluster; "+
+			"start one with: qlab broker cluster up\n", errOut, args)
+		assert.Less(t, time.Since(begin), 5*time.Second, "no broker is tried, nothing waits")
+	}
 }

@@ -44,7 +44,8 @@ func RunInMem(t *testing.T, l lesson.Lesson, opts lesson.Options) ([]lab.Event, 
 const runBound = 3 * time.Minute
 
 // RunRabbit runs lesson l on the test broker (skipping without one,
-// failing under QLAB_REQUIRE_BROKER=1) at its TestSpeed, or opts.Speed
+// failing under QLAB_REQUIRE_BROKER=1, and skipping a lesson that needs a
+// cluster, Lesson.Cluster) at its TestSpeed, or opts.Speed
 // when set, bounded by runBound; the run must not fail.
 func RunRabbit(t *testing.T, l lesson.Lesson, opts lesson.Options) ([]lab.Event, lesson.Result) {
 	t.Helper()
@@ -55,6 +56,10 @@ func RunRabbit(t *testing.T, l lesson.Lesson, opts lesson.Options) ([]lab.Event,
 // emits it (a test that acts on the broker while the lesson runs).
 func RunRabbitWith(t *testing.T, l lesson.Lesson, opts lesson.Options, sinks ...lab.Sink) ([]lab.Event, lesson.Result) {
 	t.Helper()
+	if l.Cluster {
+		t.Skipf("%s runs on a three-node cluster and stops one of its nodes: the suites' single "+
+			"broker cannot host it; its own tests run it on a cluster (rabbit/cluster/clustertest)", l.ID)
+	}
 	opts.Backend = lab.Rabbit
 	opts.Broker = rabbittest.NeedBroker(t)
 	if opts.Speed == 0 {

@@ -391,23 +391,28 @@ func (c *Cluster) anyRunning(ctx context.Context) (NodeSpec, error) {
 
 // Queue is a queue as the cluster reports it. Leader, Members and Online
 // (the members whose node runs) are Erlang node names, set for quorum
-// queues only.
+// queues only. Messages counts every message the queue holds: Ready,
+// Unacked, and on a quorum queue with at-least-once dead-lettering the
+// dead letters it keeps until a target confirms them.
 type Queue struct {
 	Name    string
 	Type    string
 	Leader  string
 	Members []string
 	Online  []string
+
+	Messages, Ready, Unacked int
 }
 
 // Queues lists the queues of the default vhost, asked of a running node
-// (rabbitmqctl list_queues name type leader members).
+// (rabbitmqctl list_queues name type leader members online messages …).
 func (c *Cluster) Queues(ctx context.Context) ([]Queue, error) {
 	n, err := c.anyRunning(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out, err := c.drv.ctl(ctx, n, "list_queues", "--formatter", "json", "name", "type", "leader", "members", "online")
+	out, err := c.drv.ctl(ctx, n, "list_queues", "--formatter", "json", "name", "type", "leader", "members", "online",
+		"messages", "messages_ready", "messages_unacknowledged")
 	if err != nil {
 		return nil, err
 	}
@@ -423,13 +428,17 @@ func parseQueues(out string) ([]Queue, error) {
 		Leader  json.RawMessage `json:"leader"`
 		Members json.RawMessage `json:"members"`
 		Online  json.RawMessage `json:"online"`
+
+		Messages int `json:"messages"`
+		Ready    int `json:"messages_ready"`
+		Unacked  int `json:"messages_unacknowledged"`
 	}
 	if err := json.Unmarshal([]byte(cmp.Or(strings.TrimSpace(out), "[]")), &raw); err != nil {
 		return nil, fmt.Errorf("reading list_queues: %v: %q", err, out)
 	}
 	qs := make([]Queue, len(raw))
 	for i, r := range raw {
-		qs[i] = Queue{Name: r.Name, Type: r.Type}
+		qs[i] = Queue{Name: r.Name, Type: r.Type, Messages: r.Messages, Ready: r.Ready, Unacked: r.Unacked}
 		_ = json.Unmarshal(r.Leader, &qs[i].Leader)   // "" for a classic queue
 		_ = json.Unmarshal(r.Members, &qs[i].Members) // "" for a classic queue
 		_ = json.Unmarshal(r.Online, &qs[i].Online)

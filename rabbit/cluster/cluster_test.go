@@ -78,15 +78,16 @@ func TestNodeFindsShortAndFullNamesOnly(t *testing.T) {
 }
 
 func TestParseQueuesReadsQuorumLeadersAndClassicQueues(t *testing.T) {
-	out := `[{"name":"b.q","type":"quorum","leader":"x-n2@localhost","members":["x-n3@localhost","x-n1@localhost","x-n2@localhost"],"online":["x-n3@localhost","x-n2@localhost"]},
+	out := `[{"name":"b.q","type":"quorum","leader":"x-n2@localhost","members":["x-n3@localhost","x-n1@localhost","x-n2@localhost"],"online":["x-n3@localhost","x-n2@localhost"],"messages":4,"messages_ready":1,"messages_unacknowledged":1},
 {"name":"a.classic","type":"classic","leader":"","members":"","online":""}]`
 	qs, err := parseQueues(out)
 	require.NoError(t, err)
 	assert.Equal(t, []Queue{
 		{Name: "a.classic", Type: "classic"},
 		{Name: "b.q", Type: "quorum", Leader: "x-n2@localhost",
-			Members: []string{"x-n1@localhost", "x-n2@localhost", "x-n3@localhost"},
-			Online:  []string{"x-n2@localhost", "x-n3@localhost"}},
+			Members:  []string{"x-n1@localhost", "x-n2@localhost", "x-n3@localhost"},
+			Online:   []string{"x-n2@localhost", "x-n3@localhost"},
+			Messages: 4, Ready: 1, Unacked: 1}, // two dead letters kept (at-least-once)
 	}, qs)
 	qs, err = parseQueues("\n")
 	assert.NoError(t, err)

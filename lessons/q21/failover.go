@@ -1,0 +1,260 @@
+package q21
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lessons/q18"
+	"github.com/queuelab/qlab/lessons/runstore"
+	"github.com/queuelab/qlab/rabbit/cluster"
+	"github.com/queuelab/qlab/store"
+)
+
+// failed is what part 1 measured.
+type failed struct {
+	leader, newLeader cluster.NodeSpec
+	store             string        // the store's kind: SQLite, PostgreSQL
+	stopTook          time.Duration // rabbitmqctl stop_app on the leader's node
+	noLeader          time.Duration // the probe's longest wait for a confirm
+	probes            int           // probe publishes confirmed
+	workers           []*worker
+	sends             map[string]int // how often each message was sent
+	settled           time.Duration  // from the stop to every message sent and acked
+	revived           time.Duration  // rabbitmqctl start_app until the node takes connections
+}
+
+// failover is part 1: the seed's queues as quorum queues, two workers,
+// and the leader's node stopped once KillAfter messages are SENT.
+func (r *runner) failover(ctx context.Context) error {
+	r.env.Phase(fmt.Sprintf("Seed 003's queues as quorum queues on %d nodes; the leader's node "+
+		"is stopped after %d of %d messages are sent", len(r.c.Nodes), KillAfter, Messages))
+	db, err := runstore.Open(ctx, r.env, "failover")
+	if err != nil {
+		return err
+	}
+	defer db.Drop()
+	if err := r.declareSeed(ctx); err != nil {
+		return err
+	}
+	ids := messageIDs()
+	for i, id := range ids {
+		if _, err := db.Insert(ctx, store.Row{ID: id, Kind: routingKey(i), Status: store.Queued}); err != nil {
+			return err
+		}
+	}
+	res := &failed{store: db.Kind, sends: map[string]int{}}
+	if res.leader, err = r.c.Leader(ctx, r.names.Of(q18.Queue)); err != nil {
+		return err
+	}
+	work, stop := context.WithCancel(ctx)
+	defer stop()
+	first := r.index(res.leader)
+	sh := &shared{db: db, sends: res.sends, attempts: map[string]int{}}
+	res.workers = []*worker{
+		{r: r, name: Worker1, first: first, shared: sh},
+		{r: r, name: Worker2, first: first + 1, shared: sh},
+	}
+	var wg sync.WaitGroup
+	for _, w := range res.workers {
+		wg.Go(func() { w.run(work) })
+	}
+	p := &probe{r: r, first: first + 2}
+	wg.Go(func() { p.run(work) })
+	defer wg.Wait() // after stop: every goroutine ends with work
+	if err := r.publishBatch(ctx, res.leader, ids); err != nil {
+		return err
+	}
+	if err := sh.awaitSent(ctx, db, KillAfter, settleBound); err != nil {
+		return err
+	}
+	r.env.Phase(fmt.Sprintf("The leader's node stops: rabbitmqctl stop_app on %s, which leads %s",
+		res.leader.Short, q18.Queue))
+	stopped := time.Now()
+	if res.stopTook, err = r.kill(ctx, res.leader); err != nil {
+		return err
+	}
+	if res.newLeader, err = r.c.Leader(ctx, r.names.Of(q18.Queue)); err != nil {
+		return err
+	}
+	if err := sh.awaitSettled(ctx, r, db, res.workers); err != nil {
+		return err
+	}
+	res.settled = time.Since(stopped)
+	stop()
+	wg.Wait()
+	res.noLeader, res.probes = p.longestGap()
+	begin := time.Now()
+	if err := r.revive(ctx); err != nil { // the later parts want all three nodes
+		return err
+	}
+	res.revived = time.Since(begin)
+	r.env.Report(failoverTable(res, r.c))
+	r.env.Report(workerTable(res))
+	return nil
+}
+
+// declareSeed declares seed 003's exchanges and queues (quorum) and the
+// probe's queue, from a connection to the first node: a quorum queue's
+// first leader is the node that declared it (client-local).
+func (r *runner) declareSeed(ctx context.Context) error {
+	c, err := r.connect(ctx, 0)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ch, err := c.Channel()
+	if err != nil {
+		return err
+	}
+	topo := SeedTopology()
+	for _, x := range topo.Exchanges {
+		if err := r.exchange(ch, x.Name, string(x.Kind)); err != nil {
+			return err
+		}
+	}
+	for _, q := range topo.Queues {
+		args := amqp.Table{"x-queue-type": "quorum"}
+		if q.DeadLetterExchange != "" {
+			args["x-dead-letter-exchange"] = r.names.Of(q.DeadLetterExchange)
+			args["x-dead-letter-routing-key"] = q.DeadLetterKey
+		}
+		if err := r.queue(ch, q.Name, args); err != nil {
+			return err
+		}
+	}
+	for _, b := range topo.Bindings {
+		if err := ch.QueueBind(r.names.Of(b.Queue), b.Key, r.names.Of(b.Exchange), false, nil); err != nil { // noWait
+			return err
+		}
+	}
+	// The probe's queue keeps its last 100 messages: it only measures.
+	return r.queue(ch, probeQueue, amqp.Table{"x-queue-type": "quorum", "x-max-length": 100})
+}
+
+// messageIDs are the batch's messages: M01 … M60.
+func messageIDs() []string {
+	ids := make([]string, Messages)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("M%02d", i+1)
+	}
+	return ids
+}
+
+// routingKey alternates the seed's two keys.
+func routingKey(i int) string {
+	if i%2 == 0 {
+		return "birthday"
+	}
+	return "anniversary"
+}
+
+// publishBatch is the minute scheduler's publish: every message through
+// the topic exchange, persistent, each confirmed before the next.
+func (r *runner) publishBatch(ctx context.Context, on cluster.NodeSpec, ids []string) error {
+	c, err := r.connect(ctx, r.index(on))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ch, err := c.Channel()
+	if err != nil {
+		return err
+	}
+	if err := ch.Confirm(false); err != nil { // noWait
+		return err
+	}
+	for i, id := range ids {
+		r.env.Stream.Emit(lab.Event{Kind: lab.Enqueued, Task: id, Queue: q18.Queue, Actor: Scheduler,
+			Note: fmt.Sprintf("key %s, published on %s", routingKey(i), c.node.Short)})
+		if err := confirmed(ctx, ch, r.names.Of(q18.Exchange), routingKey(i), id); err != nil {
+			return fmt.Errorf("publishing %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// shared is what both workers share: the store and the counts.
+type shared struct {
+	db       store.Store
+	mu       sync.Mutex
+	sends    map[string]int // the mail API's sends, per message
+	attempts map[string]int
+	last     time.Time // the last delivery any worker took
+}
+
+func (s *shared) sent(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sends[id]++
+}
+
+func (s *shared) attempt(id string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.attempts[id]++
+	s.last = time.Now()
+	return s.attempts[id]
+}
+
+// awaitSent waits until n rows are SENT, within bound.
+func (s *shared) awaitSent(ctx context.Context, db store.Statuses, n int, bound time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	for {
+		counts, err := db.Counts(ctx)
+		if err != nil {
+			return err
+		}
+		if counts[store.Sent] >= n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("only %d of %d messages sent within %s", counts[store.Sent], n, bound)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// awaitSettled waits until every message is SENT, none is ready in the
+// queue, every worker consumes again, and no delivery came for quiet:
+// the copies the stopped node's worker held have come back and been
+// absorbed.
+func (s *shared) awaitSettled(ctx context.Context, r *runner, db store.Statuses, workers []*worker) error {
+	if err := s.awaitSent(ctx, db, Messages, settleBound); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, settleBound)
+	defer cancel()
+	c, err := r.connect(ctx, r.index(workers[1].nodeNow()))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ch, err := c.Channel()
+	if err != nil {
+		return err
+	}
+	for {
+		ready, err := depth(ch, r.names.Of(q18.Queue))
+		if err != nil {
+			return err
+		}
+		s.mu.Lock()
+		idle := time.Since(s.last) >= quiet
+		s.mu.Unlock()
+		if ready == 0 && idle && workers[0].consuming() && workers[1].consuming() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the queue did not settle within %s after the stop (%d ready)", settleBound, ready)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

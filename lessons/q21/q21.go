@@ -1,0 +1,183 @@
+// Package q21 is lesson Q21 — quorum queues and a node failure.
+//
+// Notice: seed 003 declares its queues as quorum queues on three nodes and
+// promises that when one node dies "a new leader is elected, messages are
+// safe, publisher and consumer auto-reconnect". The lesson runs that on
+// the three-node cluster `qlab broker cluster up` started: it declares the
+// seed's queues with x-queue-type quorum, publishes sixty birthday
+// messages with confirms, lets two workers (prefetch 5) send them, and
+// stops the leader's node (rabbitmqctl stop_app) while they work. Count:
+// the new leader, the worker whose node died reconnecting to a live one,
+// every message sent once, the five it held redelivered, and the status
+// store absorbing the copies it had already sent. A probe publishing all
+// along measures how long the client saw no leader.
+//
+// Then what quorum queues change: the publish latency against a classic
+// queue on the same cluster, the delivery limit (x-delivery-count on each
+// requeue, and the message dead-lettered or dropped at the limit), and
+// at-least-once dead-lettering, which keeps a message the target refused
+// where at-most-once, the default, loses it.
+//
+// Broker-only: memory has no nodes, no leader and no replicas, so an
+// in-memory twin would show a queue that cannot fail the way this one does.
+package q21
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/queuelab/qlab/flow"
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lesson"
+	"github.com/queuelab/qlab/lesson/rabbitenv"
+	"github.com/queuelab/qlab/lessons/q18"
+	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/rabbit/cluster"
+)
+
+// Lesson runs on the cluster `qlab broker cluster up` recorded.
+var Lesson = New(Recorded)
+
+// New is the lesson on the cluster find returns (a test passes the
+// package's shared cluster; the CLI's lesson finds the recorded one).
+func New(find Finder) lesson.Lesson {
+	return lesson.Lesson{
+		ID:    "Q21",
+		Title: "Quorum queues and a node failure",
+		Notice: "Seed 003's queues as quorum queues on a three-node cluster: sixty birthday " +
+			"messages published with confirms, two workers (prefetch 5) sending them, and the " +
+			"leader's node stopped mid-run. Watch a new leader take over, the worker on the dead " +
+			"node reconnect to a live one, the messages it held come back redelivered and the " +
+			"store skip those already SENT: sixty sent, none twice. Then what the replicas cost " +
+			"(publish latency against a classic queue), the delivery limit, and at-least-once " +
+			"dead-lettering against the default at-most-once.",
+		Rabbit:  func(ctx context.Context, env *lesson.Env) error { return run(ctx, env, find) },
+		Default: lab.Rabbit,
+		Cluster: true,
+		// Broker-only, see the package comment. Not in the fault suite: it
+		// stages its own fault (a node stopped) on a cluster, and the fault
+		// suite's private single node has no nodes to stop.
+		Faults:     false,
+		Topologies: Topologies,
+		LosesOnPurpose: []string{
+			"AM2", "AM3", // at-most-once dead-lettering into a full target: gone
+		},
+	}
+}
+
+// The seed's numbers and the lesson's actors.
+const (
+	Prefetch  = q18.Prefetch // QUEUE_CONCURRENCY
+	Scheduler = q18.Scheduler
+	Messages  = 60                     // the scheduler's batch
+	KillAfter = 10                     // the leader's node stops once this many are SENT
+	sendTime  = 500 * time.Millisecond // seed 003: "500ms processing"
+	Worker1   = "Worker-1"             // connected to the leader's node
+	Worker2   = "Worker-2"             // connected to another node
+	Probe     = "Leader-Probe"
+)
+
+// Finder finds the cluster a run uses.
+type Finder func(ctx context.Context, env *lesson.Env) (*cluster.Cluster, error)
+
+// ErrNoCluster says how to get the cluster the lesson needs.
+var ErrNoCluster = errors.New("lesson 21 needs a three-node cluster and none is up: " +
+	"start one with `qlab broker cluster up` (about a minute)")
+
+// Recorded is the cluster `qlab broker cluster up` recorded. The run's
+// broker (Options.Broker), when set, must be that cluster's nodes: the
+// lesson stops a node, so it runs only where it started them.
+func Recorded(_ context.Context, env *lesson.Env) (*cluster.Cluster, error) {
+	c, err := cluster.LoadRecorded(nil)
+	if errors.Is(err, cluster.ErrNoCluster) {
+		return nil, ErrNoCluster
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := OnCluster(env.Broker, c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// OnCluster checks that every URL of broker (a comma-separated list, ""
+// for none) is a node of c.
+func OnCluster(broker string, c *cluster.Cluster) error {
+	if broker == "" {
+		return nil
+	}
+	for _, u := range rabbit.SplitURLs(broker) {
+		if !containsURL(c.URLs(), u) {
+			return fmt.Errorf("lesson 21 stops a node of the cluster `qlab broker cluster up` started, "+
+				"and %s is not one of its nodes: unset RABBITMQ_URL, or set it to the list "+
+				"`qlab broker cluster up` prints", rabbit.Redact(u))
+		}
+	}
+	return nil
+}
+
+func containsURL(urls []string, u string) bool {
+	for _, x := range urls {
+		if strings.TrimSuffix(x, "/") == strings.TrimSuffix(u, "/") {
+			return true
+		}
+	}
+	return false
+}
+
+// Topologies is what a run declares: the seed's queues (quorum) and the
+// queues of the later parts, for qlab broker clean.
+func Topologies() []flow.Topology {
+	t := SeedTopology()
+	for _, q := range extraQueues {
+		classic := q == latencyClassic || q == mostTarget || q == leastTarget
+		t.Queues = append(t.Queues, flow.Queue{Name: q, Role: flow.Work, Quorum: !classic})
+	}
+	return []flow.Topology{t}
+}
+
+// SeedTopology is seed 003's topology (Q18's) with both queues quorum.
+func SeedTopology() flow.Topology {
+	t := q18.Topology()
+	for i := range t.Queues {
+		t.Queues[i].Quorum = true
+	}
+	return t
+}
+
+// run runs the four parts on the cluster find returns, then revives any
+// node the lesson stopped (Failover does) and deletes what it declared.
+func run(ctx context.Context, env *lesson.Env, find Finder) error {
+	c, err := find(ctx, env)
+	if err != nil {
+		return err
+	}
+	if err := allRunning(ctx, c); err != nil {
+		return err
+	}
+	r := &runner{env: env, c: c, names: rabbitenv.Names(env)}
+	defer r.cleanup(ctx)
+	parts := []func(context.Context) error{r.failover, r.latency, r.deliveryLimit, r.deadLetterStrategy}
+	for _, part := range parts {
+		if err := part(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// allRunning refuses a cluster with a node down: stopping the leader of
+// a queue whose third node is already gone would leave no majority.
+func allRunning(ctx context.Context, c *cluster.Cluster) error {
+	for _, n := range c.Nodes {
+		if st := c.State(ctx, n); st != cluster.Running {
+			return fmt.Errorf("node %s of the cluster is %s: the lesson stops one node and needs the "+
+				"others running (qlab broker cluster revive %s, or down then up)", n.Short, st, n.Short)
+		}
+	}
+	return nil
+}
