@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/cluster"
 )
 
@@ -137,7 +138,7 @@ func clusterDown(ctx context.Context, file string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "stopping %s\n", strings.Join(c.URLs(), ", "))
+	fmt.Fprintf(stderr, "stopping %s\n", strings.Join(c.Names(), ", "))
 	if err := c.Down(ctx); err != nil {
 		return err
 	}
@@ -153,7 +154,7 @@ func clusterDown(ctx context.Context, file string, stdout, stderr io.Writer) err
 func clusterStatus(ctx context.Context, c *cluster.Cluster, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "cluster %s (%s nodes), recorded in %s\n", c.ID, c.Kind, c.StateFile())
 	for _, n := range c.Nodes {
-		fmt.Fprintf(stdout, "  %s  %-8s %s  %s\n", n.Short, c.State(ctx, n), n.Name, n.URL())
+		fmt.Fprintf(stdout, "  %s  %-8s %s  %s\n", n.Short, c.State(ctx, n), n.Name, rabbit.Redact(n.URL()))
 	}
 	queues, err := c.Queues(ctx)
 	if err != nil {

@@ -123,6 +123,7 @@ func TestBrokerClusterLifecycle(t *testing.T) {
 	code, out, _ = qlab("broker", "cluster", "status")
 	require.Equal(t, exitOK, code)
 	assert.Equal(t, 3, strings.Count(out, " running "), out)
+	assert.Equal(t, 3, strings.Count(out, "amqp://guest:xxxxx@"), "status shows each node's URL, password hidden:\n%s", out)
 	line := regexp.MustCompile(queue + `  leader (n\d)  members n1 n2 n3  online n1 n2 n3\n`).FindStringSubmatch(out)
 	require.NotNil(t, line, out)
 	leader := line[1]
@@ -147,8 +148,9 @@ func TestBrokerClusterLifecycle(t *testing.T) {
 	assert.Equal(t, exitOK, code)
 	assert.True(t, strings.HasPrefix(out, "a cluster is already up:\n"), out)
 
-	code, out, _ = qlab("broker", "cluster", "down")
+	code, out, errOut = qlab("broker", "cluster", "down")
 	require.Equal(t, exitOK, code)
+	assert.NotContains(t, errOut, "guest:guest", "down names the nodes, not their URLs")
 	assert.Equal(t, "removed cluster "+c.ID+": no process, port or directory left\n", out)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

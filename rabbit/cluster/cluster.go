@@ -117,7 +117,7 @@ func Up(ctx context.Context, opts Options) (*Cluster, error) {
 		c.say("starting failed, removing what was started: %v", err)
 		return nil, errors.Join(err, c.Down(context.WithoutCancel(ctx)))
 	}
-	c.say("cluster up in %.1fs: %s", time.Since(begin).Seconds(), strings.Join(c.names(), ", "))
+	c.say("cluster up in %.1fs: %s", time.Since(begin).Seconds(), strings.Join(c.Names(), ", "))
 	return c, nil
 }
 
@@ -247,7 +247,8 @@ func (c *Cluster) say(format string, args ...any) {
 	fmt.Fprintf(c.progress, format+"\n", args...)
 }
 
-func (c *Cluster) names() []string {
+// Names are the nodes' Erlang node names, in node order.
+func (c *Cluster) Names() []string {
 	names := make([]string, len(c.Nodes))
 	for i, n := range c.Nodes {
 		names[i] = n.Name
