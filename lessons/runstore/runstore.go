@@ -5,6 +5,7 @@
 package runstore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -31,14 +32,15 @@ type Opened struct {
 
 // Open opens the store of part name of env's lesson: a map in memory; on
 // the broker, SQLite in a file under a new temp dir, or PostgreSQL in a
-// new schema qlab_<lesson>_<random>_<name> when QLAB_DATABASE_URL is set.
+// new schema qlab_<lesson>_<random>_<name> when env.Database (else
+// QLAB_DATABASE_URL) names one.
 func Open(ctx context.Context, env *lesson.Env, name string) (Opened, error) {
 	if env.Stream.Backend() == lab.InMem {
 		return Opened{store.NewMemory(), "a map", sqlstore.Config{}, func() {}}, nil
 	}
 	slug := env.Stream.Lesson()
 	cfg := sqlstore.Config{
-		URL:    os.Getenv(sqlstore.EnvURL),
+		URL:    cmp.Or(env.Database, os.Getenv(sqlstore.EnvURL)),
 		Schema: fmt.Sprintf("qlab_%s_%08x_%s", slug, rand.Uint32(), name),
 	}
 	if cfg.URL == "" {
