@@ -52,6 +52,10 @@ type Options struct {
 	// suite's) can each have a database of their own. Empty: the
 	// environment's, else the embedded SQLite.
 	Database string
+	// Stores, when set, gets every status store the run opens
+	// (lessons/runstore), for a viewer to read their counts as the run
+	// goes: the TUI's store panel.
+	Stores *Stores
 	// Logger gets what a backend has to say outside the event stream
 	// (connection trouble). nil logs nothing.
 	Logger *slog.Logger
