@@ -57,7 +57,7 @@ func databaseAway(t *testing.T) {
 		t.Fatalf("store lessons %v: only %d are broker lessons of lessons.All", storeLessons, len(ls))
 	}
 	concurrently(t, names, func(t *testing.T, i int) {
-		runDatabaseAway(t, n, direct, ls[i], 3+int(seed()+uint64(i)*5)%10)
+		runDatabaseAway(t, n, direct, ls[i], 3+int(seed()*7+uint64(i)*5)%30)
 	})
 }
 
