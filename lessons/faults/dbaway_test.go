@@ -43,8 +43,8 @@ const dbAwayBound = runBound
 // dead-lettered only with the reason), none left pending, and no row
 // marked SENT whose message no worker began to send.
 func databaseAway(t *testing.T) {
+	n := runNode.get(t) // skips under -short, before PostgreSQL is asked for
 	direct := postgresURL(t)
-	n := runNode.get(t)
 	var ls []lesson.Lesson
 	var names []string
 	for _, l := range lessons.All {
