@@ -46,6 +46,16 @@ type Options struct {
 	// for a broker that went away before it ends, every unfinished task
 	// lost with the reason; default the broker package's own.
 	GiveUpAfter time.Duration
+	// Database, when set, is the status store's URL for the lessons with
+	// one (Q18, Q20, Q23, Q24: sqlstore.Config.URL) in place of
+	// QLAB_DATABASE_URL, so that concurrent runs in one process (the fault
+	// suite's) can each have a database of their own. Empty: the
+	// environment's, else the embedded SQLite.
+	Database string
+	// Stores, when set, gets every status store the run opens
+	// (lessons/runstore), for a viewer to read their counts as the run
+	// goes: the TUI's store panel.
+	Stores *Stores
 	// Logger gets what a backend has to say outside the event stream
 	// (connection trouble). nil logs nothing.
 	Logger *slog.Logger

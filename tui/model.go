@@ -14,6 +14,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lessons"
 	"github.com/queuelab/qlab/metrics"
 	"github.com/queuelab/qlab/render"
@@ -136,6 +137,10 @@ type Model struct {
 	met       *metrics.Metrics // this run's own, read for the panel (Config.Metrics spans runs)
 	metTotals metrics.Totals   // what the panel shows, read in Update
 	metricsOn bool             // the metrics panel is open (m)
+
+	stores      *lesson.Stores      // this run's status stores (Options.Stores)
+	storeStates []lesson.StoreState // as last read, for the store panel
+	storesFinal bool                // storeStates were read after the run returned
 }
 
 // lessonItem adapts a lesson to the menu list.
@@ -257,8 +262,11 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 				m.runErr = msg.err
 			}
 			m.settle()
+			return m, finalStoresCmd(m.gen, m.stores) // every store closed: their final counts
 		}
 		return m, nil
+	case storesMsg:
+		return m.onStores(msg)
 	case brokerMsg:
 		return m.onBroker(msg)
 	case tea.KeyMsg:
@@ -391,7 +399,9 @@ func (m Model) start() (tea.Model, tea.Cmd) {
 	m.speed = m.nextSpeed
 	m.sc, m.frame, m.clockMs, m.lastAt = newScene(explicit), 0, 0, time.Time{}
 	m.state, m.runDone, m.runErr, m.closed = running, false, nil, false
-	opts := lessons.Options{Backend: m.backend, Speed: m.speed, Plan: m.cfg.Plan, Broker: m.broker}
+	m.stores, m.storeStates, m.storesFinal = &lesson.Stores{}, nil, false
+	opts := lessons.Options{Backend: m.backend, Speed: m.speed, Plan: m.cfg.Plan, Broker: m.broker,
+		Stores: m.stores}
 	m.met, m.metTotals = metrics.New(), metrics.Totals{}
 	sinks := []lab.Sink{m.met}
 	if m.cfg.Metrics != nil {
@@ -400,7 +410,24 @@ func (m Model) start() (tea.Model, tea.Cmd) {
 	h, runCmd := startRun(m.gen, l, opts, sinks...)
 	m.run, m.pumping = h, true
 	m.fitLog()
-	return m, tea.Batch(runCmd, waitCmd(h))
+	return m, tea.Batch(runCmd, waitCmd(h), storesCmd(m.gen, m.stores, storesEvery))
+}
+
+// onStores takes a read of the run's stores and asks for the next while
+// the run goes; the panel's rows change the log's height.
+func (m Model) onStores(msg storesMsg) (tea.Model, tea.Cmd) {
+	if msg.gen != m.gen || m.storesFinal {
+		return m, nil // another run's, or a tick read before the final one
+	}
+	rows := m.storeRows()
+	m.storeStates, m.storesFinal = msg.states, msg.final
+	if m.storeRows() != rows {
+		m.fitLog()
+	}
+	if m.runDone {
+		return m, nil
+	}
+	return m, storesCmd(m.gen, m.stores, storesEvery)
 }
 
 // seek starts broker discovery for the open lesson, or says why it can't.
@@ -752,6 +779,7 @@ func (m Model) View() string {
 		}
 	}
 	out = append(out, m.statsLine(w))
+	out = append(out, m.storePanel(w)...)
 	out = append(out, m.metricsPanel(w)...)
 	out = append(out, m.paneRule(w))
 	out = append(out, m.log.View())

@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lessons"
 	"github.com/queuelab/qlab/render"
 	"github.com/queuelab/qlab/run"
@@ -130,6 +131,12 @@ type (
 		tables []render.Table
 		missed int // events the view missed by falling behind
 	}
+	// storesMsg is a read of the run's status stores (the store panel).
+	storesMsg struct {
+		gen    int
+		states []lesson.StoreState
+		final  bool // read after the run returned: every store closed
+	}
 	// brokerMsg is the answer of broker discovery.
 	brokerMsg struct {
 		lesson int
@@ -204,6 +211,26 @@ func drain(h *runHandle, got []lab.Event) eventsMsg {
 		}
 	}
 	return eventsMsg{gen: h.gen, events: got}
+}
+
+// storesEvery is how often the store panel reads the run's stores: a
+// COUNT … GROUP BY status, cheap, off the view's goroutine.
+const storesEvery = 250 * time.Millisecond
+
+// storesCmd reads stores after the delay given, bounded in time.
+func storesCmd(gen int, stores *lesson.Stores, after time.Duration) tea.Cmd {
+	return tea.Tick(after, func(time.Time) tea.Msg { return readStores(gen, stores, false) })
+}
+
+// finalStoresCmd reads stores once the run has returned.
+func finalStoresCmd(gen int, stores *lesson.Stores) tea.Cmd {
+	return func() tea.Msg { return readStores(gen, stores, true) }
+}
+
+func readStores(gen int, stores *lesson.Stores, final bool) storesMsg {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	return storesMsg{gen: gen, states: stores.Read(ctx), final: final}
 }
 
 // brokerCmd asks cfg.Broker for a broker, bounded in time.

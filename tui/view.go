@@ -11,6 +11,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/render"
+	"github.com/queuelab/qlab/store"
 )
 
 // Box geometry: a box is boxRows lines high (its name in the top border,
@@ -517,12 +518,50 @@ func (m Model) statsLine(w int) string {
 	return clip(line+nonZero(count{"mails sent", m.sc.mails}, count{"channels closed", m.sc.closes}), w)
 }
 
-// panelRows is how many rows the metrics panel takes.
+// panelRows is how many rows the store and metrics panels take.
 func (m Model) panelRows() int {
+	n := m.storeRows()
 	if m.metricsOn {
-		return 2
+		n += 2
 	}
-	return 0
+	return n
+}
+
+// maxStoreRows is how many stores the store panel shows: the latest a
+// run opened (Q18 opens one per variant, Q20 one per policy).
+const maxStoreRows = 2
+
+// storeRows is how many rows the store panel takes: none for a run that
+// opened no status store.
+func (m Model) storeRows() int { return min(len(m.storeStates), maxStoreRows) }
+
+// storePanel is the store panel, shown for the lessons with a status
+// store (Q18, Q20, Q23, Q24): how many rows each of the latest stores
+// holds in each status, and its users, as the store itself counts them.
+func (m Model) storePanel(w int) []string {
+	states := m.storeStates[len(m.storeStates)-m.storeRows():]
+	lines := make([]string, len(states))
+	for i, s := range states {
+		name := s.Name
+		if s.Closed {
+			name += " ended"
+		}
+		line := fmt.Sprintf("store %s · %s ·", name, s.Kind)
+		rows := 0
+		for _, st := range store.AllStatuses { // a status no row is in is left out: 80 columns
+			if n := s.Counts[st]; n > 0 {
+				line += fmt.Sprintf(" %s %d", st, n)
+				rows += n
+			}
+		}
+		if s.Users > 0 {
+			line += fmt.Sprintf(" users %d", s.Users)
+		} else if rows == 0 {
+			line += " no rows yet"
+		}
+		lines[i] = m.st.paint(faint, clip(line, w))
+	}
+	return lines
 }
 
 // metricsPanel is the metrics panel (m): this run's seed-003 figures as

@@ -4,7 +4,11 @@
 // fault is injected at a seeded moment: the broker closes every
 // connection, the broker application restarts, a queue is deleted from
 // outside, or the qlab process is killed and a second process finds and
-// removes what it left. Each case checks that every task is accounted for
+// removes what it left. The lessons with a status store (Q18, Q20, Q23,
+// Q24) also lose their database mid-run: PostgreSQL behind a proxy that
+// cuts every connection (needs QLAB_DATABASE_URL; skipped without it,
+// failed under QLAB_REQUIRE_DB=1), and no row may be left SENT that no
+// worker began to send. Each case checks that every task is accounted for
 // (one summary each, lost only with a reason), that the run ends within
 // its bound, leaves no goroutine and no queue behind, and prints one line
 // (fault=restart lesson=q10 tasks=4 done=3 …) to the fault report.

@@ -402,11 +402,12 @@ func concurrentlyIn(t *testing.T, slots chan struct{}, names []string, run func(
 
 // TestFaults runs the suite's groups at once: the restarts and the broker
 // kept down on a node each, one case at a time; the faults of one run,
-// the killed processes and the refused re-declares concurrently on the
-// run node. At the end no queue of any run is left on any node.
+// the killed processes, the refused re-declares and the database taken
+// away concurrently on the run node. At the end no queue of any run is
+// left on any node.
 func TestFaults(t *testing.T) {
-	groups := []func(*testing.T){nodeFaults, downFaults, runFaultCases, killed, conflicted}
-	names := []string{"node", "down", "run", "kill", "conflict"}
+	groups := []func(*testing.T){nodeFaults, downFaults, runFaultCases, killed, conflicted, databaseAway}
+	names := []string{"node", "down", "run", "kill", "conflict", "dbaway"}
 	slots := make(chan struct{}, len(groups)) // every group at once; each bounds its own cases
 	concurrentlyIn(t, slots, names, func(t *testing.T, i int) { groups[i](t) })
 	assertNodeClean(t)

@@ -105,12 +105,18 @@ func TestTimerBeforeNackHoldsTheSlots(t *testing.T) {
 				return err
 			})
 			assert.GreaterOrEqual(t, timer.firstH, Delay(0), "H waits for a slot")
-			assert.Equal(t, 5, queues.beforeH, "H is tried right after the five first attempts, before any retry")
 			assert.Greater(t, timer.attempts, queues.attempts, "the delay never grows")
 			if b == lab.InMem { // exact lesson time
+				assert.Equal(t, 5, queues.beforeH, "H is tried right after the five first attempts, before any retry")
 				assert.Equal(t, 5*(1+4), queues.attempts, "0, 2, 6, 14, 30 s: five attempts each")
 				return
 			}
+			// On the broker H's publish, 0.15 s of lesson time behind the
+			// five, can land after a first retry's 2 s wait on a loaded
+			// machine (at 20×, 7.5 ms against 100 ms real: seen once with
+			// both cores busy): H still waits for no slot, only that round.
+			assert.True(t, queues.beforeH >= 5 && queues.beforeH <= 2*5,
+				"H is tried after the five first attempts, before any second retry (%d before it)", queues.beforeH)
 			// On the broker a wait is never shorter than its TTL but may be
 			// longer under load, so a retry can land after the limit ends
 			// sooner in the schedule: at most five attempts each, at least two.

@@ -5,6 +5,7 @@
 package runstore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -24,21 +25,26 @@ type Opened struct {
 	// Config opens the same database from another process (Q20's worker);
 	// zero for the map, which no other process can reach.
 	Config sqlstore.Config
-	// Drop deletes the SQLite file or the PostgreSQL schema; it does
-	// nothing for the map.
+	// Drop deletes the SQLite file or the PostgreSQL schema (nothing for
+	// the map), after the run's Options.Stores, if any, read its final
+	// counts.
 	Drop func()
 }
 
 // Open opens the store of part name of env's lesson: a map in memory; on
 // the broker, SQLite in a file under a new temp dir, or PostgreSQL in a
-// new schema qlab_<lesson>_<random>_<name> when QLAB_DATABASE_URL is set.
+// new schema qlab_<lesson>_<random>_<name> when env.Database (else
+// QLAB_DATABASE_URL) names one. It registers the store with
+// env.Stores (the TUI's panel) under name.
 func Open(ctx context.Context, env *lesson.Env, name string) (Opened, error) {
 	if env.Stream.Backend() == lab.InMem {
-		return Opened{store.NewMemory(), "a map", sqlstore.Config{}, func() {}}, nil
+		m := store.NewMemory()
+		closed := env.Stores.Add(name, "a map", m)
+		return Opened{m, "a map", sqlstore.Config{}, func() { closed(context.WithoutCancel(ctx)) }}, nil
 	}
 	slug := env.Stream.Lesson()
 	cfg := sqlstore.Config{
-		URL:    os.Getenv(sqlstore.EnvURL),
+		URL:    cmp.Or(env.Database, os.Getenv(sqlstore.EnvURL)),
 		Schema: fmt.Sprintf("qlab_%s_%08x_%s", slug, rand.Uint32(), name),
 	}
 	if cfg.URL == "" {
@@ -59,7 +65,9 @@ func Open(ctx context.Context, env *lesson.Env, name string) (Opened, error) {
 		}
 		return Opened{}, err
 	}
+	closed := env.Stores.Add(name, kind, s)
 	return Opened{s, kind, cfg, func() {
+		closed(context.WithoutCancel(ctx))
 		_ = s.Drop(context.WithoutCancel(ctx))
 		if dir != "" {
 			_ = os.RemoveAll(dir)

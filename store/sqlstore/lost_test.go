@@ -2,10 +2,7 @@ package sqlstore_test
 
 import (
 	"context"
-	"io"
-	"net"
 	"net/url"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,19 +11,19 @@ import (
 
 	"github.com/queuelab/qlab/store"
 	"github.com/queuelab/qlab/store/sqlstore"
+	"github.com/queuelab/qlab/store/storetest"
 )
 
-// TestPostgresAwayMidRun: a store whose PostgreSQL goes away (here a proxy
-// in front of it that the test shuts, with every connection through it)
-// answers each call with an error wrapping store.ErrUnavailable, within the
-// connect bound, never a hang and never a contract answer such as "not
-// claimed".
+// TestPostgresAwayMidRun: a store whose PostgreSQL goes away (here a
+// storetest.Proxy in front of it that the test shuts) answers each call
+// with an error wrapping store.ErrUnavailable, within the connect bound,
+// never a hang and never a contract answer such as "not claimed".
 func TestPostgresAwayMidRun(t *testing.T) {
 	direct := postgresURL(t)
 	u, err := url.Parse(direct)
 	require.NoError(t, err)
-	p := startProxy(t, u.Host)
-	u.Host = p.addr
+	p := storetest.StartProxy(t, u.Host)
+	u.Host = p.Addr
 	s := openPostgres(t, direct) // its Drop cleans the schema up
 	away, err := sqlstore.Open(t.Context(), sqlstore.Config{URL: u.String(), Schema: s.Schema(),
 		ConnectTimeout: time.Second})
@@ -35,7 +32,7 @@ func TestPostgresAwayMidRun(t *testing.T) {
 	_, err = away.Insert(t.Context(), store.Row{ID: "m", Kind: "birthday", Status: store.Queued})
 	require.NoError(t, err)
 
-	p.shut()
+	p.Shut()
 	calls := map[string]func(ctx context.Context) error{
 		"Claim":       func(ctx context.Context) error { _, err := away.Claim(ctx, "m"); return err },
 		"Get":         func(ctx context.Context) error { _, err := away.Get(ctx, "m"); return err },
@@ -53,48 +50,4 @@ func TestPostgresAwayMidRun(t *testing.T) {
 	r, err := s.Get(t.Context(), "m")
 	require.NoError(t, err)
 	assert.Equal(t, store.Queued, r.Status, "nothing changed while away")
-}
-
-type proxy struct {
-	addr string
-	l    net.Listener
-	mu   sync.Mutex
-	open []net.Conn
-}
-
-// startProxy forwards 127.0.0.1:<free port> to target until shut.
-func startProxy(t *testing.T, target string) *proxy {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	p := &proxy{addr: l.Addr().String(), l: l}
-	go func() {
-		for {
-			in, err := l.Accept()
-			if err != nil {
-				return
-			}
-			out, err := net.Dial("tcp", target)
-			if err != nil {
-				in.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.open = append(p.open, in, out)
-			p.mu.Unlock()
-			go func() { io.Copy(out, in); out.Close() }()
-			go func() { io.Copy(in, out); in.Close() }()
-		}
-	}()
-	t.Cleanup(p.shut)
-	return p
-}
-
-// shut stops accepting and cuts every connection through the proxy.
-func (p *proxy) shut() {
-	p.l.Close()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range p.open {
-		c.Close()
-	}
 }
