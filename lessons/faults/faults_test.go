@@ -184,12 +184,15 @@ func seed() uint64 {
 //
 // The hold is the suite's limit under heavy load: a fault is rabbitmqctl
 // calls, an Erlang VM started for each (7 s for one at a load average of
-// 23 on 2 cores), and closing a run's connections took 12.6 s at 17. The
-// held worker makes no progress that long, and the run's stall check (10
-// s of real time, rabbit.Session.WaitSettled) ends it: close/q10 failed
-// so in six runs of six at that load. Releasing the worker after 5 s
-// instead let most runs end before their fault landed (close and delete
-// found nothing left to disturb), so the hold stays whole.
+// 23 on 2 cores). The held worker makes no progress meanwhile, and the
+// run's stall check (10 s of real time, rabbit.Session.WaitSettled) ends
+// a run held longer: closing a run's connections with a list and a close
+// each took 12.6–19 s, and close/q10 failed in seven runs of seven, until
+// rabbittest.CloseConnections did it in one eval (6 s at load 40). A
+// restart is two calls (stop_app, start_app): restart/q14 still failed so
+// in two full runs. Releasing the worker after 5 s instead let most runs
+// end before their fault landed (close and delete found nothing left to
+// disturb), so the hold stays whole.
 type trigger struct {
 	labtest.Recorder
 	n     int
