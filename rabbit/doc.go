@@ -29,8 +29,9 @@
 //     header the broker adds on dead-lettering; ReadRetries reads a retry
 //     counter a worker that republishes keeps (qlab-retries, or seed 004's
 //     x-retries) and refuses anything but an integer in [0, MaxRetryCount].
-//   - Session.PublishUnroutable shows what a publish to an undeclared
-//     queue gets: a confirm, and a basic.return only with mandatory.
+//   - Session.PublishWatched publishes once and shows what the broker
+//     answered: a confirm, and a basic.return only with mandatory;
+//     PublishUnroutable uses it on a queue nobody declared.
 //   - Session.Peek reads the head of a queue and leaves it there; Screen,
 //     Sift and Empty apply the consumer's foreign and malformed check
 //     (NotATask) for lessons that read queues with amqp091-go's own calls.

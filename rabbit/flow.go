@@ -197,7 +197,8 @@ func (f *Flow) notOurs(ctx context.Context, d *Delivery) {
 }
 
 // headersOf is d's headers, never nil: a broker message always has a
-// (maybe empty) header table, which tells a handler it runs on RabbitMQ.
+// (maybe empty) header table. A handler that needs to know it runs on a
+// broker asks the backend (flow.BrokerInfo), not the table.
 func headersOf(d *Delivery) amqp.Table {
 	if d.Headers == nil {
 		return amqp.Table{}

@@ -19,53 +19,15 @@ type Unroutable struct {
 // PublishUnroutable publishes task's message to seed queue queue, which
 // must not exist, through the default exchange: the NestJS email service's
 // sendToQueue('email_queue_dlq') when nobody declared that queue. It uses a
-// confirm channel of its own with mandatory as given, listens for
-// basic.return (Channel.NotifyReturn), waits for the confirm, then checks
-// that the queue still does not exist. It refuses when the queue exists:
-// the message would land in someone's queue.
-//
-// amqp091-go hands a basic.return to the NotifyReturn channel before it
-// processes the confirm that follows it on the same channel, so once the
-// confirm is in, a return for the message is already in the channel.
+// confirm channel of its own with mandatory as given (PublishWatched),
+// then checks that the queue still does not exist. It refuses when the
+// queue exists: the message would land in someone's queue.
 func (s *Session) PublishUnroutable(ctx context.Context, queue, task string, mandatory bool) (Unroutable, error) {
 	name := s.Names.Of(queue)
 	if exists, err := s.queueExists(ctx, name); err != nil || exists {
 		return Unroutable{}, fmt.Errorf("queue %s must not exist for this demonstration (exists %v, err %v)", name, exists, err)
 	}
-	// The answer comes back through withinValue: a publish abandoned at
-	// its bound must not write what this function returns. A connection
-	// lost on the way is dialled again (OnConnection): publishing twice to
-	// a queue that does not exist loses nothing more.
-	var u Unroutable
-	err := s.OnConnection(ctx, "publishing to the undeclared "+name, func(conn *amqp.Connection) (err error) {
-		u, err = withinValue(ctx, func() (u Unroutable, err error) {
-			ch, err := conn.Channel()
-			if err != nil {
-				return u, err
-			}
-			defer ch.Close()
-			if err := ch.Confirm(false); err != nil {
-				return u, err
-			}
-			returns := ch.NotifyReturn(make(chan amqp.Return, 1))
-			msg := Publishing(task, nil)
-			msg.AppId = s.Names.Run
-			dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", name, mandatory, false /* immediate */, msg)
-			if err != nil {
-				return u, err
-			}
-			if u.Confirmed, err = dc.WaitContext(ctx); err != nil {
-				return u, err
-			}
-			select {
-			case r := <-returns:
-				u.Returned, u.ReplyCode, u.ReplyText = true, r.ReplyCode, r.ReplyText
-			default:
-			}
-			return u, nil
-		})
-		return err
-	})
+	u, err := s.PublishWatched(ctx, "", name, task, mandatory)
 	if err != nil {
 		return u, fmt.Errorf("publishing %s to the undeclared %s: %w", task, name, err)
 	}
@@ -84,4 +46,52 @@ func (s *Session) queueExists(ctx context.Context, name string) (bool, error) {
 		return false, nil
 	}
 	return false, err
+}
+
+// PublishWatched publishes task's message (stamped with the run's id) to
+// broker exchange exchange ("" is the default) with routing key key, once,
+// on a confirm channel of its own with mandatory as given, and reports
+// what the broker answered: the confirm, and a basic.return if one came
+// (Channel.NotifyReturn). Unlike Publisher's one path it never publishes
+// again: what one publish gets back is what it shows (Q13's and Q17's
+// undeclared queue, Q18's key nothing matches). A connection lost on the
+// way is dialled again (OnConnection).
+//
+// amqp091-go hands a basic.return to the NotifyReturn channel before it
+// processes the confirm that follows it on the same channel, so once the
+// confirm is in, a return for the message is already in the channel.
+func (s *Session) PublishWatched(ctx context.Context, exchange, key, task string, mandatory bool) (Unroutable, error) {
+	// The answer comes back through withinValue: a publish abandoned at
+	// its bound must not write what this function returns.
+	var u Unroutable
+	err := s.OnConnection(ctx, "publishing "+task+" once", func(conn *amqp.Connection) (err error) {
+		u, err = withinValue(ctx, func() (u Unroutable, err error) {
+			ch, err := conn.Channel()
+			if err != nil {
+				return u, err
+			}
+			defer ch.Close()
+			if err := ch.Confirm(false /* noWait */); err != nil {
+				return u, err
+			}
+			returns := ch.NotifyReturn(make(chan amqp.Return, 1))
+			msg := Publishing(task, nil)
+			msg.AppId = s.Names.Run
+			dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, exchange, key, mandatory, false /* immediate */, msg)
+			if err != nil {
+				return u, err
+			}
+			if u.Confirmed, err = dc.WaitContext(ctx); err != nil {
+				return u, err
+			}
+			select {
+			case r := <-returns:
+				u.Returned, u.ReplyCode, u.ReplyText = true, r.ReplyCode, r.ReplyText
+			default:
+			}
+			return u, nil
+		})
+		return err
+	})
+	return u, err
 }

@@ -184,10 +184,11 @@ func seed() uint64 {
 // keep running. While it runs the trigger holds the run's pause, as a
 // student's space bar in the TUI does: a fault is rabbitmqctl calls, an
 // Erlang VM started for each (5–7 s a call at a load average of 20 on 2
-// cores), and counted as running time the freeze read as a stalled run
-// (close/q10, q11, q15, q18 and restart/q14 in one busy CI run). Fired on
-// a goroutine of its own instead, 34 of 36 faults landed after their run
-// had ended at that load: nothing was left to disturb.
+// cores; closing a run's connections is one eval, a restart two calls),
+// and counted as running time the freeze read as a stalled run (close/q10,
+// q11, q15, q18 and restart/q14 in one busy CI run). Fired on a goroutine
+// of its own instead, 34 of 36 faults landed after their run had ended at
+// that load: nothing was left to disturb.
 type trigger struct {
 	labtest.Recorder
 	n     int

@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
-
-	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lab"
@@ -137,44 +134,11 @@ func (v *variant) publishPlain(ctx context.Context, r store.Row, rt *routed) err
 }
 
 // publishUnmandatory publishes task to the session's topic exchange with
-// key, mandatory off, on a confirm channel of a connection of its own,
-// and reports the confirm and whether a basic.return came back. amqp091-go
-// hands a return to NotifyReturn before the confirm that follows it, so
-// once the confirm is in, a return would be in the channel already.
+// key, mandatory off, as the seed's publisher does, on a confirm channel of
+// its own (rabbit.Session.PublishWatched), and reports the confirm and
+// whether a basic.return came back.
 func publishUnmandatory(ctx context.Context, s *rabbit.Session, key, task string) (
 	confirmed, returned bool, err error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	conn, err := s.Dial(ctx)
-	if err != nil {
-		return false, false, err
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		return false, false, err
-	}
-	defer ch.Close()
-	if err := ch.Confirm(false /* noWait */); err != nil {
-		return false, false, err
-	}
-	returns := ch.NotifyReturn(make(chan amqp.Return, 1))
-	msg := rabbit.Publishing(task, nil)
-	msg.AppId = s.Names.Run
-	dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, s.Names.Of(Exchange), key,
-		false, // mandatory: off, as the seed publishes
-		false, // immediate: unsupported since RabbitMQ 3.0
-		msg)
-	if err != nil {
-		return false, false, err
-	}
-	if confirmed, err = dc.WaitContext(ctx); err != nil {
-		return false, false, err
-	}
-	select {
-	case <-returns:
-		returned = true
-	default:
-	}
-	return confirmed, returned, nil
+	u, err := s.PublishWatched(ctx, s.Names.Of(Exchange), key, task, false /* mandatory: off */)
+	return u.Confirmed, u.Returned, err
 }
