@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -200,8 +201,17 @@ func depthTrap(ctx context.Context, env *lesson.Env, b flow.Backend) (int, error
 	env.Stream.Emit(lab.Event{Kind: lab.Phase, Actor: "lab",
 		Note: fmt.Sprintf("%s depth %d: %d ready, %d delivered and unacked", Held, depth, depth, Published-depth)})
 	open()
-	return depth, nil
+	// Part (a) ends when its tasks have (bounded; past the bound part (b)
+	// starts anyway): released, they finish on the worker's goroutines,
+	// and without this wait their lines fell before or after part (b)'s
+	// heading by scheduling (TestGolden/Q22 under -race, 1 run in 6).
+	_, err := rabbit.PollUntil(ctx, 20*time.Millisecond, depthSettle, func() (bool, error) {
+		return !slices.ContainsFunc(env.Stream.Tasks(), pending), nil
+	})
+	return depth, err
 }
+
+func pending(t lab.TaskRecord) bool { return t.Fate == lab.FatePending }
 
 // moving publishes ten tasks through an outage that fails every first
 // attempt (each waits 2 s in the retry queue, then succeeds) and, on a
