@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"slices"
@@ -80,7 +81,7 @@ func runDatabaseAway(t *testing.T, n *rabbittest.Node, direct string, l lesson.L
 	ctx, cancel := context.WithTimeout(context.Background(), dbAwayBound)
 	defer cancel()
 	runNames := rabbit.RunNames()
-	tr := &trigger{n: at, done: make(chan error, 1)}
+	tr := newTrigger(at)
 	tr.fire = func(lab.Event) { p.Shut(); tr.done <- nil }
 	speed := l.TestSpeed
 	if speed == 0 {
@@ -88,7 +89,7 @@ func runDatabaseAway(t *testing.T, n *rabbittest.Node, direct string, l lesson.L
 	}
 	start := time.Now()
 	opts := lesson.Options{Backend: lab.Rabbit, Broker: n.URL, Speed: speed,
-		Names: rabbitenv.Of(runNames), Database: u.String()}
+		Names: rabbitenv.Of(runNames), Database: u.String(), Pause: tr.pause, Logger: slog.New(warnings)}
 	_, runErr := lesson.Run(ctx, l, opts, tr)
 	took := time.Since(start)
 	events := tr.Events()

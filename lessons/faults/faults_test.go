@@ -201,6 +201,12 @@ type trigger struct {
 	at    time.Time  // when the fault had landed (fire returned)
 }
 
+// newTrigger is a trigger for the at-th event, with a pause of its own to
+// give the run (lesson.Options.Pause); its fire is set by the caller.
+func newTrigger(at int) *trigger {
+	return &trigger{n: at, done: make(chan error, 1), pause: &lab.Pause{}}
+}
+
 func (tr *trigger) Emit(e lab.Event) {
 	tr.Recorder.Emit(e)
 	tr.mu.Lock()
@@ -472,7 +478,7 @@ func runFaulted(t *testing.T, n *rabbittest.Node, l lesson.Lesson, f fault, at i
 	ctx, cancel := context.WithTimeout(context.Background(), runBound)
 	defer cancel()
 	names := rabbit.RunNames()
-	tr := &trigger{n: at, done: make(chan error, 1), pause: &lab.Pause{}}
+	tr := newTrigger(at)
 	tr.fire = func(first lab.Event) { tr.done <- f.fire(ctx, n, names, first) }
 	speed := l.TestSpeed
 	if speed == 0 {
