@@ -2,7 +2,7 @@
 
 // Wrong: confirm mode and a wait for every confirm, but a nack counts as
 // a confirm: Publish returns nil for a message the broker refused.
-// First failure: a message the broker refuses (basic.nack) is an error from Publish, not a silent loss
+// First failure: a refused message (basic.nack) is an error from Publish
 
 package quorumqueue
 

@@ -3,7 +3,7 @@
 // Wrong: the right queue, persistent messages, no confirms: Publish
 // returns once the bytes left, and a message the broker refused is lost
 // without a word.
-// First failure: a message the broker refuses (basic.nack) is an error from Publish, not a silent loss
+// First failure: a refused message (basic.nack) is an error from Publish
 
 package quorumqueue
 
