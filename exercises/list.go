@@ -180,7 +180,7 @@ var All = []Exercise{
 	},
 	{
 		Dir: "17_quorum_queue", File: "quorum.go", Lesson: "Q21", Broker: true,
-		Title: "A queue that survives its node: quorum, durable, confirmed",
+		Title: "A queue that survives its node: quorum, confirmed",
 		Hints: []Hint{
 			{When: "the queue is a durable quorum queue, as the broker has it", Text: "A classic queue (the default) lives on one node: when it dies, the queue is gone with it. The queue type is an argument of the declaration, \"x-queue-type\" (amqp.QueueTypeArg), and the one that keeps a copy on every node is \"quorum\" (amqp.QueueTypeQuorum)."},
 			{When: "the queue is a durable quorum queue, as the broker has it", Text: "The broker keeps an argument it does not know without a word: \"x-queue_type\" declares a classic queue. The checker's 406 names the argument that differs and what the broker has (\"current is none\": your queue has no type, so it is classic). A stream (\"stream\") is replicated too, but is a log a consumer reads from an offset, not a queue."},
