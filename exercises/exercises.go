@@ -120,7 +120,8 @@ func Index(ex Exercise) int {
 	return -1
 }
 
-// numbers lists the exercise numbers as runs: "1–16, 18–20".
+// numbers lists the exercise numbers as runs: "1–20", or "1–16, 18–20"
+// while 17 is missing.
 func numbers() string {
 	var runs []string
 	for i := 0; i < len(All); {

@@ -179,6 +179,20 @@ var All = []Exercise{
 		},
 	},
 	{
+		Dir: "17_quorum_queue", File: "quorum.go", Lesson: "Q21", Broker: true,
+		Title: "A queue that survives its node: quorum, confirmed",
+		Hints: []Hint{
+			{When: "the queue is a durable quorum queue, as the broker has it", Text: "A classic queue (the default) lives on one node: when it dies, the queue is gone with it. The queue type is an argument of the declaration, \"x-queue-type\" (amqp.QueueTypeArg), and the one that keeps a copy on every node is \"quorum\" (amqp.QueueTypeQuorum)."},
+			{When: "the queue is a durable quorum queue, as the broker has it", Text: "The broker keeps an argument it does not know without a word: \"x-queue_type\" declares a classic queue. The checker's 406 names the argument that differs and what the broker has (\"current is none\": your queue has no type, so it is classic). A stream (\"stream\") is replicated too, but is a log a consumer reads from an offset, not a queue."},
+			{When: "the broker accepts your declaration", Text: "A quorum queue lives as long as its cluster: the broker refuses one that is not durable, is auto-delete (goes with its last consumer) or exclusive (goes with its connection), with a 406 PRECONDITION_FAILED that names the property. Durable true, the other two false."},
+			{When: "the broker accepts your declaration", Text: "An unknown queue type is refused too (\"unsupported queue type\"): the value is \"quorum\", lower case, spelled as amqp.QueueTypeQuorum spells it."},
+			{When: "every message is published persistent (delivery mode 2)", Text: "Set DeliveryMode to amqp.Persistent (2) on each Publishing. A quorum queue writes every message to disk whatever its mode, but the seed publishes persistent, and the same publisher on a classic queue would lose transient messages in a restart."},
+			{When: "a refused message (basic.nack) is an error from Publish", Text: "A publish that returned nil only says the bytes left your process. Put the channel in confirm mode (ch.Confirm) and wait for the broker's answer to each message: a quorum queue confirms once a majority of its nodes has written the message."},
+			{When: "a refused message (basic.nack) is an error from Publish", Text: "A confirm is an ack or a nack: PublishWithDeferredConfirmWithContext returns a DeferredConfirmation whose WaitContext(ctx) says which. A nack (false) is a refusal (a full queue, a queue without a leader): return an error, so the caller publishes again or keeps the message."},
+			{Text: "Declare only what survival needs: the checker re-declares the queue as a durable quorum queue with no other arguments, and the broker refuses that if yours has any other (x-expires, x-max-length …)."},
+		},
+	},
+	{
 		Dir: "18_metric_types", File: "metrics.go", Lesson: "Q22",
 		Title: "Metrics: a histogram, two counters and a gauge, labelled by queue",
 		Hints: []Hint{

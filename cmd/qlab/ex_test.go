@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -139,6 +141,64 @@ func TestExListIsSelectable(t *testing.T) {
 	assert.Equal(t, 6, next.(exModel).cursor, "a digit moves the cursor to that exercise")
 }
 
+// At 80x24 the list of every exercise does not fit: it scrolls so the
+// cursor's row always shows, says how many rows are cut off, and never
+// runs past the screen, moving down through the list, round to the top
+// and up from there.
+func TestExListScrollsWithTheCursor(t *testing.T) {
+	require.Greater(t, len(exercises.All), 16, "a list that fits needs no scrolling: test at a smaller height")
+	m := exModel{root: fakeCheckout(t), ex: exercises.All[0], st: exState{Hints: map[string]int{}}, width: 80, height: 24}
+	next, _ := m.key("l")
+	moves := append(slices.Repeat([]string{"down"}, len(exercises.All)), slices.Repeat([]string{"up"}, 3)...)
+	for i, k := range moves {
+		next, _ = next.(exModel).key(k)
+		got := next.(exModel)
+		ex := exercises.All[got.cursor]
+		view := got.View()
+		lines := strings.Split(view, "\n")
+		require.LessOrEqual(t, len(lines), 24, "after %d keys the view runs past 24 lines:\n%s", i+1, view)
+		cursorRow := ""
+		for _, l := range lines {
+			if strings.HasPrefix(l, "›") {
+				cursorRow = l
+			}
+		}
+		assert.Contains(t, cursorRow, fmt.Sprintf("%2d %s ", ex.Number(), ex.Lesson), "after %d keys the cursor's row (exercise %d) is not shown:\n%s", i+1, ex.Number(), view)
+		hidden := 0
+		for _, l := range lines {
+			var k int
+			if _, err := fmt.Sscanf(strings.TrimLeft(l, " ↑↓"), "%d more", &k); err == nil {
+				hidden += k
+			}
+			assert.LessOrEqual(t, len([]rune(l)), 80, "a line wider than the screen")
+		}
+		shown := strings.Count(view, " Q") // every row names its lesson: " Q21 …"
+		assert.Equal(t, len(exercises.All), shown+hidden, "the rows shown and the ones said to be cut off are the whole list:\n%s", view)
+	}
+	assert.Equal(t, len(exercises.All)-3, next.(exModel).cursor, "down the whole list, round to the top, and up 3: the bottom's third row")
+}
+
+// In the list, digits spell a number: "1" then "7" is 17; a digit that
+// makes no number with the one before starts a new one; ↓ in between
+// starts afresh.
+func TestExListTakesTwoDigitNumbers(t *testing.T) {
+	m := exModel{root: fakeCheckout(t), ex: exercises.All[0], st: exState{Hints: map[string]int{}}, width: 80, height: 24}
+	next, _ := m.key("l")
+	at := func(keys ...string) int {
+		for _, k := range keys {
+			next, _ = next.(exModel).key(k)
+		}
+		return exercises.All[next.(exModel).cursor].Number()
+	}
+	assert.Equal(t, 1, at("1"))
+	assert.Equal(t, 17, at("7"), "1 then 7")
+	assert.Equal(t, 7, at("7"), "177 is no exercise: 7 starts afresh")
+	assert.Equal(t, 5, at("2", "5"), "25 is no exercise")
+	assert.Equal(t, 3, at("1", "down", "3"), "a key between the digits: 3, not 13")
+	view := next.View()
+	assert.Contains(t, view, "›   3 Q")
+}
+
 // Watch mode writes only what it changed: progress another terminal
 // saved meanwhile (qlab ex check 5 passing) survives its next save.
 func TestExWatchKeepsProgressFromAnotherTerminal(t *testing.T) {
@@ -198,8 +258,7 @@ func TestExCheckAllJSONSaysWhoseRunItIs(t *testing.T) {
 	assert.Equal(t, exitUsage, code, stderr)
 }
 
-// n moves on to the next exercise in the list, across a number kept for
-// one still to come (13 → 18 while 14–17 are elsewhere), and wraps round.
+// n moves on to the next exercise in the list, and wraps round.
 func TestExNextFollowsTheList(t *testing.T) {
 	all := exercises.All
 	for i, ex := range all {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -48,6 +49,7 @@ type exModel struct {
 	hints   int    // hints of ex shown so far
 	note    string // one line about the last key
 	cursor  int    // the list's selected row (0-based)
+	typed   string // the digits typed in the list so far: "1" then "7" is 17
 
 	seen      [32]byte  // the student's file as last polled
 	changedAt time.Time // when it last changed; zero once checked
@@ -208,7 +210,7 @@ func (m exModel) key(k string) (tea.Model, tea.Cmd) {
 		m.mode = exShowResult
 	case "l":
 		m.mode = map[exMode]exMode{exShowResult: exShowList, exShowList: exShowResult}[m.mode]
-		m.cursor = max(exercises.Index(m.ex), 0)
+		m.cursor, m.typed = max(exercises.Index(m.ex), 0), ""
 	case "r":
 		m.mode = exConfirmReset
 	case "c", "enter":
@@ -247,10 +249,14 @@ func (m exModel) open(ex exercises.Exercise) (tea.Model, tea.Cmd) {
 }
 
 // listKey moves the list's cursor (↑/↓, k/j) or opens the exercise under
-// it (enter) or the one whose number is typed (1–9; two digits typed in
-// quick succession are not needed: the cursor covers the rest).
+// it (enter). Digits move it to the exercise whose number they spell: a
+// digit extends the number typed before it when that makes one ("1" then
+// "7" is 17), else it starts a new one ("2" then "5" is 5, there being no
+// 25). Any other key starts the number afresh.
 func (m exModel) listKey(k string) (tea.Model, tea.Cmd, bool) {
 	n := len(exercises.All)
+	typed := m.typed
+	m.typed = ""
 	switch k {
 	case "up", "k":
 		m.cursor = (m.cursor + n - 1) % n
@@ -260,10 +266,12 @@ func (m exModel) listKey(k string) (tea.Model, tea.Cmd, bool) {
 		m2, cmd := m.open(exercises.All[m.cursor])
 		return m2, cmd, true
 	default:
-		if d, err := strconv.Atoi(k); err == nil {
-			if ex, err := exercises.Find(d); err == nil {
-				m.cursor = exercises.Index(ex)
-				return m, nil, true
+		for _, number := range []string{typed + k, k} {
+			if d, err := strconv.Atoi(number); err == nil {
+				if ex, err := exercises.Find(d); err == nil {
+					m.cursor, m.typed = exercises.Index(ex), number
+					return m, nil, true
+				}
 			}
 		}
 		return m, nil, false
@@ -280,7 +288,7 @@ func (m exModel) View() string {
 	var body []string
 	switch {
 	case m.mode == exShowList:
-		body = m.listLines()
+		body = m.listLines() // scrolled to the cursor below, once the room is known
 	case m.running && m.last == nil:
 		body = []string{"checking…"}
 	case m.last != nil:
@@ -304,6 +312,9 @@ func (m exModel) View() string {
 	}
 	foot = append(foot, "", p.faint(m.keysLine()))
 	room := max(m.height-len(top)-strings.Count(strings.Join(foot, "\n"), "\n")-1, 3)
+	if m.mode == exShowList {
+		body = scrolled(body, m.cursor, room, p.faint)
+	}
 	if len(body) > room {
 		body = append(body[:room-1], p.faint("…"))
 	}
@@ -321,7 +332,7 @@ func (m exModel) keysLine() string {
 	case m.mode == exConfirmReset:
 		return "y reset · any other key cancels"
 	case m.mode == exShowList:
-		return "↑/↓ or 1–9 choose · enter open · l or esc back · q quit"
+		return "↑/↓ or a number choose · enter open · l or esc back · q quit"
 	case m.last != nil && m.last.Status == exPass:
 		return "n next · l list · q quit"
 	case m.manual:
@@ -352,6 +363,28 @@ func (m exModel) listLines() []string {
 		out = append(out, line)
 	}
 	return out
+}
+
+// scrolled is the rows of a list that fit in room lines (room >= 3),
+// scrolled so that row cursor is one of them: a faint line says how many
+// rows are cut off above or below, so the list never just ends.
+func scrolled(rows []string, cursor, room int, faint func(string) string) []string {
+	n := len(rows)
+	if n <= room {
+		return rows
+	}
+	above := func(k int) string { return faint(fmt.Sprintf("  ↑ %d more", k)) }
+	below := func(k int) string { return faint(fmt.Sprintf("  ↓ %d more", k)) }
+	switch fit := room - 1; {
+	case cursor < fit: // the top of the list
+		return append(slices.Clone(rows[:fit]), below(n-fit))
+	case cursor >= n-fit: // its bottom
+		return append([]string{above(n - fit)}, rows[n-fit:]...)
+	}
+	fit := room - 2
+	start := cursor - fit/2 // the cursor near the middle; start >= 1 and start+fit < n here
+	out := append([]string{above(start)}, rows[start:start+fit]...)
+	return append(out, below(n-start-fit))
 }
 
 // clip cuts a line to width runes (escape codes of a coloured line may
