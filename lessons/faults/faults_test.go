@@ -409,7 +409,9 @@ func concurrentlyIn(t *testing.T, slots chan struct{}, names []string, run func(
 // TestFaults runs the suite's groups at once: the restarts and the broker
 // kept down on a node each, one case at a time; the faults of one run,
 // the killed processes and the refused re-declares concurrently on the
-// run node. At the end no queue of any run is left on any node.
+// run node; the node failures one at a time on the package's three-node
+// cluster (clusterFaults). At the end no queue of any run is left on any
+// node.
 func TestFaults(t *testing.T) {
 	groups := []func(*testing.T){nodeFaults, downFaults, runFaultCases, killed, conflicted, clusterFaults}
 	names := []string{"node", "down", "run", "kill", "conflict", "cluster"}
