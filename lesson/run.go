@@ -59,6 +59,12 @@ type Options struct {
 	// Logger gets what a backend has to say outside the event stream
 	// (connection trouble). nil logs nothing.
 	Logger *slog.Logger
+	// Quorum makes a broker run declare every queue as a quorum queue
+	// (x-queue-type quorum), whatever the lesson's topology says, so a
+	// classic lesson can run on a cluster and survive a node stopping
+	// (the fault suite's node group runs Q10 so). The in-memory backend
+	// ignores it.
+	Quorum bool
 }
 
 // Names are the broker names a run declares under: every queue and

@@ -94,7 +94,7 @@ func (s *Session) Declare(ctx context.Context, t Topology) error {
 		return err
 	}
 	for _, q := range t.Queues {
-		if err := s.declare(ctx, q.Name, Arguments(q, s.Names, s.Clock)); err != nil {
+		if err := s.declare(ctx, q.Name, s.arguments(q)); err != nil {
 			return err
 		}
 		s.owned.mu.Lock()
@@ -154,7 +154,7 @@ func (s *Session) refuseExisting(ctx context.Context, t Topology) error {
 		}
 		found.Queues = append(found.Queues, name)
 		var pe *PreconditionError
-		if err := s.queueDeclare(ctx, name, Arguments(q, s.Names, s.Clock)); errors.As(err, &pe) && found.Conflict == nil {
+		if err := s.queueDeclare(ctx, name, s.arguments(q)); errors.As(err, &pe) && found.Conflict == nil {
 			found.Conflict = pe
 		}
 	}
@@ -224,9 +224,16 @@ func (s *Session) declare(ctx context.Context, seedName string, args amqp.Table)
 // equivalent, so this reads the declared arguments back by behaviour.
 func (s *Session) Redeclare(ctx context.Context, q Queue, args amqp.Table) error {
 	if args == nil {
-		args = Arguments(q, s.Names, s.Clock)
+		args = s.arguments(q)
 	}
 	return s.queueDeclare(ctx, s.Names.Of(q.Name), args)
+}
+
+// arguments are the x-arguments the session declares q with: Arguments,
+// made quorum under Session.Quorum.
+func (s *Session) arguments(q Queue) amqp.Table {
+	q.Quorum = q.Quorum || s.Quorum
+	return Arguments(q, s.Names, s.Clock)
 }
 
 // queueDeclare declares durable queue name on a channel of its own (a 406

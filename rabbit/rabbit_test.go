@@ -327,3 +327,19 @@ func TestClosedSessionDialsNoMore(t *testing.T) {
 	require.ErrorIs(t, err, rabbit.ErrSessionClosed)
 	assert.True(t, s.Connection().IsClosed(), "no new connection was dialled")
 }
+
+func TestQuorumSessionDeclaresEveryQueueQuorum(t *testing.T) {
+	s := rabbittest.Session(t, 20)
+	s.Quorum = true
+	ctx := testCtx(t)
+	topo := sequentialTopology() // classic in the topology, TTL wait queues included
+	require.NoError(t, s.Declare(ctx, topo), "3.10 quorum queues take x-message-ttl and dead-letter routes")
+	for _, q := range topo.Queues {
+		require.False(t, q.Quorum, q.Name)
+		assert.NoError(t, s.Redeclare(ctx, q, nil), "%s: the session's own arguments are what it declared", q.Name)
+		var pe *rabbit.PreconditionError
+		require.ErrorAs(t, s.Redeclare(ctx, q, rabbit.Arguments(q, s.Names, s.Clock)), &pe,
+			"%s: the broker refuses it as a classic queue", q.Name)
+		assert.Contains(t, pe.Error(), "x-queue-type")
+	}
+}

@@ -53,6 +53,11 @@ type Session struct {
 	// the broker at Close (qlab run --keep). They are still the run's: its
 	// names carry its prefix, and qlab broker clean --prefix removes them.
 	Keep bool
+	// Quorum declares every queue of the session as a quorum queue
+	// (x-queue-type quorum), whatever its topology says: a classic lesson
+	// run on a cluster (lesson.Options.Quorum; the fault suite stops its
+	// main queue's leader). Set it before the first Declare.
+	Quorum bool
 
 	link   link
 	owned  owned
@@ -180,7 +185,7 @@ func (s *Session) Sibling(ctx context.Context) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	sib.GiveUpAfter = s.GiveUpAfter
+	sib.GiveUpAfter, sib.Quorum = s.GiveUpAfter, s.Quorum
 	return sib, nil
 }
 

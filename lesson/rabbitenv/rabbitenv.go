@@ -80,7 +80,7 @@ func Session(ctx context.Context, env *lesson.Env) (*rabbit.Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.GiveUpAfter, s.Keep = env.GiveUpAfter, env.Keep
+	s.GiveUpAfter, s.Keep, s.Quorum = env.GiveUpAfter, env.Keep, env.Quorum
 	if env.Keep {
 		env.Hold(keptKey{}, s)
 	}

@@ -12,4 +12,17 @@
 // (one summary each, lost only with a reason), that the run ends within
 // its bound, leaves no goroutine and no queue behind, and prints one line
 // (fault=restart lesson=q10 tasks=4 done=3 …) to the fault report.
+//
+// The node failure runs on a three-node cluster (rabbit/cluster, one for
+// the package through clustertest: TestMain runs the tests through
+// clustertest.Main, which removes it). Q10 runs with every queue declared
+// quorum (lesson.Options.Quorum; its code unchanged) on the cluster's URL
+// list, and the node leading its main queue is stopped (cluster.Kill,
+// rabbitmqctl stop_app) inside a seeded Started event, so the worker that
+// emitted it holds a delivery unacked while its node goes, then revived.
+// Q21, which stops its own leader, runs end to end on the same cluster.
+// Both must account for every task, count the redeliveries, leave no
+// queue and every node running; their lines add the leader's move, the
+// stop's duration and the longest a consumer had no connection (Q10) or
+// a confirm waited (Q21).
 package faults

@@ -21,6 +21,7 @@ import (
 	"github.com/queuelab/qlab/lesson/rabbitenv"
 	"github.com/queuelab/qlab/lessons"
 	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/rabbit/cluster/clustertest"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
 )
 
@@ -68,7 +69,7 @@ func (l *lazyNode) get(t *testing.T) *rabbittest.Node {
 }
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := clustertest.Main(m) // runs the tests, then removes the cluster if one started
 	// Cases run concurrently, so goroutines are checked once all have
 	// ended: none of any run may be left (goleak retries while they wind
 	// down).
@@ -192,6 +193,7 @@ func seed() uint64 {
 type trigger struct {
 	labtest.Recorder
 	n     int
+	kind  lab.Kind // when set, only events of this kind count towards n
 	count int
 	mu    sync.Mutex
 	fire  func(first lab.Event)
@@ -199,6 +201,7 @@ type trigger struct {
 	done  chan error
 	pause *lab.Pause // the run's (lesson.Options.Pause)
 	at    time.Time  // when the fault had landed (fire returned)
+	fired bool
 }
 
 // newTrigger is a trigger for the at-th event, with a pause of its own to
@@ -213,8 +216,11 @@ func (tr *trigger) Emit(e lab.Event) {
 	if tr.first.Queue == "" && e.Kind == lab.Enqueued && e.Queue != "" {
 		tr.first = e
 	}
-	tr.count++
-	now, first := tr.count == tr.n, tr.first
+	if tr.kind == "" || e.Kind == tr.kind {
+		tr.count++
+	}
+	now, first := tr.count == tr.n && !tr.fired, tr.first
+	tr.fired = tr.fired || now
 	tr.mu.Unlock()
 	if now {
 		tr.pause.Hold()
@@ -410,11 +416,12 @@ func concurrentlyIn(t *testing.T, slots chan struct{}, names []string, run func(
 // TestFaults runs the suite's groups at once: the restarts and the broker
 // kept down on a node each, one case at a time; the faults of one run,
 // the killed processes, the refused re-declares and the database taken
-// away concurrently on the run node. At the end no queue of any run is
-// left on any node.
+// away concurrently on the run node; the node failures one at a time on
+// the package's three-node cluster (clusterFaults). At the end no queue of
+// any run is left on any node.
 func TestFaults(t *testing.T) {
-	groups := []func(*testing.T){nodeFaults, downFaults, runFaultCases, killed, conflicted, databaseAway}
-	names := []string{"node", "down", "run", "kill", "conflict", "dbaway"}
+	groups := []func(*testing.T){nodeFaults, downFaults, runFaultCases, killed, conflicted, databaseAway, clusterFaults}
+	names := []string{"node", "down", "run", "kill", "conflict", "dbaway", "cluster"}
 	slots := make(chan struct{}, len(groups)) // every group at once; each bounds its own cases
 	concurrentlyIn(t, slots, names, func(t *testing.T, i int) { groups[i](t) })
 	assertNodeClean(t)

@@ -57,9 +57,10 @@ func New(find Finder) lesson.Lesson {
 		Rabbit:  func(ctx context.Context, env *lesson.Env) error { return run(ctx, env, find) },
 		Default: lab.Rabbit,
 		Cluster: true,
-		// Broker-only, see the package comment. Not in the fault suite: it
-		// stages its own fault (a node stopped) on a cluster, and the fault
-		// suite's private single node has no nodes to stop.
+		// Broker-only, see the package comment. Not enrolled with the
+		// lessons the fault suite runs on its private single nodes (they
+		// have no node to stop): the suite's cluster group runs it by name
+		// on its three-node cluster, where it stages its own fault.
 		Faults:     false,
 		Topologies: Topologies,
 		LosesOnPurpose: []string{
