@@ -56,7 +56,8 @@ func leaderStopped(t *testing.T, c *cluster.Cluster, at int) {
 	defer cancel()
 	names := rabbit.RunNames()
 	outage := &outageLog{Handler: warnings}
-	tr := &trigger{n: at, kind: lab.Started, done: make(chan error, 1), pause: &lab.Pause{}}
+	tr := newTrigger(at)
+	tr.kind = lab.Started
 	var before, after cluster.NodeSpec
 	var stopTook time.Duration
 	tr.fire = func(first lab.Event) {
