@@ -70,10 +70,13 @@ func (r *runner) failover(ctx context.Context) error {
 	p := &probe{r: r, first: first + 2}
 	wg.Go(func() { p.run(work) })
 	defer wg.Wait() // after stop: every goroutine ends with work
+	pl := &plug{leader: res.leader.Short, pull: make(chan struct{})}
+	stopKeys := r.readKeys(ctx, res, pl)
+	defer stopKeys()
 	if err := r.publishBatch(ctx, res.leader, ids); err != nil {
 		return err
 	}
-	if res.stopped, err = r.awaitStop(ctx, sh, db, res.leader); err != nil {
+	if res.stopped, err = r.awaitStop(ctx, sh, db, pl); err != nil {
 		return err
 	}
 	stopped := time.Now()
@@ -81,13 +84,15 @@ func (r *runner) failover(ctx context.Context) error {
 		if err := r.stopLeader(ctx, res); err != nil {
 			return err
 		}
+		pl.out(res.newLeader.Short)
 	}
-	if err := sh.awaitSettled(ctx, r, db, res); err != nil {
+	if err := sh.awaitSettled(ctx, r, db, res.workers); err != nil {
 		return err
 	}
 	res.settled = time.Since(stopped)
 	stop()
 	wg.Wait()
+	stopKeys() // and a revive at the student's v, under way, ends
 	res.noLeader, res.probes = p.longestGap()
 	if err := r.reviveAtEnd(ctx, res); err != nil { // the later parts want all three nodes
 		return err
@@ -113,6 +118,9 @@ func (r *runner) stopLeader(ctx context.Context, res *failed) (err error) {
 	r.env.Phase(fmt.Sprintf("The leader's node stops: rabbitmqctl stop_app on %s, which leads %s",
 		res.leader.Short, q18.Queue))
 	if res.stopTook, err = r.kill(ctx, res.leader); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err() // the run ended mid-stop: cleanup revives the node
+		}
 		return err
 	}
 	res.newLeader, err = r.c.Leader(ctx, r.names.Of(q18.Queue))
@@ -283,8 +291,7 @@ func (r *runner) bounded(ctx context.Context, err error) error {
 // queue, every worker consumes again, and no delivery came for quiet:
 // the copies the stopped node's worker held have come back and been
 // absorbed.
-func (s *shared) awaitSettled(ctx context.Context, r *runner, db store.Statuses, res *failed) error {
-	workers := res.workers
+func (s *shared) awaitSettled(ctx context.Context, r *runner, db store.Statuses, workers []*worker) error {
 	ctx, cancel := r.workBound(ctx)
 	defer cancel()
 	c, err := r.connect(ctx, r.index(workers[1].nodeNow()))
@@ -312,12 +319,6 @@ func (s *shared) awaitSettled(ctx context.Context, r *runner, db store.Statuses,
 			return nil
 		}
 		select {
-		case a, ok := <-r.act:
-			if !ok {
-				r.act = nil
-			} else if err := r.onKey(ctx, a, res); err != nil {
-				return err
-			}
 		case <-ctx.Done():
 			return r.bounded(ctx, fmt.Errorf("the queue did not settle (%d of %d sent, %d ready)",
 				counts[store.Sent], Messages, ready))
