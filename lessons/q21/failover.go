@@ -106,8 +106,7 @@ func (r *runner) failover(ctx context.Context) error {
 // stops it.
 func (r *runner) failoverTitle(leader cluster.NodeSpec) string {
 	if r.act != nil {
-		return fmt.Sprintf("Press k to stop %s, the leader's node, while the %d messages are sent; "+
-			"v revives it (quorum queues on %d nodes)", leader.Short, Messages, len(r.c.Nodes))
+		return fmt.Sprintf("Press k to stop %s (the leader) mid-run, v to revive it", leader.Short)
 	}
 	return fmt.Sprintf("Seed 003's queues as quorum queues on %d nodes; the leader's node "+
 		"is stopped after %d of %d messages are sent", len(r.c.Nodes), KillAfter, Messages)
