@@ -426,7 +426,7 @@ func (m Model) start() (tea.Model, tea.Cmd) {
 	h, runCmd := startRun(m.gen, l, opts, sinks...)
 	if prev != nil && prev.cluster && !ended(prev) {
 		h.after = prev.finished // it may be reviving a node: this run starts once it is done
-		m.flash = "the last run is reviving the node it stopped and deleting its queues: this one starts after"
+		m.flash = "the last run is reviving the node it stopped: this one starts once it is done"
 	}
 	m.run, m.pumping = h, true
 	m.fitLog()

@@ -287,7 +287,7 @@ func Run(ctx context.Context, cfg Config) error {
 		fm.stop()
 		if !fm.awaitStop(quitWait) && fm.run.cluster {
 			fmt.Fprintf(os.Stderr, "qlab: lesson %d is reviving the node it stopped and deleting its "+
-				"queues (up to %s)…\n", fm.lesson().Number(), clusterWait)
+				"queues (up to %.0f min)…\n", fm.lesson().Number(), clusterWait.Minutes())
 			fm.awaitStop(clusterWait)
 		}
 	}

@@ -135,7 +135,7 @@ func (r *runner) reviveAtEnd(ctx context.Context, res *failed) error {
 	if err := r.revive(ctx); err != nil {
 		return err
 	}
-	res.revived, res.revivedBy = time.Since(begin), "the lesson, at the end of part 1"
+	res.revived, res.revivedBy = time.Since(begin), "the lesson"
 	return nil
 }
 

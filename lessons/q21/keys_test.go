@@ -25,11 +25,12 @@ import (
 // student plays the TUI: it watches the stream and presses keys when
 // enough messages are SENT, collecting the lesson's answers.
 type student struct {
-	act  chan lesson.Act
-	mu   sync.Mutex
-	sent int
-	evs  []lab.Event
-	said []string // the lesson's answers, in order
+	act   chan lesson.Act
+	pause lab.Pause // the TUI's space: holds the workers' sends
+	mu    sync.Mutex
+	sent  int
+	evs   []lab.Event
+	said  []string // the lesson's answers, in order
 }
 
 func newStudent() *student { return &student{act: make(chan lesson.Act)} }
@@ -107,10 +108,10 @@ func failoverOnly(c *cluster.Cluster) lesson.Lesson {
 	return l
 }
 
-// runWith runs part 1 at speed with s's keys.
-func runWith(ctx context.Context, c *cluster.Cluster, s *student, speed float64) (lesson.Result, error) {
+// runWith runs part 1 at speed 2 with s's keys and s.pause.
+func runWith(ctx context.Context, c *cluster.Cluster, s *student) (lesson.Result, error) {
 	return lesson.Run(ctx, failoverOnly(c), lesson.Options{Backend: lab.Rabbit, Broker: c.URLList(),
-		Speed: speed, Act: s.act}, s)
+		Speed: 2, Act: s.act, Pause: &s.pause}, s)
 }
 
 // TestStudentPullsThePlug: with Options.Act the leader's node stops at the
@@ -130,17 +131,24 @@ func TestStudentPullsThePlug(t *testing.T) {
 		said = append(said, s.pressAfter(ctx, t, 3, KeyRevive)) // v before any k: nothing to revive
 		said = append(said, s.pressAfter(ctx, t, 20, KeyStop))
 		said = append(said, s.pressAfter(ctx, t, 22, KeyStop)) // k twice
-		// v, again while the node is still stopping (stop_app can take a while)
+		// The student pauses, so that messages are left when the node has
+		// stopped (stop_app can take longer than the rest of the batch on a
+		// loaded machine), and presses v until the node has stopped.
+		s.pause.Hold()
+		defer s.pause.Release()
 		for ctx.Err() == nil {
-			line := s.pressAfter(ctx, t, 25, KeyRevive)
+			line := s.pressAfter(ctx, t, 22, KeyRevive)
 			if !strings.Contains(line, "v works once it has stopped") {
 				said = append(said, line)
 				break
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
+		for !s.saw("n1 revived") && !s.saw("n2 revived") && !s.saw("n3 revived") && ctx.Err() == nil {
+			time.Sleep(50 * time.Millisecond)
+		}
 	})
-	res, err := runWith(ctx, c, s, 0.5) // slow enough for v to land before the last message is sent
+	res, err := runWith(ctx, c, s)
 	keys.Wait()
 	require.NoError(t, err)
 
@@ -192,7 +200,7 @@ func TestNoKeyNoStop(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	s := newStudent()
-	res, err := runWith(ctx, c, s, 2)
+	res, err := runWith(ctx, c, s)
 	require.NoError(t, err)
 	f := table(t, res, "What happened: the leader's node was not stopped")
 	assert.Contains(t, cell(t, f, "leader"), "not stopped")
@@ -225,7 +233,7 @@ func TestQuitMidStop(t *testing.T) {
 		}
 		time.Sleep(300 * time.Millisecond)
 	}()
-	res, err := runWith(runCtx, c, s, 2)
+	res, err := runWith(runCtx, c, s)
 	require.ErrorIs(t, err, context.Canceled)
 	assertAccounted(t, s.events(), res)
 	assertClusterWhole(ctx, t, c)
