@@ -426,7 +426,7 @@ func (m Model) start() (tea.Model, tea.Cmd) {
 	h, runCmd := startRun(m.gen, l, opts, sinks...)
 	if prev != nil && prev.cluster && !ended(prev) {
 		h.after = prev.finished // it may be reviving a node: this run starts once it is done
-		m.flash = "the last run is reviving the node it stopped: this one starts once it is done"
+		m.flash = waitingFlash
 	}
 	m.run, m.pumping = h, true
 	m.fitLog()
@@ -483,6 +483,10 @@ func (m *Model) stop() {
 		m.run.cancel()
 	}
 }
+
+// waitingFlash says a run waits for the cancelled cluster run before it;
+// its first event clears it.
+const waitingFlash = "the last run is reviving the node it stopped: this one starts once it is done"
 
 // ended reports whether run h has returned (it never waits).
 func ended(h *runHandle) bool {
@@ -595,6 +599,9 @@ func (m *Model) applyEvents(evs []lab.Event) {
 		return
 	}
 	m.logWidth = m.width
+	if m.flash == waitingFlash {
+		m.flash = ""
+	}
 	for _, e := range evs {
 		m.sc.apply(e, m.frame)
 		m.clockMs = max(m.clockMs, e.TMs)
