@@ -28,7 +28,7 @@ type failed struct {
 	settled           time.Duration  // from the stop to every message sent and acked
 	revived           time.Duration  // rabbitmqctl start_app until the node takes connections
 	stopped           bool           // the leader's node was stopped (the student may not have)
-	revivedBy         string         // "v" (the student) or the lesson; "" while not revived
+	revivedBy         string         // "v, mid-run" (the student) or "the lesson"; "" while not revived
 }
 
 // failover is part 1: the seed's queues as quorum queues, two workers,

@@ -10,7 +10,9 @@
 // the new leader, the worker whose node died reconnecting to a live one,
 // every message sent once, the five it held redelivered, and the status
 // store absorbing the copies it had already sent. A probe publishing all
-// along measures how long the client saw no leader.
+// along measures how long the client saw no leader. In `qlab tui 21` the
+// student pulls the plug instead (keys.go): k stops the leader's node when
+// they choose, v revives it.
 //
 // Then what quorum queues change: the publish latency against a classic
 // queue on the same cluster, the delivery limit (x-delivery-count on each
