@@ -171,7 +171,7 @@ func startRun(gen int, l lessons.Lesson, opts lessons.Options, extra ...lab.Sink
 	}
 	run := func() tea.Msg {
 		defer close(h.finished)
-		if h.after != nil {
+		if h.after != nil { // not cut short by ctx: a quit then waits for the node too (Run)
 			select {
 			case <-h.after:
 			case <-time.After(clusterWait):
