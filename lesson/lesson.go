@@ -84,6 +84,38 @@ type Lesson struct {
 	// the run (Unexpected, run.Ready.Start, qlab run's exit 1), and the
 	// parity suite's crash test does not count these against a backend.
 	LosesOnPurpose []string
+	// Actions are keys a student may press while the lesson runs in the
+	// TUI (Q21's k stops the leader's node, v revives it). The TUI lists
+	// them in its help line and hands each press to the run as an Act on
+	// Options.Act; a lesson without them gets no keys.
+	Actions []Action
+}
+
+// Action is one key a lesson takes while it runs (Lesson.Actions).
+type Action struct {
+	Key  string // one key, as bubbletea names it ("k"); never one of the TUI's own
+	Help string // a few words for the help line ("stop leader")
+}
+
+// Act is one press of an action key, handed to the run on Options.Act.
+type Act struct {
+	Key string
+	// Answer, when set, gets one line on what the lesson made of the key
+	// ("stopping rabbit-1", "no node is stopped: k stops the leader's");
+	// the lesson sends at most one line and never blocks on it, so a
+	// front end gives it a buffer of one.
+	Answer chan<- string
+}
+
+// Reply sends line to a.Answer, if it is set and has room; it never blocks.
+func (a Act) Reply(line string) {
+	if a.Answer == nil {
+		return
+	}
+	select {
+	case a.Answer <- line:
+	default:
+	}
 }
 
 // Parity is what a dual-backend lesson declares to the parity suite,

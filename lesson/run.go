@@ -56,6 +56,13 @@ type Options struct {
 	// (lessons/runstore), for a viewer to read their counts as the run
 	// goes: the TUI's store panel.
 	Stores *Stores
+	// Act, when set, carries the student's presses of the lesson's action
+	// keys (Lesson.Actions) from the TUI: the lesson then waits for them
+	// where it would act on its own (Q21 stops the leader's node when the
+	// student presses k), each wait still bounded. Nil: the lesson acts on
+	// its own, as qlab run and the tests run it. A lesson without Actions
+	// ignores it.
+	Act <-chan Act
 	// Logger gets what a backend has to say outside the event stream
 	// (connection trouble). nil logs nothing.
 	Logger *slog.Logger

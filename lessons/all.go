@@ -50,6 +50,8 @@ type (
 	Env          = lesson.Env
 	RunFunc      = lesson.RunFunc
 	Parity       = lesson.Parity
+	Action       = lesson.Action
+	Act          = lesson.Act
 )
 
 // Run runs lesson l (see lesson.Run).

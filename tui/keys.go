@@ -1,6 +1,9 @@
 package tui
 
-import "github.com/charmbracelet/bubbles/key"
+import (
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/queuelab/qlab/lessons"
+)
 
 // keyMap is the lesson view's keys; help renders them from here.
 type keyMap struct {
@@ -25,26 +28,71 @@ func newKeyMap() keyMap {
 }
 
 // ShortHelp lists the bindings shown in the one-line help.
-func (k keyMap) ShortHelp() []key.Binding { return k.helpFor(running, 80) }
+func (k keyMap) ShortHelp() []key.Binding { return k.helpFor(running, 80, nil) }
 
-// helpFor lists the keys that do something in state s: pause while a run
-// goes, the results once it ended. At 80 columns it leaves +/- (speed,
-// shown in the header) and m (metrics) to qlab tui --help; a screen of
-// 100 columns or more lists m too.
-func (k keyMap) helpFor(s runState, width int) []key.Binding {
+// actionKeys are the bindings of a lesson's own keys (Lesson.Actions).
+func actionKeys(actions []lessons.Action) []key.Binding {
+	var keys []key.Binding
+	for _, a := range actions {
+		keys = append(keys, key.NewBinding(key.WithKeys(a.Key), key.WithHelp(a.Key, a.Help)))
+	}
+	return keys
+}
+
+// helpFor lists the keys that do something in state s: pause and the
+// lesson's own keys (acts) while a run goes, the results once it ended.
+// At 80 columns it leaves +/- (speed, shown in the header) and m
+// (metrics) to qlab tui --help; a screen of 100 columns or more lists m
+// too. What does not fit width goes, least needed first: m, b, n/p, esc
+// (a lesson's own keys at 80 columns leave room for none of them).
+func (k keyMap) helpFor(s runState, width int, acts []key.Binding) []key.Binding {
 	var keys []key.Binding
 	switch s {
 	case finished, failed:
 		keys = []key.Binding{k.Results, k.Notice, k.Restart, k.Next, k.Backend}
 	case running:
-		keys = []key.Binding{k.Pause, k.Notice, k.Restart, k.Next, k.Backend}
+		keys = append(append([]key.Binding{k.Pause}, acts...), k.Notice, k.Restart, k.Next, k.Backend)
 	default:
 		keys = []key.Binding{k.Notice, k.Restart, k.Next, k.Backend}
 	}
 	if width >= 100 {
 		keys = append(keys, k.Metrics)
 	}
-	return append(keys, k.Menu, k.Quit)
+	keys = append(keys, k.Menu, k.Quit)
+	for _, drop := range []key.Binding{k.Metrics, k.Backend, k.Next, k.Menu} {
+		if helpWidth(keys) <= width {
+			break
+		}
+		keys = without(keys, drop)
+	}
+	return keys
+}
+
+// helpSep is what the help model puts between two keys (help.New's
+// ShortSeparator).
+const helpSep = " • "
+
+// helpWidth is how many columns the help line of keys takes.
+func helpWidth(keys []key.Binding) int {
+	w := 0
+	for i, b := range keys {
+		if i > 0 {
+			w += len([]rune(helpSep))
+		}
+		w += len([]rune(b.Help().Key)) + 1 + len([]rune(b.Help().Desc))
+	}
+	return w
+}
+
+// without is keys less the one that shows drop's help.
+func without(keys []key.Binding, drop key.Binding) []key.Binding {
+	var out []key.Binding
+	for _, b := range keys {
+		if b.Help() != drop.Help() {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // FullHelp is the same keys in one column group.

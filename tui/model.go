@@ -269,6 +269,11 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m.onStores(msg)
 	case brokerMsg:
 		return m.onBroker(msg)
+	case actMsg:
+		if msg.gen == m.gen {
+			m.flash = msg.key + ": " + msg.line
+		}
+		return m, nil
 	case tea.KeyMsg:
 		if m.screen == menuScreen {
 			return m.menuKey(msg)
@@ -336,6 +341,8 @@ func (m Model) lessonKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		return m.start() // keeps the chosen backend where the next lesson has it
 	case key.Matches(msg, k.Backend):
 		return m.switchBackend()
+	case key.Matches(msg, m.acts()...):
+		return m.act(msg.String())
 	case key.Matches(msg, k.Metrics):
 		m.metricsOn = !m.metricsOn
 		m.readMetrics()
@@ -350,6 +357,24 @@ func (m Model) lessonKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	var cmd tea.Cmd
 	m.log, cmd = m.log.Update(msg)
 	return m, cmd
+}
+
+// acts are the open lesson's own keys (Lesson.Actions).
+func (m Model) acts() []key.Binding { return actionKeys(m.lesson().Actions) }
+
+// act hands one of the lesson's own keys to its run, from a command; the
+// lesson's answer comes back as an actMsg and shows in the status line.
+func (m Model) act(k string) (tea.Model, tea.Cmd) {
+	switch {
+	case m.state != running || m.run == nil || m.run.act == nil:
+		m.flash = k + " acts while the lesson runs: r starts it again"
+		return m, nil
+	case m.paused:
+		m.flash = "paused: space resumes, then " + k
+		return m, nil
+	}
+	m.flash = k + ": handed to the lesson…"
+	return m, actCmd(m.run, k)
 }
 
 // step moves speed one step up (dir +1) or down the speeds list. A
@@ -382,6 +407,7 @@ func (m Model) pickBackend() (b lab.Backend, explicit bool) {
 // start cancels the current run, if any, and starts the open lesson
 // afresh, after broker discovery where it needs one.
 func (m Model) start() (tea.Model, tea.Cmd) {
+	prev := m.run
 	m.stop()
 	l := m.lesson()
 	m.backend, _ = m.pickBackend()
@@ -408,6 +434,10 @@ func (m Model) start() (tea.Model, tea.Cmd) {
 		sinks = append(sinks, m.cfg.Metrics)
 	}
 	h, runCmd := startRun(m.gen, l, opts, sinks...)
+	if prev != nil && prev.cluster && !ended(prev) {
+		h.after = prev.finished // it may be reviving a node: this run starts once it is done
+		m.flash = waitingFlash
+	}
 	m.run, m.pumping = h, true
 	m.fitLog()
 	return m, tea.Batch(runCmd, waitCmd(h), storesCmd(m.gen, m.stores, storesEvery))
@@ -481,14 +511,31 @@ func (m *Model) stop() {
 	}
 }
 
-// awaitStop waits up to d for a cancelled run to return.
-func (m Model) awaitStop(d time.Duration) {
+// waitingFlash says a run waits for the cancelled cluster run before it;
+// its first event clears it.
+const waitingFlash = "the last run is reviving the node it stopped: this one starts once it is done"
+
+// ended reports whether run h has returned (it never waits).
+func ended(h *runHandle) bool {
+	select {
+	case <-h.finished:
+		return true
+	default:
+		return false
+	}
+}
+
+// awaitStop waits up to d for a cancelled run to return, and reports
+// whether it did (true without a run).
+func (m Model) awaitStop(d time.Duration) bool {
 	if m.run == nil {
-		return
+		return true
 	}
 	select {
 	case <-m.run.finished:
+		return true
 	case <-time.After(d):
+		return false
 	}
 }
 
@@ -579,6 +626,9 @@ func (m *Model) applyEvents(evs []lab.Event) {
 		return
 	}
 	m.logWidth = m.width
+	if m.flash == waitingFlash {
+		m.flash = ""
+	}
 	for _, e := range evs {
 		m.sc.apply(e, m.frame)
 		m.clockMs = max(m.clockMs, e.TMs)
@@ -783,7 +833,7 @@ func (m Model) View() string {
 	out = append(out, m.metricsPanel(w)...)
 	out = append(out, m.paneRule(w))
 	out = append(out, m.log.View())
-	out = append(out, clip(m.help.ShortHelpView(m.keys.helpFor(m.state, w)), w))
+	out = append(out, clip(m.help.ShortHelpView(m.keys.helpFor(m.state, w, m.acts())), w))
 	return sanitize(strings.Join(out, "\n"))
 }
 

@@ -2,6 +2,8 @@ package tui
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -23,6 +25,10 @@ const (
 	viewBuf    = 1 << 16                // events the view may fall behind by before it misses some (lab.Bounded)
 	maxBatch   = 4096                   // events applied per frame at most
 	quitWait   = 3 * time.Second        // how long Run waits for a cancelled lesson
+	// clusterWait is how long a cancelled cluster lesson may take to revive
+	// the node it stopped and delete its queues (Q21's bound is 3 min for
+	// the node and 30 s for the queues); Run and a restart wait for it.
+	clusterWait = 4 * time.Minute
 )
 
 // runHandle is one run of a lesson: the channel its events arrive on, the
@@ -33,7 +39,14 @@ type runHandle struct {
 	cancel   context.CancelFunc
 	finished chan struct{}
 	gate     *gate
-	pause    *lab.Pause // holds the run's lesson time while the user pauses
+	pause    *lab.Pause       // holds the run's lesson time while the user pauses
+	act      chan lessons.Act // the lesson's own keys (Lesson.Actions); nil for a lesson without
+	cluster  bool             // the lesson stops nodes of the cluster (Lesson.Cluster)
+	// after, when set before the run's command runs, is the finished
+	// channel of a cancelled cluster run: the run waits for it (bounded by
+	// clusterWait), since that run may still be reviving the node it
+	// stopped, and a cluster with a node down is no cluster to start on.
+	after <-chan struct{}
 }
 
 // gate holds the sink while the user has paused: the lesson then stops at
@@ -137,6 +150,12 @@ type (
 		states []lesson.StoreState
 		final  bool // read after the run returned: every store closed
 	}
+	// actMsg is what the lesson made of one of its own keys.
+	actMsg struct {
+		gen  int
+		key  string
+		line string
+	}
 	// brokerMsg is the answer of broker discovery.
 	brokerMsg struct {
 		lesson int
@@ -151,10 +170,20 @@ type (
 func startRun(gen int, l lessons.Lesson, opts lessons.Options, extra ...lab.Sink) (*runHandle, tea.Cmd) {
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &runHandle{gen: gen, events: make(chan lab.Event, eventBuf), cancel: cancel, finished: make(chan struct{}),
-		gate: newGate(), pause: &lab.Pause{}}
+		gate: newGate(), pause: &lab.Pause{}, cluster: l.Cluster}
 	opts.Pause = h.pause
+	if len(l.Actions) > 0 {
+		h.act = make(chan lessons.Act)
+		opts.Act = h.act
+	}
 	run := func() tea.Msg {
 		defer close(h.finished)
+		if h.after != nil { // not cut short by ctx: a quit then waits for the node too (Run)
+			select {
+			case <-h.after:
+			case <-time.After(clusterWait):
+			}
+		}
 		// Bounded: a view that falls behind misses events (counted, shown)
 		// rather than holding up the lesson's workers.
 		view := lab.NewBounded(chanSink{ctx: ctx, ch: h.events, gate: h.gate}, viewBuf)
@@ -173,6 +202,32 @@ func startLesson(ctx context.Context, l lessons.Lesson, opts lessons.Options, si
 		return lessons.Result{}, err
 	}
 	return ready.Start(ctx, sinks...)
+}
+
+// actWait bounds each of actCmd's two waits: for the lesson to take the
+// key, and for its answer.
+const actWait = 2 * time.Second
+
+// actCmd hands key to the run (Options.Act) and brings back the lesson's
+// answer; a lesson busy elsewhere (stopping a node, or past the part that
+// takes keys and not reading them) is reported, never waited on for long.
+func actCmd(h *runHandle, key string) tea.Cmd {
+	return func() tea.Msg {
+		answer := make(chan string, 1)
+		select {
+		case h.act <- lessons.Act{Key: key, Answer: answer}:
+		case <-h.finished:
+			return actMsg{gen: h.gen, key: key, line: "the run has ended"}
+		case <-time.After(actWait):
+			return actMsg{gen: h.gen, key: key, line: "the lesson is busy and did not take it: press it again"}
+		}
+		select {
+		case line := <-answer:
+			return actMsg{gen: h.gen, key: key, line: line}
+		case <-time.After(actWait):
+			return actMsg{gen: h.gen, key: key, line: "taken"}
+		}
+	}
 }
 
 // waitCmd blocks until the run has an event (no ticking while idle), then
@@ -257,7 +312,11 @@ func Run(ctx context.Context, cfg Config) error {
 	final, err := p.Run()
 	if fm, ok := final.(Model); ok {
 		fm.stop()
-		fm.awaitStop(quitWait)
+		if !fm.awaitStop(quitWait) && fm.run.cluster {
+			fmt.Fprintf(os.Stderr, "qlab: lesson %d is reviving the node it stopped and deleting its "+
+				"queues (up to %.0f min)…\n", fm.lesson().Number(), clusterWait.Minutes())
+			fm.awaitStop(clusterWait)
+		}
 	}
 	if err != nil && ctx.Err() != nil {
 		return nil // interrupted from outside: a clean exit

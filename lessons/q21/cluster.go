@@ -25,6 +25,8 @@ type runner struct {
 	declared []string // queues, in the order declared
 	exchs    []string
 	killed   string // short name of the node stopped and not yet revived
+
+	act <-chan lesson.Act // the student's keys (Options.Act); nil: the run stops the node itself
 }
 
 // The queues of the later parts, by their seed-style names.

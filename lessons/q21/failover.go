@@ -2,6 +2,7 @@ package q21
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -26,13 +27,14 @@ type failed struct {
 	sends             map[string]int // how often each message was sent
 	settled           time.Duration  // from the stop to every message sent and acked
 	revived           time.Duration  // rabbitmqctl start_app until the node takes connections
+	stopped           bool           // the leader's node was stopped (the student may not have)
+	revivedBy         string         // "v, mid-run" (the student) or "the lesson"; "" while not revived
 }
 
 // failover is part 1: the seed's queues as quorum queues, two workers,
-// and the leader's node stopped once KillAfter messages are SENT.
+// and the leader's node stopped once KillAfter messages are SENT, or when
+// the student presses k in the TUI (awaitStop).
 func (r *runner) failover(ctx context.Context) error {
-	r.env.Phase(fmt.Sprintf("Seed 003's queues as quorum queues on %d nodes; the leader's node "+
-		"is stopped after %d of %d messages are sent", len(r.c.Nodes), KillAfter, Messages))
 	db, err := runstore.Open(ctx, r.env, "failover")
 	if err != nil {
 		return err
@@ -51,6 +53,8 @@ func (r *runner) failover(ctx context.Context) error {
 	if res.leader, err = r.c.Leader(ctx, r.names.Of(q18.Queue)); err != nil {
 		return err
 	}
+	res.newLeader = res.leader
+	r.env.Phase(r.failoverTitle(res.leader))
 	work, stop := context.WithCancel(ctx)
 	defer stop()
 	first := r.index(res.leader)
@@ -66,20 +70,21 @@ func (r *runner) failover(ctx context.Context) error {
 	p := &probe{r: r, first: first + 2}
 	wg.Go(func() { p.run(work) })
 	defer wg.Wait() // after stop: every goroutine ends with work
+	pl := &plug{leader: res.leader.Short, pull: make(chan struct{})}
+	stopKeys := r.readKeys(ctx, res, pl)
+	defer stopKeys()
 	if err := r.publishBatch(ctx, res.leader, ids); err != nil {
 		return err
 	}
-	if err := sh.awaitSent(ctx, db, KillAfter, settleBound); err != nil {
+	if res.stopped, err = r.awaitStop(ctx, sh, db, pl); err != nil {
 		return err
 	}
-	r.env.Phase(fmt.Sprintf("The leader's node stops: rabbitmqctl stop_app on %s, which leads %s",
-		res.leader.Short, q18.Queue))
 	stopped := time.Now()
-	if res.stopTook, err = r.kill(ctx, res.leader); err != nil {
-		return err
-	}
-	if res.newLeader, err = r.c.Leader(ctx, r.names.Of(q18.Queue)); err != nil {
-		return err
+	if res.stopped {
+		if err := r.stopLeader(ctx, res); err != nil {
+			return err
+		}
+		pl.out(res.newLeader.Short)
 	}
 	if err := sh.awaitSettled(ctx, r, db, res.workers); err != nil {
 		return err
@@ -87,14 +92,50 @@ func (r *runner) failover(ctx context.Context) error {
 	res.settled = time.Since(stopped)
 	stop()
 	wg.Wait()
+	stopKeys() // and a revive at the student's v, under way, ends
 	res.noLeader, res.probes = p.longestGap()
-	begin := time.Now()
-	if err := r.revive(ctx); err != nil { // the later parts want all three nodes
+	if err := r.reviveAtEnd(ctx, res); err != nil { // the later parts want all three nodes
 		return err
 	}
-	res.revived = time.Since(begin)
 	r.env.Report(failoverTable(res, r.c))
 	r.env.Report(workerTable(res))
+	return nil
+}
+
+// failoverTitle is part 1's title: when the leader's node stops, and who
+// stops it.
+func (r *runner) failoverTitle(leader cluster.NodeSpec) string {
+	if r.act != nil {
+		return fmt.Sprintf("Press k to stop %s (the leader) mid-run, v to revive it", leader.Short)
+	}
+	return fmt.Sprintf("Seed 003's queues as quorum queues on %d nodes; the leader's node "+
+		"is stopped after %d of %d messages are sent", len(r.c.Nodes), KillAfter, Messages)
+}
+
+// stopLeader stops the leader's node and finds the leader that took over.
+func (r *runner) stopLeader(ctx context.Context, res *failed) (err error) {
+	r.env.Phase(fmt.Sprintf("The leader's node stops: rabbitmqctl stop_app on %s, which leads %s",
+		res.leader.Short, q18.Queue))
+	if res.stopTook, err = r.kill(ctx, res.leader); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err() // the run ended mid-stop: cleanup revives the node
+		}
+		return err
+	}
+	res.newLeader, err = r.c.Leader(ctx, r.names.Of(q18.Queue))
+	return err
+}
+
+// reviveAtEnd revives the node the run stopped, unless the student did.
+func (r *runner) reviveAtEnd(ctx context.Context, res *failed) error {
+	if !res.stopped || res.revivedBy != "" {
+		return nil
+	}
+	begin := time.Now()
+	if err := r.revive(ctx); err != nil {
+		return err
+	}
+	res.revived, res.revivedBy = time.Since(begin), "the lesson"
 	return nil
 }
 
@@ -221,15 +262,36 @@ func (s *shared) awaitSent(ctx context.Context, db store.Statuses, n int, bound 
 	}
 }
 
+// workBound bounds a wait for the workers: settleBound on top of the
+// batch's own sending time at the run's speed, on the lesson clock, so a
+// TUI pause stretches it (the workers stand still meanwhile).
+func (r *runner) workBound(ctx context.Context) (context.Context, context.CancelFunc) {
+	clock := r.env.Stream.Clock()
+	bound := settleBound + clock.Real(Messages*sendTime)
+	ctx, cancel := context.WithCancelCause(ctx)
+	t := clock.AfterFunc(clock.Lesson(bound), func() {
+		cancel(fmt.Errorf("%w: %s", errBound, bound.Round(time.Second)))
+	})
+	return ctx, func() { t.Stop(); cancel(nil) }
+}
+
+// errBound marks a wait that outlived workBound.
+var errBound = errors.New("not within the bound")
+
+// bounded is err, or why ctx ended when workBound ended it.
+func (r *runner) bounded(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); errors.Is(cause, errBound) {
+		return fmt.Errorf("%v: %w", err, cause)
+	}
+	return err
+}
+
 // awaitSettled waits until every message is SENT, none is ready in the
 // queue, every worker consumes again, and no delivery came for quiet:
 // the copies the stopped node's worker held have come back and been
 // absorbed.
 func (s *shared) awaitSettled(ctx context.Context, r *runner, db store.Statuses, workers []*worker) error {
-	if err := s.awaitSent(ctx, db, Messages, settleBound); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, settleBound)
+	ctx, cancel := r.workBound(ctx)
 	defer cancel()
 	c, err := r.connect(ctx, r.index(workers[1].nodeNow()))
 	if err != nil {
@@ -248,12 +310,17 @@ func (s *shared) awaitSettled(ctx context.Context, r *runner, db store.Statuses,
 		s.mu.Lock()
 		idle := time.Since(s.last) >= quiet
 		s.mu.Unlock()
-		if ready == 0 && idle && workers[0].consuming() && workers[1].consuming() {
+		counts, err := db.Counts(ctx)
+		if err != nil {
+			return err
+		}
+		if counts[store.Sent] == Messages && ready == 0 && idle && workers[0].consuming() && workers[1].consuming() {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("the queue did not settle within %s after the stop (%d ready)", settleBound, ready)
+			return r.bounded(ctx, fmt.Errorf("the queue did not settle (%d of %d sent, %d ready)",
+				counts[store.Sent], Messages, ready))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

@@ -10,7 +10,9 @@
 // the new leader, the worker whose node died reconnecting to a live one,
 // every message sent once, the five it held redelivered, and the status
 // store absorbing the copies it had already sent. A probe publishing all
-// along measures how long the client saw no leader.
+// along measures how long the client saw no leader. In `qlab tui 21` the
+// student pulls the plug instead (keys.go): k stops the leader's node when
+// they choose, v revives it.
 //
 // Then what quorum queues change: the publish latency against a classic
 // queue on the same cluster, the delivery limit (x-delivery-count on each
@@ -66,6 +68,7 @@ func New(find Finder) lesson.Lesson {
 		LosesOnPurpose: []string{
 			"AM2", "AM3", // at-most-once dead-lettering into a full target: gone
 		},
+		Actions: Actions, // in the TUI the student stops the leader's node (k) and revives it (v)
 	}
 }
 
@@ -151,7 +154,10 @@ func SeedTopology() flow.Topology {
 }
 
 // run runs the four parts on the cluster find returns, then revives any
-// node the lesson stopped (Failover does) and deletes what it declared.
+// node the lesson stopped (failover does; cleanup again if the run ended
+// before) and deletes what it declared. With the student's keys
+// (Options.Act) part 1 stops the node at their k; the later parts answer
+// a key with why it does nothing there.
 func run(ctx context.Context, env *lesson.Env, find Finder) error {
 	c, err := find(ctx, env)
 	if err != nil {
@@ -160,10 +166,13 @@ func run(ctx context.Context, env *lesson.Env, find Finder) error {
 	if err := allRunning(ctx, c); err != nil {
 		return err
 	}
-	r := &runner{env: env, c: c, names: rabbitenv.Names(env)}
+	r := &runner{env: env, c: c, names: rabbitenv.Names(env), act: env.Act}
 	defer r.cleanup(ctx)
-	parts := []func(context.Context) error{r.failover, r.latency, r.deliveryLimit, r.deadLetterStrategy}
-	for _, part := range parts {
+	if err := r.failover(ctx); err != nil {
+		return err
+	}
+	defer r.lateKeys()()
+	for _, part := range []func(context.Context) error{r.latency, r.deliveryLimit, r.deadLetterStrategy} {
 		if err := part(ctx); err != nil {
 			return err
 		}

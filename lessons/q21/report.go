@@ -32,6 +32,9 @@ func failoverTable(f *failed, c *cluster.Cluster) render.Table {
 		redelivered += w.redelivered
 		absorbed += w.absorbed
 	}
+	if !f.stopped {
+		return notStoppedTable(f, sentOnce, twice, never)
+	}
 	t := render.Table{
 		Title:  "What happened: the leader's node stopped mid-run",
 		Header: []string{"measure", "value"},
@@ -43,7 +46,7 @@ func failoverTable(f *failed, c *cluster.Cluster) render.Table {
 			{"messages sent once / twice / never", fmt.Sprintf("%d / %d / %d of %d", sentOnce, twice, never, Messages)},
 			{"deliveries redelivered", strconv.Itoa(redelivered)},
 			{"redelivered copies absorbed by the store", fmt.Sprintf("%d (%s)", absorbed, f.store)},
-			{"node revived after", secs(f.revived)},
+			{"node revived after", secs(f.revived) + " (by " + f.revivedBy + ")"},
 		},
 		Notes: []string{
 			"The probe publishes to a quorum queue led by the same node, from a connection to a " +
@@ -57,6 +60,25 @@ func failoverTable(f *failed, c *cluster.Cluster) render.Table {
 		},
 	}
 	return t
+}
+
+// notStoppedTable is part 1 when the student pressed no k before every
+// message was sent: the same counts, and no failover to measure.
+func notStoppedTable(f *failed, sentOnce, twice, never int) render.Table {
+	return render.Table{
+		Title:  "What happened: the leader's node was not stopped",
+		Header: []string{"measure", "value"},
+		Rows: [][]string{
+			{"leader", f.leader.Short + " (not stopped: no k before every message was sent)"},
+			{"longest wait for a confirm (the probe)", fmt.Sprintf("%s (%d confirmed)", secs(f.noLeader), f.probes)},
+			{"messages sent once / twice / never", fmt.Sprintf("%d / %d / %d of %d", sentOnce, twice, never, Messages)},
+		},
+		Notes: []string{
+			"No node stopped, so no new leader, no reconnect, no redelivery: the probe's longest " +
+				"wait is the baseline a failover adds to. Press r and then k while the messages " +
+				"are sent to pull the plug.",
+		},
+	}
 }
 
 // workerTable is each worker's nodes and what it saw.
