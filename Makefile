@@ -49,7 +49,7 @@ RACE := $(shell [ "$$($(GO) env CGO_ENABLED)" = 1 ] && command -v "$$($(GO) env 
 # Most broker tests wait on the broker's timers, not the CPU: run more
 # packages (-p) and tests (-parallel) at once than go's default, which is
 # one per core for both (on 2 cores the suite took 145 s that way, 95 s so).
-TESTFLAGS ?= -p 4 -parallel 8
+TESTFLAGS ?= -p 4 -parallel 8 -timeout 20m
 
 # Without a broker the broker tests skip (go test prints only "ok"), so say
 # so once, with the reason; under QLAB_REQUIRE_BROKER=1 they fail instead.

@@ -2,6 +2,7 @@ package compare
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -155,7 +156,14 @@ func TestCompareQ14AtItsOwnSpeed(t *testing.T) {
 	persistence := rep.Tables[2]
 	assert.Contains(t, persistence.Title, "03:20.000")
 	assert.Equal(t, "3", persistence.Rows[0][2], "in memory A, D and E existed when the process died")
-	assert.Equal(t, "3", persistence.Rows[1][2], "both sides of the persistence row count the same tasks")
+	// The broker side counts what it had published by the interruption
+	// at 200 s of lesson time, 0.5 s real at 400x: on a busy machine its
+	// connection and declares take part of that (2 of 3 in a CI run), so
+	// what is checked is that it never counts a task memory did not have
+	// (issue 20: 5 against 3), not how far it got.
+	broker, err := strconv.Atoi(persistence.Rows[1][2])
+	require.NoError(t, err)
+	assert.True(t, broker >= 1 && broker <= 3, "the broker side counts 1 to 3 of memory's 3 tasks, not %d", broker)
 	assert.Equal(t, "2", persistence.Rows[0][3], "the crash lost A and E, waiting in the retry queue")
 	for _, tab := range rep.Tables {
 		assertFits(t, tab)
