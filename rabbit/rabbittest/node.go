@@ -2,6 +2,7 @@ package rabbittest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -122,6 +123,10 @@ func (n *Node) Queues(ctx context.Context) ([]string, error) {
 	return strings.Fields(out), nil
 }
 
+// ErrNoConnection is wrapped by CloseConnections' error when no
+// connection of that name is open (a run between two sessions of its own).
+var ErrNoConnection = errors.New("no connection")
+
 // CloseConnections closes, with reason, every connection on the node whose
 // client named it name (rabbitmq's connection_name property; see
 // rabbit.ConnectionName), and returns how many it closed. Unlike
@@ -155,7 +160,7 @@ func (n *Node) CloseConnections(ctx context.Context, name, reason string) (int, 
 		return 0, fmt.Errorf("closing the connections named %q: %q", name, out)
 	}
 	if closed == 0 {
-		return 0, fmt.Errorf("no connection named %q on the node", name)
+		return 0, fmt.Errorf("%w named %q on the node", ErrNoConnection, name)
 	}
 	return closed, nil
 }
