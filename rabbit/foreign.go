@@ -16,9 +16,10 @@ import (
 const ForeignReasonHeader = "qlab-foreign-reason"
 
 // Foreign is how many messages the session's consumers parked in the hold
-// queue: foreign ones the run did not publish (their AppId is not
-// Names.Run) and malformed ones (see TaskProblem and Park), which no
-// handler ever settles.
+// queue, each counted once the broker confirmed its copy there: foreign
+// ones the run did not publish (their AppId is not Names.Run) and
+// malformed ones (see TaskProblem and Park), which no handler ever
+// settles.
 func (s *Session) Foreign() int {
 	s.screen.mu.Lock()
 	defer s.screen.mu.Unlock()
@@ -47,19 +48,19 @@ func (s *Session) parkActivity() (parked int, busy bool) {
 // hand it straight back, a hot loop.
 func (s *Session) park(ctx context.Context, queue string, d amqp.Delivery, reason string) {
 	s.screen.mu.Lock()
-	s.screen.parked++
 	s.screen.parking++
 	s.screen.mu.Unlock()
-	defer func() {
-		s.screen.mu.Lock()
-		s.screen.parking--
-		s.screen.mu.Unlock()
-	}()
 	reason += "; found in " + s.Names.Of(queue)
 	err := s.hold(ctx, d, reason)
 	if err == nil {
 		err = d.Ack(false)
 	}
+	s.screen.mu.Lock()
+	s.screen.parking--
+	if err == nil { // counted once its copy is in the hold queue, as Foreign says
+		s.screen.parked++
+	}
+	s.screen.mu.Unlock()
 	if err != nil {
 		_ = d.Nack(false, false)
 		s.Logger.Warn("rabbit: message rejected (not requeued): holding it failed",

@@ -63,27 +63,46 @@ type conn struct {
 // again until one answers or connectBound passes: while a node stops it
 // may still accept a connection and then close it.
 func (r *runner) connect(ctx context.Context, first int) (conn, error) {
-	ctx, cancel := context.WithTimeout(ctx, connectBound)
-	defer cancel()
+	var c conn
 	var last error
-	for {
+	ok, err := rabbit.PollUntil(ctx, 200*time.Millisecond, connectBound, func() (bool, error) {
 		for i := range r.c.Nodes {
 			n := r.c.Nodes[(first+i)%len(r.c.Nodes)]
-			c, err := amqp.DialConfig(n.URL(), amqp.Config{
+			ac, err := amqp.DialConfig(n.URL(), amqp.Config{
 				Dial:       amqp.DefaultDial(3 * time.Second),
 				Properties: amqp.Table{"connection_name": rabbit.ConnectionName(r.names)},
 			})
 			if err == nil {
-				return conn{c, n}, nil
+				c = conn{ac, n}
+				return true, nil
 			}
 			last = err
 		}
-		select {
-		case <-ctx.Done():
-			return conn{}, fmt.Errorf("no node of the cluster answered within %s: %v", connectBound, last)
-		case <-time.After(200 * time.Millisecond):
-		}
+		return false, nil
+	})
+	if err == nil && !ok {
+		err = fmt.Errorf("no node of the cluster answered within %s: %v", connectBound, last)
 	}
+	return c, err
+}
+
+// channel connects as connect does and opens a channel, in confirm mode
+// when confirm is set (each publish then waits for its confirm, see
+// confirmed). Closing the connection closes the channel.
+func (r *runner) channel(ctx context.Context, first int, confirm bool) (conn, *amqp.Channel, error) {
+	c, err := r.connect(ctx, first)
+	if err != nil {
+		return conn{}, nil, err
+	}
+	ch, err := c.Channel()
+	if err == nil && confirm {
+		err = ch.Confirm(false) // noWait
+	}
+	if err != nil {
+		c.Close()
+		return conn{}, nil, err
+	}
+	return c, ch, nil
 }
 
 // index is node n's place in the cluster's list.

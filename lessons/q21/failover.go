@@ -143,15 +143,11 @@ func (r *runner) reviveAtEnd(ctx context.Context, res *failed) error {
 // probe's queue, from a connection to the first node: a quorum queue's
 // first leader is the node that declared it (client-local).
 func (r *runner) declareSeed(ctx context.Context) error {
-	c, err := r.connect(ctx, 0)
+	c, ch, err := r.channel(ctx, 0, false)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	ch, err := c.Channel()
-	if err != nil {
-		return err
-	}
 	topo := SeedTopology()
 	for _, x := range topo.Exchanges {
 		if err := r.exchange(ch, x.Name, string(x.Kind)); err != nil {
@@ -197,18 +193,11 @@ func routingKey(i int) string {
 // publishBatch is the minute scheduler's publish: every message through
 // the topic exchange, persistent, each confirmed before the next.
 func (r *runner) publishBatch(ctx context.Context, on cluster.NodeSpec, ids []string) error {
-	c, err := r.connect(ctx, r.index(on))
+	c, ch, err := r.channel(ctx, r.index(on), true)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	ch, err := c.Channel()
-	if err != nil {
-		return err
-	}
-	if err := ch.Confirm(false); err != nil { // noWait
-		return err
-	}
 	for i, id := range ids {
 		r.env.Stream.Emit(lab.Event{Kind: lab.Enqueued, Task: id, Queue: q18.Queue, Actor: Scheduler,
 			Note: fmt.Sprintf("key %s, published on %s", routingKey(i), c.node.Short)})
@@ -293,15 +282,11 @@ func (r *runner) bounded(ctx context.Context, err error) error {
 func (s *shared) awaitSettled(ctx context.Context, r *runner, db store.Statuses, workers []*worker) error {
 	ctx, cancel := r.workBound(ctx)
 	defer cancel()
-	c, err := r.connect(ctx, r.index(workers[1].nodeNow()))
+	c, ch, err := r.channel(ctx, r.index(workers[1].nodeNow()), false)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	ch, err := c.Channel()
-	if err != nil {
-		return err
-	}
 	for {
 		ready, err := depth(ch, r.names.Of(q18.Queue))
 		if err != nil {

@@ -25,18 +25,11 @@ type latencyOf struct {
 func (r *runner) latency(ctx context.Context) error {
 	r.env.Phase(fmt.Sprintf("What the replicas cost: %d confirmed publishes to a classic and to a "+
 		"quorum queue on the same cluster", latencyPublishes))
-	c, err := r.connect(ctx, 0)
+	c, ch, err := r.channel(ctx, 0, true)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	ch, err := c.Channel()
-	if err != nil {
-		return err
-	}
-	if err := ch.Confirm(false); err != nil { // noWait
-		return err
-	}
 	var out []latencyOf
 	for _, q := range []struct{ name, kind string }{{latencyClassic, "classic"}, {latencyQuorum, "quorum"}} {
 		if err := r.queue(ch, q.name, amqp.Table{"x-queue-type": q.kind}); err != nil {

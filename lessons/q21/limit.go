@@ -30,15 +30,11 @@ type poison struct {
 func (r *runner) deliveryLimit(ctx context.Context) error {
 	r.env.Phase(fmt.Sprintf("The delivery limit: x-delivery-limit %d, a consumer that requeues "+
 		"every delivery (P1 with a dead-letter exchange, P2 without)", DeliveryLimit))
-	c, err := r.connect(ctx, 0)
+	c, ch, err := r.channel(ctx, 0, true)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	ch, err := c.Channel()
-	if err != nil {
-		return err
-	}
 	ps := []*poison{{task: "P1", queue: limitDLX, dlx: true}, {task: "P2", queue: limitNoDLX}}
 	for _, p := range ps {
 		args := amqp.Table{"x-queue-type": "quorum", "x-delivery-limit": DeliveryLimit}
@@ -49,9 +45,6 @@ func (r *runner) deliveryLimit(ctx context.Context) error {
 		if err := r.queue(ch, p.queue, args); err != nil {
 			return err
 		}
-	}
-	if err := ch.Confirm(false); err != nil { // noWait
-		return err
 	}
 	for _, p := range ps {
 		r.env.Stream.Emit(lab.Event{Kind: lab.Enqueued, Task: p.task, Queue: p.queue, Actor: Scheduler})

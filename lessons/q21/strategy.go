@@ -30,15 +30,11 @@ type strategy struct {
 func (r *runner) deadLetterStrategy(ctx context.Context) error {
 	r.env.Phase("Dead-lettering into a full target: at-most-once (the default) against " +
 		"at-least-once (x-dead-letter-strategy, with x-overflow reject-publish)")
-	c, err := r.connect(ctx, 0)
+	c, ch, err := r.channel(ctx, 0, true)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	ch, err := c.Channel()
-	if err != nil {
-		return err
-	}
 	ss := []*strategy{
 		{name: "at-most-once", source: mostSource, target: mostTarget, tasks: []string{"AM1", "AM2", "AM3"}},
 		{name: "at-least-once", source: leastSource, target: leastTarget, tasks: []string{"AL1", "AL2", "AL3"}},
@@ -47,9 +43,6 @@ func (r *runner) deadLetterStrategy(ctx context.Context) error {
 		if err := r.declareStrategy(ch, s); err != nil {
 			return err
 		}
-	}
-	if err := ch.Confirm(false); err != nil { // noWait
-		return err
 	}
 	for _, s := range ss {
 		for _, task := range s.tasks {
