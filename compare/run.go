@@ -176,6 +176,7 @@ func interrupted(ctx context.Context, l lessons.Lesson, cfg Config, b lab.Backen
 	at := interruptionOf(l)
 	cut := &phaseCut{after: at.Milliseconds(), stop: cancel}
 	side, res, err := runSide(ctx, l, cfg, lessons.Options{Backend: b, Plan: persistPlan(cfg.Plan), Interrupt: at}, cut)
+	side.InterruptedAt = res.InterruptedAt
 	switch {
 	case errors.Is(err, inmem.ErrCrashed):
 	case cut.stopped:
@@ -262,12 +263,12 @@ func PersistenceTable(a, b []Side, at time.Duration) render.Table {
 	for _, sides := range [][]Side{a, b} {
 		row := []string{string(sides[0].Backend), interruption[sides[0].Backend]}
 		for _, fate := range []lab.Fate{"", lab.FateLost, lab.FateDone, lab.FateDead, lab.FatePending} {
-			row = append(row, fateCount(sides, fate, at.Milliseconds()))
+			row = append(row, fateCount(sides, fate))
 		}
 		t.Rows = append(t.Rows, row)
 	}
 	t.Notes = append(t.Notes,
-		noteLines(fmt.Sprintf("tasks: those enqueued before the interruption at %s; one published after it never met it "+
+		noteLines(fmt.Sprintf("tasks: those enqueued before the interruption, %s after the workers started; one published after it never met it "+
 			"(and the crashed process published none).", render.Stamp(at.Milliseconds())))...)
 	t.Notes = append(t.Notes,
 		"inmem: the queues and the timers lived in the process's memory and died with it.",
@@ -285,14 +286,14 @@ func PersistenceTable(a, b []Side, at time.Duration) render.Table {
 	return t
 }
 
-// fateCount is how many tasks of each run, of those enqueued before
-// lesson time beforeMs, ended with fate ("" = all of them), as a median
+// fateCount is how many tasks of each run, of those enqueued before its
+// interruption, ended with fate ("" = all of them), as a median
 // [min–max].
-func fateCount(sides []Side, fate lab.Fate, beforeMs int64) string {
+func fateCount(sides []Side, fate lab.Fate) string {
 	var n []float64
 	for _, s := range sides {
 		c := 0
-		for f, k := range s.FatesOfTasksBefore(beforeMs) {
+		for f, k := range s.FatesAtInterruption() {
 			if fate == "" || f == fate {
 				c += k
 			}

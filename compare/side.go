@@ -16,6 +16,9 @@ type Side struct {
 	Backend lab.Backend
 	Speed   float64 // the run's --speed, to turn lesson-time errors into real ms
 	Events  []lab.Event
+	// InterruptedAt is when an interrupted run's interruption came, on its
+	// events' clock (lesson.Result.InterruptedAt).
+	InterruptedAt time.Duration
 }
 
 // Ledger replays the side's events into a ledger.
@@ -272,15 +275,18 @@ func sortedKeys[V any](m map[time.Duration]V) []time.Duration {
 	return keys
 }
 
-// Fates counts the side's tasks by fate.
-// FatesOfTasksBefore counts the fates of the tasks first enqueued before
-// lesson time ms: the ones an interruption at ms found in the system. A
+// FatesAtInterruption counts the fates of the tasks first enqueued before
+// the interruption (InterruptedAt): the ones it found in the system. A
 // task published after it never met the interruption (and a crashed
-// in-memory process published none).
-func (s Side) FatesOfTasksBefore(ms int64) map[lab.Fate]int {
+// in-memory process published none). The time is the run's own: a broker
+// run's connection and declares take real time before the lesson arms the
+// interruption, so a fixed lesson time would count too few (none at 400x
+// on a busy machine).
+func (s Side) FatesAtInterruption() map[lab.Fate]int {
+	at := s.InterruptedAt.Milliseconds()
 	existed := map[string]bool{}
 	for _, e := range s.Events {
-		if e.Kind == lab.Enqueued && e.TMs < ms {
+		if e.Kind == lab.Enqueued && e.TMs < at {
 			existed[e.Task] = true
 		}
 	}
@@ -293,6 +299,7 @@ func (s Side) FatesOfTasksBefore(ms int64) map[lab.Fate]int {
 	return n
 }
 
+// Fates counts the side's tasks by fate.
 func (s Side) Fates() map[lab.Fate]int {
 	n := map[lab.Fate]int{}
 	for _, r := range s.Ledger().Tasks() {

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lab"
@@ -219,6 +220,7 @@ type Env struct {
 	mu            sync.Mutex
 	probes        []probe
 	interrupted   bool
+	interruptedAt time.Duration // lesson time, as events are stamped
 }
 
 // probe reads one queue's depth for the sampler.
@@ -262,11 +264,15 @@ func (e *Env) Held(key any) any {
 	return e.held[key]
 }
 
-// Interrupted records that the lesson carried out Env.Interrupt.
+// Interrupted records that the lesson carried out Env.Interrupt, and
+// when, on the clock the run's events are stamped by (Result.InterruptedAt).
 func (e *Env) Interrupted() {
+	at := e.Stream.Clock().Elapsed()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.interrupted = true
+	if !e.interrupted {
+		e.interrupted, e.interruptedAt = true, at
+	}
 }
 
 // InterruptAfter calls die once Env.Interrupt of lesson time has passed

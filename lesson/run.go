@@ -100,6 +100,10 @@ type Result struct {
 	Depths []Series
 	// Interrupted is true when the lesson carried out Options.Interrupt.
 	Interrupted bool
+	// InterruptedAt is when it did, in lesson time from the run's start
+	// (the events' TMs). Options.Interrupt counts from when the lesson
+	// armed it, once its workers ran, so the two differ by the set-up.
+	InterruptedAt time.Duration
 	// Missed is how many events readers that fell behind lost (sinks
 	// wrapped in lab.Bounded); the tasks and summaries are complete.
 	Missed int
@@ -159,7 +163,8 @@ func Run(ctx context.Context, l Lesson, opts Options, sinks ...lab.Sink) (Result
 	env.mu.Lock()
 	defer env.mu.Unlock()
 	tasks := env.Stream.Finish()
-	return Result{Tasks: tasks, Tables: env.tables, Depths: depths, Interrupted: env.interrupted, Missed: env.Stream.Missed()}, err
+	return Result{Tasks: tasks, Tables: env.tables, Depths: depths, Interrupted: env.interrupted,
+		InterruptedAt: env.interruptedAt, Missed: env.Stream.Missed()}, err
 }
 
 // sample reads every watched queue's depth each interval of lesson time

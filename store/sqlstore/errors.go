@@ -43,6 +43,10 @@ func lostDatabase(err error) bool {
 	case errors.Is(err, driver.ErrBadConn), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
 		errors.As(err, &netErr), errors.As(err, &connectErr), pgconn.Timeout(err):
 		return true
+	case errors.Is(err, pgconn.ErrConnClosed):
+		// A pooled connection the server side closed, met before use:
+		// database/sql hands it to Begin, and pgx's driver returns it as is.
+		return true
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
