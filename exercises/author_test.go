@@ -60,7 +60,8 @@ func TestAuthorCheck(t *testing.T) {
 		t.Parallel()
 		got := goTest(t, overlay(t, exs, func(ex Exercise) string { return "solution.go" }))
 		for _, ex := range exs {
-			assert.Contains(t, []string{"pass", "skip"}, got[ex.Dir].action, "exercise %s: its solution must pass its checker", ex.Dir)
+			assert.Contains(t, []string{"pass", "skip"}, got[ex.Dir].action,
+				"exercise %s: its solution must pass its checker (first failure: %s)", ex.Dir, got[ex.Dir].first)
 		}
 	})
 	t.Run("stubs fail", func(t *testing.T) {
