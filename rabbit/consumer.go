@@ -19,7 +19,7 @@ type ConsumerOptions struct {
 	Queue    string      // seed name of the queue to consume
 	Actor    string      // the worker's name in events, e.g. "Retry-Rabbit-Worker"
 	Prefetch int         // unacknowledged deliveries the broker may hand out at once; 0 means 1
-	Stream   *lab.Stream // where redelivered events go; nil reports none (benchmarks)
+	Stream   *lab.Stream // where redelivered events go; nil reports none (benchmarks; Flow reports its own)
 }
 
 // DefaultGiveUpAfter is how long a session waits for a broker that went
@@ -209,12 +209,20 @@ func (c *Consumer) serve(ctx context.Context, deliveries <-chan amqp.Delivery) {
 			}
 			dl := &Delivery{Delivery: d, Task: d.MessageId, Queue: c.opts.Queue, Deaths: ReadDeaths(d.Headers), names: c.s.Names}
 			if d.Redelivered && c.opts.Stream != nil {
-				c.opts.Stream.Emit(lab.Event{Kind: lab.Redelivered, Task: dl.Task, Queue: c.opts.Queue, Actor: c.opts.Actor,
-					Attempt: dl.Attempt(), Note: "the broker handed it out again: it was never acknowledged"})
+				c.opts.Stream.Emit(dl.redelivered(c.opts.Actor))
 			}
 			c.handle(ctx, dl)
 		}
 	}
+}
+
+// redelivered is the event for d handed out again, met by actor. It
+// reopens d's task (lab.Ledger), so only a delivery the run will settle
+// gets one: Flow leaves ConsumerOptions.Stream unset and reports it only
+// for a task it still expects.
+func (d *Delivery) redelivered(actor string) lab.Event {
+	return lab.Event{Kind: lab.Redelivered, Task: d.Task, Queue: d.Queue, Actor: actor,
+		Attempt: d.Attempt(), Note: "the broker handed it out again: it was never acknowledged"}
 }
 
 // lossReason says why the delivery channel closed. If the connection is

@@ -157,11 +157,17 @@ func (f *Flow) consume(ctx context.Context, c flow.Consumer, window int, deliver
 	f.mu.Lock()
 	f.consumed[c.Queue] = true
 	f.mu.Unlock()
-	opts := ConsumerOptions{Queue: c.Queue, Actor: c.Actor, Prefetch: window, Stream: f.stream}
+	// No Stream in the options: a redelivery is reported here, once it is
+	// known to be a task the run still expects. A copy of one it settled
+	// (its ack lost with a connection) must not reopen the task's fate.
+	opts := ConsumerOptions{Queue: c.Queue, Actor: c.Actor, Prefetch: window}
 	_, err := f.s.Consume(ctx, opts, func(ctx context.Context, d *Delivery) {
 		if !f.work.has(d.Task, d.Queue) {
 			f.notOurs(ctx, d)
 			return
+		}
+		if d.Redelivered {
+			f.stream.Emit(d.redelivered(c.Actor))
 		}
 		attempt, err := attemptOf(d, c.RetryHeader)
 		if err != nil {

@@ -240,3 +240,55 @@ func TestForgedCopyOfAFinishedTaskIsParked(t *testing.T) {
 	assert.Equal(t, 3, depthOf(t, other, hold))
 	require.NoError(t, b.Close(ctx))
 }
+
+// TestRedeliveredCopyOfASettledTaskKeepsItsFate: a message of a task the
+// run has settled that the broker hands out again (its ack was lost with
+// a connection; here an outsider's get and nack with requeue sets the
+// flag) is acked, and the task stays done. Before, the consumer reported
+// the redelivery, which reopens a task, before the flow knew the task was
+// settled: the task stayed pending until the run stalled (the fault
+// suite's close/q23, with two busy cores).
+func TestRedeliveredCopyOfASettledTaskKeepsItsFate(t *testing.T) {
+	s := rabbittest.Session(t, 20)
+	ctx := testCtx(t)
+	stream, events := recorded()
+	b, err := rabbit.NewFlow(ctx, s, stream)
+	require.NoError(t, err)
+	require.NoError(t, b.Declare(ctx, flow.Topology{Queues: []flow.Queue{{Name: "work", Role: flow.Work}}}))
+	holding, release := make(chan struct{}), make(chan struct{})
+	require.NoError(t, b.Consume(ctx, flow.Consumer{Queue: "work", Actor: "W",
+		Handle: func(_ context.Context, d *flow.Delivery) flow.Decision {
+			if d.Task == "C" {
+				close(holding)
+				<-release // C holds the consumer's one unacked delivery
+			}
+			_ = stream.Attempt(d.Event("W"), func() error { return nil })
+			return flow.Ack()
+		}}))
+	require.NoError(t, b.Publish(ctx, "Producer", "work", "A"))
+	require.Eventually(t, func() bool {
+		ts := stream.Tasks()
+		return len(ts) == 1 && ts[0].Fate == lab.FateDone
+	}, 10*time.Second, 10*time.Millisecond, "A done")
+	require.NoError(t, b.Publish(ctx, "Producer", "work", "C"))
+	<-holding
+
+	other := outsider(t)
+	work := s.Names.Of("work")
+	publishConfirmed(ctx, t, other, work, amqp.Publishing{MessageId: "A", AppId: s.Names.Run,
+		ContentType: "application/json", Body: []byte(`{"task":"A"}`)})
+	copyOfA, ok, err := other.Get(work, false) // autoAck
+	require.NoError(t, err)
+	require.True(t, ok, "the copy of A waits in work")
+	require.NoError(t, copyOfA.Nack(false, true))               // multiple, requeue: handed out again, redelivered
+	require.NoError(t, b.Publish(ctx, "Producer", "work", "B")) // behind the copy
+	close(release)
+
+	require.NoError(t, b.Wait(ctx), "every task settles: none was reopened")
+	for _, r := range stream.Tasks() {
+		assert.Equal(t, lab.FateDone, r.Fate, "task %s", r.ID)
+	}
+	assert.Empty(t, labtest.Of(events(), "A", lab.Redelivered), "the copy is no delivery of the run's")
+	assert.Zero(t, s.Foreign(), "a redelivered copy is acked, not parked")
+	require.NoError(t, b.Close(ctx))
+}
