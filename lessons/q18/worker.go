@@ -80,8 +80,12 @@ var claimWhenQueued = worker{
 // How a worker waits for the scheduler's QUEUED mark (lesson time): a
 // cron that failed a tick marks it at the next, a minute later. The poll
 // does not divide the minute, so no check lands on the very instant of a
-// tick (a race whose winner would change the transcript).
+// tick (a race whose winner would change the transcript). The bound is
+// ten ticks, not the one or two the lesson needs: at 600x a tick is
+// 100 ms real, and a tick's publishes and store reads on a busy machine
+// (PostgreSQL, two busy cores) took longer than the 300 ms that 3 ticks
+// gave, so a copy was parked with its row about to be marked.
 const (
 	queuedPoll = 7 * time.Second
-	queuedWait = 3 * Tick
+	queuedWait = 10 * Tick
 )
