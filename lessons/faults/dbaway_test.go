@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -22,6 +21,7 @@ import (
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
 	"github.com/queuelab/qlab/store/sqlstore"
+	"github.com/queuelab/qlab/store/sqlstore/sqlstoretest"
 	"github.com/queuelab/qlab/store/storetest"
 )
 
@@ -45,7 +45,7 @@ const dbAwayBound = runBound
 // marked SENT whose message no worker began to send.
 func databaseAway(t *testing.T) {
 	n := runNode.get(t) // skips under -short, before PostgreSQL is asked for
-	direct := postgresURL(t)
+	direct := proxiedURL(t)
 	var ls []lesson.Lesson
 	var names []string
 	for _, l := range lessons.All {
@@ -118,31 +118,14 @@ func runDatabaseAway(t *testing.T, n *rabbittest.Node, direct string, l lesson.L
 	assertNoLeftovers(t, n, l, runNames)
 }
 
-// postgresURL is QLAB_DATABASE_URL if PostgreSQL answers there; else the
-// test skips, saying why, or fails under QLAB_REQUIRE_DB=1 (CI).
-func postgresURL(t *testing.T) string {
+// proxiedURL is the PostgreSQL URL the fault's proxy can stand in front
+// of (sqlstoretest.NeedPostgres, with sslmode=disable: the proxy reads
+// each run's schema from the startup message).
+func proxiedURL(t *testing.T) string {
 	t.Helper()
-	fail := t.Skipf
-	if os.Getenv("QLAB_REQUIRE_DB") == "1" {
-		fail = t.Fatalf
-	}
-	direct := os.Getenv(sqlstore.EnvURL)
-	if direct == "" {
-		fail("the database-away fault needs PostgreSQL: %s is not set", sqlstore.EnvURL)
-		return ""
-	}
-	probe := fmt.Sprintf("qlabfault_%d_probe", os.Getpid())
-	s, err := sqlstore.Open(t.Context(), sqlstore.Config{URL: direct, Schema: probe})
-	if err != nil {
-		fail("the database-away fault needs PostgreSQL: %v", err)
-		return ""
-	}
-	if err := s.Drop(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	direct := sqlstoretest.NeedPostgres(t)
 	if !strings.Contains(direct, "sslmode=disable") {
-		// The proxy reads each run's schema from the startup message.
-		fail("the database-away fault needs %s with sslmode=disable", sqlstore.EnvURL)
+		sqlstoretest.Lacking(t, "the database-away fault needs %s with sslmode=disable", sqlstore.EnvURL)
 	}
 	return direct
 }

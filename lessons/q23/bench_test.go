@@ -13,6 +13,7 @@ import (
 	"github.com/queuelab/qlab/serve"
 	"github.com/queuelab/qlab/store"
 	"github.com/queuelab/qlab/store/sqlstore"
+	"github.com/queuelab/qlab/store/sqlstore/sqlstoretest"
 )
 
 // benchUsers is how many users one round of BenchmarkConsumer publishes:
@@ -57,13 +58,7 @@ func BenchmarkConsumer(b *testing.B) {
 func openBenchStore(b *testing.B, db string) *sqlstore.Store {
 	cfg := sqlstore.Config{Dir: b.TempDir()}
 	if db == "postgres" {
-		cfg = sqlstore.Config{URL: os.Getenv(sqlstore.EnvURL), Schema: fmt.Sprintf("qlabbench_%d", os.Getpid())}
-		if cfg.URL == "" {
-			if os.Getenv("QLAB_REQUIRE_DB") == "1" {
-				b.Fatalf("%s is not set", sqlstore.EnvURL)
-			}
-			b.Skipf("PostgreSQL: %s is not set", sqlstore.EnvURL)
-		}
+		cfg = sqlstore.Config{URL: sqlstoretest.NeedPostgres(b), Schema: fmt.Sprintf("qlabbench_%d", os.Getpid())}
 	}
 	s, err := sqlstore.Open(b.Context(), cfg)
 	if err != nil {

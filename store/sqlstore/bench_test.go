@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/queuelab/qlab/store"
+	"github.com/queuelab/qlab/store/sqlstore/sqlstoretest"
 )
 
 // BenchmarkInsertUsers measures seed 004's batching: one transaction for a
@@ -21,7 +22,7 @@ func BenchmarkInsertUsers(b *testing.B) {
 	const batch = 1000
 	dbs := map[string]func(b *testing.B) store.Store{
 		"sqlite":   func(b *testing.B) store.Store { return openSQLite(b) },
-		"postgres": func(b *testing.B) store.Store { return openPostgres(b, postgresURL(b)) },
+		"postgres": func(b *testing.B) store.Store { return openPostgres(b, sqlstoretest.NeedPostgres(b)) },
 	}
 	inserts := map[string]func(b *testing.B, s store.Store, users []store.User){
 		"batch": func(b *testing.B, s store.Store, users []store.User) {

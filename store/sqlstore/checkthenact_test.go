@@ -13,6 +13,7 @@ import (
 
 	"github.com/queuelab/qlab/store"
 	"github.com/queuelab/qlab/store/sqlstore"
+	"github.com/queuelab/qlab/store/sqlstore/sqlstoretest"
 	"github.com/queuelab/qlab/store/storetest"
 )
 
@@ -49,7 +50,7 @@ func TestClaimRaceCatchesSQLCheckThenAct(t *testing.T) {
 		requireCaught(t, sqlCheckThenAct{s, db, "UPDATE status SET status = 'SENDING' WHERE id = ?"})
 	})
 	t.Run("postgres", func(t *testing.T) {
-		url := postgresURL(t)
+		url := sqlstoretest.NeedPostgres(t)
 		s := openPostgres(t, url)
 		db := sql.OpenDB(stdlib.GetConnector(mustParse(t, url, s.Schema())))
 		defer db.Close()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/queuelab/qlab/store"
 	"github.com/queuelab/qlab/store/sqlstore"
+	"github.com/queuelab/qlab/store/sqlstore/sqlstoretest"
 	"github.com/queuelab/qlab/store/storetest"
 )
 
@@ -19,7 +20,7 @@ import (
 // with an error wrapping store.ErrUnavailable, within the connect bound,
 // never a hang and never a contract answer such as "not claimed".
 func TestPostgresAwayMidRun(t *testing.T) {
-	direct := postgresURL(t)
+	direct := sqlstoretest.NeedPostgres(t)
 	u, err := url.Parse(direct)
 	require.NoError(t, err)
 	p := storetest.StartProxy(t, u.Host)

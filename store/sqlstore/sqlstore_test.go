@@ -12,6 +12,7 @@ import (
 
 	"github.com/queuelab/qlab/store"
 	"github.com/queuelab/qlab/store/sqlstore"
+	"github.com/queuelab/qlab/store/sqlstore/sqlstoretest"
 	"github.com/queuelab/qlab/store/storetest"
 )
 
@@ -20,7 +21,7 @@ func TestSQLiteContract(t *testing.T) {
 }
 
 func TestPostgresContract(t *testing.T) {
-	url := postgresURL(t)
+	url := sqlstoretest.NeedPostgres(t)
 	storetest.Run(t, func(t *testing.T) store.Store { return openPostgres(t, url) })
 }
 
@@ -41,30 +42,6 @@ func openPostgres(t testing.TB, url string) *sqlstore.Store {
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, s.Drop(context.Background())) })
 	return s
-}
-
-// postgresURL is QLAB_DATABASE_URL once PostgreSQL answers there. Without
-// one the test skips, saying why, unless QLAB_REQUIRE_DB=1 (CI), where it
-// fails.
-func postgresURL(t testing.TB) string {
-	t.Helper()
-	url := os.Getenv(sqlstore.EnvURL)
-	fail := t.Skipf
-	if os.Getenv("QLAB_REQUIRE_DB") == "1" {
-		fail = t.Fatalf
-	}
-	if url == "" {
-		fail("PostgreSQL: %s is not set (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)", sqlstore.EnvURL)
-		return ""
-	}
-	probe := fmt.Sprintf("qlabtest_%d_probe", os.Getpid())
-	s, err := sqlstore.Open(t.Context(), sqlstore.Config{URL: url, Schema: probe})
-	if err != nil {
-		fail("PostgreSQL: %v", err)
-		return ""
-	}
-	require.NoError(t, s.Drop(context.Background()))
-	return url
 }
 
 // mustParse is url as a pgx config whose connections use schema.
