@@ -245,11 +245,22 @@ stop_node() {
 	[ -n "$name" ] && rm -rf "${ROOT:?}$STATE/$name"
 }
 
-cluster_names() { echo qlab43c1 qlab43c2 qlab43c3; }
+# Node names: fixed on the default ports, tagged with the port otherwise, so
+# a second node or cluster on other ports never shares a name (or data).
+single_name() {
+	if [ "$PORT" = 5673 ]; then echo qlab43; else echo "qlab43_$PORT"; fi
+}
+
+cluster_names() {
+	local tag=
+	[ "$CPORT" = 5674 ] || tag=_$CPORT
+	echo "qlab43c1$tag qlab43c2$tag qlab43c3$tag"
+}
 
 single_up() {
 	need_root up
-	local name=qlab43
+	local name
+	name=$(single_name)
 	is_port "$PORT" || die "QLAB_RABBITMQ43_PORT=$PORT is not a port in 1024..45535"
 	exec 9>"$LOCK"
 	flock -w 900 9 || die "another rabbitmq.sh holds $LOCK"
@@ -276,17 +287,17 @@ single_down() {
 	[ -d "$ROOT" ] || return 0
 	exec 9>"$LOCK"
 	flock -w 300 9 || die "another rabbitmq.sh holds $LOCK"
-	stop_node qlab43
+	stop_node "$(single_name)"
 	umount_proc_if_idle
 }
 
 single_url() {
-	node_pid qlab43 >/dev/null || die "the $VERSION node is not running (start it: $0 up $VERSION)"
+	node_pid "$(single_name)" >/dev/null || die "the $VERSION node is not running (start it: $0 up $VERSION)"
 	echo "amqp://guest:guest@127.0.0.1:$PORT/"
 }
 
 single_status() {
-	if node_pid qlab43 >/dev/null; then
+	if node_pid "$(single_name)" >/dev/null; then
 		echo "running: RabbitMQ $(cat "$ROOT/.qlab-built") at amqp://guest:guest@127.0.0.1:$PORT/"
 	elif built; then
 		echo "stopped (built: RabbitMQ $(cat "$ROOT/.qlab-built") in $ROOT)"
@@ -330,13 +341,15 @@ cluster_up() {
 		await_node "$n" $((CPORT + i))
 		i=$((i + 1))
 	done
-	for n in qlab43c2 qlab43c3; do
+	local first
+	first=$(cluster_names | cut -d' ' -f1)
+	for n in $(cluster_names | cut -d' ' -f2-); do
 		if ! { ctl -n "$n@localhost" stop_app &&
-			ctl -n "$n@localhost" join_cluster qlab43c1@localhost &&
+			ctl -n "$n@localhost" join_cluster "$first@localhost" &&
 			ctl -n "$n@localhost" start_app; }; then
 			for m in $(cluster_names); do stop_node "$m"; done
 			umount_proc_if_idle
-			die "$n could not join qlab43c1@localhost"
+			die "$n could not join $first@localhost"
 		fi
 	done
 	say "three-node RabbitMQ $(cat "$ROOT/.qlab-built") cluster up on 127.0.0.1:$CPORT-$((CPORT + 2))"
