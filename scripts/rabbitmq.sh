@@ -25,10 +25,13 @@
 #   QLAB_RABBITMQ43_CLUSTER_PORT=5674  the cluster's first AMQP port
 #                                      (then +1, +2; distribution +20000)
 # Other knobs:
-#   QLAB_RABBITMQ_OWNER=PID            record PID as the node's owner: a later
-#                                      `up` stops and restarts a node whose
-#                                      owner is gone (CI sets it; a shared dev
-#                                      node has none and lives until `down`)
+#   QLAB_RABBITMQ_OWNER=PID            record PID as the owner of a node `up`
+#                                      starts: a later `up` restarts a node
+#                                      whose owner is gone, and `down` with
+#                                      the variable set stops only a node of
+#                                      that owner (CI sets it; a shared dev
+#                                      node has none and lives until a plain
+#                                      `down`)
 #   QLAB_DEBIAN_MIRROR                 default http://deb.debian.org/debian
 #   QLAB_RABBITMQ_BOOT_TIMEOUT=180     seconds a node may take to boot
 #
@@ -168,6 +171,13 @@ owner_gone() {
 	[ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null
 }
 
+# mine says whether `down` may stop NAME: always without
+# QLAB_RABBITMQ_OWNER, else only when it records that owner.
+mine() {
+	[ -z "${QLAB_RABBITMQ_OWNER:-}" ] && return 0
+	[ "$(cat "$ROOT$STATE/$1/owner" 2>/dev/null)" = "$QLAB_RABBITMQ_OWNER" ]
+}
+
 # start_node NAME PORT starts one node and waits until it accepts AMQP.
 start_node() {
 	local name=$1 port=$2 dist=$(($2 + 20000)) dir=$STATE/$1
@@ -287,7 +297,13 @@ single_down() {
 	[ -d "$ROOT" ] || return 0
 	exec 9>"$LOCK"
 	flock -w 300 9 || die "another rabbitmq.sh holds $LOCK"
-	stop_node "$(single_name)"
+	local name
+	name=$(single_name)
+	if ! mine "$name"; then
+		say "leaving $name running: QLAB_RABBITMQ_OWNER=$QLAB_RABBITMQ_OWNER did not start it"
+		return 0
+	fi
+	stop_node "$name"
 	umount_proc_if_idle
 }
 
@@ -367,6 +383,12 @@ cluster_down() {
 	exec 9>"$LOCK"
 	flock -w 300 9 || die "another rabbitmq.sh holds $LOCK"
 	local n
+	for n in $(cluster_names); do
+		if ! mine "$n"; then
+			say "leaving the cluster running: QLAB_RABBITMQ_OWNER=$QLAB_RABBITMQ_OWNER did not start it"
+			return 0
+		fi
+	done
 	for n in $(cluster_names); do stop_node "$n"; done
 	umount_proc_if_idle
 }
