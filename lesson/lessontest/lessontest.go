@@ -47,7 +47,8 @@ const runBound = 6 * time.Minute
 
 // RunRabbit runs lesson l on the test broker (skipping without one,
 // failing under QLAB_REQUIRE_BROKER=1, and skipping a lesson that needs a
-// cluster, Lesson.Cluster) at its TestSpeed, or opts.Speed
+// cluster, Lesson.Cluster; a lesson that needs 4.3, Lesson.MinBroker,
+// runs on the 4.3 node) at its TestSpeed, or opts.Speed
 // when set, bounded by runBound; the run must not fail.
 func RunRabbit(t *testing.T, l lesson.Lesson, opts lesson.Options) ([]lab.Event, lesson.Result) {
 	t.Helper()
@@ -63,7 +64,7 @@ func RunRabbitWith(t *testing.T, l lesson.Lesson, opts lesson.Options, sinks ...
 			"broker cannot host it; its own tests run it on a cluster (rabbit/cluster/clustertest)", l.ID)
 	}
 	opts.Backend = lab.Rabbit
-	opts.Broker = rabbittest.NeedBroker(t)
+	opts.Broker = testBroker(t, l)
 	if opts.Speed == 0 {
 		opts.Speed = RabbitSpeed
 		if l.TestSpeed > 0 {
@@ -78,6 +79,17 @@ func RunRabbitWith(t *testing.T, l lesson.Lesson, opts lesson.Options, sinks ...
 	NoGoroutineOutlives(t, func() { res, err = lesson.Run(ctx, l, opts, append(sinks, &rec)...) })
 	require.NoError(t, err)
 	return rec.Events(), res
+}
+
+// testBroker is the broker l's tests run on: the 4.3 node for a lesson
+// that needs 4.3 (Lesson.MinBroker), else the suites' broker; each skips
+// with the reason when missing (fails under QLAB_REQUIRE_BROKER=1).
+func testBroker(t *testing.T, l lesson.Lesson) string {
+	t.Helper()
+	if l.MinBroker != "" {
+		return rabbittest.NeedBroker43(t)
+	}
+	return rabbittest.NeedBroker(t)
 }
 
 // On runs l on backend b with RunInMem or RunRabbit.
