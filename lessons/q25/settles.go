@@ -40,6 +40,11 @@ type cell struct {
 func (c *cell) task() string  { return c.retryType + "-" + string(c.settle) }
 func (c *cell) queue() string { return settlePrefix + c.retryType + "." + string(c.settle) }
 
+// settleView is the one queue the nine cells' events name: a viewer (the
+// TUI) draws a box per queue an event names, and nine would not fit a
+// screen; the task's id says which queue of the nine it is on.
+const settleView = "birthday.messages.settle.*"
+
 // cells are part (b)'s nine, in table order.
 func cells() []*cell {
 	var out []*cell
@@ -104,7 +109,8 @@ func runCell(ctx context.Context, env *lesson.Env, s *rabbit.Session, conn *amqp
 		return err
 	}
 	defer func() { _ = ch.Close() }()
-	env.Stream.Emit(lab.Event{Kind: lab.Enqueued, Task: c.task(), Queue: c.queue(), Actor: "Producer"})
+	env.Stream.Emit(lab.Event{Kind: lab.Enqueued, Task: c.task(), Queue: settleView, Actor: "Producer",
+		Note: "to " + c.queue()})
 	if err := pub.Publish(ctx, c.queue(), c.task(), nil); err != nil {
 		return err
 	}
@@ -127,7 +133,7 @@ func runCell(ctx context.Context, env *lesson.Env, s *rabbit.Session, conn *amqp
 		}
 		count := headerInt(d.Headers, "x-delivery-count")
 		c.counts = append(c.counts, count)
-		e := lab.Event{Task: c.task(), Queue: c.queue(), Actor: "Worker", Attempt: n}
+		e := lab.Event{Task: c.task(), Queue: settleView, Actor: "Worker", Attempt: n}
 		err := env.Stream.Attempt(e, func() error {
 			if err := clock.Wait(ctx, q19.SendTime); err != nil {
 				return err
@@ -161,14 +167,14 @@ func handBackEvent(c *cell, after int, wait time.Duration) lab.Event {
 	if c.settle == Close {
 		how = "the channel closed with it unacked"
 	}
-	e := lab.Event{Task: c.task(), Queue: c.queue(), To: c.queue(), Actor: "broker"}
+	e := lab.Event{Task: c.task(), Queue: settleView, To: settleView, Actor: "broker"}
 	if wait == 0 {
 		e.Kind = lab.Moved
 		e.Note = fmt.Sprintf("%s: type %s does not delay it, back at once (x-delivery-count %d)",
 			how, c.retryType, after)
 		return e
 	}
-	e.Kind, e.Via, e.DelayMs = lab.Scheduled, c.queue()+" (held)", wait.Milliseconds()
+	e.Kind, e.DelayMs = lab.Scheduled, wait.Milliseconds() // no Via: no wait queue, the queue itself holds it
 	e.Note = fmt.Sprintf("%s: held %s (x-delivery-count %d)", how, dur(wait), after)
 	return e
 }

@@ -269,8 +269,9 @@ func (w *worker) handBack(d amqp.Delivery, s Settle, count int) {
 	w.mu.Unlock()
 	if after <= DeliveryLimit { // past it, the DLQ watcher reports what the broker did
 		wait := BrokerDelay(w.j.retryType, s, after, w.j.lo, w.j.hi)
+		// No Via: there is no wait queue, the queue itself holds it.
 		w.env.Stream.Emit(lab.Event{Kind: lab.Scheduled, Task: task, Queue: w.j.queue, To: w.j.queue,
-			Via: w.j.queue + " (held)", Actor: "broker", DelayMs: wait.Milliseconds(),
+			Actor: "broker", DelayMs: wait.Milliseconds(),
 			Note: fmt.Sprintf("basic.%s, requeue: x-delivery-count %d, held %s", s, after, dur(wait))})
 	}
 	switch s {
