@@ -149,12 +149,12 @@ func limitTable(out outcome) render.Table {
 				settle = "basic." + string(r.settle)
 			}
 		}
-		ended := fmt.Sprintf("given up by the lab's guard after %d deliveries", guard)
+		ended := "the lab's guard"
 		if reason, ok := out.deaths[task]; ok {
-			ended = "dead-lettered by the broker (x-death reason " + reason + ")"
+			ended = "DLQ, x-death " + reason
 		}
 		t.Rows = append(t.Rows, []string{task, settle, strconv.Itoa(len(rows)), strings.Join(counts, " "),
-			strings.Join(waits, " ") + " s", ended})
+			compact(waits) + " s", ended})
 	}
 	t.Notes = []string{
 		fmt.Sprintf("P1: each reject counts; after %d counted failures the %s reject goes to the "+
@@ -162,11 +162,25 @@ func limitTable(out outcome) render.Table {
 			"attempts), kept by the broker, with no header and no code in the worker.",
 			DeliveryLimit, ordinal(DeliveryLimit+1), DeliveryLimit),
 		"P2: a nack never counts on 4.3 (x-delivery-count stays absent), so the limit is never " +
-			"reached and the broker would hand it back every 2 s for ever. Before 4.3 every return " +
+			"reached and the broker would hand it back every 2 s for ever; the lab's guard acks it " +
+			"after " + strconv.Itoa(guard) + " deliveries and reports it dropped. Before 4.3 every return " +
 			"counted, a nack too (measured on 3.10.8: x-delivery-count 1, 2, 3 after three nacks). " +
 			"Since 4.0 a quorum queue's limit is 20 when none is declared. Measured on RabbitMQ " + Version + ".",
 	}
 	return t
+}
+
+// compact is a list of waits, a run of one value as "7 × 2.0".
+func compact(waits []string) string {
+	for _, w := range waits[min(1, len(waits)):] {
+		if w != waits[0] {
+			return strings.Join(waits, " ")
+		}
+	}
+	if len(waits) > 2 {
+		return fmt.Sprintf("%d × %s", len(waits), waits[0])
+	}
+	return strings.Join(waits, " ")
 }
 
 // ordinal is 6 → "sixth", for the small numbers the notes use.
