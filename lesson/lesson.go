@@ -88,7 +88,7 @@ type Lesson struct {
 	// MinBroker, when set ("4.3"), is the oldest RabbitMQ release the
 	// broker run works on: it uses a feature older brokers refuse or
 	// ignore (Q25's quorum queue delayed retry). The tests run such a
-	// lesson on the 4.3 node (rabbittest.NeedBroker43), never the 3.10.8
+	// lesson on the 4.3 node (rabbittest.Need(t, V43)), never the 3.10.8
 	// one.
 	MinBroker string
 	// Preflight, when set, checks before a broker run that the broker at
