@@ -39,6 +39,11 @@ func TestBrokerDelayIsTheGuidesRule(t *testing.T) {
 	assert.Equal(t, q19.Delay(q19.MaxRetries-1), MaxDelay, "the seed's longest wait")
 }
 
+// tick is one millisecond of real time in lesson time at the test speed:
+// the broker's timers count whole milliseconds, so a held message may
+// come back up to a millisecond before its exact delay.
+var tick = time.Duration(float64(time.Millisecond) * Lesson.TestSpeed)
+
 // runAll runs the whole lesson on the 4.3 node as qlab run would, and
 // returns its events and what each part measured.
 func runAll(t *testing.T) ([]lab.Event, parts) {
@@ -72,8 +77,14 @@ func TestQ25(t *testing.T) {
 		assert.Positive(t, a.look.at)
 		assert.Zero(t, a.look.held, "a held message takes no prefetch slot")
 		assert.Zero(t, a.look.ready, "nor is it ready: the broker holds it delayed")
-		assert.Equal(t, 5, a.beforeH, "DH is tried right after the five first attempts, before any retry")
-		assert.Less(t, a.firstH, MinDelay)
+		firstRetry := time.Duration(-1)
+		for _, r := range a.rows {
+			if r.n == 2 && (firstRetry < 0 || r.at < firstRetry) {
+				firstRetry = r.at
+			}
+		}
+		assert.Less(t, a.firstH, firstRetry, "DH is tried before any retry: no held message holds its slot")
+		assert.LessOrEqual(t, a.beforeH, Slots, "only first attempts come before DH's")
 		for i := 1; i <= Slots; i++ {
 			task := "D" + string(rune('0'+i))
 			rows := of(a.rows, task)
@@ -85,7 +96,7 @@ func TestQ25(t *testing.T) {
 			for n, r := range rows {
 				assert.Equal(t, n, r.count, "%s delivery %d carries x-delivery-count %d", task, n+1, n)
 				if n > 0 {
-					assert.GreaterOrEqual(t, r.at-rows[n-1].end, BrokerDelay(TypeFailed, Reject, n, MinDelay, MaxDelay),
+					assert.GreaterOrEqual(t, r.at-rows[n-1].end, BrokerDelay(TypeFailed, Reject, n, MinDelay, MaxDelay)-tick,
 						"%s waits 2 s × %d", task, n)
 				}
 			}
@@ -106,7 +117,7 @@ func TestQ25(t *testing.T) {
 				if want == 0 {
 					assert.Less(t, w, settleLo, "%s: back at once, not held the minimum", c.task())
 				} else {
-					assert.GreaterOrEqual(t, w, want, "%s wait %d", c.task(), i+1)
+					assert.GreaterOrEqual(t, w, want-tick, "%s wait %d", c.task(), i+1)
 				}
 			}
 			last := c.counts[len(c.counts)-1]
@@ -131,7 +142,7 @@ func TestQ25(t *testing.T) {
 		for n, r := range p2 {
 			assert.Zero(t, r.count, "P2 delivery %d", n+1)
 			if n > 0 {
-				assert.GreaterOrEqual(t, r.at-p2[n-1].end, MinDelay, "type all holds a nack the minimum")
+				assert.GreaterOrEqual(t, r.at-p2[n-1].end, MinDelay-tick, "type all holds a nack the minimum")
 			}
 		}
 		assert.Equal(t, lab.FateDropped, fates["P2"].Fate)

@@ -231,6 +231,7 @@ func (w *worker) handle(ctx context.Context, d amqp.Delivery) {
 		}
 		return w.j.fails(task, row.n, row.at)
 	})
+	row.end = w.clock.Elapsed() - w.start // before the settle leaves: a wait is timed from here
 	switch {
 	case row.err == nil:
 		_ = d.Ack(false) // multiple
@@ -245,7 +246,6 @@ func (w *worker) handle(ctx context.Context, d amqp.Delivery) {
 		row.settle = w.j.settle(task)
 		w.handBack(d, row.settle, count)
 	}
-	row.end = w.clock.Elapsed() - w.start
 	w.mu.Lock()
 	w.rows = append(w.rows, row)
 	w.mu.Unlock()
