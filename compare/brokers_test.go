@@ -32,6 +32,10 @@ func TestDifferencesTableRowsOnlyWhatDiffers(t *testing.T) {
 
 	same := DifferencesTable([]BrokerRun{old}, []BrokerRun{old})
 	assert.Equal(t, "nothing", same.Rows[0][1], "one row says they agree")
+
+	longer := brokerRun("RabbitMQ 4.3.6", lab.FateDead, 4, Carried{0, -1, -1}, Carried{1, -1, -1}, Carried{2, -1, -1}, Carried{3, -1, -1})
+	assert.Equal(t, [][]string{{"A", "attempts", "3", "4"}}, DifferencesTable([]BrokerRun{old}, []BrokerRun{longer}).Rows,
+		"one more delivery is an attempt, not a counter that differs")
 }
 
 func TestDifferencesTableNamesARefusedRun(t *testing.T) {
