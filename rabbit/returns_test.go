@@ -13,13 +13,13 @@ import (
 	"github.com/queuelab/qlab/rabbit/rabbittest"
 )
 
-// sessionOn opens a session on the broker at url, its queues deleted
-// when the test ends.
-func sessionOn(t *testing.T, url string) *rabbit.Session {
+// sessionOn opens a session on the broker at url with the lesson clock at
+// speed, its queues deleted when the test ends.
+func sessionOn(t *testing.T, url string, speed float64) *rabbit.Session {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := rabbit.Open(ctx, url, rabbit.RunNames(), lab.NewClock(1), rabbittest.Logger(t))
+	s, err := rabbit.Open(ctx, url, rabbit.RunNames(), lab.NewClock(speed), rabbittest.Logger(t))
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -60,7 +60,7 @@ func TestQuorumReturnsByVersion(t *testing.T) {
 	for line, w := range want {
 		t.Run(line, func(t *testing.T) {
 			url, _ := rabbittest.NeedVersion(t, line)
-			s := sessionOn(t, url)
+			s := sessionOn(t, url, 1)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			rs, err := s.ProbeReturns(ctx, rounds)

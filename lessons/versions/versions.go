@@ -113,8 +113,8 @@ var (
 	QuorumReturns = Fact{
 		What: "what a quorum queue counts when a message comes back",
 		By: []Measured{
-			{Old, "counts every return: x-delivery-count read 0 1 2 3 over three basic.nacks, " +
-				"three basic.rejects or three closed channels, and no x-acquired-count"},
+			{Old, "counts every return: read with basic.get, x-delivery-count read 0 1 2 3 over " +
+				"three basic.nacks, three basic.rejects or three closed channels, and no x-acquired-count"},
 			{New, "counts failed deliveries only: after basic.reject or a closed channel " +
 				"x-delivery-count read 1 2 3, after basic.nack it stayed unwritten; " +
 				"x-acquired-count read 1 2 3 for all three"},
