@@ -213,7 +213,7 @@ func DifferencesTable(a, b []BrokerRun) render.Table {
 	}
 	t.Notes = append(t.Notes,
 		"Counters: what the broker wrote on each delivery of the task, in order (- none).",
-		"Held back: retries that came back later than half their delay again (and 250 ms of real time),",
+		"Held back: retries that came back later than half their delay again (and 100 ms of real time),",
 		"  behind a longer one.")
 	if len(a) > 1 {
 		t.Notes = append(t.Notes, fmt.Sprintf("Over %d runs per broker: a value that changed between runs reads done/dead, 5–6 or a|b.", len(a)))
@@ -328,7 +328,7 @@ func heldBackOf(runs []BrokerRun, task string) string {
 
 // heldFloor is how late, in real time, a retry must be before it counts
 // as held back: below it a busy machine's scheduling explains the delay.
-const heldFloor = 250 * time.Millisecond
+const heldFloor = 100 * time.Millisecond
 
 // heldBack reports whether retry d came back later than half its delay
 // again, and later than heldFloor of real time at speed: a message ahead
