@@ -209,7 +209,7 @@ func DifferencesTable(a, b []BrokerRun) render.Table {
 		}
 	}
 	if len(t.Rows) == 0 {
-		t.Rows = append(t.Rows, []string{"-", "nothing", "same fates, attempts, counters", "and no retry held back"})
+		t.Rows = append(t.Rows, []string{"-", "nothing", "fates, attempts, counters, held-back retries", "the same"})
 	}
 	t.Notes = append(t.Notes,
 		"Counters: what the broker wrote on each delivery of the task, in order (- none).",
