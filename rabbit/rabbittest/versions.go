@@ -2,6 +2,7 @@ package rabbittest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -11,65 +12,74 @@ import (
 	"github.com/queuelab/qlab/rabbit"
 )
 
-// EnvURL43 names the variable that points the tests at a RabbitMQ 4.3
-// node beside the 3.10.8 one (scripts/rabbitmq.sh url 4.3 prints it;
-// .ci/run exports it).
-const EnvURL43 = "QLAB_RABBITMQ43_URL"
+// Version is a RabbitMQ release line the broker suites run on.
+type Version string
 
-var probed sync.Map // URL → probeResult
+// The two lines every broker lesson is tested on: the project machines'
+// own node (3.10.8 on 5672) and RabbitMQ 4.3 (scripts/rabbitmq.sh up 4.3
+// starts one on 5673; CI exports its URL in Env43).
+const (
+	V310 Version = "3.10"
+	V43  Version = "4.3"
+)
 
-type probeResult struct {
-	b   rabbit.Broker
-	err error
-}
+// Versions are the lines a suite runs each broker lesson on, oldest first.
+var Versions = []Version{V310, V43}
 
-// NeedVersion returns the URL of a broker of release line line ("3.10"
-// or "4.3") and the version it reports, for a test that holds what that
-// version does. "4.3" is the broker at $QLAB_RABBITMQ43_URL; any other
-// line is the test broker NeedBroker finds, which must report that line.
-// Without such a broker the test skips with the reason, or fails under
-// QLAB_REQUIRE_BROKER=1. A test broker of another line skips (a suite run
-// against that version holds its behaviour); a 4.3 URL that is not 4.3
-// fails the test.
-func NeedVersion(t testing.TB, line string) (url, version string) {
+// Env43 names the variable that points the tests at a RabbitMQ 4.3 broker.
+const Env43 = "QLAB_RABBITMQ43_URL"
+
+// DefaultURL43 is where scripts/rabbitmq.sh up 4.3 starts its node.
+const DefaultURL43 = "amqp://guest:guest@127.0.0.1:5673/"
+
+var (
+	once43   sync.Once
+	broker43 rabbit.Broker
+	found43  error
+)
+
+// Need returns the URL of a broker of line v, skipping t with the reason
+// when there is none, or failing t under QLAB_REQUIRE_BROKER=1. V310 is
+// NeedBroker's broker, whatever its version; V43 is QLAB_RABBITMQ43_URL,
+// else (when RABBITMQ_URL is not set: it is then the only broker tried)
+// the node scripts/rabbitmq.sh starts, and it must report a 4.3 version.
+func Need(t testing.TB, v Version) string {
 	t.Helper()
-	if line == "4.3" {
-		url = strings.TrimSpace(os.Getenv(EnvURL43))
-		if url == "" {
-			missing(t, "needs a RabbitMQ 4.3 node: "+EnvURL43+" is unset (scripts/rabbitmq.sh up 4.3 starts one)")
+	switch v {
+	case V310:
+		return NeedBroker(t)
+	case V43:
+		once43.Do(func() { broker43, found43 = find43() })
+		if found43 != nil {
+			if os.Getenv(RequireEnv) == "1" {
+				t.Fatalf("%s=1 but no RabbitMQ 4.3: %v", RequireEnv, found43)
+			}
+			t.Skipf("skipping: needs RabbitMQ 4.3: %v", found43)
 		}
-	} else {
-		url = NeedBroker(t)
+		return broker43.URL
 	}
-	v, ok := probed.Load(url)
-	if !ok {
-		v, _ = probed.LoadOrStore(url, probeOnce(url))
-	}
-	r := v.(probeResult)
-	if r.err != nil {
-		missing(t, "the RabbitMQ "+line+" broker does not answer: "+r.err.Error())
-	}
-	if !strings.HasPrefix(r.b.Version, line+".") {
-		if line != "4.3" { // a suite run against another broker (RABBITMQ_URL): its own version's subtest holds it
-			t.Skipf("skipping: holds RabbitMQ %s's behaviour; the test broker is %s", line, r.b.Version)
-		}
-		t.Fatalf("%s=%s is RabbitMQ %s, not %s", EnvURL43, rabbit.Redact(url), r.b.Version, line)
-	}
-	return url, r.b.Version
+	t.Fatalf("rabbittest: no broker line %q (want one of %v)", v, Versions)
+	return ""
 }
 
-func probeOnce(url string) probeResult {
+// find43 looks for the 4.3 broker once per test binary.
+func find43() (rabbit.Broker, error) {
+	url, how := os.Getenv(Env43), Env43
+	if url == "" {
+		if os.Getenv(rabbit.EnvURL) != "" {
+			return rabbit.Broker{}, fmt.Errorf("%s is not set, and %s is, so no other broker is tried",
+				Env43, rabbit.EnvURL)
+		}
+		url, how = DefaultURL43, "the default 4.3 URL"
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	b, err := rabbit.Probe(ctx, url, "test")
-	return probeResult{b, err}
-}
-
-// missing skips t with why, or fails it under QLAB_REQUIRE_BROKER=1.
-func missing(t testing.TB, why string) {
-	t.Helper()
-	if os.Getenv(RequireEnv) == "1" {
-		t.Fatalf("%s=1 but %s", RequireEnv, why)
+	b, err := rabbit.Probe(ctx, url, how)
+	if err != nil {
+		return b, fmt.Errorf("%w (start one: scripts/rabbitmq.sh up 4.3, then set %s)", err, Env43)
 	}
-	t.Skip("skipping: " + why)
+	if !strings.HasPrefix(b.Version, "4.3.") {
+		return b, fmt.Errorf("the broker at %s (%s) is RabbitMQ %s, not 4.3", rabbit.Redact(url), how, b.Version)
+	}
+	return b, nil
 }
