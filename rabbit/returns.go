@@ -59,6 +59,17 @@ func (s *Session) ProbeReturns(ctx context.Context, rounds int) ([]Returned, err
 	return out, nil
 }
 
+// ReturnsTopology is what ProbeReturns declares: a quorum queue per way.
+// A lesson that probes lists it in its Topologies, so qlab broker clean
+// finds the queues of a run that was killed.
+func ReturnsTopology() Topology {
+	var t Topology
+	for _, way := range Returns {
+		t.Queues = append(t.Queues, flow.Queue{Name: probeQueue(way), Role: flow.Work, Quorum: true})
+	}
+	return t
+}
+
 // probeQueue is the seed name of a probe's quorum queue for way.
 func probeQueue(way Return) string {
 	switch way {
