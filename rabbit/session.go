@@ -58,6 +58,13 @@ type Session struct {
 	// run on a cluster (lesson.Options.Quorum; the fault suite stops its
 	// main queue's leader). Set it before the first Declare.
 	Quorum bool
+	// Observe, when set, sees every delivery of the run's tasks that a
+	// reader of the session accepted (Screen), before it is handled: qlab
+	// compare --broker reads the headers each broker put on it (x-death,
+	// x-delivery-count). It runs on the reader's goroutine, so it must be
+	// safe for concurrent use and must not keep d's body. Set it before
+	// the first Consume.
+	Observe func(queue string, d amqp.Delivery)
 
 	link   link
 	owned  owned
