@@ -144,16 +144,58 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 	return body, true
 }
 
-// publish publishes msg within PublishTimeout; a message the broker did
-// not take is a 503 and false.
+// The outcomes a client reads in the "outcome" field of a failed
+// publish's answer (see Server.publish).
+const (
+	OutcomeNotPublished = "not_published" // 503: the broker does not have it; a retry is safe
+	OutcomeNotStored    = "not_stored"    // 503: the broker refused it or no queue took it; a retry is safe
+	OutcomeUnknown      = "unknown"       // 504: sent, no confirm; a retry may store it twice
+)
+
+// publish publishes msg to route.Key's queue within PublishTimeout. It
+// returns true when the API may answer 200. Otherwise it has answered
+// already, by what the broker may hold:
+//
+//   - 503, outcome not_published or not_stored: the broker does not have
+//     the message; the client may send it again.
+//   - 504, outcome unknown, with the id: sent, but no confirm came (the
+//     broker stopped, the connection dropped, the bound passed). The
+//     broker may have stored it: a client that sends it again may create
+//     it twice. The stream tracks it as enqueued, so that a message that
+//     is there after all is never lost without an event saying so.
+//
+// A body never carries the broker's URL or user: the stream's note has
+// the reason, redacted.
 func (s *Server) publish(w http.ResponseWriter, r *http.Request, id string, route Route, msg amqp.Publishing) bool {
 	ctx, cancel := context.WithTimeout(r.Context(), PublishTimeout)
 	defer cancel()
-	if err := s.pub.Publish(ctx, route, msg); err != nil {
-		s.refuse(w, r, id, http.StatusServiceUnavailable, fmt.Errorf("%v; try again later", err))
-		return false
+	err := s.pub.Publish(ctx, route, msg)
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, ErrUnknown):
+		s.stream.Emit(lab.Event{Kind: lab.Enqueued, Task: id, Queue: route.Key, Actor: Actor,
+			Note: fmt.Sprintf("%s %s → 504, outcome UNKNOWN: %v", r.Method, r.URL.Path, err)})
+		writeJSON(w, http.StatusGatewayTimeout, map[string]string{"outcome": OutcomeUnknown, "id": id,
+			"error": "sent, but the broker did not confirm it: it may or may not be stored; " +
+				"sending it again may create it twice: check for id " + id + " first"})
+	case errors.Is(err, ErrNotStored):
+		s.refuseOutcome(w, r, id, http.StatusServiceUnavailable, OutcomeNotStored, err,
+			err.Error()+"; try again later")
+	default:
+		s.refuseOutcome(w, r, id, http.StatusServiceUnavailable, OutcomeNotPublished, err,
+			"the broker is out of reach or busy: nothing was published; try again later")
 	}
-	return true
+	return false
+}
+
+// refuseOutcome answers a publish that surely stored nothing with status
+// and {"error": answer, "outcome": outcome}, and reports it failed with
+// err, the full reason.
+func (s *Server) refuseOutcome(w http.ResponseWriter, r *http.Request, task string, status int, outcome string, err error, answer string) {
+	s.stream.Emit(lab.Event{Kind: lab.Failed, Task: task, Actor: Actor,
+		Note: fmt.Sprintf("%s %s → %d: %v; nothing stored", r.Method, r.URL.Path, status, err)})
+	writeJSON(w, status, map[string]string{"error": answer, "outcome": outcome})
 }
 
 // refuse answers status with {"error": err} and reports the request as

@@ -32,8 +32,10 @@ every request as it arrives (--json: the event stream):
       Q11's router and mail worker take it on until it is sent.
 
 Bad input is a 400 with {"error": ...} and never reaches the broker. With
-publisher confirms (the default) a message the broker does not take is a
-503; --confirms=false answers 200 anyway, as the seed does. Ctrl-C lets the
+publisher confirms (the default) a message the broker surely does not have
+is a 503 (send it again); one whose confirm never came is a 504 with its id
+(the broker may have it: sending it again may store it twice).
+--confirms=false answers 200 anyway, as the seed does. Ctrl-C lets the
 requests in flight finish (10 s at most) and deletes the queues and
 exchanges the run declared (--keep leaves them). See the README for a curl
 walk-through.`
