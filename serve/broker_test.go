@@ -109,6 +109,7 @@ func TestServeEndToEnd(t *testing.T) {
 	require.NoError(t, json.Unmarshal(msgs[0].Body, &u))
 	assert.Equal(t, User{ID: id, Name: "John Silva", Email: "john@email.com"}, u)
 	assert.Equal(t, names.Run, msgs[0].AppId, "stamped as the run's")
+	assert.Empty(t, rabbit.TaskProblem(msgs[0]), "a task of the run to its own readers, never foreign")
 	assert.Equal(t, names.Of(RaffleExchange), msgs[0].Exchange, "it came through raffle_exchange")
 
 	// A mail due now goes straight to mail.queue; one due in 2 s waits in

@@ -39,6 +39,16 @@ type User struct {
 	Email string `json:"email"`
 }
 
+// userMessage is a user as it travels on raffle_queue: the seed's
+// {id, name, email} and the lab's "task", the message id. Every reader of
+// the run's queues, the run's own clean-up included, takes a body without
+// it for a stranger's (rabbit.TaskProblem) and moves it to the run's hold
+// queue: Ctrl-C then kept the run's own users in <prefix>.foreign.
+type userMessage struct {
+	Task string `json:"task"`
+	User
+}
+
 // decodeUser reads and validates a user request body.
 func decodeUser(body []byte) (User, error) {
 	var u User

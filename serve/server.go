@@ -78,7 +78,7 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	u.ID = newUUID()
-	msgBody, _ := json.Marshal(u) // three strings always marshal
+	msgBody, _ := json.Marshal(userMessage{Task: u.ID, User: u}) // four strings always marshal
 	route := Route{Exchange: RaffleExchange, Key: RaffleQueue}
 	if !s.publish(w, r, u.ID, route, rabbit.Publishing(u.ID, msgBody)) {
 		return
