@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
+	"net"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -26,6 +28,10 @@ const (
 
 // Actor is the name the API's events carry.
 const Actor = "HTTP-API"
+
+// BodyTimeout bounds the wait for a request's body, from the end of its
+// headers: past it the request is a 408.
+const BodyTimeout = 5 * time.Second
 
 // PublishTimeout bounds one request's publish and confirm: past it the
 // request is a 503, never a hang.
@@ -53,6 +59,10 @@ func New(pub Publisher, stream *lab.Stream) *Server {
 // ServeHTTP routes a request: a known path takes POST only (405 with
 // Allow otherwise); any other path is a 404. Every error is JSON.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// The body must arrive within BodyTimeout of the headers: a slow
+	// client then gets a 408 with a JSON answer, well before the
+	// server's write bound, instead of a connection cut with none.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(BodyTimeout))
 	h, ok := s.routes[r.URL.Path]
 	switch {
 	case !ok:
@@ -128,14 +138,26 @@ func (s *Server) promise() string {
 	return "sent WITHOUT a confirm, the broker may not have it"
 }
 
-// readBody reads at most MaxBody bytes of the body; a larger body is a
-// 413, a body cut short a 400.
+// readBody reads at most MaxBody bytes of a JSON body, within
+// BodyTimeout of the request's start: another Content-Type is a 415 (the
+// seed's API parses JSON only), a larger body a 413, a body that does not
+// arrive in time a 408 (the connection is closed after it), a body cut
+// short a 400. Each with a JSON answer.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	if err := checkContentType(r.Header.Get("Content-Type")); err != nil {
+		s.refuse(w, r, "", http.StatusUnsupportedMediaType, err)
+		return nil, false
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
 	var tooBig *http.MaxBytesError
+	var netErr net.Error
 	switch {
 	case errors.As(err, &tooBig):
 		s.refuse(w, r, "", http.StatusRequestEntityTooLarge, fmt.Errorf("body larger than %d bytes", MaxBody))
+		return nil, false
+	case errors.As(err, &netErr) && netErr.Timeout():
+		w.Header().Set("Connection", "close")
+		s.refuse(w, r, "", http.StatusRequestTimeout, fmt.Errorf("the body did not arrive within %v", BodyTimeout))
 		return nil, false
 	case err != nil:
 		s.refuse(w, r, "", http.StatusBadRequest, fmt.Errorf("reading the body: %v", err))
@@ -151,6 +173,20 @@ const (
 	OutcomeNotStored    = "not_stored"    // 503: the broker refused it or no queue took it; a retry is safe
 	OutcomeUnknown      = "unknown"       // 504: sent, no confirm; a retry may store it twice
 )
+
+// checkContentType requires a JSON media type (a charset parameter is
+// fine). curl's -d sends application/x-www-form-urlencoded unless told.
+func checkContentType(ct string) error {
+	const how = ` (curl: -H 'Content-Type: application/json')`
+	if ct == "" {
+		return errors.New("no Content-Type: send the body as application/json" + how)
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" {
+		return fmt.Errorf("Content-Type %q: send the body as application/json%s", ct, how)
+	}
+	return nil
+}
 
 // publish publishes msg to route.Key's queue within PublishTimeout. It
 // returns true when the API may answer 200. Otherwise it has answered

@@ -200,7 +200,8 @@ func serveBanner(addr string, confirms bool) string {
 		mode = "Publisher confirms OFF (the seed's way): a 200 means only that it was sent."
 	}
 	return fmt.Sprintf("qlab serve: listening on http://%s; Ctrl-C stops.\n%s\nTry:\n"+
-		"  curl -s http://%s%s -d '{\"name\":\"John Silva\",\"email\":\"john@example.com\"}'",
+		"  curl -s http://%s%s -H 'Content-Type: application/json' \\\n"+
+		"    -d '{\"name\":\"John Silva\",\"email\":\"john@example.com\"}'",
 		addr, mode, addr, serve.UsersPath)
 }
 
