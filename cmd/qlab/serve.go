@@ -136,7 +136,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	v.note(serveBanner(ln.Addr().String(), f.confirms))
+	v.note(serveBanner(reachOf(ln.Addr().String(), net.InterfaceAddrs), f.confirms))
 	v.note(run.PrefixNote(rabbitenv.Of(broker.Names())))
 	serveErr := serve.Serve(ctx, ln, serve.New(broker.Pub, stream), serve.DrainTimeout)
 	cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), serve.DrainTimeout)
@@ -192,17 +192,23 @@ func discoverBroker(ctx context.Context) (string, error) {
 	return b.URL, err
 }
 
-// serveBanner says where the API listens, what its 200 means, and a
-// first request to try.
-func serveBanner(addr string, confirms bool) string {
+// serveBanner says where the API listens (an address one can use, not
+// 0.0.0.0), whether others on the network can reach it, what its 200
+// means, and a first request to try.
+func serveBanner(r reach, confirms bool) string {
 	mode := "Publisher confirms on: a 200 means the broker has the message."
 	if !confirms {
 		mode = "Publisher confirms OFF (the seed's way): a 200 means only that it was sent."
 	}
-	return fmt.Sprintf("qlab serve: listening on http://%s; Ctrl-C stops.\n%s\nTry:\n"+
-		"  curl -s http://%s%s -H 'Content-Type: application/json' \\\n"+
+	banner := fmt.Sprintf("qlab serve: listening on %s; Ctrl-C stops.\n", r.local)
+	if note := publicNote("the API", r, ""); note != "" {
+		banner += note + "\n"
+	}
+	return banner + fmt.Sprintf("%s\nTry:\n"+
+		"  curl -s %s%s \\\n"+
+		"    -H 'Content-Type: application/json' \\\n"+
 		"    -d '{\"name\":\"John Silva\",\"email\":\"john@example.com\"}'",
-		addr, mode, addr, serve.UsersPath)
+		mode, r.local, serve.UsersPath)
 }
 
 func ptr[T any](v T) *T { return &v }
