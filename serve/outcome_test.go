@@ -4,14 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,84 +17,6 @@ import (
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
 )
-
-// muteProxy forwards TCP connections to target in both directions until
-// mute is called: from then on what the broker sends is read and thrown
-// away, so a publish reaches the broker and is stored, but its confirm
-// never reaches the publisher. When the broker closes a connection the
-// proxy closes the client's side.
-type muteProxy struct {
-	ln     net.Listener
-	target string
-	muted  atomic.Bool
-	mu     sync.Mutex
-	conns  []net.Conn
-}
-
-func startMuteProxy(t *testing.T, target string) *muteProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	p := &muteProxy{ln: ln, target: target}
-	go p.accept()
-	t.Cleanup(p.close)
-	return p
-}
-
-func (p *muteProxy) accept() {
-	for {
-		in, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		out, err := net.Dial("tcp", p.target)
-		if err != nil {
-			in.Close()
-			continue
-		}
-		p.mu.Lock()
-		p.conns = append(p.conns, in, out)
-		p.mu.Unlock()
-		go func() { _, _ = io.Copy(out, in); out.Close() }()
-		go func() { p.back(in, out); in.Close() }()
-	}
-}
-
-// back copies the broker's bytes to the client until muted, then drops
-// them until the broker closes.
-func (p *muteProxy) back(in, out net.Conn) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := out.Read(buf)
-		if n > 0 && !p.muted.Load() {
-			if _, werr := in.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-func (p *muteProxy) mute() { p.muted.Store(true) }
-
-func (p *muteProxy) close() {
-	_ = p.ln.Close()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range p.conns {
-		_ = c.Close()
-	}
-}
-
-// viaProxy is brokerURL with its host replaced by the proxy's address.
-func viaProxy(t *testing.T, brokerURL string, p *muteProxy) string {
-	u, err := url.Parse(brokerURL)
-	require.NoError(t, err)
-	u.Host = p.ln.Addr().String()
-	return u.String()
-}
 
 // postUser posts body as a user and returns the status and the JSON
 // answer; unlike post it may run outside the test's goroutine.
@@ -130,14 +46,14 @@ func TestServeBrokerStoppedBeforeItsConfirmIsUnknown(t *testing.T) {
 	b, err := OpenBroker(ctx, n.URL, rabbit.RunNames(), Options{Confirms: true, Logger: rabbittest.Logger(t)}, stream)
 	require.NoError(t, err)
 	names := b.Names()
-	p := startMuteProxy(t, fmt.Sprintf("127.0.0.1:%d", n.Port))
-	pub := NewBrokerPublisher(viaProxy(t, n.URL, p), names, true, rabbittest.Logger(t))
+	p := rabbittest.StartProxy(t, n.URL)
+	pub := NewBrokerPublisher(p.URL(n.URL), names, true, rabbittest.Logger(t))
 	t.Cleanup(func() { _ = pub.Close(context.Background()) })
 	base, _, _ := serveInBackground(t, New(pub, stream), DrainTimeout)
 
 	code, got := post(t, base, UsersPath, `{"name":"A","email":"a@example.com"}`)
 	require.Equal(t, http.StatusOK, code, got["error"])
-	p.mute()
+	p.Mute()
 	answered := make(chan struct{})
 	var code2 int
 	var got2 map[string]string
