@@ -459,7 +459,10 @@ func (f *Flow) Interrupt() { f.s.InterruptConsumers() }
 // the session's failure as the reason when the run could not go on (a
 // queue deleted from outside, a broker gone) or the clean-up failed (the
 // broker out of reach), otherwise because deleting the queues discarded it.
+// It returns the first error of the clean-up; what it could not delete,
+// the session lists (Session.Left) and tries again (Session.TidyLeft).
 func (f *Flow) Close(ctx context.Context) error {
+	ctx = cleaning(ctx)
 	f.mu.Lock()
 	stops := f.stops
 	f.mu.Unlock()
@@ -477,8 +480,9 @@ func (f *Flow) Close(ctx context.Context) error {
 	if f.s.Keep {
 		exchanges = nil // the run's queues stay, and the exchanges that route to them
 	}
-	if err := f.s.deleteExchanges(ctx, exchanges); err != nil {
-		f.s.Logger.Warn("rabbit: clean-up left exchanges behind", "exchanges", exchanges, "err", err.Error())
+	xerr := f.s.deleteExchanges(ctx, exchanges) // the session remembers what it left (Left)
+	if xerr != nil {
+		f.s.Logger.Warn("rabbit: clean-up left exchanges behind", "exchanges", exchanges, "err", xerr.Error())
 	}
 	if err := f.s.Close(ctx); err != nil {
 		// The broker is out of reach (the clean-up failed too): whatever
@@ -489,7 +493,7 @@ func (f *Flow) Close(ctx context.Context) error {
 	if !f.s.Keep { // kept, a message is still where it was: its task stays pending
 		ReportDiscarded(f.stream, "Cleanup")
 	}
-	return nil
+	return xerr
 }
 
 func (f *Flow) topology() flow.Topology {
