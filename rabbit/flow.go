@@ -162,6 +162,11 @@ func (f *Flow) consume(ctx context.Context, c flow.Consumer, window int, deliver
 	// (its ack lost with a connection) must not reopen the task's fate.
 	opts := ConsumerOptions{Queue: c.Queue, Actor: c.Actor, Prefetch: window}
 	_, err := f.s.Consume(ctx, opts, func(ctx context.Context, d *Delivery) {
+		if !f.s.Sealed(d.Delivery) {
+			f.s.Park(ctx, d, fmt.Sprintf("forged: task %q carries the run's app-id but not its seal (%s): "+
+				"the run did not publish it", d.Task, SealHeader))
+			return
+		}
 		if !f.work.has(d.Task, d.Queue) {
 			f.notOurs(ctx, d)
 			return
