@@ -74,14 +74,24 @@ version=$(rabbitmqctl -q -n "$node" version)
 echo "node $node on 127.0.0.1:$port, RabbitMQ $version, fd limit $(awk '/open files/ {print $4}' /proc/"$beam"/limits)"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores; $n runs of: $mix at --speed $speed"
 
-# sample: every 5 s, connections, channels and the node's open fds.
+# sample: every 2 s, the node's AMQP connections (ss) and open fds
+# (/proc), both cheap; every 8th time, its channels and each run's
+# connections by name, from rabbitmqctl, which costs a CPU-second.
 (
+	i=0
 	while :; do
-		c=$(rabbitmqctl -q -n "$node" list_connections pid 2>/dev/null | wc -l)
-		ch=$(rabbitmqctl -q -n "$node" list_channels pid 2>/dev/null | wc -l)
+		c=$(ss -tnH state established "( sport = :$port )" | wc -l)
 		fd=$(ls /proc/"$beam"/fd 2>/dev/null | wc -l)
+		ch=-1
+		if [ $((i % 8)) -eq 0 ]; then
+			ch=$(rabbitmqctl -q -n "$node" list_channels pid 2>/dev/null | wc -l)
+			rabbitmqctl -q -n "$node" list_connections client_properties 2>/dev/null |
+				grep -o '"connection_name","qlab [^"]*"' | cut -d' ' -f2 | tr -d '"' |
+				sort | uniq -c | sed "s/^/$(date +%s) /" >>"$out/per-run"
+		fi
 		echo "$(date +%s) $c $ch $fd"
-		sleep 5
+		i=$((i + 1))
+		sleep 2
 	done
 ) >"$out/samples" &
 sampler=$!
@@ -108,15 +118,29 @@ wall=$(($(date +%s) - start))
 kill "$sampler" 2>/dev/null
 sampler=
 
-# lost: summaries whose fate is lost (a lesson may lose one on purpose:
-# qlab run exits 1 for any other)
-lost=$(cat "$out"/run-*.json 2>/dev/null | grep '"kind":"summary"' | grep -c '"fate":"lost"')
+# lost: summaries whose fate is lost, in runs that failed (a lesson may
+# lose a task on purpose, Q16 and Q18 do: qlab run exits 1 for any other)
+lost=0 purpose=0
+for f in "$out"/run-*.json; do
+	k=$(grep '"kind":"summary"' "$f" | grep -c '"fate":"lost"')
+	if grep -q '^qlab: ' "${f%.json}.err"; then lost=$((lost + k)); else purpose=$((purpose + k)); fi
+done
 left_q=$(rabbitmqctl -q -n "$node" list_queues name messages 2>/dev/null | grep -c '^qlab')
 left_msgs=$(rabbitmqctl -q -n "$node" list_queues name messages 2>/dev/null | awk '/^qlab/ {s += $2} END {print s + 0}')
 left_x=$(rabbitmqctl -q -n "$node" list_exchanges name 2>/dev/null | grep -c '^qlab')
 read -r peak_c peak_ch peak_fd < <(awk '$2 > c {c = $2} $3 > h {h = $3} $4 > f {f = $4} END {print c + 0, h + 0, f + 0}' "$out/samples")
-echo "runs $n: failed $failed, tasks lost $lost, wall ${wall}s"
-echo "peak: $peak_c connections, $peak_ch channels, $peak_fd fds on the node"
+echo "runs $n: failed $failed, tasks lost $lost (and $purpose lost on purpose by runs that passed), wall ${wall}s"
+echo "peak: $peak_c connections and $peak_fd fds on the node (sampled every 2 s), $peak_ch channels (every 16 s)"
 echo "left on the node: $left_q queues ($left_msgs messages), $left_x exchanges"
+# connections per run, at its busiest, by lesson
+for f in "$out"/run-*.err; do
+	l=${f##*-q}
+	echo "$(head -1 "$f" | grep -o 'prefix qlab-[0-9a-f]*' | cut -d' ' -f2) Q${l%.err}"
+done >"$out/lessons"
+[ -f "$out/per-run" ] && awk 'NR == FNR {lesson[$1] = $2; next}
+	{if ($2 > most[$3]) most[$3] = $2}
+	END {for (r in most) if (r in lesson) {l = lesson[r]; if (most[r] > top[l]) top[l] = most[r]}
+		for (l in top) printf "  %s: up to %d connections per run\n", l, top[l]}' \
+	"$out/lessons" "$out/per-run" | sort
 echo "logs and samples in $out"
 [ "$failed" -eq 0 ] && [ "$left_q" -eq 0 ] && [ "$left_x" -eq 0 ]
