@@ -15,9 +15,11 @@ import (
 
 // SessionSettle bounds a run's clean-up, whatever happened to its context:
 // long enough for a broker slowed by a room of runs to answer its
-// deletes, and for one stopped about as long as a run waits for it
-// (rabbit.DefaultGiveUpAfter) to be back in time for them.
-const SessionSettle = 30 * time.Second
+// deletes (10 s was not, at 300 runs on two cores), and for one stopped
+// about as long as a run waits for it (rabbit.DefaultGiveUpAfter, 30 s)
+// to be back in time for them: a node restarts in 5-20 s on RabbitMQ
+// 3.10.8 here.
+const SessionSettle = 20 * time.Second
 
 // flowRoom is the room of every in-memory queue of a flow lesson: far more
 // than any lesson keeps in one queue, so a put never blocks a worker.

@@ -19,7 +19,7 @@ import (
 // TidyBound bounds one more try at what the run's clean-ups left: a
 // broker that answered nothing for the clean-up's own bound gets this
 // much longer.
-const TidyBound = 10 * time.Second
+const TidyBound = 5 * time.Second
 
 // sessions are the sessions of one run, in the order it opened them.
 type sessions struct {

@@ -122,3 +122,96 @@ func TestLeftErrorNamesItsQueues(t *testing.T) {
 	exact := &rabbit.LeftError{Queues: []rabbit.CleanedQueue{{Name: "main", Messages: 0}}}
 	assert.Contains(t, exact.Error(), "remove them with: rabbitmqctl delete_queue main")
 }
+
+// stopped is a one-part lesson whose broker stops under it: it declares
+// a queue and a wait queue, publishes A into the first, then stops the
+// node's application and publishes B, which waits for the broker for the
+// run's GiveUpAfter and then fails the run. afterStop runs once the
+// broker is down (a test starts it again there, or not).
+func stopped(n *rabbittest.Node, afterStop func()) lesson.Lesson {
+	topo := flow.Topology{Queues: []flow.Queue{
+		{Name: "work", Role: flow.Work, DeadLetterTo: "work.wait"},
+		{Name: "work.wait", Role: flow.Wait, TTL: time.Minute, DeadLetterTo: "work"},
+	}}
+	return lesson.Lesson{ID: "Q99", Title: "a broker stop", Rabbit: func(ctx context.Context, env *lesson.Env) error {
+		b, err := env.Open(ctx)
+		if err != nil {
+			return err
+		}
+		defer env.Close(ctx, b)
+		if err := env.Declare(ctx, b, topo); err != nil {
+			return err
+		}
+		if err := b.Publish(ctx, "Producer", "work", "A"); err != nil {
+			return err
+		}
+		if _, err := n.Ctl(ctx, "stop_app"); err != nil {
+			return err
+		}
+		afterStop()
+		return b.Publish(ctx, "Producer", "work", "B")
+	}}
+}
+
+// runStopped runs l on node n with a short GiveUpAfter.
+func runStopped(t *testing.T, n *rabbittest.Node, l lesson.Lesson) (rabbit.Names, error) {
+	names := rabbit.RunNames()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	_, err := lesson.Run(ctx, l, lesson.Options{Backend: lab.Rabbit, Broker: n.URL, Names: rabbitenv.Of(names),
+		Speed: 10, GiveUpAfter: 2 * time.Second, Logger: rabbittest.Logger(t)})
+	return names, err
+}
+
+// TestBrokerStopCleanUp: a run whose broker stopped gives it up, and its
+// clean-up still deletes its queues when the broker is back within the
+// clean-up's bound; it used to try once, find the run failed, and leave
+// them (Q22 left its queue and 10 messages after a 30 s stop). When the
+// broker stays away, the run's error names each queue it left and the
+// command that removes them.
+func TestBrokerStopCleanUp(t *testing.T) {
+	n := rabbittest.StartNode(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	start := func() {
+		if _, err := n.Ctl(ctx, "start_app"); err != nil {
+			t.Errorf("starting the node again: %v", err)
+		}
+		if err := n.AwaitUp(ctx); err != nil {
+			t.Error(err)
+		}
+	}
+
+	t.Run("back in time", func(t *testing.T) {
+		restarted := make(chan struct{})
+		names, err := runStopped(t, n, stopped(n, func() {
+			go func() { // after the run gave the broker up: its clean-up is what waits
+				defer close(restarted)
+				time.Sleep(2 * time.Second) // the run gives up after 2 s; the start takes seconds more
+				start()
+			}()
+		}))
+		<-restarted
+		require.Error(t, err, "the run gave the broker up")
+		assert.NotContains(t, err.Error(), "left on the broker")
+		queues, qerr := n.Queues(ctx)
+		require.NoError(t, qerr)
+		for _, q := range queues {
+			assert.NotContains(t, q, names.Prefix, "the run left %s behind", q)
+		}
+	})
+
+	t.Run("away for good", func(t *testing.T) {
+		names, err := runStopped(t, n, stopped(n, func() {}))
+		start()
+		require.Error(t, err)
+		var left *rabbit.LeftError
+		require.ErrorAs(t, err, &left, "the run's error says what it left: %v", err)
+		assert.Contains(t, err.Error(), "queue "+names.Of("work")+" (messages unknown)")
+		assert.Contains(t, err.Error(), "queue "+names.Of("work.wait")+" (messages unknown)")
+		assert.Contains(t, err.Error(), "remove them with: qlab broker clean --prefix "+names.Run)
+		res, cerr := rabbit.Clean(ctx, n.URL, names, []flow.Topology{{Queues: []flow.Queue{{Name: "work"}, {Name: "work.wait"}}}}, false)
+		require.NoError(t, cerr)
+		assert.Len(t, res.Deleted, 2, "both queues were still there for clean")
+	})
+}
