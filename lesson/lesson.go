@@ -239,6 +239,7 @@ type Env struct {
 	probes        []probe
 	interrupted   bool
 	interruptedAt time.Duration // lesson time, as events are stamped
+	closeErrs     []error       // clean-ups that failed (Close), for Run's error
 }
 
 // probe reads one queue's depth for the sampler.
