@@ -12,7 +12,6 @@ import (
 	"github.com/charmbracelet/bubbles/list"
 	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/charmbracelet/lipgloss"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lessons"
@@ -101,6 +100,8 @@ type Model struct {
 	st      styles
 	width   int
 	height  int
+	// quitting: a quit key was taken; keys that came with it are dropped.
+	quitting bool
 
 	cur       int         // index of the open lesson
 	chosen    lab.Backend // the backend the user named (flag or b); "" means each lesson's default
@@ -173,7 +174,8 @@ func New(cfg Config) (Model, error) {
 		items[i] = lessonItem{l}
 	}
 	menu := list.New(items, list.NewDefaultDelegate(), 80, 20)
-	menu.Title = "QueueLab — pick a lesson (enter runs it, q quits)"
+	menu.Title = "QueueLab — pick a lesson (enter runs it, / filters, q quits)"
+	menu.KeyMap.Quit.SetKeys("q") // not esc: esc clears a filter, and comes back here from a lesson
 	m := Model{
 		cfg: cfg, lessons: cfg.Lessons, menu: menu, help: help.New(), keys: newKeyMap(),
 		st: newStyles(cfg.Color), width: 80, height: 24, log: viewport.New(80, 10),
@@ -275,34 +277,88 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		return m, nil
 	case tea.KeyMsg:
+		if keys := splitKeys(msg); len(keys) > 1 {
+			return m.eachKey(keys)
+		}
 		if m.screen == menuScreen {
 			return m.menuKey(msg)
 		}
 		return m.lessonKey(msg)
 	}
+	var cmd tea.Cmd
 	if m.screen == lessonScreen {
-		var cmd tea.Cmd
 		m.log, cmd = m.log.Update(msg)
-		return m, cmd
+	} else {
+		m.menu, cmd = m.menu.Update(msg) // the filter's matches come back as a message
 	}
-	return m, nil
+	return m, cmd
 }
 
+// splitKeys is msg as the keys a person pressed. Keys typed faster than
+// the terminal is read (p p p, or tmux send-keys) reach bubbletea in one
+// read, which it hands over as one KeyMsg of several runes ("ppp"), a
+// string no binding matches; a paste stays one message.
+func splitKeys(msg tea.KeyMsg) []tea.KeyMsg {
+	if msg.Type != tea.KeyRunes || msg.Paste || len(msg.Runes) < 2 {
+		return []tea.KeyMsg{msg}
+	}
+	keys := make([]tea.KeyMsg, len(msg.Runes))
+	for i, r := range msg.Runes {
+		keys[i] = tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}, Alt: msg.Alt}
+	}
+	return keys
+}
+
+// eachKey applies keys in order, as if each had come alone, and runs
+// their commands together; a quit ends the run of keys.
+func (m Model) eachKey(keys []tea.KeyMsg) (tea.Model, tea.Cmd) {
+	var cmds []tea.Cmd
+	for _, k := range keys {
+		next, cmd := m.Update(k)
+		m = next.(Model)
+		cmds = append(cmds, cmd)
+		if m.quitting {
+			break
+		}
+	}
+	return m, tea.Batch(cmds...)
+}
+
+// menuKey handles a key on the menu. The list filters (/), and Esc
+// clears a filter; Esc on the whole list does not quit, since Esc in a
+// lesson comes back here and a second Esc would end the program: q does.
 func (m Model) menuKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	filtering := m.menu.FilterState() == list.Filtering
 	switch {
 	case msg.String() == "ctrl+c", msg.String() == "q" && !filtering:
+		m.quitting = true
 		return m, tea.Quit
+	case msg.String() == "esc" && m.menu.FilterState() == list.Unfiltered:
+		return m, m.menu.NewStatusMessage("esc comes back here from a lesson · q quits")
 	case msg.String() == "enter" && !filtering:
-		if i := m.menu.Index(); i >= 0 && i < len(m.lessons) {
-			m.cur, m.screen = i, lessonScreen
+		if it, ok := m.menu.SelectedItem().(lessonItem); ok {
+			m.cur, m.screen = m.indexOf(it.l.Number()), lessonScreen
 			m.nextSpeed = m.lessonSpeed()
 			return m.start()
 		}
+		return m, nil
 	}
 	var cmd tea.Cmd
 	m.menu, cmd = m.menu.Update(msg)
 	return m, cmd
+}
+
+// selectInMenu puts the menu's cursor on the open lesson; a filter that
+// hides it is cleared.
+func (m *Model) selectInMenu() {
+	for i, it := range m.menu.VisibleItems() {
+		if li, ok := it.(lessonItem); ok && li.l.ID == m.lesson().ID {
+			m.menu.Select(i)
+			return
+		}
+	}
+	m.menu.ResetFilter()
+	m.menu.Select(m.cur)
 }
 
 func (m Model) lessonKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
@@ -310,6 +366,7 @@ func (m Model) lessonKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	switch {
 	case key.Matches(msg, k.Quit):
 		m.stop()
+		m.quitting = true
 		return m, tea.Quit
 	case key.Matches(msg, k.Pause):
 		return m.togglePause()
@@ -351,7 +408,7 @@ func (m Model) lessonKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(msg, k.Menu):
 		m.stop()
 		m.screen = menuScreen
-		m.menu.Select(m.cur)
+		m.selectInMenu()
 		return m, nil
 	}
 	var cmd tea.Cmd
@@ -695,6 +752,9 @@ func sanitize(s string) string { return strings.ReplaceAll(s, "\uFE0F", "") }
 // point of Q03, Q05, Q06, Q11–Q13), then what happened to each task.
 func (m Model) results() string {
 	var b strings.Builder
+	if m.state == failed { // the status line holds only its start
+		b.WriteString(strings.Join(render.Wrap(m.failText(), m.width, ""), "\n") + "\n\n")
+	}
 	layout := render.LayoutFor(m.width)
 	for _, t := range m.tables {
 		t.Fit(&b, layout)
@@ -795,8 +855,8 @@ func (m Model) chromeRows() int {
 	boxLines := 1
 	if s := m.sc.slots(m.width); len(s) > 0 {
 		boxLines = (s[len(s)-1].row + 1) * (boxRows + 1)
-	} else if m.state == noBroker {
-		boxLines = max(len(m.noBrokerLines(m.width))-1, 1)
+	} else if m.state == noBroker || m.state == failed {
+		boxLines = max(len(m.whyLines(m.width))-1, 1)
 	}
 	if m.sc.phases > 0 {
 		boxLines++
@@ -855,10 +915,8 @@ func (m Model) paneRule(w int) string {
 // the user, or a passing message.
 func (m Model) statusLine(w int) string {
 	switch {
-	case m.state == failed:
-		return m.st.paint(bad, clip("the run failed: "+firstLine(m.runErr.Error())+" · "+m.nextStep(), w))
-	case m.state == noBroker:
-		return m.st.paint(bad, m.noBrokerLines(w)[0])
+	case m.state == failed, m.state == noBroker:
+		return m.st.paint(bad, m.whyLines(w)[0])
 	case m.paused && m.backend == lab.Rabbit:
 		return m.st.paint(warn, clip("paused: RabbitMQ's TTLs keep running, so a wait may read short (space resumes)", w))
 	case m.paused:
@@ -873,14 +931,21 @@ func (m Model) statusLine(w int) string {
 	return ""
 }
 
-// noBrokerLines is noBrokerText wrapped to width w: the status line shows
-// the first line, the stage (empty without a run) the rest.
-func (m Model) noBrokerLines(w int) []string {
-	lines := strings.Split(lipgloss.NewStyle().Width(max(w, 20)).Render(m.noBrokerText()), "\n")
-	for i := range lines {
-		lines[i] = strings.TrimRight(lines[i], " ")
+// whyLines says why the run did not start (no broker) or failed, whole,
+// wrapped to width w: the status line shows the first line, the stage
+// (empty when the run failed before its first event) the rest; a run
+// that failed later has the rest at the top of its results.
+func (m Model) whyLines(w int) []string {
+	text := m.noBrokerText()
+	if m.state == failed {
+		text = m.failText()
 	}
-	return lines
+	return render.Wrap(text, max(w, 20), "")
+}
+
+// failText is the run's error in full, with what to do next.
+func (m Model) failText() string {
+	return "the run failed: " + strings.TrimSpace(m.runErr.Error()) + " · " + m.nextStep()
 }
 
 // noBrokerText says why the run cannot start and what to do.
