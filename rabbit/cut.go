@@ -95,3 +95,13 @@ func (c *faultConn) reset() {
 	}
 	_ = c.Conn.Close()
 }
+
+// FaultDial is dial, registered with the run's lab.Faults when ctx
+// carries one (lab.WithFaults), for a lesson that dials on its own (Q21's
+// cluster connections): the TUI's fault key then cuts its connections too.
+func FaultDial(ctx context.Context, dial func(network, addr string) (net.Conn, error)) func(network, addr string) (net.Conn, error) {
+	if f := lab.FaultsFrom(ctx); f != nil {
+		return faultDial(f, dial)
+	}
+	return dial
+}

@@ -271,6 +271,8 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m.onStores(msg)
 	case brokerMsg:
 		return m.onBroker(msg)
+	case noteMsg:
+		return m.onNote(msg)
 	case actMsg:
 		if msg.gen == m.gen {
 			m.flash = msg.key + ": " + msg.line
@@ -398,8 +400,10 @@ func (m Model) lessonKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		return m.start() // keeps the chosen backend where the next lesson has it
 	case key.Matches(msg, k.Backend):
 		return m.switchBackend()
-	case key.Matches(msg, m.acts()...):
+	case key.Matches(msg, m.acts()...): // a lesson's own key wins over a fault key
 		return m.act(msg.String())
+	case key.Matches(msg, k.Cut), key.Matches(msg, k.Hold):
+		return m.fault(msg.String())
 	case key.Matches(msg, k.Metrics):
 		m.metricsOn = !m.metricsOn
 		m.readMetrics()
@@ -418,6 +422,66 @@ func (m Model) lessonKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 
 // acts are the open lesson's own keys (Lesson.Actions).
 func (m Model) acts() []key.Binding { return actionKeys(m.lesson().Actions) }
+
+// helpActs are the keys the help line lists besides the view's own: the
+// lesson's, then a broker run's fault keys.
+func (m Model) helpActs() []key.Binding {
+	acts := m.acts()
+	if m.backend != lab.Rabbit {
+		return acts
+	}
+	for _, f := range []key.Binding{m.keys.Cut, m.keys.Hold} {
+		if !key.Matches(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(f.Keys()[0])}, acts...) {
+			acts = append(acts, f)
+		}
+	}
+	return acts
+}
+
+// fault breaks, at the student's key, the broker run's own connections
+// (x) or the channel of a worker holding a delivery (c), from a command;
+// what it broke comes back as an actMsg, and the consequence (a
+// redelivery, a reconnect) in the log.
+func (m Model) fault(k string) (tea.Model, tea.Cmd) {
+	switch {
+	case m.backend != lab.Rabbit:
+		m.flash = k + " breaks a broker run's connections; this one runs in memory"
+		if m.lesson().Dual() {
+			m.flash += " (b: RabbitMQ)"
+		}
+		return m, nil
+	case m.state != running || m.run == nil:
+		m.flash = k + " acts while the lesson runs: r starts it again"
+		return m, nil
+	case m.paused:
+		m.flash = "paused: space resumes, then " + k
+		return m, nil
+	}
+	if k == holdKey {
+		m.flash = k + ": waiting for a worker to hold a delivery…"
+	} else {
+		m.flash = k + ": cutting the run's connections…"
+	}
+	return m, faultCmd(m.run, k)
+}
+
+// onNote shows a line the run's backend logged (a connection lost, a
+// reconnect, Q21's node stopped) in the status line and the log, and
+// waits for the next.
+func (m Model) onNote(msg noteMsg) (tea.Model, tea.Cmd) {
+	if m.run == nil || msg.gen != m.gen {
+		return m, nil // an old run's: its command ends with it
+	}
+	m.flash = msg.line
+	m.logged = append(m.logged, lab.Event{Kind: noteKind, Note: msg.line, TMs: m.clockMs})
+	m.logLines = append(m.logLines, m.logLine(m.logged[len(m.logged)-1]))
+	m.fillPane()
+	return m, noteCmd(m.run)
+}
+
+// noteKind marks a logged line that is no event but a note of the
+// backend's (onNote).
+const noteKind lab.Kind = ""
 
 // act hands one of the lesson's own keys to its run, from a command; the
 // lesson's answer comes back as an actMsg and shows in the status line.
@@ -497,7 +561,7 @@ func (m Model) start() (tea.Model, tea.Cmd) {
 	}
 	m.run, m.pumping = h, true
 	m.fitLog()
-	return m, tea.Batch(runCmd, waitCmd(h), storesCmd(m.gen, m.stores, storesEvery))
+	return m, tea.Batch(runCmd, waitCmd(h), noteCmd(h), storesCmd(m.gen, m.stores, storesEvery))
 }
 
 // onStores takes a read of the run's stores and asks for the next while
@@ -707,6 +771,13 @@ func (m *Model) applyEvents(evs []lab.Event) {
 // logLine is e's log line as qlab run prints it, wrapped to the view's
 // width rather than cut; "" for an event without one.
 func (m Model) logLine(e lab.Event) string {
+	if e.Kind == noteKind {
+		lines := render.Wrap("⚡ "+e.Note, m.width, "   ")
+		for i := range lines {
+			lines[i] = m.st.paint(warn, lines[i])
+		}
+		return sanitize(strings.Join(lines, "\n"))
+	}
 	return sanitize(render.Style{Color: m.cfg.Color, Width: m.width}.Line(e))
 }
 
@@ -893,7 +964,7 @@ func (m Model) View() string {
 	out = append(out, m.metricsPanel(w)...)
 	out = append(out, m.paneRule(w))
 	out = append(out, m.log.View())
-	out = append(out, clip(m.help.ShortHelpView(m.keys.helpFor(m.state, w, m.acts())), w))
+	out = append(out, clip(m.help.ShortHelpView(m.keys.helpFor(m.state, w, m.helpActs())), w))
 	return sanitize(strings.Join(out, "\n"))
 }
 
