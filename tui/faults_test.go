@@ -134,3 +134,15 @@ func TestBackendNotesShow(t *testing.T) {
 	m = step1(m, noteMsg{gen: m.gen + 1, line: "another run's"})
 	assert.Equal(t, 0, logged(m, noteKind, "another run's"), "an old run's note is dropped")
 }
+
+// Once the run ends, the status line says so and what is next, not the
+// run's last passing note.
+func TestFinishClearsTheLastNote(t *testing.T) {
+	m := testModel(fakeDLQ, 80, 24)
+	m.run = &runHandle{gen: m.gen, notes: make(chan string, 1), finished: make(chan struct{})}
+	m = step1(m, noteMsg{gen: m.gen, line: "rabbit: consumer reconnected · actor W"})
+	m.runDone, m.closed = true, true
+	m.settle()
+	assert.Equal(t, finished, m.state)
+	assert.Contains(t, m.statusLine(80), "finished")
+}

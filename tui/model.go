@@ -610,6 +610,7 @@ func (m *Model) settle() {
 	if m.runErr != nil {
 		m.state = failed
 	}
+	m.flash = "" // a passing note of the run's: the end and what next matter now
 	m.showPane(resultsPane)
 }
 
