@@ -147,6 +147,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		extra = append(extra, met.m)
 	}
 	runErr := runLesson(ctx, ready, f, out, colorWanted(stdout), terminalWidth(stdout), extra...)
+	reportLesson(ctx, l, runErr, stderr)
 	if err := out.Err(); err != nil {
 		return fmt.Errorf("%w (%v): the run stopped and deleted the queues it created", errOutputClosed, err)
 	}

@@ -54,16 +54,26 @@ func RunRabbit(t *testing.T, l lesson.Lesson, opts lesson.Options) ([]lab.Event,
 	return RunRabbitWith(t, l, opts)
 }
 
+// RunRabbitOn is RunRabbit on a broker of release line v
+// (rabbittest.Need: skipping where there is none, failing under
+// QLAB_REQUIRE_BROKER=1).
+func RunRabbitOn(t *testing.T, v rabbittest.Version, l lesson.Lesson, opts lesson.Options) ([]lab.Event, lesson.Result) {
+	t.Helper()
+	skipCluster(t, l)
+	opts.Broker = rabbittest.Need(t, v)
+	return RunRabbitWith(t, l, opts)
+}
+
 // RunRabbitWith is RunRabbit with sinks that see each event as the run
-// emits it (a test that acts on the broker while the lesson runs).
+// emits it (a test that acts on the broker while the lesson runs). It
+// runs on opts.Broker when set, else on the test broker.
 func RunRabbitWith(t *testing.T, l lesson.Lesson, opts lesson.Options, sinks ...lab.Sink) ([]lab.Event, lesson.Result) {
 	t.Helper()
-	if l.Cluster {
-		t.Skipf("%s runs on a three-node cluster and stops one of its nodes: the suites' single "+
-			"broker cannot host it; its own tests run it on a cluster (rabbit/cluster/clustertest)", l.ID)
-	}
+	skipCluster(t, l)
 	opts.Backend = lab.Rabbit
-	opts.Broker = rabbittest.NeedBroker(t)
+	if opts.Broker == "" {
+		opts.Broker = rabbittest.NeedBroker(t)
+	}
 	if opts.Speed == 0 {
 		opts.Speed = RabbitSpeed
 		if l.TestSpeed > 0 {
@@ -78,6 +88,15 @@ func RunRabbitWith(t *testing.T, l lesson.Lesson, opts lesson.Options, sinks ...
 	NoGoroutineOutlives(t, func() { res, err = lesson.Run(ctx, l, opts, append(sinks, &rec)...) })
 	require.NoError(t, err)
 	return rec.Events(), res
+}
+
+// skipCluster skips a lesson that needs a cluster (Lesson.Cluster).
+func skipCluster(t *testing.T, l lesson.Lesson) {
+	t.Helper()
+	if l.Cluster {
+		t.Skipf("%s runs on a three-node cluster and stops one of its nodes: the suites' single "+
+			"broker cannot host it; its own tests run it on a cluster (rabbit/cluster/clustertest)", l.ID)
+	}
 }
 
 // On runs l on backend b with RunInMem or RunRabbit.
