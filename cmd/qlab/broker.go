@@ -10,6 +10,7 @@ import (
 
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/render"
 )
 
 const brokerHelp = `Usage: qlab broker status|up|down|latency|clean|cluster [flags]
@@ -56,6 +57,7 @@ func cmdBroker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return withDetails(err, *verbose)
 		}
 		fmt.Fprintln(stdout, b)
+		printVersionNotes(stdout, b.Version)
 		return nil
 	case "up":
 		opts := discoverOptions
@@ -94,6 +96,22 @@ func cmdBroker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return withDetails(brokerClean(ctx, stdout, clean), *verbose)
 	}
 	return usagef("unknown broker command %q: use status, up, down, latency or clean", pos[0])
+}
+
+// printVersionNotes lists, on a 4.x broker, what its line does that the
+// lessons use and 3.10.8 does not, each with its source.
+func printVersionNotes(w io.Writer, version string) {
+	notes := rabbit.VersionNotes(version)
+	if len(notes) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "What RabbitMQ %s does that the lessons use (3.10.8 does none of it):\n", version)
+	for _, n := range notes {
+		text := fmt.Sprintf("since %s: %s [%s]", n.Since, n.Text, n.Source)
+		for i, line := range render.Wrap(text, 76, "") {
+			fmt.Fprintln(w, map[bool]string{true: "  - ", false: "    "}[i == 0]+line)
+		}
+	}
 }
 
 // brokerLatency measures the wait-queue delay error on private queues.
