@@ -179,3 +179,31 @@ func TestBrokerStatusOn43ListsWhatItDoes(t *testing.T) {
 		})
 	}
 }
+
+// TestBrokerUpVersion: --version picks the image line; a bad one is a
+// usage error, and a broker of another line already on 5672 is named
+// rather than shadowed by a container that could not bind its port.
+func TestBrokerUpVersion(t *testing.T) {
+	code, _, errOut := qlab("broker", "up", "--version", "latest")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, "want a line such as 4, 4.3 or 3.13")
+	assert.Equal(t, 1, strings.Count(errOut, "\n"), "one line: %q", errOut)
+
+	url := rabbittest.NeedBroker(t)
+	t.Setenv(rabbit.EnvURL, url)
+	b, err := rabbit.Probe(t.Context(), url, "test")
+	require.NoError(t, err)
+	other := "4"
+	if strings.HasPrefix(b.Version, "4.") {
+		other = "3.13"
+	}
+	code, _, errOut = qlab("broker", "up", "--version", other)
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, errOut, "a RabbitMQ "+b.Version+" broker already answers")
+	assert.Contains(t, errOut, "rabbitmq:"+other+"-management")
+	assert.NotContains(t, errOut, "guest:guest")
+
+	code, out, errOut := qlab("broker", "up")
+	require.Equal(t, exitOK, code, errOut)
+	assert.Contains(t, out, "a broker already answers, nothing to start")
+}
