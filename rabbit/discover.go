@@ -51,7 +51,7 @@ func (b Broker) String() string {
 // DiscoverOptions tune Discover. The zero value tries the environment and
 // the default URL only.
 type DiscoverOptions struct {
-	// Docker also lets Discover start (or reuse) a rabbitmq:3-management
+	// Docker also lets Discover start (or reuse) a rabbitmq:4-management
 	// container through dockertest when a Docker engine answers.
 	Docker bool
 	// DefaultURL replaces DefaultURL as the second place tried; "" means
