@@ -33,6 +33,7 @@ import (
 	"github.com/queuelab/qlab/lessons/q22"
 	"github.com/queuelab/qlab/lessons/q23"
 	"github.com/queuelab/qlab/lessons/q24"
+	"github.com/queuelab/qlab/lessons/q25"
 
 	"github.com/queuelab/qlab/lesson"
 	// The broker mechanism: every lesson of the registry can run there.
@@ -84,6 +85,7 @@ var All = []Lesson{
 	q22.Lesson,
 	q23.Lesson,
 	q24.Lesson,
+	q25.Lesson,
 }
 
 // Find returns the lesson numbered n.

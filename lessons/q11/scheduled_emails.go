@@ -281,6 +281,7 @@ func (ts *timerScheduler) schedule(ctx context.Context, req q11Request) error {
 	defer ts.mu.Unlock()
 	clock := l.env.Stream.Clock()
 	ts.pending[req.Task] = timedMail{clock.AfterFunc(delay, func() { ts.fire(ctx, req) }), clock.Elapsed() + delay, req}
+	l.s.Expect(delay) // the mail moves again when the timer fires: not a stall
 	return nil
 }
 

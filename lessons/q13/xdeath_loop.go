@@ -45,6 +45,7 @@ const (
 var Lesson = lesson.Lesson{
 	ID:         "Q13",
 	WatchSpeed: 5, // a watchable pace in the TUI
+	Length:     146 * time.Second,
 	Title:      "One wait-queue loop: x-death counting vs your own retry header",
 	Notice: fmt.Sprintf("Run 1 (A–D) is the NestJS email service's loop: the worker only rejects, the broker parks the mail %s in email_queue_wait and sends it back, "+
 		"and x-death tells the worker the attempt; at attempt %d it publishes C to email_queue_dlq itself and acks "+

@@ -52,6 +52,7 @@ var Lesson = lesson.Lesson{
 	// The seed's minutes run fast: each run's 9½ minutes of lesson time
 	// take about 6 s in qlab run and the TUI (a 30 s retry is 0.3 s).
 	WatchSpeed: 100,
+	Length:     28 * time.Minute,
 	// The broker tests: the 30 s first retry (the shortest TTL) takes
 	// 75 ms of real time, far above rabbit.MinRealTTL, and the 1 s email
 	// attempt 2.5 ms, so the order of the returns holds on a busy machine;
