@@ -129,7 +129,7 @@ var (
 			{New, "has a limit of 20: the 21st delivery's basic.reject dropped it (no " +
 				"dead-letter exchange), while 25 basic.nacks left it in place"},
 		},
-		Source: "delivery limit 20 by default since 4.0; returns unlimited since 4.3 (its release notes)",
+		Source: "the 4.0.1 release notes: a default limit of 20; the 4.3.0 release notes: unlimited returns",
 	}
 	// Metrics: Q22's counters and depth.
 	Metrics = Fact{
