@@ -139,6 +139,7 @@ var (
 			{New, "read the same: 10, 1, 5 of 10, whole seconds"},
 		},
 		Source: "the redelivered flag and a passive declare's ready count are AMQP 0-9-1's own; " +
-			"only a quorum queue's x-delivery-count changed meaning in 4.3",
+			"a classic queue wrote no x-delivery-count on either version (Q19's requeued S1-S5), " +
+			"a quorum queue's changed meaning in 4.3",
 	}
 )
