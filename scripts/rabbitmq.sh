@@ -125,6 +125,13 @@ build() {
 	say "built rabbitmq-server $got in $((SECONDS - t0)) s"
 }
 
+# take_lock serialises this script's calls (a build, a start, a stop).
+take_lock() {
+	mkdir -p "$CACHE"
+	exec 9>"$LOCK"
+	flock -w 900 9 || die "another rabbitmq.sh has held $LOCK for 15 min"
+}
+
 mount_proc() {
 	mountpoint -q "$ROOT/proc" || mount -t proc proc "$ROOT/proc"
 }
@@ -285,8 +292,7 @@ single_up() {
 	local name
 	name=$(single_name)
 	is_port "$PORT" || die "QLAB_RABBITMQ43_PORT=$PORT is not a port in 1024..45535"
-	exec 9>"$LOCK"
-	flock -w 900 9 || die "another rabbitmq.sh holds $LOCK"
+	take_lock
 	build
 	if node_pid "$name" >/dev/null; then
 		if owner_gone "$name"; then
@@ -308,8 +314,7 @@ single_up() {
 single_down() {
 	need_root down
 	[ -d "$ROOT" ] || return 0
-	exec 9>"$LOCK"
-	flock -w 300 9 || die "another rabbitmq.sh holds $LOCK"
+	take_lock
 	local name
 	name=$(single_name)
 	if ! mine "$name"; then
@@ -346,8 +351,7 @@ ctl() {
 cluster_up() {
 	need_root cluster up
 	is_port "$CPORT" || die "QLAB_RABBITMQ43_CLUSTER_PORT=$CPORT is not a port in 1024..45533"
-	exec 9>"$LOCK"
-	flock -w 900 9 || die "another rabbitmq.sh holds $LOCK"
+	take_lock
 	build
 	local n i=0 up=0 gone=0
 	for n in $(cluster_names); do
@@ -393,8 +397,7 @@ cluster_urls() {
 cluster_down() {
 	need_root cluster down
 	[ -d "$ROOT" ] || return 0
-	exec 9>"$LOCK"
-	flock -w 300 9 || die "another rabbitmq.sh holds $LOCK"
+	take_lock
 	local n
 	for n in $(cluster_names); do
 		if ! mine "$n"; then
@@ -452,9 +455,8 @@ main() {
 	status) single_status ;;
 	build)
 		need_root build
-		exec 9>"$LOCK"
-		flock -w 900 9 || die "another rabbitmq.sh holds $LOCK"
-		build
+		take_lock
+			build
 		;;
 	-h | --help | help) usage ;;
 	*) usage ;;
