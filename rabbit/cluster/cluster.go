@@ -195,15 +195,19 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	first := c.Nodes[0]
 	for _, n := range c.Nodes[1:] {
+		begin := time.Now()
 		c.say("%s: joining %s", n.Short, first.Name)
 		for _, args := range [][]string{{"stop_app"}, {"join_cluster", first.Name}, {"start_app"}} {
-			if _, err := c.drv.ctl(ctx, n, args...); err != nil {
+			what := fmt.Sprintf("%s: rabbitmqctl %s", n.Short, strings.Join(args, " "))
+			if err := c.waiting(what, func() error { _, err := c.drv.ctl(ctx, n, args...); return err }); err != nil {
 				return err
 			}
 		}
-		if err := c.awaitNode(ctx, n); err != nil {
+		what := fmt.Sprintf("%s: AMQP on port %d after start_app", n.Short, n.Port)
+		if err := c.waiting(what, func() error { return c.awaitNode(ctx, n) }); err != nil {
 			return err
 		}
+		c.say("%s: joined in %.1fs", n.Short, time.Since(begin).Seconds())
 	}
 	running, err := c.runningNodes(ctx, first)
 	if err != nil {
@@ -257,6 +261,28 @@ func (c *Cluster) awaitNode(ctx context.Context, n NodeSpec) error {
 		return fmt.Errorf("%s did not accept AMQP connections on port %d: %w", n.Short, n.Port, err)
 	}
 	return nil
+}
+
+// waitingEvery is how often waiting says that a step is still going.
+const waitingEvery = 5 * time.Second
+
+// waiting runs step, saying what it waits for once it has taken
+// waitingEvery and again every waitingEvery: each rabbitmqctl starts an
+// Erlang VM, and on a loaded laptop a join was silent for 40 s.
+func (c *Cluster) waiting(what string, step func() error) error {
+	done := make(chan error, 1)
+	begin := time.Now()
+	go func() { done <- step() }()
+	tick := time.NewTicker(waitingEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-tick.C:
+			c.say("  … still waiting for %s (%.0fs)", what, time.Since(begin).Seconds())
+		}
+	}
 }
 
 func (c *Cluster) say(format string, args ...any) {
