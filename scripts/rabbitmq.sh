@@ -6,7 +6,7 @@
 #   scripts/rabbitmq.sh url [4.3]         print the URL of the running node
 #   scripts/rabbitmq.sh status [4.3]      say whether it runs, and which version
 #   scripts/rabbitmq.sh down [4.3]        stop the node, remove its data
-#   scripts/rabbitmq.sh build [4.3]       only build (the slow part, ~6 min)
+#   scripts/rabbitmq.sh build [4.3]       only build (the slow part, ~3 min)
 #   scripts/rabbitmq.sh cluster up|url|status|down [4.3]
 #                                         the same for three clustered nodes;
 #                                         url prints one URL a line
@@ -99,7 +99,7 @@ build() {
 			apt-get install -y --no-install-recommends debootstrap >&2 ||
 				die "debootstrap is missing and apt-get could not install it"
 		fi
-		say "debootstrap sid into $BUILD (about 4 min)"
+		say "debootstrap sid into $BUILD (about 3 min with apt)"
 		debootstrap --variant=minbase sid "$BUILD" "$MIRROR" >"$CACHE/debootstrap.log" 2>&1 ||
 			die "debootstrap failed; see $CACHE/debootstrap.log"
 	fi
