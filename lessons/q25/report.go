@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lessons/q19"
 	"github.com/queuelab/qlab/render"
 )
@@ -41,6 +42,30 @@ func of(rows []delivery, task string) []delivery {
 		}
 	}
 	return out
+}
+
+// queueTable is the queue part (a) declares, argument by argument: the
+// page's topology.
+func queueTable(clock lab.Clock) render.Table {
+	ms := func(d time.Duration) string {
+		return fmt.Sprintf("%d ms (lesson %s)", clock.Real(d).Milliseconds(), dur(d))
+	}
+	return render.Table{
+		Title:  "The queue: " + Queue + ", as part (a) declares it",
+		Header: []string{"argument", "value", "what it does"},
+		Rows: [][]string{
+			{"x-queue-type", "quorum", "quorum only: a classic queue refuses the rest"},
+			{"x-delayed-retry-type", TypeFailed, "hold a reject or a lost channel (not a nack)"},
+			{"x-delayed-retry-min", ms(MinDelay), "the first wait; then min × x-delivery-count"},
+			{"x-delayed-retry-max", ms(MaxDelay), "the cap; without it no wait grows"},
+			{"x-delivery-limit", strconv.Itoa(DeliveryLimit), "retries; the sixth failure is dead-lettered"},
+			{"x-dead-letter-exchange", `""`, "the default exchange: routes by queue name"},
+			{"x-dead-letter-routing-key", DLQ, "where the limit sends a message"},
+		},
+		Notes: []string{"The broker's delays are real milliseconds: the lab declares the lesson's " +
+			"2 s and 32 s at the run's speed. The worker: prefetch " + strconv.Itoa(Slots) + ", " +
+			"d.Ack(false) when the mail is sent, d.Reject(true) when it is not; nothing else."},
+	}
 }
 
 // scheduleTable is part (a): D1's deliveries, the broker's wait beside
