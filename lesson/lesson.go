@@ -48,6 +48,12 @@ type Lesson struct {
 	// WatchSpeed is the speed the TUI starts the lesson at where its
 	// default (0.25×) would make it too long a watch; 0 means the default.
 	WatchSpeed float64
+	// Length is about how much lesson time a whole run takes (the last
+	// stamp of its transcript), for a lesson with a WatchSpeed above 1:
+	// qlab run says how long a --speed slower than that pace will take
+	// (Length / speed). A test holds it to the in-memory golden's last
+	// stamp.
+	Length time.Duration
 	// CompareSpeed is the speed `qlab compare` runs the lesson at when no
 	// --speed is given, where its default (20×) would make the runs too
 	// long: a lesson whose waits are the seed's minutes (Q14). compare

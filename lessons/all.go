@@ -53,6 +53,7 @@ type (
 	Parity       = lesson.Parity
 	Action       = lesson.Action
 	Act          = lesson.Act
+	Carried      = lesson.Carried
 )
 
 // Run runs lesson l (see lesson.Run).

@@ -375,6 +375,10 @@ func isScheme(s string) bool {
 	return s != ""
 }
 
+// RedactIn returns msg with rawURL's password hidden (see redactIn):
+// for an error a caller prints after dialling rawURL itself.
+func RedactIn(msg, rawURL string) string { return redactIn(msg, rawURL) }
+
 // redactIn returns msg with rawURL's password hidden, in case a library
 // or the broker echoed the URL or the password: as they are,
 // percent-decoded, or quoted the way Go quotes strings (%q, which escapes
