@@ -64,7 +64,9 @@ func queueTable(clock lab.Clock) render.Table {
 		},
 		Notes: []string{"The broker's delays are real milliseconds: the lab declares the lesson's " +
 			"2 s and 32 s at the run's speed. The worker: prefetch " + strconv.Itoa(Slots) + ", " +
-			"d.Ack(false) when the mail is sent, d.Reject(true) when it is not; nothing else."},
+			"d.Ack(false) when the mail is sent, d.Reject(true) when it is not; nothing else.",
+			"A policy may set the same, keys without x- (delayed-retry-type, -min, -max; " +
+				"apply-to quorum_queues): measured alike on RabbitMQ " + Version + "."},
 	}
 }
 
