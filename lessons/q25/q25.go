@@ -16,7 +16,7 @@
 // birthday.messages.queue, a quorum queue as the seed declares it, and
 // birthday.messages.dlq behind it (through the default exchange).
 //
-// The mechanism is three queue arguments and one settle call:
+// The mechanism is the queue's arguments and one settle call:
 //
 //	args := amqp.Table{
 //		"x-queue-type":         "quorum",
