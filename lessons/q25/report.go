@@ -8,6 +8,7 @@ import (
 
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lessons/q19"
+	"github.com/queuelab/qlab/lessons/versions"
 	"github.com/queuelab/qlab/render"
 )
 
@@ -190,9 +191,9 @@ func limitTable(out outcome) render.Table {
 			DeliveryLimit, ordinal(DeliveryLimit+1), DeliveryLimit),
 		"P2: a nack never counts on 4.3 (x-delivery-count stays absent), so the limit is never " +
 			"reached and the broker would hand it back every 2 s for ever; the lab's guard acks it " +
-			"after " + strconv.Itoa(guard) + " deliveries and reports it dropped. Before 4.3 every return " +
-			"counted, a nack too (measured on 3.10.8: x-delivery-count 1, 2, 3 after three nacks). " +
-			"Since 4.0 a quorum queue's limit is 20 when none is declared. Measured on RabbitMQ " + Version + ".",
+			"after " + strconv.Itoa(guard) + " deliveries and reports it dropped. Since 4.0 a quorum " +
+			"queue's limit is 20 when none is declared.",
+		versions.QuorumReturns.Note(out.version),
 	}
 	return t
 }
