@@ -2,6 +2,7 @@ package lesson
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -172,13 +173,34 @@ func Run(ctx context.Context, l Lesson, opts Options, sinks ...lab.Sink) (Result
 		Plan:    plan,
 	}
 	stopSampling := env.sample(ctx, opts.Sample)
-	err := run(ctx, env)
+	err := env.leftovers(ctx, run(ctx, env))
 	depths := stopSampling()
 	env.mu.Lock()
 	defer env.mu.Unlock()
 	tasks := env.Stream.Finish()
 	return Result{Tasks: tasks, Tables: env.tables, Depths: depths, Interrupted: env.interrupted,
 		InterruptedAt: env.interruptedAt, Missed: env.Stream.Missed()}, err
+}
+
+// leftovers adds to the lesson's error what the run left behind: the
+// mechanism's account (Mechanism.Leftovers), or the clean-ups' errors.
+// Both stay on one line.
+func (e *Env) leftovers(ctx context.Context, err error) error {
+	var left error
+	if m, _ := mechanism(e.Stream.Backend()); m.Leftovers != nil {
+		left = m.Leftovers(context.WithoutCancel(ctx), e)
+	} else {
+		e.mu.Lock()
+		left = errors.Join(e.closeErrs...)
+		e.mu.Unlock()
+	}
+	switch {
+	case left == nil:
+		return err
+	case err == nil:
+		return left
+	}
+	return fmt.Errorf("%w; and %w", err, left)
 }
 
 // sample reads every watched queue's depth each interval of lesson time
