@@ -1,0 +1,157 @@
+package lessons
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lab/labtest"
+	"github.com/queuelab/qlab/lesson"
+	"github.com/queuelab/qlab/lesson/lessontest"
+	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/rabbit/rabbittest"
+)
+
+// speedCut bounds one broker run of TestEverySpeed in real time: at
+// --speed 1 it covers the first long wait of every lesson (Q14's 30 s
+// retry, Q19's 16 s one, each longer than the watchdog's 10 s real-time
+// floor), and a slower lesson is cut there, by its parts.
+const speedCut = 40 * time.Second
+
+// TestEverySpeed runs every broker lesson at --speed 1 and at two speeds
+// between 1 and its own pace (or its test speed, if faster), on each
+// backend it has, and asserts that nothing is lost: a run that finishes
+// loses only what the lesson loses on purpose, and one cut at speedCut
+// lost nothing before the cut and did not stall. Before the broker's
+// watchdog counted the waits a run scheduled, Q14 lost A and E at
+// --speed 1, 10 and 20 (issue 31).
+//
+// The broker runs go at once (they wait on the broker's timers, not the
+// CPU), so the test takes about speedCut and the clean-up; the in-memory
+// runs are instant, in synctest bubbles. Runs are on the one broker the
+// suite finds (RABBITMQ_URL): run it once per broker version.
+func TestEverySpeed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs every broker lesson for up to 40 s of real time")
+	}
+	var broker []*speedCase
+	for _, l := range All {
+		if l.Rabbit == nil {
+			continue
+		}
+		for _, speed := range speedsOf(l) {
+			if l.InMem != nil {
+				t.Run(fmt.Sprintf("%s/inmem/%g", l.ID, speed), func(t *testing.T) {
+					events, _ := lessontest.RunInMem(t, l, Options{Speed: speed})
+					labtest.AssertAccounted(t, events)
+					assert.Empty(t, lostBefore(l, lab.InMem, events), "lost")
+				})
+			}
+			if !l.Cluster {
+				broker = append(broker, &speedCase{l: l, speed: speed})
+			}
+		}
+	}
+	url := rabbittest.NeedBroker(t)
+	var wg sync.WaitGroup
+	for _, c := range broker {
+		// Subtests that are not t.Parallel, run from goroutines of their
+		// own: all at once, whatever -parallel says, and -run still
+		// picks which.
+		wg.Go(func() {
+			t.Run(fmt.Sprintf("%s/rabbit/%g", c.l.ID, c.speed), func(t *testing.T) {
+				c.run(url)
+				c.check(t)
+			})
+		})
+	}
+	wg.Wait()
+}
+
+// speedsOf is 1 and two speeds between 1 and the faster of l's own pace
+// and its test speed, evenly apart on a log scale, to a tenth.
+func speedsOf(l Lesson) []float64 {
+	top := max(l.WatchSpeed, l.TestSpeed)
+	if l.TestSpeed == 0 {
+		top = max(top, lessontest.RabbitSpeed)
+	}
+	out := []float64{1}
+	for _, f := range []float64{1.0 / 3, 2.0 / 3} {
+		s := math.Round(math.Pow(top, f)*10) / 10
+		if s > out[len(out)-1] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// speedCase is one broker run of TestEverySpeed.
+type speedCase struct {
+	l     Lesson
+	speed float64
+
+	err    error
+	events []lab.Event
+	before int  // how many events came before the cut
+	cut    bool // the run was still going at speedCut
+	took   time.Duration
+}
+
+// run runs the case on the broker at url, cut at speedCut.
+func (c *speedCase) run(url string) {
+	var rec labtest.Recorder
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	timer := time.AfterFunc(speedCut, func() {
+		mu.Lock()
+		c.cut, c.before = true, len(rec.Events())
+		mu.Unlock()
+		cancel()
+	})
+	start := time.Now()
+	_, err := lesson.Run(ctx, c.l, Options{Backend: lab.Rabbit, Broker: url, Speed: c.speed}, &rec)
+	timer.Stop()
+	mu.Lock()
+	defer mu.Unlock()
+	c.err, c.events, c.took = err, rec.Events(), time.Since(start)
+	if !c.cut {
+		c.before = len(c.events)
+	}
+}
+
+// check asserts what the case's run must show.
+func (c *speedCase) check(t *testing.T) {
+	t.Logf("%s at %g×: %v real, cut: %v", c.l.ID, c.speed, c.took.Round(time.Millisecond), c.cut)
+	labtest.AssertAccounted(t, c.events)
+	if !c.cut {
+		assert.NoError(t, c.err)
+	} else if c.err != nil {
+		assert.NotErrorIs(t, c.err, rabbit.ErrStalled)
+		assert.NotContains(t, c.err.Error(), rabbit.ErrStalled.Error())
+	}
+	assert.Empty(t, lostBefore(c.l, lab.Rabbit, c.events[:c.before]), "lost before the cut")
+}
+
+// lostBefore lists the lost events among events that l does not lose on
+// purpose on backend b.
+func lostBefore(l Lesson, b lab.Backend, events []lab.Event) []string {
+	crashLoses := !lesson.FeaturesOf(b).SurvivesCrash
+	var out []string
+	for _, e := range events {
+		switch {
+		case e.Kind != lab.Lost, slices.Contains(l.LosesOnPurpose, e.Task):
+		case crashLoses && slices.Contains(l.Parity.Crashed, e.Task):
+		default:
+			out = append(out, e.Task+": "+e.Note)
+		}
+	}
+	return out
+}
