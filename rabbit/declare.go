@@ -288,6 +288,7 @@ func (s *Session) deleteOwned(ctx context.Context, names []string) error {
 		}
 	}
 	if len(left) > 0 {
+		s.leave(left, nil)
 		return fmt.Errorf("the clean-up left the run's queues %s behind (rabbitmqctl delete_queue each, or qlab broker clean): %w",
 			strings.Join(left, ", "), first)
 	}

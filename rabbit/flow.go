@@ -163,6 +163,11 @@ func (f *Flow) consume(ctx context.Context, c flow.Consumer, window int, deliver
 	// (its ack lost with a connection) must not reopen the task's fate.
 	opts := ConsumerOptions{Queue: c.Queue, Actor: c.Actor, Prefetch: window}
 	_, err := f.s.Consume(ctx, opts, func(ctx context.Context, d *Delivery) {
+		if !f.s.Sealed(d.Delivery) {
+			f.s.Park(ctx, d, fmt.Sprintf("forged: task %q carries the run's app-id but not its seal (%s): "+
+				"the run did not publish it", d.Task, SealHeader))
+			return
+		}
 		if !f.work.has(d.Task, d.Queue) {
 			f.notOurs(ctx, d)
 			return
@@ -480,7 +485,10 @@ func (f *Flow) Interrupt() { f.s.InterruptConsumers() }
 // the session's failure as the reason when the run could not go on (a
 // queue deleted from outside, a broker gone) or the clean-up failed (the
 // broker out of reach), otherwise because deleting the queues discarded it.
+// It returns the first error of the clean-up; what it could not delete,
+// the session lists (Session.Left) and tries again (Session.TidyLeft).
 func (f *Flow) Close(ctx context.Context) error {
+	ctx = cleaning(ctx)
 	f.mu.Lock()
 	stops := f.stops
 	f.mu.Unlock()
@@ -498,8 +506,9 @@ func (f *Flow) Close(ctx context.Context) error {
 	if f.s.Keep {
 		exchanges = nil // the run's queues stay, and the exchanges that route to them
 	}
-	if err := f.s.deleteExchanges(ctx, exchanges); err != nil {
-		f.s.Logger.Warn("rabbit: clean-up left exchanges behind", "exchanges", exchanges, "err", err.Error())
+	xerr := f.s.deleteExchanges(ctx, exchanges) // the session remembers what it left (Left)
+	if xerr != nil {
+		f.s.Logger.Warn("rabbit: clean-up left exchanges behind", "exchanges", exchanges, "err", xerr.Error())
 	}
 	if err := f.s.Close(ctx); err != nil {
 		// The broker is out of reach (the clean-up failed too): whatever
@@ -510,7 +519,7 @@ func (f *Flow) Close(ctx context.Context) error {
 	if !f.s.Keep { // kept, a message is still where it was: its task stays pending
 		ReportDiscarded(f.stream, "Cleanup")
 	}
-	return nil
+	return xerr
 }
 
 func (f *Flow) topology() flow.Topology {

@@ -49,6 +49,9 @@ Usage:
                             read, replay or empty a dead-letter queue (qlab dlq --help)
   qlab serve [flags]        the seeds' HTTP APIs on 127.0.0.1: curl a user or a scheduled mail
                             onto the broker and watch it arrive (qlab serve --help)
+  qlab class serve|join|status|leave
+                            the instructor's room: a class's progress, live
+                            (qlab class --help)
   qlab version              which qlab this is: its commit and Go version
   qlab help                 this text
 
@@ -66,6 +69,7 @@ var commands = map[string]command{
 	"ex":      cmdEx,
 	"dlq":     cmdDLQ,
 	"serve":   cmdServe,
+	"class":   cmdClass,
 	"version": cmdVersion,
 }
 

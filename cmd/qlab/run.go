@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lessons"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/render"
@@ -119,7 +120,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		Discover: discoverOptions,
 	})
 	switch {
-	case errors.Is(err, run.ErrInvalid), errors.Is(err, run.ErrNoCluster):
+	case errors.Is(err, run.ErrInvalid), errors.Is(err, run.ErrNoCluster), errors.Is(err, lesson.ErrBrokerTooOld):
 		return usageError{err}
 	case err != nil:
 		if !explicitFlag(fs, "backend") { // the lesson's default: say it runs in memory too
@@ -150,6 +151,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		extra = append(extra, met.m)
 	}
 	runErr := runLesson(ctx, ready, f, out, colorWanted(stdout), terminalWidth(stdout), extra...)
+	reportLesson(ctx, l, runErr, stderr)
 	if err := out.Err(); err != nil {
 		return fmt.Errorf("%w (%v): the run stopped and deleted the queues it created", errOutputClosed, err)
 	}

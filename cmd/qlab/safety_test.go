@@ -213,7 +213,14 @@ func TestClosedStdoutCleansUp(t *testing.T) {
 }
 
 func TestMain(m *testing.M) {
+	// Never the developer's own class: a test that joins sets its own.
+	cfg, err := os.MkdirTemp("", "qlab-config-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("QLAB_CONFIG_DIR", cfg)
 	code := m.Run()
+	os.RemoveAll(cfg)
 	if binDir != "" {
 		os.RemoveAll(binDir)
 	}
