@@ -109,6 +109,7 @@ failed=0
 for i in "${!pids[@]}"; do
 	wait "${pids[$i]}"
 	rc=$?
+	echo "$rc" >"$out/run-$i.rc"
 	[ "$rc" -eq 0 ] && continue
 	failed=$((failed + 1))
 	echo "run $i failed, exit $rc: $(tail -1 "$out"/run-"$i"-*.err)"
@@ -123,7 +124,8 @@ sampler=
 lost=0 purpose=0
 for f in "$out"/run-*.json; do
 	k=$(grep '"kind":"summary"' "$f" | grep -c '"fate":"lost"')
-	if grep -q '^qlab: ' "${f%.json}.err"; then lost=$((lost + k)); else purpose=$((purpose + k)); fi
+	i=${f##*/run-}
+	if [ "$(cat "$out/run-${i%%-*}.rc")" != 0 ]; then lost=$((lost + k)); else purpose=$((purpose + k)); fi
 done
 left_q=$(rabbitmqctl -q -n "$node" list_queues name messages 2>/dev/null | grep -c '^qlab')
 left_msgs=$(rabbitmqctl -q -n "$node" list_queues name messages 2>/dev/null | awk '/^qlab/ {s += $2} END {print s + 0}')
