@@ -73,6 +73,20 @@ type Options struct {
 	// (the fault suite's node group runs Q10 so). The in-memory backend
 	// ignores it.
 	Quorum bool
+	// Deliveries, when set, sees every delivery of a task a broker run's
+	// readers accepted, with the headers the broker put on it (qlab
+	// compare --broker sets the two brokers' x-death and x-delivery-count
+	// side by side). It is called from the readers' goroutines: it must be
+	// safe for concurrent use. The in-memory backend never calls it.
+	Deliveries func(Carried)
+}
+
+// Carried is one delivery a broker made, as Options.Deliveries sees it.
+type Carried struct {
+	Queue       string         // the seed name of the queue it came from
+	Task        string         // its message id: the task
+	Redelivered bool           // the broker's redelivered flag
+	Headers     map[string]any // the AMQP headers as delivered; read, never write
 }
 
 // Names are the broker names a run declares under: every queue and

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -267,6 +268,11 @@ func (f *Flow) PublishTo(ctx context.Context, actor, exchange, key, task string)
 			f.work.done(task, at)
 		}
 	}
+	if err == nil && !returned {
+		for _, q := range routes {
+			f.expectWait(topo, q)
+		}
+	}
 	switch {
 	case err != nil:
 		return err
@@ -324,6 +330,7 @@ func (f *Flow) apply(ctx context.Context, c flow.Consumer, d *Delivery, fd *flow
 		if brokerCounts {
 			e.Note = fmt.Sprintf("rejected: the broker dead-letters it into %s, x-message-ttl %s", via.Name, via.TTL)
 			f.stream.Emit(e)
+			f.s.Expect(via.TTL) // the broker's move: no publish of the run's counts it
 			f.move(d, e.To, d.Reject)
 			return
 		}
@@ -438,6 +445,20 @@ func (f *Flow) Wait(ctx context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.err
+}
+
+// Expect says something the run scheduled happens within lesson duration
+// d from now (flow.Expecter): a lesson's own timer, which the session's
+// watchdog counts as progress to come (Session.Expect).
+func (f *Flow) Expect(d time.Duration) { f.s.Expect(d) }
+
+// expectWait counts the TTL of queue (seed name) in topo, where a message
+// the run published to an exchange went: the session sees only the
+// exchange.
+func (f *Flow) expectWait(topo flow.Topology, queue string) {
+	if q, ok := topo.Queue(queue); ok {
+		f.s.Expect(q.TTL)
+	}
 }
 
 // Depth is how many messages are ready in queue.
@@ -589,4 +610,5 @@ var (
 	_ flow.Describer   = (*Flow)(nil)
 	_ flow.BrokerInfo  = (*Flow)(nil)
 	_ flow.Batcher     = (*Flow)(nil)
+	_ flow.Expecter    = (*Flow)(nil)
 )

@@ -188,6 +188,7 @@ func (p *Publisher) deliver(ctx context.Context, r route, msg amqp.Publishing) e
 		case r.mandatory && p.wasReturned(r.exchange, r.key, msg.MessageId, msg.AppId):
 			return ErrReturned
 		}
+		p.s.expectPublished(r, msg)
 		return nil
 	})
 }

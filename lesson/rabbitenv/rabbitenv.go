@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"strings"
 
+	amqp "github.com/rabbitmq/amqp091-go"
+
 	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
@@ -91,6 +93,11 @@ func Session(ctx context.Context, env *lesson.Env) (*rabbit.Session, error) {
 	}
 	sessionsOf(env).add(s)
 	s.GiveUpAfter, s.Keep, s.Quorum = env.GiveUpAfter, env.Keep, env.Quorum
+	if seen := env.Deliveries; seen != nil {
+		s.Observe = func(queue string, d amqp.Delivery) {
+			seen(lesson.Carried{Queue: queue, Task: d.MessageId, Redelivered: d.Redelivered, Headers: d.Headers})
+		}
+	}
 	if env.Keep {
 		env.Hold(keptKey{}, s)
 	}
