@@ -13,6 +13,7 @@ import (
 	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lesson/lessontest"
+	"github.com/queuelab/qlab/rabbit/rabbittest"
 	"github.com/queuelab/qlab/render"
 )
 
@@ -64,25 +65,55 @@ func writeJSONLines(w io.Writer, events []lab.Event) {
 // run also loses only what the lesson declares (assertLostOnlyOnPurpose).
 func TestEveryTaskAccountedFor(t *testing.T) {
 	t.Parallel() // beside the package's other broker suites: the runs mostly wait on the broker's timers
-	runOn := map[lab.Backend]func(*testing.T, Lesson, Options) ([]lab.Event, Result){
-		lab.InMem:  lessontest.RunInMem,
-		lab.Rabbit: lessontest.RunRabbit,
-	}
 	plans := map[string]*lab.Plan{"default": nil, "seeded": lessontest.SeededPlan(7)}
 	for _, l := range All {
 		for _, b := range l.Backends() {
-			for name, plan := range plans {
-				t.Run(l.ID+"/"+string(b)+"/"+name, func(t *testing.T) {
-					t.Parallel() // broker runs declare under names of their own (rabbit.RunNames)
-					events, res := runOn[b](t, l, Options{Plan: plan})
-					labtest.AssertAccounted(t, events)
-					if plan == nil {
-						assertLostOnlyOnPurpose(t, l, b, res)
-					}
-				})
+			for _, on := range runsOn(b) {
+				for name, plan := range plans {
+					t.Run(l.ID+"/"+on.name+"/"+name, func(t *testing.T) {
+						t.Parallel() // broker runs declare under names of their own (rabbit.RunNames)
+						events, res := on.run(t, l, Options{Plan: plan})
+						labtest.AssertAccounted(t, events)
+						if plan == nil {
+							assertLostOnlyOnPurpose(t, l, b, res)
+						}
+					})
+				}
 			}
 		}
 	}
+}
+
+// backendRun is one place a suite runs a lesson: in memory, or on the
+// broker of one RabbitMQ release line.
+type backendRun struct {
+	name string // "inmem", "rabbit" (3.10), "rabbit@4.3"
+	run  func(*testing.T, Lesson, Options) ([]lab.Event, Result)
+}
+
+// runsOn lists where a suite runs a lesson of backend b: every broker
+// lesson meets each line of rabbittest.Versions (a missing one skips
+// with the reason, or fails under QLAB_REQUIRE_BROKER=1).
+func runsOn(b lab.Backend) []backendRun {
+	if b != lab.Rabbit {
+		return []backendRun{{string(b), lessontest.RunInMem}}
+	}
+	var runs []backendRun
+	for _, v := range rabbittest.Versions {
+		runs = append(runs, backendRun{string(b) + versionTag(v), func(t *testing.T, l Lesson, o Options) ([]lab.Event, Result) {
+			return lessontest.RunRabbitOn(t, v, l, o)
+		}})
+	}
+	return runs
+}
+
+// versionTag names a broker line in a subtest's name: nothing for the
+// machine's own 3.10 node (the names the suites have always had), "@4.3".
+func versionTag(v rabbittest.Version) string {
+	if v == rabbittest.V310 {
+		return ""
+	}
+	return "@" + string(v)
 }
 
 // assertLostOnlyOnPurpose: a lesson's default run loses only the tasks it

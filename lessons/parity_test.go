@@ -19,6 +19,7 @@ import (
 	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lesson/lessontest"
+	"github.com/queuelab/qlab/rabbit/rabbittest"
 )
 
 // TestParity is the shared suite every dual-backend lesson joins by being
@@ -36,28 +37,37 @@ func TestParity(t *testing.T) {
 	t.Parallel() // beside the package's other broker suites: the runs mostly wait on the broker's timers
 	mem, broker := lesson.FeaturesOf(lab.InMem), lesson.FeaturesOf(lab.Rabbit)
 	for _, l := range dualLessons() {
-		for _, p := range parityPlans(l) {
-			t.Run(l.ID+"/"+p.name, func(t *testing.T) {
-				t.Parallel() // each run declares under names of its own (rabbit.RunNames)
-				opts := Options{Plan: p.plan}
-				if p.name == "default" {
-					opts.Sample = sampleEvery(l)
-				}
-				memEvents, memRes := lessontest.RunInMem(t, l, opts)
-				brokerEvents, brokerRes := lessontest.RunRabbit(t, l, opts)
-				labtest.AssertAccounted(t, memEvents)
-				labtest.AssertAccounted(t, brokerEvents)
-				assert.Equal(t, outcomes(memEvents, l.Parity), outcomes(brokerEvents, l.Parity), "fates (and attempts) per task")
-				assert.Equal(t, waits(memEvents, l.Parity), waits(brokerEvents, l.Parity), "each task's configured waits")
-				if opts.Sample > 0 {
-					assertWaitDepth(t, mem, memEvents, memRes)
-					assertWaitDepth(t, broker, brokerEvents, brokerRes)
-				}
-				if l.Parity.ExactTimes {
-					assertTimings(t, l, [2]flow.Features{mem, broker}, [2][]lab.Event{memEvents, brokerEvents})
-				}
-			})
+		for _, v := range rabbittest.Versions {
+			for _, p := range parityPlans(l) {
+				t.Run(l.ID+versionTag(v)+"/"+p.name, func(t *testing.T) {
+					t.Parallel() // each run declares under names of its own (rabbit.RunNames)
+					parity(t, l, v, p.name, p.plan, mem, broker)
+				})
+			}
 		}
+	}
+}
+
+// parity runs l in memory and on the broker of line v under plan and
+// holds the two runs to what TestParity says must match.
+func parity(t *testing.T, l Lesson, v rabbittest.Version, name string, plan *lab.Plan, mem, broker flow.Features) {
+	t.Helper()
+	opts := Options{Plan: plan}
+	if name == "default" {
+		opts.Sample = sampleEvery(l)
+	}
+	memEvents, memRes := lessontest.RunInMem(t, l, opts)
+	brokerEvents, brokerRes := lessontest.RunRabbitOn(t, v, l, opts)
+	labtest.AssertAccounted(t, memEvents)
+	labtest.AssertAccounted(t, brokerEvents)
+	assert.Equal(t, outcomes(memEvents, l.Parity), outcomes(brokerEvents, l.Parity), "fates (and attempts) per task")
+	assert.Equal(t, waits(memEvents, l.Parity), waits(brokerEvents, l.Parity), "each task's configured waits")
+	if opts.Sample > 0 {
+		assertWaitDepth(t, mem, memEvents, memRes)
+		assertWaitDepth(t, broker, brokerEvents, brokerRes)
+	}
+	if l.Parity.ExactTimes {
+		assertTimings(t, l, [2]flow.Features{mem, broker}, [2][]lab.Event{memEvents, brokerEvents})
 	}
 }
 
@@ -70,25 +80,43 @@ func TestParityInterrupted(t *testing.T) {
 	t.Parallel() // beside the package's other broker suites: the runs mostly wait on the broker's timers
 	for _, l := range dualLessons() {
 		for _, b := range l.Backends() {
-			t.Run(l.ID+"/"+string(b), func(t *testing.T) {
-				t.Parallel() // a bubble, or broker names, of its own
-				events, res := runInterrupted(t, b, l)
-				require.True(t, res.Interrupted, "%s takes an interrupt (Env.InterruptAfter)", l.ID)
-				labtest.AssertAccounted(t, events)
-				lost := 0
-				for id, r := range labtest.Fates(events) {
-					assert.NotEqual(t, lab.FatePending, r.Fate, "task %s", id)
-					if r.Fate == lab.FateLost && !slices.Contains(l.LosesOnPurpose, id) {
-						lost++
-					}
-				}
-				if lesson.FeaturesOf(b).SurvivesCrash {
-					assert.Zero(t, lost, "the broker keeps every message through the crash")
-				} else {
-					t.Logf("%s in memory: the crash lost %d task(s), each reported lost", l.ID, lost)
-				}
-			})
+			for _, v := range versionsOf(b) {
+				t.Run(l.ID+"/"+string(b)+versionTag(v), func(t *testing.T) {
+					t.Parallel() // a bubble, or broker names, of its own
+					interrupted(t, l, b, v)
+				})
+			}
 		}
+	}
+}
+
+// versionsOf lists the broker lines a suite runs backend b on: none but
+// a placeholder in memory.
+func versionsOf(b lab.Backend) []rabbittest.Version {
+	if b == lab.Rabbit {
+		return rabbittest.Versions
+	}
+	return []rabbittest.Version{rabbittest.V310} // unused in memory; names stay plain
+}
+
+// interrupted runs l on backend b (line v on the broker) with its process
+// dying mid-run and checks what TestParityInterrupted says.
+func interrupted(t *testing.T, l Lesson, b lab.Backend, v rabbittest.Version) {
+	t.Helper()
+	events, res := runInterrupted(t, b, v, l)
+	require.True(t, res.Interrupted, "%s takes an interrupt (Env.InterruptAfter)", l.ID)
+	labtest.AssertAccounted(t, events)
+	lost := 0
+	for id, r := range labtest.Fates(events) {
+		assert.NotEqual(t, lab.FatePending, r.Fate, "task %s", id)
+		if r.Fate == lab.FateLost && !slices.Contains(l.LosesOnPurpose, id) {
+			lost++
+		}
+	}
+	if lesson.FeaturesOf(b).SurvivesCrash {
+		assert.Zero(t, lost, "the broker keeps every message through the crash")
+	} else {
+		t.Logf("%s in memory: the crash lost %d task(s), each reported lost", l.ID, lost)
 	}
 }
 
@@ -98,11 +126,11 @@ const interruptAt = 2 * time.Second
 
 // runInterrupted runs l on backend b with the process dying at
 // interruptAt; in memory the run ends in inmem.ErrCrashed, as it should.
-func runInterrupted(t *testing.T, b lab.Backend, l Lesson) ([]lab.Event, Result) {
+func runInterrupted(t *testing.T, b lab.Backend, v rabbittest.Version, l Lesson) ([]lab.Event, Result) {
 	t.Helper()
 	opts := Options{Plan: lessontest.SeededPlan(3), Interrupt: interruptAt}
 	if b == lab.Rabbit {
-		return lessontest.RunRabbit(t, l, opts)
+		return lessontest.RunRabbitOn(t, v, l, opts)
 	}
 	var rec lab.Recorder
 	var res Result

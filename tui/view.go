@@ -84,13 +84,15 @@ func (m Model) stage(width int) []string {
 	}
 	slots := sc.slots(width)
 	switch {
-	case len(slots) == 0 && m.state == noBroker:
-		if more := m.noBrokerLines(width)[1:]; len(more) > 0 {
+	case len(slots) == 0 && (m.state == noBroker || m.state == failed):
+		if more := m.whyLines(width)[1:]; len(more) > 0 {
 			return append(lines, m.st.paint(bad, strings.Join(more, "\n")))
 		}
 		return append(lines, "")
-	case len(slots) == 0:
+	case len(slots) == 0 && (m.state == running || m.state == seeking):
 		return append(lines, m.st.paint(faint, "  (waiting for the first event…)"))
+	case len(slots) == 0:
+		return append(lines, "")
 	}
 	where := make(map[string]int, len(slots))
 	for i, s := range slots {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/queuelab/qlab/class"
 	"github.com/queuelab/qlab/exercises"
 )
 
@@ -161,6 +163,7 @@ func exCheck(ctx context.Context, root string, args []string, stdout io.Writer) 
 		return err
 	}
 	r := runExercise(ctx, root, ex)
+	reportExercise(ctx, r, os.Stderr)
 	if _, err := updateExState(root, func(st *exState) {
 		st.record(r)
 		st.Current = ex.Dir
@@ -191,10 +194,7 @@ type exWhoFields struct {
 
 // exWho fills exWhoFields for this run.
 func exWho(root string) exWhoFields {
-	w := exWhoFields{Name: exName, Time: time.Now().UTC().Format(time.RFC3339)}
-	if w.Name == "" {
-		w.Name = cmp.Or(os.Getenv("USER"), os.Getenv("USERNAME"))
-	}
+	w := exWhoFields{Name: exStudentName(os.Stdin, os.Stderr), Time: time.Now().UTC().Format(time.RFC3339)}
 	w.Host, _ = os.Hostname()
 	if out, err := exec.Command("git", "-C", root, "rev-parse", "--short=12", "HEAD").Output(); err == nil {
 		w.Commit = strings.TrimSpace(string(out))
@@ -203,6 +203,34 @@ func exWho(root string) exWhoFields {
 		}
 	}
 	return w
+}
+
+// exStudentName is the name check-all's JSON carries: --name, else
+// $USER, else $USERNAME (Windows), else the name given to qlab class join,
+// else one asked for once on a terminal and remembered. Without any of
+// these it says so on warn and answers "unknown", so a line is never
+// nameless.
+func exStudentName(in *os.File, warn io.Writer) string {
+	if name := cmp.Or(exName, os.Getenv("USER"), os.Getenv("USERNAME")); name != "" {
+		return name
+	}
+	m, _, _ := class.Load()
+	if m.Name != "" {
+		return m.Name
+	}
+	if isTerminal(in) {
+		fmt.Fprint(warn, "Your name for the class's table (asked once): ")
+		line, _ := bufio.NewReader(in).ReadString('\n')
+		if name := strings.TrimSpace(line); class.CheckName(name) == nil {
+			m.Name = name
+			if err := m.Save(); err != nil {
+				fmt.Fprintln(warn, "qlab ex: could not remember the name: "+err.Error())
+			}
+			return name
+		}
+	}
+	fmt.Fprintln(warn, `qlab ex: no name for the JSON lines ($USER and $USERNAME are unset): they say "unknown"; pass --name NAME`)
+	return "unknown"
 }
 
 // exTotalLine is check-all's last JSON line.
@@ -238,6 +266,7 @@ func exCheckAll(ctx context.Context, root string, args []string, stdout io.Write
 			return ctx.Err()
 		}
 		runs = append(runs, r)
+		reportExercise(ctx, r, os.Stderr)
 		if r.Status == exPass {
 			passed++
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -100,7 +101,11 @@ func (m exModel) Init() tea.Cmd { return tea.Batch(m.check(), m.poll()) }
 // check runs the exercise's checker (go test) off the UI goroutine.
 func (m exModel) check() tea.Cmd {
 	ctx, root, ex := m.ctx, m.root, m.ex
-	return func() tea.Msg { return exChecked{runExercise(ctx, root, ex)} }
+	return func() tea.Msg {
+		r := runExercise(ctx, root, ex)
+		reportExercise(ctx, r, io.Discard) // a line on stderr would tear the screen
+		return exChecked{r}
+	}
 }
 
 // poll reads the student's file after exPoll.

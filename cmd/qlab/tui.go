@@ -19,9 +19,11 @@ Opens the terminal UI: a lesson menu, or lesson N at once. Queues are boxes,
 tasks are tokens travelling between them; space pauses, +/- set the speed
 of the next run, r restarts, n/p change lesson, b switches backend, i shows
 the whole notice, t the results once the run ended, m a small panel of the
-run's metrics (--metrics serves them too), q quits. A lesson may have keys
-of its own, listed in its help line: in lesson 21, k stops the leader's
-node and v revives it.`
+run's metrics (--metrics serves them too), q quits. On a RabbitMQ run, x
+cuts the run's own connections and c closes the channel of a worker that
+holds a delivery: the log shows the redelivery and the reconnect. A lesson
+may have keys of its own, listed in its help line: in lesson 21, k stops
+the leader's node and v revives it. On the menu, / filters.`
 
 // brokerDiscovery finds a RabbitMQ broker for the TUI's backend switch
 // (run.FindBroker). It only looks (RABBITMQ_URL, then the default URL)

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"strings"
 
+	amqp "github.com/rabbitmq/amqp091-go"
+
 	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
@@ -28,6 +30,7 @@ func init() {
 			}
 			return TopologyTable(topo, s)
 		},
+		Leftovers: leftovers,
 	})
 }
 
@@ -70,17 +73,31 @@ type keptKey struct{}
 // a run in parts (Q15's routes, Q16's overflow modes) declares the same
 // names again in each: the previous part's kept queues go first, so the
 // run leaves its last part's.
+//
+// A part whose clean-up left queues behind (a broker too slow to answer
+// its deletes in time) left them under the same names: the next part
+// deletes them first, as the run's own, rather than refuse them as a
+// stranger's (see tidyEarlier).
 func Session(ctx context.Context, env *lesson.Env) (*rabbit.Session, error) {
 	if kept, ok := env.Held(keptKey{}).(*rabbit.Session); ok {
 		if err := kept.DeleteKept(ctx); err != nil {
 			return nil, err
 		}
 	}
+	if err := tidyEarlier(ctx, env); err != nil {
+		return nil, err
+	}
 	s, err := rabbit.Open(ctx, env.Broker, Names(env), env.Stream.Clock(), env.Log())
 	if err != nil {
 		return nil, err
 	}
+	sessionsOf(env).add(s)
 	s.GiveUpAfter, s.Keep, s.Quorum = env.GiveUpAfter, env.Keep, env.Quorum
+	if seen := env.Deliveries; seen != nil {
+		s.Observe = func(queue string, d amqp.Delivery) {
+			seen(lesson.Carried{Queue: queue, Task: d.MessageId, Redelivered: d.Redelivered, Headers: d.Headers})
+		}
+	}
 	if env.Keep {
 		env.Hold(keptKey{}, s)
 	}
@@ -94,8 +111,15 @@ func TopologyTable(topo rabbit.Topology, s *rabbit.Session) render.Table {
 	if s.Keep {
 		ended = "The run leaves them on the broker (--keep): qlab broker clean --prefix " + strings.TrimSuffix(s.Names.Prefix, ".") + " removes them."
 	}
+	// The run's prefix is named once, in the title: on every row it made
+	// each queue name wrap at 80 columns and hid the names a student
+	// knows from the lesson.
+	title := "Queues declared on the broker"
+	if s.Names.Prefix != "" {
+		title += ", each named with the run's prefix " + s.Names.Prefix + " first"
+	}
 	t := render.Table{
-		Title:  "Queues declared on the broker",
+		Title:  title,
 		Header: []string{"queue", "role", "x-message-ttl", "dead-letters to"},
 		Notes: []string{
 			ended + " Watch a run live: rabbitmqctl list_queues name messages arguments " +
@@ -108,9 +132,9 @@ func TopologyTable(topo rabbit.Topology, s *rabbit.Session) render.Table {
 			ttl = fmt.Sprintf("%d ms (lesson %s)", rabbit.Arguments(q, s.Names, s.Clock)["x-message-ttl"], q.TTL)
 		}
 		if q.DeadLetterTo != "" {
-			dl = s.Names.Of(q.DeadLetterTo)
+			dl = q.DeadLetterTo
 		}
-		t.Rows = append(t.Rows, []string{s.Names.Of(q.Name), string(q.Role), ttl, dl})
+		t.Rows = append(t.Rows, []string{q.Name, string(q.Role), ttl, dl})
 	}
 	return t
 }

@@ -49,7 +49,11 @@ func TestQ17UnroutableIsConfirmedAndOnlyMandatoryReturnsIt(t *testing.T) {
 func TestQ17ConfirmStrategies(t *testing.T) {
 	const n, cutAt = 200, 150
 	s := emailQueue(t, 1)
-	rows, err := measureConfirms(testCtx(t), s, n, cutAt)
+	var said []string
+	rows, err := measureConfirms(testCtx(t), s, n, cutAt, func(line string) { said = append(said, line) })
+	require.NoError(t, err)
+	assert.Len(t, said, confirmRepeats*len(confirmStrategies)+len(confirmStrategies), "a line before every publish: %q", said)
+	assert.Contains(t, said[0], "clean run 1 of 5, waitForConfirms after each (the seed): publishing")
 	require.NoError(t, err)
 	require.Len(t, rows, len(confirmStrategies))
 	for _, r := range rows {

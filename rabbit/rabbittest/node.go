@@ -71,11 +71,17 @@ func SkipOrFail(t testing.TB, err error) {
 // free ports (rabbit/cluster starts it: the cluster's nodes are made the
 // same way) and waits until it accepts AMQP connections. The error wraps
 // ErrNoServer when rabbitmq-server is missing or cannot run as this user.
+//
+// The node does not outlive this process: a watcher removes it within
+// seconds of the process's end however it ends (cluster.WatchOwner), and
+// the start first removes nodes a dead test process left
+// (cluster.ReapOrphans).
 func NewNode(ctx context.Context, prefix string) (*Node, error) {
 	server, err := cluster.ServerCommand()
 	if err != nil {
 		return nil, err
 	}
+	cluster.ReapOrphans(cluster.TestPrefixes...)
 	ports, err := cluster.FreePorts(2)
 	if err != nil {
 		return nil, err
@@ -93,6 +99,9 @@ func NewNode(ctx context.Context, prefix string) (*Node, error) {
 	}
 	if err := cluster.StartLocal(ctx, server, spec); err != nil {
 		return nil, err
+	}
+	if err := cluster.WatchOwner(spec, ""); err != nil {
+		fmt.Fprintln(os.Stderr, "rabbittest:", err, "(the node is removed by the test's cleanup only)")
 	}
 	return &Node{Name: spec.Name, URL: spec.URL(), Port: spec.Port, spec: spec}, nil
 }

@@ -80,7 +80,9 @@ func Get(t testing.TB) *cluster.Cluster {
 		started = true
 		ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
 		defer cancel()
+		cluster.ReapOrphans(cluster.TestPrefixes...)
 		shared, initErr = cluster.Up(ctx, cluster.Options{Prefix: "qlabtest"})
+		watch(shared)
 	}
 	if initErr != nil {
 		SkipOrFail(t, initErr)
@@ -100,4 +102,17 @@ func SkipOrFail(t testing.TB, err error) {
 		t.Fatalf("%s=1 but: %v", RequireEnv, err)
 	}
 	t.Skipf("skipping: %v", err)
+}
+
+// watch makes each local node of c go when this test process does, however
+// it ends: Main's Down runs only when the tests return.
+func watch(c *cluster.Cluster) {
+	if c == nil || c.Kind != cluster.Local {
+		return
+	}
+	for _, n := range c.Nodes {
+		if err := cluster.WatchOwner(n, c.Dir); err != nil {
+			fmt.Fprintln(os.Stderr, "clustertest:", err)
+		}
+	}
 }
