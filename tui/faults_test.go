@@ -109,6 +109,8 @@ func TestFaultKeysOnABrokerRun(t *testing.T) {
 	require.Equal(t, finished, d.m.state, "the run failed: %v", d.m.runErr)
 	assert.Equal(t, 0, d.m.sc.pending(), "every task accounted for")
 	assert.Contains(t, held, "holding task ")
+	assert.Equal(t, 1, logged(d.m, noteKind, "c: closed"), "what c broke is in the log, whole")
+	assert.Equal(t, 1, logged(d.m, noteKind, "x: cut"))
 	assert.Regexp(t, `^x: cut \d+ connections? of this run`, cut)
 }
 
@@ -145,4 +147,13 @@ func TestFinishClearsTheLastNote(t *testing.T) {
 	m.settle()
 	assert.Equal(t, finished, m.state)
 	assert.Contains(t, m.statusLine(80), "finished")
+}
+
+// A passing message too long for the status line is cut at a space.
+func TestStatusLineCutsAtASpace(t *testing.T) {
+	line := "c: closed Worker-1's channel on n2, holding M22 unacked: the broker requeues it again"
+	got := clipWords(line, 80)
+	assert.Equal(t, "c: closed Worker-1's channel on n2, holding M22 unacked: the broker requeues…", got)
+	assert.LessOrEqual(t, len([]rune(got)), 80)
+	assert.Equal(t, "short", clipWords("short", 80))
 }
