@@ -4,7 +4,7 @@ QLAB    ?= bin/qlab
 SPEED   ?=
 FLAGS   ?=
 
-.PHONY: build test quick vet golden lessons bench tui clean FORCE
+.PHONY: build test quick vet golden lessons bench bench-check bench-docs tui clean FORCE
 
 build: $(QLAB)
 
@@ -71,6 +71,18 @@ quick: vet
 # Every benchmark (in memory, broker, breaker, TUI); the broker ones need RabbitMQ.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# The lab's paths against hand-rolled yardsticks doing the same work, run
+# interleaved in one go: the in-memory Queue against the event contract
+# written by hand, the broker Publisher/Consumer against bare amqp091-go.
+# It prints the ratios and asserts none (a shared machine moves single
+# runs too much); CI prints them at the end. bench-docs writes the same
+# report into docs/benchmarks.md, between its bench-check marks.
+BENCHCHECK_FLAGS ?=
+bench-check:
+	@$(GO) run ./scripts/benchcheck $(BENCHCHECK_FLAGS)
+bench-docs:
+	@$(GO) run ./scripts/benchcheck -rounds 10 -write docs/benchmarks.md $(BENCHCHECK_FLAGS)
 
 # Rewrite the golden transcripts after an intended change; review the diff.
 golden:

@@ -14,11 +14,22 @@ import (
 // Side is one backend's recorded run of a lesson.
 type Side struct {
 	Backend lab.Backend
-	Speed   float64 // the run's --speed, to turn lesson-time errors into real ms
-	Events  []lab.Event
+	// Label names the side in the tables' headings ("RabbitMQ 4.3.6" when
+	// two brokers are compared); "" names it by its backend.
+	Label  string
+	Speed  float64 // the run's --speed, to turn lesson-time errors into real ms
+	Events []lab.Event
 	// InterruptedAt is when an interrupted run's interruption came, on its
 	// events' clock (lesson.Result.InterruptedAt).
 	InterruptedAt time.Duration
+}
+
+// Name is what the tables call the side: its Label, else its backend.
+func (s Side) Name() string {
+	if s.Label != "" {
+		return s.Label
+	}
+	return string(s.Backend)
 }
 
 // Ledger replays the side's events into a ledger.
@@ -46,8 +57,8 @@ func Tasks(a, b []Side, timingSensitive string) render.Table {
 	t := render.Table{
 		Title: "Per task",
 		Header: []string{"task",
-			string(a[0].Backend) + " fate", "attempts", "fail→final",
-			string(b[0].Backend) + " fate", "attempts", "fail→final", same},
+			a[0].Name() + " fate", "attempts", "fail→final",
+			b[0].Name() + " fate", "attempts", "fail→final", same},
 	}
 	for _, id := range taskIDs(append(append([]*lab.Ledger(nil), la...), lb...)...) {
 		ra, rb := taskRunsOf(la, id), taskRunsOf(lb, id)
@@ -211,7 +222,7 @@ func DelayTable(timer map[lab.Backend]string, runs ...[]Side) render.Table {
 		for _, k := range sortedKeys(per) {
 			m := per[k]
 			mean, worst := spreadOf(m.means), spreadOf(m.maxes)
-			backend := string(sides[0].Backend)
+			backend := sides[0].Name()
 			if mean.Unsteady(lateFloor) || worst.Unsteady(lateFloor) {
 				backend += unsteadyMark
 				unsteadyRows = true

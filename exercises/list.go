@@ -234,4 +234,16 @@ var All = []Exercise{
 			{Text: "The order that works: ack on nil; park a malformed body; park at the last try; otherwise retry through DLQWait. A requeue never appears."},
 		},
 	},
+	{
+		Dir: "21_delayed_retry", File: "delayed_retry.go", Lesson: "Q25", Broker: true,
+		Title: "The broker's own delayed retry: a quorum queue that waits (RabbitMQ 4.3)",
+		Hints: []Hint{
+			{When: "the broker accepts your arguments", Text: "Delayed retry is a quorum queue's: \"x-queue-type\": \"quorum\". RabbitMQ 4.3 refuses x-delayed-retry-* on a classic queue with a 406 that names the argument."},
+			{When: "x-delivery-count grows by one with each failure", Text: "On 4.3 only some hand-backs count a failed delivery: basic.reject with requeue (d.Reject(true)) and a channel that dies with the message unacked do; basic.nack (d.Nack) does not, whatever its requeue. A reject without requeue does not come back at all: it is dead-lettered at once."},
+			{When: "a failure waits min × x-delivery-count, never more than max, before it comes back", Text: "Three arguments, times in milliseconds as integers (d.Milliseconds()): \"x-delayed-retry-type\" (\"failed\": delay what counts; \"all\" works too), \"x-delayed-retry-min\" and \"x-delayed-retry-max\". The broker takes a misspelled or missing type without a word, and delays nothing."},
+			{When: "a failure waits min × x-delivery-count, never more than max, before it comes back", Text: "Without \"x-delayed-retry-max\" the wait never grows: the minimum every time (measured on RabbitMQ 4.3.6). With it, the wait is min × the count, capped at max."},
+			{When: "is dead-lettered by the broker (x-death reason delivery_limit)", Text: "\"x-delivery-limit\" (an integer) is how many failed deliveries a message may have; the next failure goes out through the queue's dead-letter route: \"x-dead-letter-exchange\" (\"\" is the default exchange) and \"x-dead-letter-routing-key\" (the DLQ's name)."},
+			{Text: "Lesson Q25 runs the same queue on seed 003's numbers (min 2 s, max 32 s, limit 5) and shows which settle each retry type delays: qlab run 25 on a 4.3 broker."},
+		},
+	},
 }

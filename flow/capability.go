@@ -1,6 +1,11 @@
 package flow
 
-import "context"
+import (
+	"context"
+	"time"
+
+	"github.com/queuelab/qlab/lab"
+)
 
 // The optional interfaces a Backend may have beside the core. A lesson
 // that needs one asks for it with a type assertion on the interface:
@@ -80,4 +85,34 @@ func (f Facts) On() string {
 		return "RabbitMQ " + f.Version
 	}
 	return "in memory"
+}
+
+// Expecter is a backend whose run can look stalled while it waits: a
+// broker has no idle signal, so its watchdog gives a run up when no task
+// moves for a while. A lesson that waits on a timer of its own (a handler
+// that sleeps before it nacks, a scheduler's tick) says so first, and the
+// watchdog counts that wait as progress to come. Waits the backend
+// schedules itself (a TTL, a per-message expiration) it counts without
+// being told.
+type Expecter interface {
+	// Expect says something the run scheduled happens within d of lesson
+	// time from now.
+	Expect(d time.Duration)
+}
+
+// Expect tells b that something the run scheduled happens within d of
+// lesson time from now (Expecter); a backend without a watchdog (in
+// memory, whose timers it sees) ignores it.
+func Expect(b Backend, d time.Duration) {
+	if e, ok := b.(Expecter); ok {
+		e.Expect(d)
+	}
+}
+
+// WaitFor waits d of lesson time on clock, bounded by ctx, after telling b
+// it will (Expect): a lesson's own timer that a broker's watchdog must not
+// take for a stall.
+func WaitFor(ctx context.Context, b Backend, clock lab.Clock, d time.Duration) error {
+	Expect(b, d)
+	return clock.Wait(ctx, d)
 }

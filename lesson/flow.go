@@ -13,8 +13,13 @@ import (
 // its consumers (each a flow.Handler returning a flow.Decision), publishes
 // and waits. The backend supplies the mechanism.
 
-// sessionSettle bounds a run's clean-up, whatever happened to its context.
-const sessionSettle = 10 * time.Second
+// SessionSettle bounds a run's clean-up, whatever happened to its context:
+// long enough for a broker slowed by a room of runs to answer its
+// deletes (10 s was not, at 300 runs on two cores), and for one stopped
+// about as long as a run waits for it (rabbit.DefaultGiveUpAfter, 30 s)
+// to be back in time for them: a node restarts in 5-20 s on RabbitMQ
+// 3.10.8 here.
+const SessionSettle = 20 * time.Second
 
 // flowRoom is the room of every in-memory queue of a flow lesson: far more
 // than any lesson keeps in one queue, so a put never blocks a worker.
@@ -32,12 +37,19 @@ func (e *Env) Open(ctx context.Context) (flow.Backend, error) {
 }
 
 // Close ends backend b whatever happened to ctx, bounded by
-// sessionSettle: the consumers stop and a broker run deletes its queues
-// (reporting what they still held as lost).
+// SessionSettle: the consumers stop and a broker run deletes its queues
+// (reporting what they still held as lost). A clean-up that failed is not
+// dropped: the run's end tries again and its error names what is left
+// (Mechanism.Leftovers, Run).
 func (e *Env) Close(ctx context.Context, b flow.Backend) {
-	cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), sessionSettle)
+	cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), SessionSettle)
 	defer cancel()
-	_ = b.Close(cleanup)
+	if err := b.Close(cleanup); err != nil {
+		e.Log().Warn("lesson: the clean-up left something behind; the run tries again at its end", "err", err.Error())
+		e.mu.Lock()
+		e.closeErrs = append(e.closeErrs, err)
+		e.mu.Unlock()
+	}
 }
 
 // InterruptOn arms the run's planned failure (Env.InterruptAfter) on b, if

@@ -48,6 +48,12 @@ type Lesson struct {
 	// WatchSpeed is the speed the TUI starts the lesson at where its
 	// default (0.25×) would make it too long a watch; 0 means the default.
 	WatchSpeed float64
+	// Length is about how much lesson time a whole run takes (the last
+	// stamp of its transcript), for a lesson with a WatchSpeed above 1:
+	// qlab run says how long a --speed slower than that pace will take
+	// (Length / speed). A test holds it to the in-memory golden's last
+	// stamp.
+	Length time.Duration
 	// CompareSpeed is the speed `qlab compare` runs the lesson at when no
 	// --speed is given, where its default (20×) would make the runs too
 	// long: a lesson whose waits are the seed's minutes (Q14). compare
@@ -85,6 +91,18 @@ type Lesson struct {
 	// the run (Unexpected, run.Ready.Start, qlab run's exit 1), and the
 	// parity suite's crash test does not count these against a backend.
 	LosesOnPurpose []string
+	// MinBroker, when set ("4.3"), is the oldest RabbitMQ release the
+	// broker run works on: it uses a feature older brokers refuse or
+	// ignore (Q25's quorum queue delayed retry). The tests run such a
+	// lesson on the 4.3 node (rabbittest.Need(t, V43)), never the 3.10.8
+	// one.
+	MinBroker string
+	// Preflight, when set, checks before a broker run that the broker at
+	// url can run the lesson; run.Prepare calls it once the broker is
+	// found. Its error wraps ErrBrokerTooOld and says in one line what the
+	// broker did instead; a CLI exits 2. The lesson calls it too, for a
+	// caller that runs it without Prepare.
+	Preflight func(ctx context.Context, url string) error
 	// Actions are keys a student may press while the lesson runs in the
 	// TUI (Q21's k stops the leader's node, v revives it). The TUI lists
 	// them in its help line and hands each press to the run as an Act on
@@ -221,6 +239,7 @@ type Env struct {
 	probes        []probe
 	interrupted   bool
 	interruptedAt time.Duration // lesson time, as events are stamped
+	closeErrs     []error       // clean-ups that failed (Close), for Run's error
 }
 
 // probe reads one queue's depth for the sampler.

@@ -23,6 +23,12 @@ type Mechanism struct {
 	// Declared, when set, is the table a run shows the first time it
 	// declares a topology on b (what the broker really made of it).
 	Declared func(b flow.Backend, topo flow.Topology) render.Table
+	// Leftovers, when set, runs once the lesson's RunFunc returned: it
+	// tries once more, within a bound of its own, to remove what the
+	// run's clean-ups could not, and returns an error naming whatever is
+	// still left and the command that removes it (nil when nothing is).
+	// Unset, Run reports the clean-ups' own errors.
+	Leftovers func(ctx context.Context, env *Env) error
 }
 
 var (

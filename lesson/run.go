@@ -2,6 +2,7 @@ package lesson
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -72,6 +73,20 @@ type Options struct {
 	// (the fault suite's node group runs Q10 so). The in-memory backend
 	// ignores it.
 	Quorum bool
+	// Deliveries, when set, sees every delivery of a task a broker run's
+	// readers accepted, with the headers the broker put on it (qlab
+	// compare --broker sets the two brokers' x-death and x-delivery-count
+	// side by side). It is called from the readers' goroutines: it must be
+	// safe for concurrent use. The in-memory backend never calls it.
+	Deliveries func(Carried)
+}
+
+// Carried is one delivery a broker made, as Options.Deliveries sees it.
+type Carried struct {
+	Queue       string         // the seed name of the queue it came from
+	Task        string         // its message id: the task
+	Redelivered bool           // the broker's redelivered flag
+	Headers     map[string]any // the AMQP headers as delivered; read, never write
 }
 
 // Names are the broker names a run declares under: every queue and
@@ -158,13 +173,34 @@ func Run(ctx context.Context, l Lesson, opts Options, sinks ...lab.Sink) (Result
 		Plan:    plan,
 	}
 	stopSampling := env.sample(ctx, opts.Sample)
-	err := run(ctx, env)
+	err := env.leftovers(ctx, run(ctx, env))
 	depths := stopSampling()
 	env.mu.Lock()
 	defer env.mu.Unlock()
 	tasks := env.Stream.Finish()
 	return Result{Tasks: tasks, Tables: env.tables, Depths: depths, Interrupted: env.interrupted,
 		InterruptedAt: env.interruptedAt, Missed: env.Stream.Missed()}, err
+}
+
+// leftovers adds to the lesson's error what the run left behind: the
+// mechanism's account (Mechanism.Leftovers), or the clean-ups' errors.
+// Both stay on one line.
+func (e *Env) leftovers(ctx context.Context, err error) error {
+	var left error
+	if m, _ := mechanism(e.Stream.Backend()); m.Leftovers != nil {
+		left = m.Leftovers(context.WithoutCancel(ctx), e)
+	} else {
+		e.mu.Lock()
+		left = errors.Join(e.closeErrs...)
+		e.mu.Unlock()
+	}
+	switch {
+	case left == nil:
+		return err
+	case err == nil:
+		return left
+	}
+	return fmt.Errorf("%w; and %w", err, left)
 }
 
 // sample reads every watched queue's depth each interval of lesson time

@@ -33,6 +33,7 @@ import (
 	"github.com/queuelab/qlab/lessons/q22"
 	"github.com/queuelab/qlab/lessons/q23"
 	"github.com/queuelab/qlab/lessons/q24"
+	"github.com/queuelab/qlab/lessons/q25"
 
 	"github.com/queuelab/qlab/lesson"
 	// The broker mechanism: every lesson of the registry can run there.
@@ -52,6 +53,7 @@ type (
 	Parity       = lesson.Parity
 	Action       = lesson.Action
 	Act          = lesson.Act
+	Carried      = lesson.Carried
 )
 
 // Run runs lesson l (see lesson.Run).
@@ -83,6 +85,7 @@ var All = []Lesson{
 	q22.Lesson,
 	q23.Lesson,
 	q24.Lesson,
+	q25.Lesson,
 }
 
 // Find returns the lesson numbered n.

@@ -97,9 +97,14 @@ func (s *Session) Declare(ctx context.Context, t Topology) error {
 		if err := s.declare(ctx, q.Name, s.arguments(q)); err != nil {
 			return err
 		}
-		s.owned.mu.Lock()
-		s.owned.longest = max(s.owned.longest, q.TTL)
-		s.owned.mu.Unlock()
+		if q.TTL > 0 {
+			s.owned.mu.Lock()
+			if s.owned.ttls == nil {
+				s.owned.ttls = map[string]time.Duration{}
+			}
+			s.owned.ttls[s.Names.Of(q.Name)] = q.TTL
+			s.owned.mu.Unlock()
+		}
 	}
 	return nil
 }
@@ -283,6 +288,7 @@ func (s *Session) deleteOwned(ctx context.Context, names []string) error {
 		}
 	}
 	if len(left) > 0 {
+		s.leave(left, nil)
 		return fmt.Errorf("the clean-up left the run's queues %s behind (rabbitmqctl delete_queue each, or qlab broker clean): %w",
 			strings.Join(left, ", "), first)
 	}

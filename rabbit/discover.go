@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -50,7 +51,7 @@ func (b Broker) String() string {
 // DiscoverOptions tune Discover. The zero value tries the environment and
 // the default URL only.
 type DiscoverOptions struct {
-	// Docker also lets Discover start (or reuse) a rabbitmq:3-management
+	// Docker also lets Discover start (or reuse) a rabbitmq:4-management
 	// container through dockertest when a Docker engine answers.
 	Docker bool
 	// DefaultURL replaces DefaultURL as the second place tried; "" means
@@ -334,13 +335,18 @@ func SplitURLs(list string) []string {
 // be printed and logged, whether or not they parse; a list (SplitURLs) has
 // each URL redacted. The userinfo is
 // everything between the scheme's "://" (or the start) and the last "@";
-// its password is everything after its first ":".
+// its password is everything after its first ":". A value with neither
+// "://" nor "@" is no URL at all, and may be the password alone
+// (RABBITMQ_URL=S3cretPW): it is hidden whole (notAURL).
 func Redact(rawURL string) string {
 	if urls := SplitURLs(rawURL); len(urls) > 1 {
 		for i, u := range urls {
 			urls[i] = Redact(u)
 		}
 		return strings.Join(urls, ",")
+	}
+	if isNotAURL(rawURL) {
+		return notAURL(rawURL)
 	}
 	userinfo, rest, ok := splitUserinfo(rawURL)
 	if !ok {
@@ -351,6 +357,17 @@ func Redact(rawURL string) string {
 		return rawURL
 	}
 	return rawURL[:len(rawURL)-len(userinfo)-1-len(rest)] + user + ":xxxxx@" + rest
+}
+
+// isNotAURL reports whether s, non-empty, has neither a scheme's "://"
+// nor a userinfo's "@": what is printed of it is notAURL(s).
+func isNotAURL(s string) bool {
+	return s != "" && !strings.Contains(s, "://") && !strings.Contains(s, "@")
+}
+
+// notAURL is what is printed of a value that is no URL: its length only.
+func notAURL(s string) string {
+	return fmt.Sprintf("<hidden: %d characters, not a URL>", utf8.RuneCountInString(s))
 }
 
 // splitUserinfo splits rawURL around its userinfo (see Redact): the
@@ -380,6 +397,14 @@ func isScheme(s string) bool {
 	return s != ""
 }
 
+// RedactIn returns msg with rawURL's password hidden (see redactIn):
+// for an error a caller prints after dialling rawURL itself.
+func RedactIn(msg, rawURL string) string { return redactIn(msg, rawURL) }
+
+// minHidden is the shortest value that is no URL which redactIn hides
+// inside a message: replacing every "a" of a message would garble it.
+const minHidden = 4
+
 // redactIn returns msg with rawURL's password hidden, in case a library
 // or the broker echoed the URL or the password: as they are,
 // percent-decoded, or quoted the way Go quotes strings (%q, which escapes
@@ -390,6 +415,9 @@ func redactIn(msg, rawURL string) string {
 			msg = redactIn(msg, u)
 		}
 		return msg
+	}
+	if isNotAURL(rawURL) && len(rawURL) >= minHidden { // a shorter one would garble the message
+		msg = strings.ReplaceAll(msg, rawURL, notAURL(rawURL))
 	}
 	userinfo, _, ok := splitUserinfo(rawURL)
 	if !ok {

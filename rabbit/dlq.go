@@ -47,7 +47,8 @@ func QueueDepth(ctx context.Context, conn *amqp.Connection, name string) (int, e
 // it takes them with basic.get without acknowledging them, then closes
 // its channel, which hands them all back to the queue. The cost: the
 // broker marks each one redelivered, so the next reader sees
-// Redelivered=true. The deliveries returned must not be settled.
+// Redelivered=true. The deliveries returned must not be settled. With an
+// error it returns the messages it read before it (see getMany).
 func Inspect(ctx context.Context, conn *amqp.Connection, name string, n int) ([]amqp.Delivery, error) {
 	return getMany(ctx, conn, name, n, false, nil)
 }
@@ -75,6 +76,8 @@ func InspectRequeue(ctx context.Context, conn *amqp.Connection, name string, n i
 // That is what the management API's POST /api/queues/{vhost}/{name}/get
 // with ackmode ack_requeue_false does (the plugin issues basic.get with
 // no_ack=true): whoever "inspects" a DLQ that way deletes what they read.
+// With an error it returns the messages it took before it: they are gone
+// from the queue.
 func Take(ctx context.Context, conn *amqp.Connection, name string, n int) ([]amqp.Delivery, error) {
 	return getMany(ctx, conn, name, n, true, nil)
 }
@@ -82,7 +85,10 @@ func Take(ctx context.Context, conn *amqp.Connection, name string, n int) ([]amq
 // getMany checks that queue name exists, then basic.gets up to n messages
 // (n <= 0: as many as were ready when it started) on a channel of its own.
 // With after set it calls it with the last delivery tag before closing
-// the channel; closing returns whatever is still unacknowledged.
+// the channel; closing returns whatever is still unacknowledged. Each
+// broker call is bounded on its own (within), so a broker that stops
+// answering part way ends the read with ErrNoAnswer and the messages read
+// until then: a caller can show what it had.
 func getMany(ctx context.Context, conn *amqp.Connection, name string, n int, noAck bool, after func(ch *amqp.Channel, last uint64) error) ([]amqp.Delivery, error) {
 	depth, err := QueueDepth(ctx, conn, name)
 	if err != nil {
@@ -91,30 +97,35 @@ func getMany(ctx context.Context, conn *amqp.Connection, name string, n int, noA
 	if n <= 0 {
 		n = depth
 	}
-	out, err := withinValue(ctx, func() ([]amqp.Delivery, error) {
-		ch, err := conn.Channel()
-		if err != nil {
-			return nil, err
-		}
-		defer ch.Close() // hands every unacknowledged get back to the queue
-		var out []amqp.Delivery
+	ch, err := withinValue(ctx, func() (*amqp.Channel, error) { return conn.Channel() })
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", name, err)
+	}
+	var out []amqp.Delivery
+	err = func() error {
 		for len(out) < n {
-			d, ok, err := ch.Get(name, noAck)
-			if err != nil {
-				return out, err
-			}
-			if !ok {
-				break
+			d, ok, err := withinValueOK(ctx, func() (amqp.Delivery, bool, error) { return ch.Get(name, noAck) })
+			if err != nil || !ok {
+				return err
 			}
 			out = append(out, d)
 		}
 		if after != nil && len(out) > 0 {
-			return out, after(ch, out[len(out)-1].DeliveryTag)
+			last := out[len(out)-1].DeliveryTag
+			return within(ctx, func() error { return after(ch, last) })
 		}
-		return out, nil
-	})
+		return nil
+	}()
+	// Closing hands every unacknowledged get back to the queue. A broker
+	// that stopped answering will not answer channel.close either: the
+	// close is left to finish with the connection.
+	if errors.Is(err, ErrNoAnswer) {
+		go func() { _ = ch.Close() }()
+	} else {
+		_ = within(ctx, ch.Close)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", name, err)
+		return out, fmt.Errorf("reading %s, after %d of %d messages: %w", name, len(out), n, err)
 	}
 	return out, nil
 }

@@ -76,6 +76,7 @@ func (s *Session) deleteExchanges(ctx context.Context, names []string) error {
 		}
 	}
 	if len(left) > 0 {
+		s.leave(nil, left)
 		return fmt.Errorf("the clean-up left the run's exchanges %s behind: %w", strings.Join(left, ", "), first)
 	}
 	return nil

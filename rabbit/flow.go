@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -162,6 +163,11 @@ func (f *Flow) consume(ctx context.Context, c flow.Consumer, window int, deliver
 	// (its ack lost with a connection) must not reopen the task's fate.
 	opts := ConsumerOptions{Queue: c.Queue, Actor: c.Actor, Prefetch: window}
 	_, err := f.s.Consume(ctx, opts, func(ctx context.Context, d *Delivery) {
+		if !f.s.Sealed(d.Delivery) {
+			f.s.Park(ctx, d, fmt.Sprintf("forged: task %q carries the run's app-id but not its seal (%s): "+
+				"the run did not publish it", d.Task, SealHeader))
+			return
+		}
 		if !f.work.has(d.Task, d.Queue) {
 			f.notOurs(ctx, d)
 			return
@@ -262,6 +268,11 @@ func (f *Flow) PublishTo(ctx context.Context, actor, exchange, key, task string)
 			f.work.done(task, at)
 		}
 	}
+	if err == nil && !returned {
+		for _, q := range routes {
+			f.expectWait(topo, q)
+		}
+	}
 	switch {
 	case err != nil:
 		return err
@@ -319,6 +330,7 @@ func (f *Flow) apply(ctx context.Context, c flow.Consumer, d *Delivery, fd *flow
 		if brokerCounts {
 			e.Note = fmt.Sprintf("rejected: the broker dead-letters it into %s, x-message-ttl %s", via.Name, via.TTL)
 			f.stream.Emit(e)
+			f.s.Expect(via.TTL) // the broker's move: no publish of the run's counts it
 			f.move(d, e.To, d.Reject)
 			return
 		}
@@ -435,6 +447,20 @@ func (f *Flow) Wait(ctx context.Context) error {
 	return f.err
 }
 
+// Expect says something the run scheduled happens within lesson duration
+// d from now (flow.Expecter): a lesson's own timer, which the session's
+// watchdog counts as progress to come (Session.Expect).
+func (f *Flow) Expect(d time.Duration) { f.s.Expect(d) }
+
+// expectWait counts the TTL of queue (seed name) in topo, where a message
+// the run published to an exchange went: the session sees only the
+// exchange.
+func (f *Flow) expectWait(topo flow.Topology, queue string) {
+	if q, ok := topo.Queue(queue); ok {
+		f.s.Expect(q.TTL)
+	}
+}
+
 // Depth is how many messages are ready in queue.
 func (f *Flow) Depth(ctx context.Context, queue string) (int, error) { return f.s.Depth(ctx, queue) }
 
@@ -459,7 +485,10 @@ func (f *Flow) Interrupt() { f.s.InterruptConsumers() }
 // the session's failure as the reason when the run could not go on (a
 // queue deleted from outside, a broker gone) or the clean-up failed (the
 // broker out of reach), otherwise because deleting the queues discarded it.
+// It returns the first error of the clean-up; what it could not delete,
+// the session lists (Session.Left) and tries again (Session.TidyLeft).
 func (f *Flow) Close(ctx context.Context) error {
+	ctx = cleaning(ctx)
 	f.mu.Lock()
 	stops := f.stops
 	f.mu.Unlock()
@@ -477,8 +506,9 @@ func (f *Flow) Close(ctx context.Context) error {
 	if f.s.Keep {
 		exchanges = nil // the run's queues stay, and the exchanges that route to them
 	}
-	if err := f.s.deleteExchanges(ctx, exchanges); err != nil {
-		f.s.Logger.Warn("rabbit: clean-up left exchanges behind", "exchanges", exchanges, "err", err.Error())
+	xerr := f.s.deleteExchanges(ctx, exchanges) // the session remembers what it left (Left)
+	if xerr != nil {
+		f.s.Logger.Warn("rabbit: clean-up left exchanges behind", "exchanges", exchanges, "err", xerr.Error())
 	}
 	if err := f.s.Close(ctx); err != nil {
 		// The broker is out of reach (the clean-up failed too): whatever
@@ -489,7 +519,7 @@ func (f *Flow) Close(ctx context.Context) error {
 	if !f.s.Keep { // kept, a message is still where it was: its task stays pending
 		ReportDiscarded(f.stream, "Cleanup")
 	}
-	return nil
+	return xerr
 }
 
 func (f *Flow) topology() flow.Topology {
@@ -580,4 +610,5 @@ var (
 	_ flow.Describer   = (*Flow)(nil)
 	_ flow.BrokerInfo  = (*Flow)(nil)
 	_ flow.Batcher     = (*Flow)(nil)
+	_ flow.Expecter    = (*Flow)(nil)
 )

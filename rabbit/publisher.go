@@ -188,6 +188,7 @@ func (p *Publisher) deliver(ctx context.Context, r route, msg amqp.Publishing) e
 		case r.mandatory && p.wasReturned(r.exchange, r.key, msg.MessageId, msg.AppId):
 			return ErrReturned
 		}
+		p.s.expectPublished(r, msg)
 		return nil
 	})
 }
@@ -219,7 +220,7 @@ func Publishing(task string, body []byte) amqp.Publishing {
 // to a queue that is gone is confirmed and dropped.
 func (p *Publisher) PublishAsync(ctx context.Context, queue, task string, body []byte) (*amqp.DeferredConfirmation, error) {
 	msg := Publishing(task, body)
-	msg.AppId = p.names.Run
+	Stamp(&msg, p.names)
 	ch, err := p.live(ctx)
 	if err != nil {
 		return nil, err
@@ -252,9 +253,10 @@ func (p *Publisher) PublishTo(ctx context.Context, exchange, key, task string) e
 	return nil
 }
 
-// publishRun stamps msg as the run's and delivers it along r.
+// publishRun stamps msg as the run's (its app-id and seal) and delivers
+// it along r.
 func (p *Publisher) publishRun(ctx context.Context, r route, msg amqp.Publishing) error {
-	msg.AppId = p.names.Run
+	Stamp(&msg, p.names)
 	return p.deliver(ctx, r, msg)
 }
 

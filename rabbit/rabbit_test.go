@@ -31,6 +31,9 @@ func TestRedactHidesPasswords(t *testing.T) {
 		"00:secret@0":                        "00:xxxxx@0",
 		"amqp://u:secret@%0":                 "amqp://u:xxxxx@%0",
 		"amqp://user@host/":                  "amqp://user@host/",
+		"S3cretPW":                           "<hidden: 8 characters, not a URL>", // the password alone, pasted by mistake
+		"localhost:5672":                     "<hidden: 14 characters, not a URL>",
+		"":                                   "",
 	}
 	for in, want := range cases {
 		assert.Equal(t, want, rabbit.Redact(in), in)

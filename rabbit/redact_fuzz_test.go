@@ -35,6 +35,29 @@ func messagesFor(rawURL string) []string {
 	return out
 }
 
+// FuzzRedactNotAURL: a value with neither "://" nor "@" may be a
+// password on its own: no message about it prints it.
+func FuzzRedactNotAURL(f *testing.F) {
+	f.Add("S3cretPW")
+	f.Add("guest:guest")
+	f.Fuzz(func(t *testing.T, value string) {
+		if !isNotAURL(value) || len(value) < minHidden || strings.Contains(notAURL(value), value) {
+			t.Skip()
+		}
+		const stand = "\x01\x02\x03\x04"
+		for _, m := range messagesFor(stand) {
+			if strings.Contains(m, value) {
+				t.Skip() // the value is also ordinary text here
+			}
+		}
+		for _, m := range messagesFor(value) {
+			if strings.Contains(m, value) {
+				t.Fatalf("value %q printed in %q", value, m)
+			}
+		}
+	})
+}
+
 // FuzzRedact: for a URL with userinfo before + ":" + password + "@" +
 // after, parsable or not, the password never appears in any message
 // printed about it. (Cases where the password also occurs in the parts

@@ -41,21 +41,27 @@ func (s *Session) backoff() Backoff {
 // (throttled, see Warn) and counts the run as moving (WaitSettled). It
 // stops early when ctx ends or the session fails (Err), and after
 // Backoff.GiveUpAfter of failures it fails the session with an error that
-// names what. It is the one retry loop of the package; lessons that open
-// a channel or a connection for themselves use it too.
+// names what. Under a clean-up context (cleaning) only ctx bounds it: a
+// run that gave the broker up still deletes what it created if the
+// broker comes back in time. It is the one retry loop of the package;
+// lessons that open a channel or a connection for themselves use it too.
 func (s *Session) Retry(ctx context.Context, what string, try func() error) error {
 	b := s.backoff()
 	giveUp := time.Now().Add(b.GiveUpAfter)
 	pause := b.Initial
+	failed, clean := s.health.failed, isCleaning(ctx)
+	if clean {
+		failed = nil // the clean-up outlives the run's failure
+	}
 	for waiting := false; ; {
 		err := try()
 		if err == nil || ctx.Err() != nil || !Transient(err) {
 			return err
 		}
-		if failure := s.Err(); failure != nil { // the run cannot go on: no second wait
+		if failure := s.Err(); failure != nil && !clean { // the run cannot go on: no second wait
 			return fmt.Errorf("%s: %w", what, failure)
 		}
-		if time.Now().After(giveUp) {
+		if !clean && time.Now().After(giveUp) {
 			err = fmt.Errorf("%s: the broker stayed away for %v: %w", what, b.GiveUpAfter, err)
 			s.fail(err)
 			return err
@@ -70,7 +76,7 @@ func (s *Session) Retry(ctx context.Context, what string, try func() error) erro
 		case <-time.After(pause):
 		case <-ctx.Done():
 			return err
-		case <-s.health.failed:
+		case <-failed:
 			return fmt.Errorf("%s: %w", what, s.Err())
 		}
 		pause = min(2*pause, b.Max)
@@ -116,4 +122,21 @@ func Transient(err error) bool {
 		}
 	}
 	return false
+}
+
+// cleaningKey marks a context as a session's clean-up (cleaning).
+type cleaningKey struct{}
+
+// cleaning marks ctx as a clean-up's: Retry under it waits for the broker
+// as long as ctx allows, even after the session failed or its
+// GiveUpAfter passed, since deleting what the run created is worth a wait
+// that carrying on the run was not.
+func cleaning(ctx context.Context) context.Context {
+	return context.WithValue(ctx, cleaningKey{}, true)
+}
+
+// isCleaning reports whether ctx is a clean-up's (cleaning).
+func isCleaning(ctx context.Context) bool {
+	on, _ := ctx.Value(cleaningKey{}).(bool)
+	return on
 }

@@ -123,7 +123,10 @@ func TestUntrustedAttemptCountIsHeld(t *testing.T) {
 			other := outsider(t)
 			hold := s.Names.Run + ".foreign"
 			t.Cleanup(func() { _, _ = outsider(t).QueueDelete(hold, false, false, false) })
-			publishConfirmed(ctx, t, other, s.Names.Of("work"), amqp.Publishing{MessageId: "A", AppId: s.Names.Run, ContentType: "application/json", Headers: tc.headers, Body: []byte(`{"task":"A"}`)})
+			// Stamped as the run's own (seal and all): only its count is wrong.
+			copyOfA := amqp.Publishing{MessageId: "A", ContentType: "application/json", Headers: tc.headers, Body: []byte(`{"task":"A"}`)}
+			rabbit.Stamp(&copyOfA, s.Names)
+			publishConfirmed(ctx, t, other, s.Names.Of("work"), copyOfA)
 			require.NoError(t, b.Publish(ctx, "Producer", "work", "A"))
 			var mu sync.Mutex
 			var handled []string
@@ -275,8 +278,9 @@ func TestRedeliveredCopyOfASettledTaskKeepsItsFate(t *testing.T) {
 
 	other := outsider(t)
 	work := s.Names.Of("work")
-	publishConfirmed(ctx, t, other, work, amqp.Publishing{MessageId: "A", AppId: s.Names.Run,
-		ContentType: "application/json", Body: []byte(`{"task":"A"}`)})
+	sealed := amqp.Publishing{MessageId: "A", ContentType: "application/json", Body: []byte(`{"task":"A"}`)}
+	rabbit.Stamp(&sealed, s.Names) // a true copy of the run's A, seal and all
+	publishConfirmed(ctx, t, other, work, sealed)
 	copyOfA, ok, err := other.Get(work, false) // autoAck
 	require.NoError(t, err)
 	require.True(t, ok, "the copy of A waits in work")

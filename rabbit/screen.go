@@ -41,6 +41,9 @@ func (s *Session) Screen(ctx context.Context, queue string, d amqp.Delivery, als
 		}
 	}
 	if reason == "" {
+		if s.Observe != nil {
+			s.Observe(queue, d)
+		}
 		return true
 	}
 	s.park(ctx, queue, d, reason)

@@ -35,15 +35,17 @@ const opTimeout = 5 * time.Second
 // link, the session's connection (link.go); owned, what it declared, for
 // Close (declare.go); health, whether the run can go on and what keeps
 // it busy (health.go); screen, messages that are no task of the run
-// (foreign.go). The exported fields are settings: set them before use.
+// (foreign.go); waits, when the last wait the run scheduled ends
+// (expect.go). The exported fields are settings: set them before use.
 type Session struct {
 	URL    string
 	Names  Names
 	Clock  lab.Clock
 	Logger *slog.Logger // connection trouble is logged here; never nil after Open
 	// Patience bounds WaitSettled: how much lesson time may pass without
-	// any task making progress before the run is given up. 0 means
-	// patienceFactor times the longest TTL declared, at least minPatience.
+	// any task making progress, once the last wait the run scheduled has
+	// ended (Expect), before the run is given up. 0 means minPatience.
+	// Either way it is at least minRealPatience of real time.
 	Patience time.Duration
 	// GiveUpAfter bounds how long the session waits for a broker that
 	// went away (Retry) before the run is given up; 0 means
@@ -58,12 +60,20 @@ type Session struct {
 	// run on a cluster (lesson.Options.Quorum; the fault suite stops its
 	// main queue's leader). Set it before the first Declare.
 	Quorum bool
+	// Observe, when set, sees every delivery of the run's tasks that a
+	// reader of the session accepted (Screen), before it is handled: qlab
+	// compare --broker reads the headers each broker put on it (x-death,
+	// x-delivery-count). It runs on the reader's goroutine, so it must be
+	// safe for concurrent use and must not keep d's body. Set it before
+	// the first Consume.
+	Observe func(queue string, d amqp.Delivery)
 
 	link   link
 	owned  owned
 	health health
 	screen screening
 	warns  warnings
+	waits  expected
 }
 
 // link is the session's own connection. mu guards conn and closed; it is
@@ -80,9 +90,13 @@ type link struct {
 // and WaitSettled to check. mu guards both fields.
 type owned struct {
 	mu       sync.Mutex
-	declared []string      // broker names of the queues this session created, in order
-	longest  time.Duration // the longest TTL declared (see patience)
-	kept     []string      // the queues Close left under Keep (DeleteKept)
+	declared []string                 // broker names of the queues this session created, in order
+	ttls     map[string]time.Duration // their TTLs (lesson time) by broker name, where they have one (see Expect)
+	kept     []string                 // the queues Close left under Keep (DeleteKept)
+	// left and leftExchanges are what the clean-up could not delete
+	// (left.go): still the run's, for TidyLeft to try again.
+	left          []string
+	leftExchanges []string
 }
 
 // health is whether the run can go on and what keeps it busy. mu guards
@@ -200,9 +214,12 @@ func ConnectionName(names Names) string { return "qlab " + names.Run }
 // (a queue already gone counts as deleted; none under Keep) and closes the
 // connection, each step bounded by ctx. The hold queue stays when it holds
 // foreign messages: they were never the run's to delete. If the session's
-// connection was lost, Close dials a new one to clean up. It returns the
-// first error.
+// connection was lost, Close dials a new one to clean up, waiting for a
+// broker that is away for as long as ctx allows (even after the run gave
+// it up). It returns the first error; what it could not delete, Left
+// lists and TidyLeft tries again.
 func (s *Session) Close(ctx context.Context) error {
+	ctx = cleaning(ctx)
 	s.health.mu.Lock()
 	consumers := s.health.consumers
 	s.health.consumers = nil
@@ -252,6 +269,10 @@ func within(ctx context.Context, f func() error) error {
 // withinValue is within for an f that returns a value: the value is handed
 // over only when f finished in time, so an abandoned f races with no one.
 func withinValue[T any](ctx context.Context, f func() (T, error)) (T, error) {
+	if err := ctx.Err(); err != nil { // never start a call nobody will wait for
+		var zero T
+		return zero, fmt.Errorf("%w: %w", ErrNoAnswer, err)
+	}
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	type result struct {

@@ -11,9 +11,9 @@ import (
 	"github.com/queuelab/qlab/lab"
 )
 
-// How long WaitSettled waits without progress, unless Session.Patience
-// says otherwise: patienceFactor times the longest TTL the session
-// declared, at least minPatience of lesson time, and never less than
+// How long WaitSettled waits without progress once the last wait the
+// run scheduled has ended (Expect), unless Session.Patience says
+// otherwise: minPatience of lesson time, and never less than
 // minRealPatience of real time (a loaded machine's scheduling noise: at
 // 2 s, two of three runs of the lessons package with broker tests in
 // parallel, load 14 on 2 cores, stopped a healthy run as stalled; at 5 s,
@@ -21,8 +21,12 @@ import (
 // connections were closed while four cases shared a node). Only running
 // time counts: while the run's clock is paused (the TUI's space bar, a
 // fault the fault suite injects) nothing is expected to move.
+//
+// The waits the run scheduled are not patience: they are counted as they
+// are made (a TTL, an expiration, a timer), so a 5-minute retry at
+// --speed 1 is not a stall, and a run that truly stalls is given up
+// patience after its last wait, not after a multiple of its longest one.
 const (
-	patienceFactor  = 4
 	minPatience     = 10 * time.Second
 	minRealPatience = 10 * time.Second
 )
@@ -35,15 +39,15 @@ const checkEvery = 100 * time.Millisecond
 // within the session's patience.
 var ErrStalled = errors.New("no task made progress")
 
-// patience is the lesson time WaitSettled allows without progress.
+// patience is the real time WaitSettled allows without progress after the
+// last scheduled wait: Session.Patience (or minPatience) of lesson time,
+// at least minRealPatience.
 func (s *Session) patience() time.Duration {
-	if s.Patience > 0 {
-		return s.Patience
+	lesson := s.Patience
+	if lesson <= 0 {
+		lesson = minPatience
 	}
-	s.owned.mu.Lock()
-	longest := s.owned.longest
-	s.owned.mu.Unlock()
-	return max(patienceFactor*longest, minPatience)
+	return max(s.Clock.Real(lesson), minRealPatience)
 }
 
 // WaitSettled blocks until every task the stream has seen has a final fate
@@ -51,12 +55,12 @@ func (s *Session) patience() time.Duration {
 // way it can end besides that is an error: ctx ends; the session failed
 // (Err: a consumed queue deleted, the broker away too long); a queue the
 // session created is gone; or no task made progress (a started attempt, a
-// new task, a fate) and no message was parked for the session's
-// Patience. Broker runs have no idle signal like inmem.System's, so it
-// polls the ledger every few milliseconds (PollUntil).
+// new task, a fate) and no message was parked for the session's patience
+// after the last wait the run scheduled ended (Expect). Broker runs have
+// no idle signal like inmem.System's, so it polls the ledger every few
+// milliseconds (PollUntil).
 func (s *Session) WaitSettled(ctx context.Context, stream *lab.Stream, extra func() bool) error {
-	patience := s.patience()
-	realPatience := max(s.Clock.Real(patience), minRealPatience)
+	realPatience := s.patience()
 	// moved is read on the lesson clock, which stands still while the
 	// run is paused: a student who pauses the TUI for a minute has not
 	// stalled the run (measured in real time, a 16 s pause of Q10 ended
@@ -87,15 +91,29 @@ func (s *Session) WaitSettled(ctx context.Context, stream *lab.Stream, extra fun
 		if err := s.checkQueues(ctx); err != nil {
 			return false, err
 		}
-		if clock.Real(clock.Elapsed()-moved) > realPatience {
-			s.fail(fmt.Errorf("%w for %v of lesson time (%v real); still pending: %s; "+
-				"a message may have been removed from outside the run",
-				ErrStalled, patience, realPatience.Round(time.Millisecond), pendingIDs(tasks)))
+		due := s.scheduledUntil()
+		if clock.Real(clock.Elapsed()-max(moved, due)) > realPatience {
+			s.fail(stalled(clock, realPatience, due, tasks))
 			return false, s.Err()
 		}
 		return false, nil
 	})
 	return err
+}
+
+// stalled is WaitSettled's error for a run in which nothing moved for
+// patience (real time) after its last scheduled wait, which ended at due
+// (lesson time; 0 for none). Both times are said in lesson time, with
+// the real time and the speed beside them.
+func stalled(clock lab.Clock, patience, due time.Duration, tasks []lab.TaskRecord) error {
+	after := "; the run scheduled no wait"
+	if due > 0 {
+		after = fmt.Sprintf(" after the last wait the run scheduled ended at %v", due.Round(time.Millisecond))
+	}
+	return fmt.Errorf("%w for %v of lesson time (%v real at %g×)%s; still pending: %s; "+
+		"a message may have been removed from outside the run",
+		ErrStalled, clock.Lesson(patience).Round(time.Millisecond), patience.Round(time.Millisecond),
+		clock.Speed(), after, pendingIDs(tasks))
 }
 
 // checkQueues fails the session if a queue it created is gone.

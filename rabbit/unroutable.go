@@ -76,7 +76,7 @@ func (s *Session) PublishWatched(ctx context.Context, exchange, key, task string
 			}
 			returns := ch.NotifyReturn(make(chan amqp.Return, 1))
 			msg := Publishing(task, nil)
-			msg.AppId = s.Names.Run
+			Stamp(&msg, s.Names)
 			dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, exchange, key, mandatory, false /* immediate */, msg)
 			if err != nil {
 				return u, err

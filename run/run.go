@@ -118,8 +118,10 @@ type Ready struct {
 
 // Prepare checks req, finds a broker for a broker run whose Options.Broker
 // is empty (for a lesson that needs a cluster, Lesson.Cluster, always the
-// cluster `qlab broker cluster up` recorded), and picks its names. A broker that cannot be found is a
-// *rabbit.NoBrokerError (its Details say where it looked).
+// cluster `qlab broker cluster up` recorded), runs the lesson's
+// Preflight on it (an error wrapping lesson.ErrBrokerTooOld for a broker
+// too old for the lesson), and picks its names. A broker that cannot be
+// found is a *rabbit.NoBrokerError (its Details say where it looked).
 func Prepare(ctx context.Context, req Request) (Ready, error) {
 	req, err := Check(req)
 	if err != nil {
@@ -140,6 +142,11 @@ func Prepare(ctx context.Context, req Request) (Ready, error) {
 			return Ready{}, err
 		}
 		r.Options.Broker = r.Broker.URL
+	}
+	if r.Lesson.Preflight != nil { // a lesson the broker may be too old for (lesson.ErrBrokerTooOld)
+		if err := r.Lesson.Preflight(ctx, r.Options.Broker); err != nil {
+			return Ready{}, err
+		}
 	}
 	if r.Options.Names == nil {
 		r.Options.Names = rabbitenv.Of(NamesFor(req.Naming, req.Prefix))

@@ -40,7 +40,7 @@
 set -euo pipefail
 
 readonly VERSION=4.3
-CACHE=${QLAB_CACHE:-${HOME:-/root}/.cache/qlab}
+CACHE=${QLAB_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/qlab}
 ROOT=$CACHE/rabbitmq-$VERSION
 BUILD=$ROOT.build
 LOCK=$CACHE/rabbitmq-$VERSION.lock
@@ -139,9 +139,22 @@ any_node_running() {
 	return 1
 }
 
+# any_process_inside says whether any process runs inside the chroot: a
+# node of ours, or one `qlab broker cluster up --version 4.3` started.
+any_process_inside() {
+	local want link p
+	want=$(readlink -f "$ROOT")
+	for p in /proc/[0-9]*; do
+		link=$(readlink "$p/root" 2>/dev/null) || continue
+		[ "$link" = "$want" ] && return 0
+	done
+	return 1
+}
+
 umount_proc_if_idle() {
 	[ -d "$ROOT" ] || return 0
 	any_node_running && return 0
+	any_process_inside && return 0
 	if mountpoint -q "$ROOT/proc"; then
 		umount "$ROOT/proc" || umount -l "$ROOT/proc"
 	fi

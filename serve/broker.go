@@ -50,9 +50,27 @@ type Publisher interface {
 	Confirms() bool
 }
 
-// ErrNotTaken wraps every reason a BrokerPublisher's message was not
-// taken: no broker, a nack, a return, no confirm in time.
-var ErrNotTaken = errors.New("the broker did not take the message")
+// What the API knows of a message it could not promise, one error each:
+// the HTTP answer and what a client may do next depend on which. Every
+// error Publish returns wraps exactly one of them.
+var (
+	// ErrNotPublished: the message never reached the broker (no
+	// connection, no channel, the publishes before it held the publisher
+	// past the bound, or the channel was closed before the write). The
+	// broker does not have it; publishing it again is safe.
+	ErrNotPublished = errors.New("nothing published")
+	// ErrNotStored: the broker answered that it did not store the
+	// message: a nack (basic.nack) or a return (basic.return: no queue is
+	// bound for it). Publishing it again is safe, and may fail the same
+	// way.
+	ErrNotStored = errors.New("the broker did not store the message")
+	// ErrUnknown: the message was sent but no confirm came back: the
+	// channel or the connection closed before it (a broker that stops
+	// takes the ones it stored down with it, unconfirmed), or the bound
+	// passed. The broker may hold it: publishing it again may store it
+	// twice.
+	ErrUnknown = errors.New("no confirm came: the broker may or may not have stored the message")
+)
 
 // BrokerPublisher publishes on a channel of a connection of its own, one
 // message at a time, with or without publisher confirms. It dials when it
@@ -83,18 +101,19 @@ func NewBrokerPublisher(url string, names rabbit.Names, confirms bool, logger *s
 func (p *BrokerPublisher) Confirms() bool { return p.confirms }
 
 // Publish sends msg along r, stamped with the run's AppId. With confirms
-// it waits, within ctx, for the broker's confirm and looks for a return:
-// a nack, a return (no queue bound) or no answer is ErrNotTaken. Without,
-// it returns once the frames are written: a message the broker drops
-// after that is a nil here — the seed's trap.
+// it waits, within ctx, for the broker's confirm and looks for a return;
+// its error wraps ErrNotPublished, ErrNotStored (a nack, a return) or
+// ErrUnknown (sent, no confirm). Without, it returns once the frames are
+// written: a message the broker drops after that is a nil here — the
+// seed's trap.
 func (p *BrokerPublisher) Publish(ctx context.Context, r Route, msg amqp.Publishing) error {
 	if !p.lock(ctx) {
-		return fmt.Errorf("%w: waiting for the publishes before it: %w", ErrNotTaken, ctx.Err())
+		return fmt.Errorf("%w: waiting for the publishes before it: %w", ErrNotPublished, ctx.Err())
 	}
 	defer p.unlock()
 	ch, err := p.channel(ctx)
 	if err != nil {
-		return fmt.Errorf("%w: no connection: %v", ErrNotTaken, err)
+		return fmt.Errorf("%w: no connection: %v", ErrNotPublished, err)
 	}
 	exchange, key := p.names.Of(r.Exchange), r.Key
 	if r.Exchange == "" {
@@ -107,7 +126,7 @@ func (p *BrokerPublisher) Publish(ctx context.Context, r Route, msg amqp.Publish
 			false, // immediate: RabbitMQ does not support it
 			msg)
 		if err != nil {
-			return fmt.Errorf("%w: %v", ErrNotTaken, err)
+			return sendError(err)
 		}
 		return nil
 	}
@@ -116,16 +135,52 @@ func (p *BrokerPublisher) Publish(ctx context.Context, r Route, msg amqp.Publish
 		false, // immediate: RabbitMQ does not support it
 		msg)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrNotTaken, err)
+		return sendError(err)
 	}
-	if err := rabbit.WaitConfirm(ctx, dc); err != nil {
-		_ = ch.Close() // a late confirm on this channel would be read by nobody
-		return fmt.Errorf("%w: %v", ErrNotTaken, err)
+	if err := confirmError(ch, rabbit.WaitConfirm(ctx, dc)); err != nil {
+		// A late confirm on this channel would be read by nobody: the next
+		// publish opens another. Closed in the background: channel.close
+		// waits for the broker's close-ok, and a broker that did not
+		// confirm may not answer that either.
+		p.ch = nil
+		go func() { _ = ch.Close() }()
+		return err
 	}
 	if p.returned(msg.MessageId) {
-		return fmt.Errorf("%w: no queue took it (a basic.return from exchange %q, key %q)", ErrNotTaken, exchange, key)
+		return fmt.Errorf("%w: no queue took it (a basic.return from exchange %q, key %q)", ErrNotStored, exchange, key)
 	}
 	return nil
+}
+
+// sendError classifies the error of writing a publish. amqp091-go checks
+// the channel and the context before it writes: ErrClosed or a context
+// error then means nothing left. Any other error came from the socket in
+// the middle of the write, and the broker may have read all of it.
+func sendError(err error) error {
+	if errors.Is(err, amqp.ErrClosed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w: %v", ErrNotPublished, err)
+	}
+	return fmt.Errorf("%w: writing it failed: %v", ErrUnknown, err)
+}
+
+// confirmError classifies how the wait for a sent message's confirm
+// ended. amqp091-go resolves every outstanding confirm as a nack when
+// its channel closes (deferredConfirmations.Close, v1.16.0), after it
+// marked the channel closed: a "nack" on a closed channel is a confirm
+// that never came, and the broker may hold the message (RabbitMQ stores
+// a message before it confirms it). Only a nack on a channel still open
+// is the broker's basic.nack.
+func confirmError(ch *amqp.Channel, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, rabbit.ErrNacked) && !ch.IsClosed():
+		return fmt.Errorf("%w: the broker nacked it (basic.nack)", ErrNotStored)
+	case errors.Is(err, rabbit.ErrNacked):
+		return fmt.Errorf("%w: the channel closed before the confirm came", ErrUnknown)
+	default:
+		return fmt.Errorf("%w: %v", ErrUnknown, err)
+	}
 }
 
 // returned reports whether the broker handed back the message with id.

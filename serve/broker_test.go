@@ -109,6 +109,7 @@ func TestServeEndToEnd(t *testing.T) {
 	require.NoError(t, json.Unmarshal(msgs[0].Body, &u))
 	assert.Equal(t, User{ID: id, Name: "John Silva", Email: "john@email.com"}, u)
 	assert.Equal(t, names.Run, msgs[0].AppId, "stamped as the run's")
+	assert.Empty(t, rabbit.TaskProblem(msgs[0]), "a task of the run to its own readers, never foreign")
 	assert.Equal(t, names.Of(RaffleExchange), msgs[0].Exchange, "it came through raffle_exchange")
 
 	// A mail due now goes straight to mail.queue; one due in 2 s waits in
@@ -172,6 +173,7 @@ func TestServeSeedTrapWithoutConfirms(t *testing.T) {
 	code, got := post(t, base, UsersPath, `{"name":"A","email":"a@example.com"}`)
 	assert.Equal(t, http.StatusServiceUnavailable, code)
 	assert.Contains(t, got["error"], "no queue took it")
+	assert.Equal(t, OutcomeNotStored, got["outcome"])
 	assert.Equal(t, lab.Failed, rec.last().Kind)
 
 	seedWay := NewBrokerPublisher(rabbittest.NeedBroker(t), b.Names(), false, rabbittest.Logger(t))
@@ -235,6 +237,16 @@ func (p *proxy) cut() {
 	p.conns = nil
 }
 
+// connectionLost reports whether the publisher holds a connection that
+// has closed (taking its turn, as a publish does).
+func (p *BrokerPublisher) connectionLost() bool {
+	if !p.lock(context.Background()) {
+		return false
+	}
+	defer p.unlock()
+	return p.s != nil && p.s.Connection().IsClosed()
+}
+
 // TestServeBrokerGoneIs503AndBackIs200: the API's broker goes away mid-run
 // (a proxy in between is cut): with confirms a user is a 503 with a JSON
 // error, within the publish bound; once the broker answers again the
@@ -257,10 +269,15 @@ func TestServeBrokerGoneIs503AndBackIs200(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, got["error"])
 
 	p.cut()
+	require.Eventually(t, func() bool { return pub.connectionLost() }, 5*time.Second, 10*time.Millisecond,
+		"the publisher saw its connection drop")
 	start := time.Now()
 	code, got = post(t, base, UsersPath, user)
 	assert.Equal(t, http.StatusServiceUnavailable, code)
-	assert.Contains(t, got["error"], "did not take the message")
+	assert.Equal(t, OutcomeNotPublished, got["outcome"], got["error"])
+	assert.Contains(t, got["error"], "nothing was published")
+	assert.NotContains(t, got["error"], brokerURL.User.Username(), "no broker user in the answer")
+	assert.NotContains(t, got["error"], brokerURL.Host, "no broker address in the answer")
 	assert.Less(t, time.Since(start), PublishTimeout+2*time.Second, "bounded")
 
 	startProxy(t, addr, brokerURL.Host) // the broker is back, at the same address

@@ -7,7 +7,11 @@
 //     answer is 200 with a fresh UUID, like the seed. The trap it shows: the
 //     200 promises nothing is stored yet, and without publisher confirms
 //     (--confirms=false, the seed's way) not even that the broker has it.
-//     With confirms, a broker that does not take the message is a 503.
+//     With confirms, a message the broker surely does not have is a 503
+//     (outcome not_published or not_stored: sending it again is safe),
+//     and one sent whose confirm never came is a 504 (outcome unknown,
+//     with its id: the broker may have stored it, and sending it again
+//     may store it twice).
 //   - POST /api/sequential/schedule-email {to, subject, scheduledTime} is
 //     seed 001's Q11: the mail is published to its first hop the way lesson
 //     Q11's strategy (c) does (level wait queues, the due time in a header),

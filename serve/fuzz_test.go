@@ -31,7 +31,9 @@ func FuzzRequestBody(f *testing.F) {
 			pub := &recordingPublisher{}
 			s := newTestServer(pub, &lab.Recorder{})
 			w := httptest.NewRecorder()
-			s.ServeHTTP(w, httptest.NewRequest(http.MethodPost, path, strings.NewReader(body)))
+			r := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
+			r.Header.Set("Content-Type", "application/json")
+			s.ServeHTTP(w, r)
 			var got map[string]string
 			if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil {
 				t.Fatalf("%s: answer is not a JSON object: %q", path, w.Body.String())

@@ -25,7 +25,7 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, drain time.Dura
 		Handler:           h,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      PublishTimeout + 5*time.Second,
+		WriteTimeout:      BodyTimeout + PublishTimeout + 5*time.Second, // after the headers: time to read, publish, answer
 		IdleTimeout:       time.Minute,
 		MaxHeaderBytes:    16 << 10,
 	}

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
+	"net"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -26,6 +28,10 @@ const (
 
 // Actor is the name the API's events carry.
 const Actor = "HTTP-API"
+
+// BodyTimeout bounds the wait for a request's body, from the end of its
+// headers: past it the request is a 408.
+const BodyTimeout = 5 * time.Second
 
 // PublishTimeout bounds one request's publish and confirm: past it the
 // request is a 503, never a hang.
@@ -53,6 +59,10 @@ func New(pub Publisher, stream *lab.Stream) *Server {
 // ServeHTTP routes a request: a known path takes POST only (405 with
 // Allow otherwise); any other path is a 404. Every error is JSON.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// The body must arrive within BodyTimeout of the headers: a slow
+	// client then gets a 408 with a JSON answer, well before the
+	// server's write bound, instead of a connection cut with none.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(BodyTimeout))
 	h, ok := s.routes[r.URL.Path]
 	switch {
 	case !ok:
@@ -78,7 +88,7 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	u.ID = newUUID()
-	msgBody, _ := json.Marshal(u) // three strings always marshal
+	msgBody, _ := json.Marshal(userMessage{Task: u.ID, User: u}) // four strings always marshal
 	route := Route{Exchange: RaffleExchange, Key: RaffleQueue}
 	if !s.publish(w, r, u.ID, route, rabbit.Publishing(u.ID, msgBody)) {
 		return
@@ -128,14 +138,26 @@ func (s *Server) promise() string {
 	return "sent WITHOUT a confirm, the broker may not have it"
 }
 
-// readBody reads at most MaxBody bytes of the body; a larger body is a
-// 413, a body cut short a 400.
+// readBody reads at most MaxBody bytes of a JSON body, within
+// BodyTimeout of the request's start: another Content-Type is a 415 (the
+// seed's API parses JSON only), a larger body a 413, a body that does not
+// arrive in time a 408 (the connection is closed after it), a body cut
+// short a 400. Each with a JSON answer.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	if err := checkContentType(r.Header.Get("Content-Type")); err != nil {
+		s.refuse(w, r, "", http.StatusUnsupportedMediaType, err)
+		return nil, false
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
 	var tooBig *http.MaxBytesError
+	var netErr net.Error
 	switch {
 	case errors.As(err, &tooBig):
 		s.refuse(w, r, "", http.StatusRequestEntityTooLarge, fmt.Errorf("body larger than %d bytes", MaxBody))
+		return nil, false
+	case errors.As(err, &netErr) && netErr.Timeout():
+		w.Header().Set("Connection", "close")
+		s.refuse(w, r, "", http.StatusRequestTimeout, fmt.Errorf("the body did not arrive within %v", BodyTimeout))
 		return nil, false
 	case err != nil:
 		s.refuse(w, r, "", http.StatusBadRequest, fmt.Errorf("reading the body: %v", err))
@@ -144,16 +166,72 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 	return body, true
 }
 
-// publish publishes msg within PublishTimeout; a message the broker did
-// not take is a 503 and false.
+// The outcomes a client reads in the "outcome" field of a failed
+// publish's answer (see Server.publish).
+const (
+	OutcomeNotPublished = "not_published" // 503: the broker does not have it; a retry is safe
+	OutcomeNotStored    = "not_stored"    // 503: the broker refused it or no queue took it; a retry is safe
+	OutcomeUnknown      = "unknown"       // 504: sent, no confirm; a retry may store it twice
+)
+
+// checkContentType requires a JSON media type (a charset parameter is
+// fine). curl's -d sends application/x-www-form-urlencoded unless told.
+func checkContentType(ct string) error {
+	const how = ` (curl: -H 'Content-Type: application/json')`
+	if ct == "" {
+		return errors.New("no Content-Type: send the body as application/json" + how)
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" {
+		return fmt.Errorf("Content-Type %q: send the body as application/json%s", ct, how)
+	}
+	return nil
+}
+
+// publish publishes msg to route.Key's queue within PublishTimeout. It
+// returns true when the API may answer 200. Otherwise it has answered
+// already, by what the broker may hold:
+//
+//   - 503, outcome not_published or not_stored: the broker does not have
+//     the message; the client may send it again.
+//   - 504, outcome unknown, with the id: sent, but no confirm came (the
+//     broker stopped, the connection dropped, the bound passed). The
+//     broker may have stored it: a client that sends it again may create
+//     it twice. The stream tracks it as enqueued, so that a message that
+//     is there after all is never lost without an event saying so.
+//
+// A body never carries the broker's URL or user: the stream's note has
+// the reason, redacted.
 func (s *Server) publish(w http.ResponseWriter, r *http.Request, id string, route Route, msg amqp.Publishing) bool {
 	ctx, cancel := context.WithTimeout(r.Context(), PublishTimeout)
 	defer cancel()
-	if err := s.pub.Publish(ctx, route, msg); err != nil {
-		s.refuse(w, r, id, http.StatusServiceUnavailable, fmt.Errorf("%v; try again later", err))
-		return false
+	err := s.pub.Publish(ctx, route, msg)
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, ErrUnknown):
+		s.stream.Emit(lab.Event{Kind: lab.Enqueued, Task: id, Queue: route.Key, Actor: Actor,
+			Note: fmt.Sprintf("%s %s → 504, outcome UNKNOWN: %v", r.Method, r.URL.Path, err)})
+		writeJSON(w, http.StatusGatewayTimeout, map[string]string{"outcome": OutcomeUnknown, "id": id,
+			"error": "sent, but the broker did not confirm it: it may or may not be stored; " +
+				"sending it again may create it twice: check for id " + id + " first"})
+	case errors.Is(err, ErrNotStored):
+		s.refuseOutcome(w, r, id, http.StatusServiceUnavailable, OutcomeNotStored, err,
+			err.Error()+"; try again later")
+	default:
+		s.refuseOutcome(w, r, id, http.StatusServiceUnavailable, OutcomeNotPublished, err,
+			"the broker is out of reach or busy: nothing was published; try again later")
 	}
-	return true
+	return false
+}
+
+// refuseOutcome answers a publish that surely stored nothing with status
+// and {"error": answer, "outcome": outcome}, and reports it failed with
+// err, the full reason.
+func (s *Server) refuseOutcome(w http.ResponseWriter, r *http.Request, task string, status int, outcome string, err error, answer string) {
+	s.stream.Emit(lab.Event{Kind: lab.Failed, Task: task, Actor: Actor,
+		Note: fmt.Sprintf("%s %s → %d: %v; nothing stored", r.Method, r.URL.Path, status, err)})
+	writeJSON(w, status, map[string]string{"error": answer, "outcome": outcome})
 }
 
 // refuse answers status with {"error": err} and reports the request as

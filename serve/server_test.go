@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -63,8 +64,18 @@ func newTestServer(pub Publisher, rec *lab.Recorder) *Server {
 // answer, failing the test if the answer is not a JSON object.
 func do(t *testing.T, h http.Handler, method, path, body string) (int, map[string]string) {
 	t.Helper()
+	return doAs(t, h, method, path, "application/json", body)
+}
+
+// doAs is do with the request's Content-Type.
+func doAs(t *testing.T, h http.Handler, method, path, contentType, body string) (int, map[string]string) {
+	t.Helper()
 	w := httptest.NewRecorder()
-	h.ServeHTTP(w, httptest.NewRequest(method, path, strings.NewReader(body)))
+	r := httptest.NewRequest(method, path, strings.NewReader(body))
+	if contentType != "" {
+		r.Header.Set("Content-Type", contentType)
+	}
+	h.ServeHTTP(w, r)
 	assert.Equal(t, "application/json", w.Header().Get("Content-Type"))
 	var got map[string]string
 	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &got), "answer %q", w.Body.String())
@@ -129,6 +140,20 @@ func TestServeBadInputIs400AndPublishesNothing(t *testing.T) {
 		{"mail: bad to", SchedulePath, `{"to":"r@","subject":"s","scheduledTime":"2026-02-08T11:39:51Z"}`, "not an email"},
 		{"mail: missing subject", SchedulePath, `{"to":"r@example.com","scheduledTime":"2026-02-08T11:39:51Z"}`, `missing "subject"`},
 		{"mail: snake_case field", SchedulePath, `{"to":"r@example.com","subject":"s","scheduled_time":"2026-02-08T11:39:51Z"}`, "unknown field"},
+		{"duplicate key", UsersPath, `{"name":"A","email":"a@example.com","name":"B"}`, `key "name" given twice`},
+		{"duplicate key, same value", UsersPath, `{"name":"A","name":"A","email":"a@example.com"}`, "given twice"},
+		{"key in upper case", UsersPath, `{"NAME":"A","email":"a@example.com"}`, `keys are case-sensitive, want "name"`},
+		{"key in title case", UsersPath, `{"name":"A","Email":"a@example.com"}`, `want "email"`},
+		{"NUL in a name", UsersPath, `{"name":"A\u0000B","email":"a@example.com"}`, "U+0000"},
+		{"ESC in a name", UsersPath, `{"name":"\u001b[31mred","email":"a@example.com"}`, "U+001B"},
+		{"right-to-left override in a name", UsersPath, `{"name":"evil\u202egnp.exe","email":"a@example.com"}`, "U+202E"},
+		{"left-to-right isolate in a name", UsersPath, `{"name":"a\u2066b","email":"a@example.com"}`, "U+2066"},
+		{"a C1 control in a name", UsersPath, `{"name":"a\u009bb","email":"a@example.com"}`, "U+009B"},
+		{"a tab in a name", UsersPath, `{"name":"a\tb","email":"a@example.com"}`, "U+0009"},
+		{"DEL in a name", UsersPath, `{"name":"a\u007fb","email":"a@example.com"}`, "U+007F"},
+		{"line separator in a subject", SchedulePath, `{"to":"r@example.com","subject":"a\u2028b","scheduledTime":"2026-02-08T11:39:51Z"}`, "U+2028"},
+		{"override in an email", UsersPath, `{"name":"A","email":"\"a\u202e\"@example.com"}`, "U+202E"},
+		{"mail: key in another case", SchedulePath, `{"to":"r@example.com","subject":"s","scheduledtime":"2026-02-08T11:39:51Z"}`, `want "scheduledTime"`},
 		{"mail: client-chosen task", SchedulePath, `{"task":"t","to":"r@example.com","subject":"s","scheduledTime":"2026-02-08T11:39:51Z"}`, "given by the API"},
 	}
 	for _, tc := range cases {
@@ -143,6 +168,78 @@ func TestServeBadInputIs400AndPublishesNothing(t *testing.T) {
 			assert.Equal(t, lab.Failed, rec.Events[0].Kind, "the refusal is in the stream")
 			assert.Contains(t, rec.Events[0].Note, "→ 400")
 		})
+	}
+}
+
+// TestServeNonJSONBodyIs415: the seed's API parses JSON only. A JSON
+// body sent as text/plain, or as curl's default form encoding, is refused
+// with a clear answer, not read as if it were JSON.
+func TestServeNonJSONBodyIs415(t *testing.T) {
+	user := `{"name":"A","email":"a@example.com"}`
+	for _, ct := range []string{"text/plain", "application/x-www-form-urlencoded", "", "application/jsonx", "application/json; charset"} {
+		pub := &recordingPublisher{}
+		var rec lab.Recorder
+		code, got := doAs(t, newTestServer(pub, &rec), http.MethodPost, UsersPath, ct, user)
+		assert.Equal(t, http.StatusUnsupportedMediaType, code, "Content-Type %q", ct)
+		assert.Contains(t, got["error"], "application/json", ct)
+		assert.Empty(t, pub.all(), ct)
+		assert.Contains(t, rec.Events[0].Note, "→ 415", ct)
+	}
+	for _, ct := range []string{"application/json", "application/json; charset=utf-8", "Application/JSON"} {
+		code, got := doAs(t, newTestServer(&recordingPublisher{}, &lab.Recorder{}), http.MethodPost, UsersPath, ct, user)
+		assert.Equal(t, http.StatusOK, code, "Content-Type %q: %s", ct, got["error"])
+	}
+}
+
+// TestServeYearOneIsASaneMessage: a time.Duration cannot hold the span
+// back to year 1; the answer says it in words, not as the saturated
+// "2562047h47m16.85s".
+func TestServeYearOneIsASaneMessage(t *testing.T) {
+	cases := map[string]string{
+		"0001-01-01T00:00:00Z": "more than 290 years in the past",
+		"2026-02-08T11:00:00Z": "39m41s in the past",
+		"2026-02-07T11:39:41Z": "24 hours in the past",
+		"2025-02-08T11:39:41Z": "365 days in the past",
+	}
+	for when, want := range cases {
+		code, got := do(t, newTestServer(&recordingPublisher{}, &lab.Recorder{}), http.MethodPost, SchedulePath,
+			`{"to":"r@example.com","subject":"s","scheduledTime":"`+when+`"}`)
+		assert.Equal(t, http.StatusBadRequest, code, when)
+		assert.Contains(t, got["error"], want, when)
+		assert.NotContains(t, got["error"], "2562047h", when)
+	}
+}
+
+// TestServeSlowClientGetsAnAnswer: a client whose body does not arrive
+// gets a 408 with a JSON body before the connection closes (it used to
+// be cut off at the server's read bound with nothing, since the write
+// bound ran out at the same moment); one whose headers do not arrive
+// gets net/http's own 400 with a body.
+func TestServeSlowClientGetsAnAnswer(t *testing.T) {
+	var rec lab.Recorder
+	base, _, _ := serveInBackground(t, newTestServer(&recordingPublisher{}, &rec), DrainTimeout)
+	addr := strings.TrimPrefix(base, "http://")
+	cases := []struct{ name, send, want string }{
+		{"body", "POST " + UsersPath + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"name\":",
+			"HTTP/1.1 408 Request Timeout"},
+		{"headers", "POST " + UsersPath + " HTTP/1.1\r\nHost: x\r\nContent-Ty", "HTTP/1.1 400 Bad Request"},
+	}
+	for _, c := range cases {
+		conn, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		start := time.Now()
+		_, err = conn.Write([]byte(c.send))
+		require.NoError(t, err)
+		require.NoError(t, conn.SetReadDeadline(time.Now().Add(30*time.Second)))
+		answer, err := io.ReadAll(conn)
+		conn.Close()
+		require.NoError(t, err, c.name)
+		assert.True(t, strings.HasPrefix(string(answer), c.want), "%s: got %q", c.name, answer)
+		assert.Less(t, time.Since(start), 8*time.Second, "%s: answered within its bound", c.name)
+		if c.name == "body" {
+			_, body, _ := strings.Cut(string(answer), "\r\n\r\n")
+			assert.Contains(t, body, `"error":"the body did not arrive within 5s"`)
+		}
 	}
 }
 
@@ -226,8 +323,10 @@ func TestServeBrokerUnreachableIs503WithAJSONError(t *testing.T) {
 		start := time.Now()
 		code, got := do(t, s, http.MethodPost, UsersPath, `{"name":"A","email":"a@example.com"}`)
 		assert.Equal(t, http.StatusServiceUnavailable, code, "confirms=%v", confirms)
-		assert.Contains(t, got["error"], "did not take the message")
+		assert.Equal(t, OutcomeNotPublished, got["outcome"], "confirms=%v", confirms)
 		assert.NotContains(t, got, "id", "no id: nothing was promised")
+		assert.NotContains(t, got["error"], "guest", "the answer names no broker user")
+		assert.NotContains(t, got["error"], "amqp://", "the answer names no broker URL")
 		assert.Less(t, time.Since(start), PublishTimeout+time.Second, "bounded")
 		require.Len(t, rec.Events, 1)
 		assert.Equal(t, lab.Failed, rec.Events[0].Kind)
@@ -276,7 +375,9 @@ func TestServeBrokerThatNeverAnswersIs503WithinTheBound(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			w := httptest.NewRecorder()
-			s.ServeHTTP(w, httptest.NewRequest(http.MethodPost, UsersPath, strings.NewReader(`{"name":"A","email":"a@example.com"}`)))
+			r := httptest.NewRequest(http.MethodPost, UsersPath, strings.NewReader(`{"name":"A","email":"a@example.com"}`))
+			r.Header.Set("Content-Type", "application/json")
+			s.ServeHTTP(w, r)
 			codes[i] = w.Code
 		}()
 	}

@@ -1,17 +1,21 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lessons"
+	"github.com/queuelab/qlab/lessons/runstore"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/render"
 	"github.com/queuelab/qlab/serve"
+	"github.com/queuelab/qlab/store/sqlstore"
 )
 
 // cleanFlags are the flags of `qlab broker clean`.
@@ -71,12 +75,14 @@ func brokerClean(ctx context.Context, stdout io.Writer, f cleanFlags) error {
 		return err
 	}
 	res, err := rabbit.Clean(ctx, b.URL, names, topos, f.dryRun)
-	writeCleaned(stdout, names.Prefix, res, f.dryRun)
-	return err
+	stores, storeErr := runstore.Clean(ctx, strings.TrimSuffix(names.Prefix, "."), os.Getenv(sqlstore.EnvURL), f.dryRun)
+	writeCleaned(stdout, names.Prefix, res, stores, f.dryRun)
+	return cmp.Or(err, storeErr)
 }
 
-// writeCleaned lists what Clean deleted and what it left, one line each.
-func writeCleaned(w io.Writer, prefix string, res rabbit.CleanResult, dryRun bool) {
+// writeCleaned lists what Clean deleted and what it left, one line each:
+// on the broker (res) and of the run's status stores (stores).
+func writeCleaned(w io.Writer, prefix string, res rabbit.CleanResult, stores runstore.Cleaned, dryRun bool) {
 	verb := "deleted"
 	if dryRun {
 		verb = "would delete"
@@ -89,6 +95,21 @@ func writeCleaned(w io.Writer, prefix string, res rabbit.CleanResult, dryRun boo
 	}
 	for _, q := range res.InUse {
 		printWrapped(w, "  ", "left queue %s: %d consumers attached, so a run with this prefix is still going", q.Name, q.Consumers)
+	}
+	for _, s := range stores.Schemas {
+		printWrapped(w, "  ", "%s schema %s (a killed run's status store)", verb, s)
+	}
+	for _, d := range stores.Dirs {
+		printWrapped(w, "  ", "%s dir %s (a killed run's SQLite store)", verb, d)
+	}
+	for _, s := range stores.InUse {
+		printWrapped(w, "  ", "left store %s: its run is still going", s)
+	}
+	if len(res.Deleted)+len(res.Exchanges)+len(res.InUse)+len(stores.Schemas)+len(stores.Dirs)+len(stores.InUse) == 0 {
+		printWrapped(w, "  ", "nothing to clean under %s: no queue or exchange a lesson declares is on the broker "+
+			"under it, and no status store (a run killed before its first declare left nothing; one that ended "+
+			"cleaned up after itself)", strings.TrimSuffix(prefix, "."))
+		return
 	}
 	printWrapped(w, "  ", "%s %d, left %d in use; %d lesson names not on the broker under %s "+
 		"(clean knows only the names lessons declare: a hold queue of foreign messages, <run>.foreign, stays)",

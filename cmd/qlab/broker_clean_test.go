@@ -138,3 +138,16 @@ func assertQueues(t *testing.T, conn *amqp.Connection, names rabbit.Names, want 
 		}
 	}
 }
+
+// TestBrokerCleanNothingLeft: a run killed before its first declare left
+// nothing under its prefix, and clean says so rather than only counting
+// the lesson names it did not find.
+func TestBrokerCleanNothingLeft(t *testing.T) {
+	rabbittest.NeedBroker(t)
+	prefix := strings.TrimSuffix(rabbit.RunNames().Prefix, ".")
+	code, out, errOut := qlab("broker", "clean", "--prefix", prefix)
+	require.Equal(t, exitOK, code, errOut)
+	flat := strings.Join(strings.Fields(out), " ") // as wrapped for the terminal
+	assert.Contains(t, flat, "nothing to clean under "+prefix+":")
+	assert.Contains(t, flat, "a run killed before its first declare left nothing")
+}

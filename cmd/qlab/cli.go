@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"runtime/debug"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/queuelab/qlab/lab"
@@ -359,6 +360,30 @@ func runSpeed(fs *flag.FlagSet, l lessons.Lesson, given float64) float64 {
 		return given
 	}
 	return l.WatchSpeed
+}
+
+// slowerNote is what qlab run says when the speed given is below the
+// lesson's own pace: --speed is absolute (lesson time per real time), not
+// a factor on that pace, so --speed 10 makes lesson 18 (600×) slower, and
+// the note says how long the run will take. "" when the speed is not
+// slower, or the lesson does not say its length.
+func slowerNote(l lessons.Lesson, speed float64) string {
+	if speed >= l.WatchSpeed || l.Length <= 0 {
+		return ""
+	}
+	at := func(speed float64) string { return aboutDuration(time.Duration(float64(l.Length) / speed)) }
+	return fmt.Sprintf("Note: --speed is lesson time per real time, not a factor on the lesson's own pace. "+
+		"Lesson %d goes at %g× when no --speed is given (about %s); at --speed %g it takes about %s.",
+		l.Number(), l.WatchSpeed, at(l.WatchSpeed), speed, at(speed))
+}
+
+// aboutDuration rounds d for a person: whole seconds under ten minutes,
+// whole minutes above.
+func aboutDuration(d time.Duration) string {
+	if d < 10*time.Minute {
+		return max(d.Round(time.Second), time.Second).String()
+	}
+	return d.Round(time.Minute).String()
 }
 
 // ownSpeeds lists the lessons whose own speed (pace) is above usual:

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/queuelab/qlab/lesson/lessontest"
 	"github.com/queuelab/qlab/lessons"
 	"github.com/stretchr/testify/assert"
@@ -122,7 +123,9 @@ func TestListShowsEveryLesson(t *testing.T) {
 }
 
 // TestReadmeLessonTable keeps the README's lesson table generated from the
-// registry: `go run ./cmd/qlab list --markdown` prints the rows to paste.
+// registry: `go test ./cmd/qlab -run ReadmeLessonTable -update` rewrites
+// it (`qlab list --markdown` prints the same rows). A stale table fails
+// with its first stale row, not the whole table.
 func TestReadmeLessonTable(t *testing.T) {
 	readme, err := os.ReadFile("../../README.md")
 	require.NoError(t, err)
@@ -130,7 +133,29 @@ func TestReadmeLessonTable(t *testing.T) {
 	s := string(readme)
 	i, j := strings.Index(s, begin), strings.Index(s, end)
 	require.True(t, i >= 0 && j > i, "README needs the lessons:begin/end markers")
-	assert.Equal(t, lessonTable(lessons.All), s[i+len(begin):j], "README lesson table is stale: paste `qlab list --markdown`")
+	want, got := lessonTable(lessons.All), s[i+len(begin):j]
+	if labtest.Updating() {
+		require.NoError(t, os.WriteFile("../../README.md", []byte(s[:i+len(begin)]+want+s[j:]), 0o644))
+		return
+	}
+	if got != want {
+		wantRows, gotRows := strings.Split(want, "\n"), strings.Split(got, "\n")
+		for k := range max(len(wantRows), len(gotRows)) {
+			w, g := row(wantRows, k), row(gotRows, k)
+			if w != g {
+				t.Fatalf("README lesson table is stale from row %d:\n  README:   %.160s\n  registry: %.160s\n"+
+					"rewrite it with: go test ./cmd/qlab -run ReadmeLessonTable -update", k+1, g, w)
+			}
+		}
+	}
+}
+
+// row is rows[k], or "(none)" past the end.
+func row(rows []string, k int) string {
+	if k < len(rows) {
+		return rows[k]
+	}
+	return "(none)"
 }
 
 func TestRunMermaidPrintsADiagram(t *testing.T) {

@@ -23,7 +23,14 @@ per-task fates side by side, retry delays configured vs observed,
 persistence under a real interruption, throughput with 1 vs 4 consumers,
 queue depths over time, and what had to exist first. Each measured row
 runs --repeat times per backend and shows the median [min–max]; rows
-marked ~ spread widely (timing-sensitive). Needs a broker.`
+marked ~ spread widely (timing-sensitive). Needs a broker.
+
+With --broker URL twice, runs lesson N on those two brokers instead (any
+lesson that runs on a broker; Q21's cluster excepted) and lists where they
+differ: fates, attempts, the x-death, x-delivery-count and x-acquired-count
+each delivery carried, retries held back past their delay, and a run one
+broker refused. The columns name each broker's version: RabbitMQ 3.10.8
+against 4.3, say. The two URLs are used as given; RABBITMQ_URL is not read.`
 
 // maxRepeat bounds --repeat: every repetition is a full set of runs.
 const maxRepeat = 20
@@ -38,6 +45,8 @@ func cmdCompare(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	repeat := fs.Int("repeat", compare.DefaultRepeat, "runs per backend for each measured row; tables show the median [min–max]")
 	fs.Bool("no-color", false, "plain text (compare prints no colour; accepted like run's --no-color)")
 	verbose := verboseFlag(fs)
+	var brokers brokerURLs
+	fs.Var(&brokers, "broker", "an AMQP URL; give it twice to compare the lesson on two brokers")
 	pos, err := parseInterspersed(fs, args, stdout)
 	if err != nil {
 		return err
@@ -56,6 +65,13 @@ func cmdCompare(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	l, err := lessons.Parse(pos[0])
 	if err != nil {
 		return usageError{err}
+	}
+	if explicitFlag(fs, "broker") {
+		if !explicitFlag(fs, "speed") {
+			pf.speed = compare.SpeedOf(l)
+		}
+		return compareBrokers(ctx, stdout, l, brokers, compareOutput{json: *asJSON, markdown: *markdown},
+			compare.BrokerConfig{Speed: pf.speed, Plan: pf.plan(), Repeat: *repeat}, *verbose)
 	}
 	if !l.Dual() {
 		return usagef("lesson %d runs on %s only, so there is nothing to compare (lessons on both: %s)", l.Number(), backendList(l), dualLessons())

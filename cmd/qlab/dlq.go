@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -47,7 +48,7 @@ declare on a channel of its own.`
 
 func cmdDLQ(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	fs := newFlagSet("dlq", dlqHelp)
-	n := fs.Int("n", 0, "how many messages: inspect shows the first 10 when 0; replay moves all that were ready when it started when 0")
+	n := fs.Int("n", 0, "how many messages: inspect shows the first 10 when 0, at most 1000; replay moves all that were ready when it started when 0")
 	to := fs.String("to", "", "replay: the queue to move messages to")
 	reset := fs.Bool("reset-retries", false, `replay: set a JSON body's "retries" to 0 and drop the qlab-retries and x-death headers`)
 	yes := fs.Bool("yes", false, "purge: yes, delete every message in the queue")
@@ -89,6 +90,15 @@ func cmdDLQ(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	}
 }
 
+// maxInspect bounds dlq inspect --n: it holds every message it read
+// unacknowledged on one channel until it is done, and prints each.
+const maxInspect = 1000
+
+// dlqCloseWait bounds closing the connection at the end: a broker that
+// stopped answering does not answer connection.close either, and
+// amqp091-go would wait for its close-ok until the heartbeat gives up.
+const dlqCloseWait = 3 * time.Second
+
 // checkDLQFlags refuses flags that do not fit the action, before any
 // broker is touched.
 func checkDLQFlags(fs *flag.FlagSet, action, queue string, n int, to string, yes bool, prefix string) error {
@@ -113,6 +123,8 @@ func checkDLQFlags(fs *flag.FlagSet, action, queue string, n int, to string, yes
 	switch {
 	case n < 0:
 		return usagef("--n must be 0 or more, got %d", n)
+	case action == "inspect" && n > maxInspect:
+		return usagef("--n for dlq inspect is at most %d, got %d: it prints every message and holds them all unacknowledged; dlq replay moves any number", maxInspect, n)
 	case set["n"] && action == "purge":
 		return usagef("--n goes with dlq inspect or replay (purge deletes every message)")
 	case action == "replay" && to == "":
@@ -143,12 +155,31 @@ func dlqConnect(ctx context.Context, verbose bool) (*amqp.Connection, func(), er
 	if err != nil {
 		return nil, nil, err
 	}
-	return s.Connection(), func() { _ = s.Close(context.WithoutCancel(ctx)) }, nil
+	closeConn := func() {
+		closed := make(chan struct{})
+		go func() {
+			_ = s.Close(context.WithoutCancel(ctx))
+			close(closed)
+		}()
+		select {
+		case <-closed:
+		case <-time.After(dlqCloseWait): // the process ends, and the socket with it
+		}
+	}
+	return s.Connection(), closeConn, nil
 }
 
 func dlqInspect(ctx context.Context, conn *amqp.Connection, queue string, n int, w io.Writer) error {
 	msgs, err := rabbit.Inspect(ctx, conn, queue, n)
 	if err != nil {
+		// Show what was read before the broker stopped answering: those
+		// are the queue's first messages, left in place all the same.
+		for i, d := range msgs {
+			writeMessage(w, i+1, d)
+		}
+		if len(msgs) > 0 {
+			return fmt.Errorf("%w; the %s above were read before it", err, render.Count(len(msgs), "message"))
+		}
 		return err
 	}
 	depth, err := rabbit.QueueDepth(ctx, conn, queue)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/queuelab/qlab/metrics"
@@ -68,13 +69,18 @@ func (f metricsFlags) serve(w io.Writer, until string) (served, error) {
 	case err != nil:
 		return served{}, fmt.Errorf("--metrics: %w", err)
 	}
-	fmt.Fprintf(w, "metrics: scrape %s (%s)\n", s.URL(), until)
+	r := reachOf(strings.TrimSuffix(strings.TrimPrefix(s.URL(), "http://"), "/metrics"), net.InterfaceAddrs)
+	url := r.local + "/metrics"
+	fmt.Fprintf(w, "metrics: scrape %s (%s)\n", url, until)
+	if note := publicNote("/metrics", r, "/metrics"); note != "" {
+		fmt.Fprintln(w, "metrics: "+note)
+	}
 	stop := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), metricsCloseWait)
 		defer cancel()
 		_ = s.Close(ctx)
 	}
-	return served{m: m, url: s.URL(), stop: stop}, nil
+	return served{m: m, url: url, stop: stop}, nil
 }
 
 // until says how long a run's /metrics stays up.

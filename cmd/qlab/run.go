@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lessons"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/render"
@@ -40,7 +41,7 @@ type runFlags struct {
 
 func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.backend, "backend", "", "where the lesson runs: inmem or rabbit (default: the lesson's own, rabbit for lessons "+defaultingTo(lab.Rabbit)+", inmem for the others)")
-	f.planFlags.register(fs, 1, "lesson time per real time: 10 runs ten times faster; stamps stay in lesson time. Without it, a long lesson goes at its own pace ("+ownSpeeds(watchSpeed, 1)+")")
+	f.planFlags.register(fs, 1, "lesson time per real time, whatever the lesson: 10 runs ten times faster than real time; stamps stay in lesson time. Without it, a long lesson goes at its own pace ("+ownSpeeds(watchSpeed, 1)+"); a --speed below that pace makes it slower, and the run says how long it will take")
 	fs.BoolVar(&f.json, "json", false, "print the event stream as JSON lines instead of the log")
 	fs.BoolVar(&f.mermaid, "mermaid", false, "print a Mermaid sequence diagram of the run instead of the log")
 	fs.BoolVar(&f.noColor, "no-color", false, "plain text, no ANSI colour (NO_COLOR does the same)")
@@ -119,7 +120,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		Discover: discoverOptions,
 	})
 	switch {
-	case errors.Is(err, run.ErrInvalid), errors.Is(err, run.ErrNoCluster):
+	case errors.Is(err, run.ErrInvalid), errors.Is(err, run.ErrNoCluster), errors.Is(err, lesson.ErrBrokerTooOld):
 		return usageError{err}
 	case err != nil:
 		if !explicitFlag(fs, "backend") { // the lesson's default: say it runs in memory too
@@ -136,7 +137,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if f.json || f.mermaid {
 		noteTo = stderr
 	}
-	if note := ready.PrefixNote(); note != "" { // a killed run's user needs it
+	for _, note := range []string{slowerNote(l, f.speed), ready.PrefixNote()} { // a killed run's user needs the prefix
+		if note == "" {
+			continue
+		}
 		if noteTo == io.Writer(out) { // beside the log, it wraps as the log does
 			note = strings.Join(render.Wrap(note, render.DefaultWidth, "  "), "\n")
 		}

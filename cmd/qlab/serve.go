@@ -32,8 +32,10 @@ every request as it arrives (--json: the event stream):
       Q11's router and mail worker take it on until it is sent.
 
 Bad input is a 400 with {"error": ...} and never reaches the broker. With
-publisher confirms (the default) a message the broker does not take is a
-503; --confirms=false answers 200 anyway, as the seed does. Ctrl-C lets the
+publisher confirms (the default) a message the broker surely does not have
+is a 503 (send it again); one whose confirm never came is a 504 with its id
+(the broker may have it: sending it again may store it twice).
+--confirms=false answers 200 anyway, as the seed does. Ctrl-C lets the
 requests in flight finish (10 s at most) and deletes the queues and
 exchanges the run declared (--keep leaves them). See the README for a curl
 walk-through.`
@@ -134,7 +136,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	v.note(serveBanner(ln.Addr().String(), f.confirms))
+	v.note(serveBanner(reachOf(ln.Addr().String(), net.InterfaceAddrs), f.confirms))
 	v.note(run.PrefixNote(rabbitenv.Of(broker.Names())))
 	serveErr := serve.Serve(ctx, ln, serve.New(broker.Pub, stream), serve.DrainTimeout)
 	cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), serve.DrainTimeout)
@@ -190,16 +192,23 @@ func discoverBroker(ctx context.Context) (string, error) {
 	return b.URL, err
 }
 
-// serveBanner says where the API listens, what its 200 means, and a
-// first request to try.
-func serveBanner(addr string, confirms bool) string {
+// serveBanner says where the API listens (an address one can use, not
+// 0.0.0.0), whether others on the network can reach it, what its 200
+// means, and a first request to try.
+func serveBanner(r reach, confirms bool) string {
 	mode := "Publisher confirms on: a 200 means the broker has the message."
 	if !confirms {
 		mode = "Publisher confirms OFF (the seed's way): a 200 means only that it was sent."
 	}
-	return fmt.Sprintf("qlab serve: listening on http://%s; Ctrl-C stops.\n%s\nTry:\n"+
-		"  curl -s http://%s%s -d '{\"name\":\"John Silva\",\"email\":\"john@example.com\"}'",
-		addr, mode, addr, serve.UsersPath)
+	banner := fmt.Sprintf("qlab serve: listening on %s; Ctrl-C stops.\n", r.local)
+	if note := publicNote("the API", r, ""); note != "" {
+		banner += note + "\n"
+	}
+	return banner + fmt.Sprintf("%s\nTry:\n"+
+		"  curl -s %s%s \\\n"+
+		"    -H 'Content-Type: application/json' \\\n"+
+		"    -d '{\"name\":\"John Silva\",\"email\":\"john@example.com\"}'",
+		mode, r.local, serve.UsersPath)
 }
 
 func ptr[T any](v T) *T { return &v }

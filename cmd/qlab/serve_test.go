@@ -98,11 +98,17 @@ func (s *syncBuffer) String() string {
 // stdout, and stop, which sends the Ctrl-C and returns the exit code.
 func startServe(t *testing.T, args ...string) (base, prefix string, stdout *syncBuffer, stop func() int) {
 	t.Helper()
+	return startServeWith(t, &syncBuffer{}, args...)
+}
+
+// startServeWith is startServe writing its stderr to stderr.
+func startServeWith(t *testing.T, stderr *syncBuffer, args ...string) (base, prefix string, stdout *syncBuffer, stop func() int) {
+	t.Helper()
 	rabbittest.NeedBroker(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	stdout = &syncBuffer{}
 	done := make(chan int, 1)
-	go func() { done <- Main(ctx, append([]string{"serve", "--port", "0"}, args...), stdout, stderr) }()
+	go func() { done <- Main(ctx, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...), stdout, stderr) }()
 	listening := regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
 	under := regexp.MustCompile(`under the prefix (qlab-[0-9a-f]+)`)
 	require.Eventually(t, func() bool {
@@ -183,5 +189,65 @@ func TestServeKeepLeavesTheQueuesForBrokerClean(t *testing.T) {
 	for _, q := range serve.Topology().Queues {
 		_, err := rabbit.QueueDepth(context.Background(), conn, names.Of(q.Name))
 		assert.Error(t, err, "broker clean removed %s", q.Name)
+	}
+}
+
+// TestServeCtrlCLeavesNothingOfTheRun: two users POSTed, then Ctrl-C (the
+// cancel Main gets from SIGINT). The run's users are its own tasks, not
+// strangers moved to <prefix>.foreign: nothing of the run's prefix stays
+// on the broker, and each user is reported lost once, for the reason it
+// was lost: deleting raffle_queue discarded it.
+func TestServeCtrlCLeavesNothingOfTheRun(t *testing.T) {
+	stderr := &syncBuffer{}
+	base, prefix, stdout, stop := startServeWith(t, stderr, "--json")
+	ids := map[string]bool{}
+	for _, user := range []string{`{"name":"A","email":"a@example.com"}`, `{"name":"B","email":"b@example.com"}`} {
+		resp, err := http.Post(base+serve.UsersPath, "application/json", strings.NewReader(user))
+		require.NoError(t, err)
+		var got map[string]string
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&got))
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, got["error"])
+		ids[got["id"]] = true
+	}
+	require.Equal(t, exitOK, stop(), "Ctrl-C is a clean stop; stderr: %s", stderr.String())
+	assert.NotContains(t, stderr.String(), "hold queue", "no user of the run taken for a stranger's")
+
+	lost := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+		var e lab.Event
+		require.NoError(t, json.Unmarshal([]byte(line), &e), line)
+		if e.Kind == lab.Summary {
+			assert.Equal(t, lab.FateLost, e.Fate, e.Task)
+			lost[e.Task]++
+		}
+		if e.Kind == lab.Lost {
+			assert.Contains(t, e.Note, "deleting its queues discarded the message")
+		}
+	}
+	want := map[string]int{}
+	for id := range ids {
+		want[id] = 1
+	}
+	assert.Equal(t, want, lost, "each user lost once, nothing else")
+
+	names, err := rabbit.PersonNames(prefix)
+	require.NoError(t, err)
+	queues := []string{prefix + ".foreign"}
+	for _, q := range serve.Topology().Queues {
+		queues = append(queues, names.Of(q.Name))
+	}
+	for _, q := range queues {
+		assert.False(t, queueExists(t, q), "queue %s left on the broker", q)
+	}
+	conn, err := amqp.Dial(rabbittest.NeedBroker(t))
+	require.NoError(t, err)
+	defer conn.Close()
+	for _, x := range serve.Topology().Exchanges {
+		ch, err := conn.Channel()
+		require.NoError(t, err)
+		err = ch.ExchangeDeclarePassive(names.Of(x.Name), string(x.Kind), true, false, false, false, nil)
+		assert.Error(t, err, "exchange %s left on the broker", names.Of(x.Name))
+		_ = ch.Close()
 	}
 }

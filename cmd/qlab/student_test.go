@@ -25,7 +25,7 @@ func TestRunHelpStatesEachLessonsDefaultBackend(t *testing.T) {
 	code, out, _ := qlab("run", "--help")
 	require.Equal(t, exitOK, code)
 	out = strings.Join(strings.Fields(out), " ") // the help wraps
-	assert.Contains(t, out, "rabbit for lessons 10, 11, 14–22, inmem for the others")
+	assert.Contains(t, out, "rabbit for lessons 10, 11, 14–22, 25, inmem for the others")
 	assert.NotContains(t, out, "(default inmem)")
 	assert.Contains(t, out, "2× for 12, 5× for 13")
 }

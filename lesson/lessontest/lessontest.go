@@ -47,7 +47,8 @@ const runBound = 6 * time.Minute
 
 // RunRabbit runs lesson l on the test broker (skipping without one,
 // failing under QLAB_REQUIRE_BROKER=1, and skipping a lesson that needs a
-// cluster, Lesson.Cluster) at its TestSpeed, or opts.Speed
+// cluster, Lesson.Cluster; a lesson that needs 4.3, Lesson.MinBroker,
+// runs on the 4.3 node) at its TestSpeed, or opts.Speed
 // when set, bounded by runBound; the run must not fail.
 func RunRabbit(t *testing.T, l lesson.Lesson, opts lesson.Options) ([]lab.Event, lesson.Result) {
 	t.Helper()
@@ -60,6 +61,7 @@ func RunRabbit(t *testing.T, l lesson.Lesson, opts lesson.Options) ([]lab.Event,
 func RunRabbitOn(t *testing.T, v rabbittest.Version, l lesson.Lesson, opts lesson.Options) ([]lab.Event, lesson.Result) {
 	t.Helper()
 	skipCluster(t, l)
+	skipOlder(t, v, l)
 	opts.Broker = rabbittest.Need(t, v)
 	return RunRabbitWith(t, l, opts)
 }
@@ -72,7 +74,7 @@ func RunRabbitWith(t *testing.T, l lesson.Lesson, opts lesson.Options, sinks ...
 	skipCluster(t, l)
 	opts.Backend = lab.Rabbit
 	if opts.Broker == "" {
-		opts.Broker = rabbittest.NeedBroker(t)
+		opts.Broker = testBroker(t, l)
 	}
 	if opts.Speed == 0 {
 		opts.Speed = RabbitSpeed
@@ -90,12 +92,34 @@ func RunRabbitWith(t *testing.T, l lesson.Lesson, opts lesson.Options, sinks ...
 	return rec.Events(), res
 }
 
+// testBroker is the broker l's tests run on: the 4.3 node for a lesson
+// that needs 4.3 (Lesson.MinBroker), else the suites' broker; each skips
+// with the reason when missing (fails under QLAB_REQUIRE_BROKER=1).
+func testBroker(t *testing.T, l lesson.Lesson) string {
+	t.Helper()
+	if l.MinBroker != "" {
+		return rabbittest.Need(t, rabbittest.V43)
+	}
+	return rabbittest.NeedBroker(t)
+}
+
 // skipCluster skips a lesson that needs a cluster (Lesson.Cluster).
 func skipCluster(t *testing.T, l lesson.Lesson) {
 	t.Helper()
 	if l.Cluster {
 		t.Skipf("%s runs on a three-node cluster and stops one of its nodes: the suites' single "+
 			"broker cannot host it; its own tests run it on a cluster (rabbit/cluster/clustertest)", l.ID)
+	}
+}
+
+// skipOlder skips a lesson that needs a newer broker line than v
+// (Lesson.MinBroker): Q25 on 3.10, whose own tests hold what it says
+// there.
+func skipOlder(t *testing.T, v rabbittest.Version, l lesson.Lesson) {
+	t.Helper()
+	if l.MinBroker != "" && !lesson.VersionAtLeast(string(v), l.MinBroker) {
+		t.Skipf("%s needs RabbitMQ %s or newer; on %s it says so and stops, which its own tests hold",
+			l.ID, l.MinBroker, v)
 	}
 }
 

@@ -2,26 +2,21 @@ package rabbitenv
 
 import (
 	"context"
-	"time"
 
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/rabbit"
 )
 
-// sessionSettle bounds a broker lesson's clean-up, whatever happened to its
-// context.
-const sessionSettle = 10 * time.Second
-
 // CloseSession ends a RabbitMQ lesson's session whatever happened to ctx:
 // it stops the consumers and deletes the queues the run created within
-// sessionSettle. A task still pending then is reported lost, so no message
+// lesson.SessionSettle. A task still pending then is reported lost, so no message
 // vanishes without an event: with the session's failure as the reason
 // when the run could not go on (a queue deleted from outside, a broker
 // gone), otherwise because deleting the queues discarded it. If the
 // clean-up failed after a normal stop, the broker may still hold them and
 // they stay pending.
 func CloseSession(ctx context.Context, env *lesson.Env, s *rabbit.Session) {
-	cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), sessionSettle)
+	cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), lesson.SessionSettle)
 	defer cancel()
 	if err := s.Err(); err != nil {
 		rabbit.ReportLost(env.Stream, "Cleanup", "the run could not go on: "+err.Error())

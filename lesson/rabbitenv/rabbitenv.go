@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"strings"
 
+	amqp "github.com/rabbitmq/amqp091-go"
+
 	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
@@ -28,6 +30,7 @@ func init() {
 			}
 			return TopologyTable(topo, s)
 		},
+		Leftovers: leftovers,
 	})
 }
 
@@ -70,17 +73,31 @@ type keptKey struct{}
 // a run in parts (Q15's routes, Q16's overflow modes) declares the same
 // names again in each: the previous part's kept queues go first, so the
 // run leaves its last part's.
+//
+// A part whose clean-up left queues behind (a broker too slow to answer
+// its deletes in time) left them under the same names: the next part
+// deletes them first, as the run's own, rather than refuse them as a
+// stranger's (see tidyEarlier).
 func Session(ctx context.Context, env *lesson.Env) (*rabbit.Session, error) {
 	if kept, ok := env.Held(keptKey{}).(*rabbit.Session); ok {
 		if err := kept.DeleteKept(ctx); err != nil {
 			return nil, err
 		}
 	}
+	if err := tidyEarlier(ctx, env); err != nil {
+		return nil, err
+	}
 	s, err := rabbit.Open(ctx, env.Broker, Names(env), env.Stream.Clock(), env.Log())
 	if err != nil {
 		return nil, err
 	}
+	sessionsOf(env).add(s)
 	s.GiveUpAfter, s.Keep, s.Quorum = env.GiveUpAfter, env.Keep, env.Quorum
+	if seen := env.Deliveries; seen != nil {
+		s.Observe = func(queue string, d amqp.Delivery) {
+			seen(lesson.Carried{Queue: queue, Task: d.MessageId, Redelivered: d.Redelivered, Headers: d.Headers})
+		}
+	}
 	if env.Keep {
 		env.Hold(keptKey{}, s)
 	}

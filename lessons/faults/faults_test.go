@@ -324,8 +324,9 @@ type fault struct {
 }
 
 // endSlack is how long a run may take to end after it gave the broker up:
-// its clean-up tries a broker that is down, within a bound of its own.
-const endSlack = 15 * time.Second
+// its clean-up tries a broker that is down, within a bound of its own,
+// and the run's end tries once more, within another.
+const endSlack = lesson.SessionSettle + rabbitenv.TidyBound + 5*time.Second
 
 // runFaults disturb only the run they are injected into: they run
 // concurrently on one node, each run under its own prefix.

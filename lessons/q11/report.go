@@ -82,7 +82,7 @@ var q11Strategies = []struct{ id, title, note string }{
 	{"a", "(a) In-process timer (the seed's way)",
 		"The timers are on time, but they live in the scheduler's memory: it stopped at %s and the mails it still held were lost."},
 	{"b", "(b) One delay queue, per-message TTL",
-		"RabbitMQ expires a message only once it reaches the head of its queue: the 1 s mail sat behind the 5 s one and went out when that one did (classic queue here; a quorum queue does the same on 3.10.8)."},
+		"RabbitMQ expires a message only once it reaches the head of its queue: the 1 s mail sat behind the 5 s one and went out when that one did (classic queue here; a quorum queue does the same on 3.10.8 and 4.3.6)."},
 	{"c", "(c) Fixed delay levels + stateless router",
 		"Each wait queue has one TTL, so it expires in FIFO order; the router re-routes by the %s header after each hop " +
 			"(the lab's own header: no x- prefix, since RabbitMQ treats x- headers as the broker's, as Q13 shows)."},

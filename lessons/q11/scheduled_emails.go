@@ -3,7 +3,7 @@
 // Notice: (a) an in-process timer loses the mails it holds when the
 // scheduler stops; (b) a per-message TTL makes the 1 s mail wait behind the
 // 5 s one, because the broker expires only the head of a queue (classic
-// and, measured on 3.10.8, quorum queues too); (c) fixed-TTL wait queues
+// and, measured on 3.10.8 and 4.3.6, quorum queues too); (c) fixed-TTL wait queues
 // and a stateless router are on time, even across a scheduler restart.
 // The delayed-message plugin the seed names is left out: it is no longer
 // maintained and loses its delayed messages with their node.
@@ -28,7 +28,7 @@ var Lesson = lesson.Lesson{
 	WatchSpeed: 1, // a watchable pace in the TUI
 	Title:      "Scheduled emails: timer, per-message TTL, delay levels",
 	Notice: "Mails due in 5 s, 1 s and in the past, three ways. (a) An in-process timer is on time until the scheduler stops: the mails it held are lost. " +
-		"(b) One delay queue with a per-message TTL keeps them on the broker, but the 1 s mail waits behind the 5 s one: RabbitMQ expires a message only once it reaches the head of its queue (measured on 3.10.8, for classic and quorum queues alike). " +
+		"(b) One delay queue with a per-message TTL keeps them on the broker, but the 1 s mail waits behind the 5 s one: RabbitMQ expires a message only once it reaches the head of its queue (measured on 3.10.8 and 4.3.6, for classic and quorum queues alike). " +
 		"(c) Wait queues with one fixed TTL each and a stateless router are on time, even across a restart of the scheduler. " +
 		"The seed's native answer, the rabbitmq-delayed-message-exchange plugin, is not used: its team no longer maintains it beyond new builds, and it keeps delayed messages on one node only, so they are lost with that node.",
 	Rabbit:     runQ11Rabbit,
@@ -281,6 +281,7 @@ func (ts *timerScheduler) schedule(ctx context.Context, req q11Request) error {
 	defer ts.mu.Unlock()
 	clock := l.env.Stream.Clock()
 	ts.pending[req.Task] = timedMail{clock.AfterFunc(delay, func() { ts.fire(ctx, req) }), clock.Elapsed() + delay, req}
+	l.s.Expect(delay) // the mail moves again when the timer fires: not a stall
 	return nil
 }
 

@@ -31,6 +31,7 @@ import (
 var Lesson = lesson.Lesson{
 	ID:         "Q12",
 	WatchSpeed: 2, // a watchable pace in the TUI
+	Length:     133 * time.Second,
 	Title:      "Circuit breaker: fail fast while the mail service is down",
 	Notice: "The mail service is down from 5 s to 35 s; until 15 s each call hangs 5 s before its 503. Without a breaker (n01…) every retry hits the dead service and a hung call holds the worker. " +
 		"With the NestJS email service's opossum breaker (b01…: timeout 3 s, opens above 20 % failed, reset 10 s) the first hung call times out and opens it, calls fail fast back to the wait queue, a timer lets one trial through every 10 s, and it closes once the service is back. " +

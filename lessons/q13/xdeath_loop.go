@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/queuelab/qlab/lessons/q12"
+	"github.com/queuelab/qlab/lessons/versions"
 
 	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lesson"
@@ -35,19 +36,23 @@ const (
 	q13Wait        = 5 * time.Second // email_queue_wait's x-message-ttl
 	// q13HotLoopGuard stops run 3's requeue loop (not the service's: it has
 	// none). 20 is the delivery-limit RabbitMQ 4.0 gives quorum queues by
-	// default; classic queues, like this one, have no limit at all.
+	// default (versions.DeliveryLimit measured it on 4.3.6: the 21st
+	// delivery's reject dropped the message); classic queues, like this
+	// one, have no limit on either version.
 	q13HotLoopGuard = 20
 )
 
 var Lesson = lesson.Lesson{
 	ID:         "Q13",
 	WatchSpeed: 5, // a watchable pace in the TUI
+	Length:     146 * time.Second,
 	Title:      "One wait-queue loop: x-death counting vs your own retry header",
 	Notice: fmt.Sprintf("Run 1 (A–D) is the NestJS email service's loop: the worker only rejects, the broker parks the mail %s in email_queue_wait and sends it back, "+
 		"and x-death tells the worker the attempt; at attempt %d it publishes C to email_queue_dlq itself and acks "+
 		"(15 deliveries: the lab counts rejects; the service's own reading, x-death[0].count ?? 1, reads 1 twice and parks after 16). "+
 		"Run 2 (rA–rD) republishes failures with a header of its own, %s: no x- prefix, because RabbitMQ owns x- headers "+
-		"(the RaffleAPI's x-retries works on 3.10.8 but sits in the broker's namespace, and 4.0 no longer reads an x-death a client republishes). "+
+		"(the RaffleAPI's x-retries works on 3.10.8 and 4.3.6 but sits in the broker's namespace; and 4.0 no longer reads an x-death a client republishes: "+
+		"copied back, it kept counting 0 1 2 … 14 on 3.10.8 and restarted at 1 every round on 4.3.6, measured). "+
 		"Run 3 (nA–nD) is the service's nack(), if it is amqplib's channel.nack(msg): that requeues by default, so C comes straight back at attempt 1, "+
 		"never visits the wait queue and never reaches %d or the DLQ; the lab's guard drops it after %d deliveries. "+
 		"On the broker, a last step publishes to an email_queue_dlq nobody declared: confirmed, and gone, unless mandatory brings it back. "+
@@ -308,13 +313,14 @@ func q13CounterTable(version, poison string, readings *q13Readings) render.Table
 			{byHeader, "x-death rejects", series(byHeader, rejects)},
 			{byHeader, "x-death expiries, header copied back", series(byHeader, expired)},
 		},
-		Notes: q13CounterNotes(readings.of(byHeader)),
+		Notes: q13CounterNotes(version, readings.of(byHeader)),
 	}
 }
 
 // q13CounterNotes says what the header loop's deliveries show about the
-// broker's x-death, from what was measured rather than what is expected.
-func q13CounterNotes(rs []q13Reading) []string {
+// broker's x-death, from what was measured rather than what is expected,
+// then what each version the lab measured does (versions).
+func q13CounterNotes(version string, rs []q13Reading) []string {
 	if len(rs) < 3 {
 		return nil
 	}
@@ -329,12 +335,13 @@ func q13CounterNotes(rs []q13Reading) []string {
 	last := rs[len(rs)-1].expired
 	switch {
 	case last == int64(len(rs)-1):
-		notes = append(notes, "The x-death copied back into each republished message kept counting: this broker reads a client's x-death. "+
-			"RabbitMQ 3.13.0-3.13.2 did not, and 4.x no longer reads an x-death a client publishes: do not build on it.")
+		notes = append(notes, "The x-death copied back into each republished message kept counting: this broker reads a client's x-death "+
+			"(3.13.0-3.13.2 did not): do not build on it.")
 	case last == 1:
 		notes = append(notes, "The x-death copied back restarted at 1 every round: this broker ignores a client's x-death.")
 	default:
 		notes = append(notes, fmt.Sprintf("The x-death copied back ended at %d after %d rounds.", last, len(rs)-1))
 	}
-	return append(notes, rabbit.RetryCountHeader+" counted every round: the worker writes it and reads it back; the broker only carries it.")
+	return append(notes, rabbit.RetryCountHeader+" counted every round: the worker writes it and reads it back; the broker only carries it.",
+		versions.XDeathRepublished.Note(version))
 }

@@ -199,3 +199,34 @@ func TestQ13StoppedEarlyReportsLost(t *testing.T) {
 	assert.Equal(t, 3, attempts)
 	assert.Equal(t, lab.Lost, labtest.Kinds(events, "C")[len(labtest.Kinds(events, "C"))-1])
 }
+
+// TestQ13XDeathByVersion holds what each version does with the x-death
+// run 2's worker copies back into its republished retry: RabbitMQ 3.10.8
+// reads it and counts on (0 1 2 … 14 expiries), 4.3 ignores it and every
+// round reads a fresh 1. The header of the lab's own counts on both.
+func TestQ13XDeathByVersion(t *testing.T) {
+	max := q13MaxAttempts - 1
+	ones := "0" + strings.Repeat(" 1", max)
+	for line, copied := range map[string]string{"3.10": upToString(0, max), "4.3": ones} {
+		t.Run(line, func(t *testing.T) {
+			url, version := rabbittest.NeedVersion(t, line)
+			events, res := lessontest.RunRabbit(t, Lesson, lesson.Options{Broker: url})
+			labtest.AssertAccounted(t, events)
+			assertQ13Fates(t, events)
+			counters := lessontest.TableTitled(t, res.Tables, "What the counters read")
+			assert.Contains(t, counters.Title, "RabbitMQ "+version)
+			assert.Equal(t, copied, counters.Rows[5][2], "rC: the x-death copied back")
+			assert.Equal(t, upToString(0, max), counters.Rows[3][2], "rC: the lab's own header")
+			assert.Contains(t, strings.Join(counters.Notes, " "), "RabbitMQ "+version+" (this broker)")
+		})
+	}
+}
+
+// upToString is "from from+1 … to".
+func upToString(from, to int) string {
+	var out []string
+	for i := from; i <= to; i++ {
+		out = append(out, fmt.Sprint(i))
+	}
+	return strings.Join(out, " ")
+}

@@ -3,11 +3,13 @@ package q14
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lessons/notify"
+	"github.com/queuelab/qlab/lessons/versions"
 	"github.com/queuelab/qlab/render"
 )
 
@@ -67,11 +69,13 @@ func strategyTable(rows []retryRow, facts flow.Facts) render.Table {
 		},
 	}
 	if facts.Broker {
-		t.Notes = append(t.Notes, "Quorum queue measured on RabbitMQ "+version+": it holds short retries behind a long one just as a classic queue does. "+
-			"The TTL guide says quorum queues dead-letter a message when it expires, without waiting for the head: the docs and this broker disagree; "+
-			"rabbitmq-server issue #10617 (2024, open, labelled bug) reports the head-of-line wait on a quorum queue too. Not measured on 4.x.")
+		t.Notes = append(t.Notes, "Quorum queue measured on RabbitMQ "+version+": "+quorumVerdict(rows)+" "+
+			"The TTL guide says quorum queues dead-letter a message when it expires, without waiting for the head; "+
+			"rabbitmq-server issue #10617 (2024, open, labelled bug) reports the head-of-line wait on a quorum queue too.",
+			versions.QuorumTTLHead.Note(version))
 	} else {
-		t.Notes = append(t.Notes, "Memory has no queue types: run 3's retry queue is the same FIFO as run 1's, which is what RabbitMQ 3.10.8 measured for a quorum queue (qlab run 14 shows the broker).")
+		t.Notes = append(t.Notes, "Memory has no queue types: run 3's retry queue is the same FIFO as run 1's, which is what RabbitMQ "+
+			versions.Old+" and "+versions.New+" measured for a quorum queue (qlab run 14 shows the broker).")
 	}
 	for _, name := range strategyNames(rows) {
 		var n, held int
@@ -89,6 +93,17 @@ func strategyTable(rows []retryRow, facts flow.Facts) render.Table {
 		t.Rows = append(t.Rows, []string{name, strconv.Itoa(n), strconv.Itoa(held), secs(worst), secs(total)})
 	}
 	return t
+}
+
+// quorumVerdict says what this run's quorum retry queue did, from its
+// rows: whether it held a short retry behind a longer one.
+func quorumVerdict(rows []retryRow) string {
+	for _, r := range rows {
+		if strings.Contains(r.strategy, "quorum") && r.heldBack() {
+			return "it held short retries behind a long one just as a classic queue does."
+		}
+	}
+	return "no retry was held back in it this run."
 }
 
 // strategyNames are the strategies of rows, in the order they ran.

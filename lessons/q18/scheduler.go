@@ -51,6 +51,7 @@ var Lesson = lesson.Lesson{
 	Rabbit:     runQ18,
 	Default:    lab.Rabbit, // the seed's system is the broker's, and so is (c)'s silent drop
 	WatchSpeed: 600,        // qlab run's and the TUI's: a lesson minute is 100 ms, the ~70 minutes in ~7 s
+	Length:     66 * time.Minute,
 	TestSpeed:  600,
 	Topologies: func() []flow.Topology { return []flow.Topology{Topology()} },
 	Faults:     true, // in the fault suite (lessons/faults): PublishTo survives a lost channel

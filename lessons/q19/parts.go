@@ -142,7 +142,7 @@ var timerNack = strategy{
 			if retries >= MaxRetries {
 				return Decide(d, err)
 			}
-			_ = w.clock.Wait(ctx, Delay(retries)) // the slot stays taken; cancelled, requeue now
+			_ = flow.WaitFor(ctx, w.b, w.clock, Delay(retries)) // the slot stays taken; cancelled, requeue now
 			return flow.Requeue()
 		}
 	},

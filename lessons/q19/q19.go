@@ -47,10 +47,11 @@ var Lesson = lesson.Lesson{
 	Rabbit:     runQ19,
 	Default:    lab.Rabbit, // the requeue and its redelivered flag are the broker's
 	WatchSpeed: 5,          // the 62 s schedule in about 13 s
+	Length:     125 * time.Second,
 	TestSpeed:  20,
 	Parity: lesson.Parity{TimingSensitive: "part (b)'s attempts are how many 2 s holds fit in " +
 		"the 30 s rate limit, which on a broker depends on when the redeliveries land"},
-	Topologies: func() []flow.Topology { return []flow.Topology{Topology()} },
+	Topologies: func() []flow.Topology { return []flow.Topology{Topology(), rabbit.ReturnsTopology()} },
 	Faults:     true, // in the fault suite (lessons/faults)
 }
 

@@ -79,7 +79,9 @@ func stallTable(out []stalled) render.Table {
 			"Count read: the retry count in the message's own header. A requeue changes nothing " +
 				"in the message, so it stays 0, the delay stays 2 s and the backoff never backs " +
 				"off; all a classic queue adds is the redelivered flag (a quorum queue counts " +
-				"x-delivery-count). The wait queues' worker writes its count as it republishes.",
+				"x-delivery-count on 3.10.8 but not a nack on 4.3.6; on the broker the next table " +
+				"measures it). The wait " +
+				"queues' worker writes its count as it republishes.",
 			"A crash while the timer runs redelivers the message at once: the wait is lost.",
 		},
 	}

@@ -46,6 +46,14 @@ func stall(ctx context.Context, env *lesson.Env) error {
 		out = append(out, m)
 	}
 	env.Report(stallTable(out))
+	if env.Stream.Backend() != lab.Rabbit {
+		return nil // memory has no queue types
+	}
+	quorum, err := quorumReturns(ctx, env)
+	if err != nil {
+		return err
+	}
+	env.Report(quorum)
 	return nil
 }
 

@@ -49,6 +49,7 @@ var Lesson = lesson.Lesson{
 	Rabbit:     runQ20,
 	Default:    lab.Rabbit, // the redelivery is the broker's, the surviving store SQL's
 	WatchSpeed: 2,
+	Length:     3 * time.Second,
 	TestSpeed:  10,
 	Topologies: func() []flow.Topology { return []flow.Topology{q18.Topology()} },
 	// Not in the fault suite: the crashing worker does not reconnect (it

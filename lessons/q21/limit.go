@@ -10,6 +10,7 @@ import (
 
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lessons/q18"
+	"github.com/queuelab/qlab/rabbit"
 )
 
 // DeliveryLimit is part 3's x-delivery-limit: small, so the loop ends soon.
@@ -21,12 +22,17 @@ type poison struct {
 	dlx         bool
 	counts      []string // x-delivery-count on each delivery ("-" when absent)
 	end         string   // where it ended, as measured
+	guarded     bool     // the lab's guard took it: the broker never stopped it
 }
 
 // deliveryLimit is part 3: a consumer that can never process a message
-// nacks it with requeue; the quorum queue counts the deliveries in
+// rejects it with requeue; the quorum queue counts the deliveries in
 // x-delivery-count and, past x-delivery-limit, dead-letters it (P1, to
 // the seed's DLQ) or, with no dead-letter exchange, drops it (P2).
+//
+// basic.reject, not basic.nack: RabbitMQ 4.3 counts only a failed
+// delivery toward the limit, and a nack with requeue is none (a plain
+// return, unlimited); 3.10.8 counts both (versions.QuorumReturns).
 func (r *runner) deliveryLimit(ctx context.Context) error {
 	r.env.Phase(fmt.Sprintf("The delivery limit: x-delivery-limit %d, a consumer that requeues "+
 		"every delivery (P1 with a dead-letter exchange, P2 without)", DeliveryLimit))
@@ -35,6 +41,7 @@ func (r *runner) deliveryLimit(ctx context.Context) error {
 		return err
 	}
 	defer c.Close()
+	version := rabbit.ServerVersion(c.Connection)
 	ps := []*poison{{task: "P1", queue: limitDLX, dlx: true}, {task: "P2", queue: limitNoDLX}}
 	for _, p := range ps {
 		args := amqp.Table{"x-queue-type": "quorum", "x-delivery-limit": DeliveryLimit}
@@ -62,12 +69,16 @@ func (r *runner) deliveryLimit(ctx context.Context) error {
 			return err
 		}
 	}
-	r.env.Report(limitTable(ps))
+	r.env.Report(limitTable(ps, version))
 	return nil
 }
 
-// requeueLoop consumes p's queue, nacking every delivery with requeue,
-// until none has come for quiet.
+// limitGuard is how many deliveries past the limit requeueLoop allows
+// before it stops: a broker that does not count them would loop for ever.
+const limitGuard = 3
+
+// requeueLoop consumes p's queue, rejecting every delivery with requeue,
+// until none has come for quiet, or the guard stops it.
 func (r *runner) requeueLoop(ctx context.Context, ch *amqp.Channel, p *poison) error {
 	deliveries, err := ch.ConsumeWithContext(ctx, r.names.Of(p.queue), "poison-"+p.task,
 		false, // autoAck
@@ -92,9 +103,13 @@ func (r *runner) requeueLoop(ctx context.Context, ch *amqp.Channel, p *poison) e
 			p.counts = append(p.counts, count)
 			e := lab.Event{Task: p.task, Queue: p.queue, Actor: "Poison-Worker", Attempt: len(p.counts)}
 			_ = r.env.Stream.Attempt(e, func() error {
-				return fmt.Errorf("cannot process it: nack, requeue (x-delivery-count %s)", count)
+				return fmt.Errorf("cannot process it: reject, requeue (x-delivery-count %s)", count)
 			})
-			if err := d.Nack(false, true); err != nil { // multiple, requeue
+			if len(p.counts) > DeliveryLimit+limitGuard {
+				p.guarded = true
+				return d.Ack(false) // multiple: the guard takes it away
+			}
+			if err := d.Reject(true); err != nil { // requeue
 				return err
 			}
 		case <-time.After(quiet):
@@ -108,6 +123,11 @@ func (r *runner) requeueLoop(ctx context.Context, ch *amqp.Channel, p *poison) e
 // whereDidItGo looks for p where the broker may have put it: still in its
 // queue, in the seed's DLQ (with x-death's reason), or nowhere.
 func (r *runner) whereDidItGo(ctx context.Context, ch *amqp.Channel, p *poison) error {
+	if p.guarded {
+		p.end = fmt.Sprintf("taken away by the lab's guard after %d deliveries: the broker never stopped it", len(p.counts))
+		r.env.Stream.Emit(lab.Event{Kind: lab.Dropped, Task: p.task, Queue: p.queue, Actor: "lab", Note: p.end})
+		return nil
+	}
 	left, err := depth(ch, r.names.Of(p.queue))
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/queuelab/qlab/lessons/versions"
 	"github.com/queuelab/qlab/rabbit/cluster"
 	"github.com/queuelab/qlab/render"
 )
@@ -123,19 +124,20 @@ func latencyTable(ls []latencyOf, node string) render.Table {
 	return t
 }
 
-// limitTable is part 3's poison messages.
-func limitTable(ps []*poison) render.Table {
+// limitTable is part 3's poison messages, measured on RabbitMQ version.
+func limitTable(ps []*poison, version string) render.Table {
 	t := render.Table{
-		Title:  fmt.Sprintf("The delivery limit: x-delivery-limit %d, every delivery requeued", DeliveryLimit),
+		Title: fmt.Sprintf("The delivery limit: x-delivery-limit %d, every delivery rejected with requeue (RabbitMQ %s)",
+			DeliveryLimit, version),
 		Header: []string{"message", "dead-letter exchange", "deliveries", "x-delivery-count seen", "then"},
 		Notes: []string{
-			fmt.Sprintf("Measured on RabbitMQ %s: the first delivery has no x-delivery-count; each "+
-				"requeue adds one; once the count passes the limit the message is dead-lettered "+
-				"(x-death reason delivery_limit) or, with no dead-letter exchange, dropped.", Version),
-			"On 3.x a quorum queue has no limit unless you set one: a consumer that always requeues " +
-				"loops forever. RabbitMQ 4.0 sets a default limit of 20 on every quorum queue: a " +
-				"message redelivered 20 times is dead-lettered, or dropped with no dead-letter " +
-				"exchange, so give such queues a DLX (a policy, as the 4.0 release notes advise).",
+			"The x-delivery-count column is what each delivery carried, as measured: once the count " +
+				"passes the limit the message is dead-lettered (x-death reason delivery_limit) or, " +
+				"with no dead-letter exchange, dropped.",
+			"The consumer rejects (basic.reject): on 4.3 a basic.nack with requeue does not count " +
+				"toward the limit at all. " + versions.QuorumReturns.Note(version),
+			versions.DeliveryLimit.Note(version) + " Give such queues a dead-letter exchange (a " +
+				"policy, as the 4.0 release notes advise).",
 		},
 	}
 	for _, p := range ps {

@@ -27,6 +27,7 @@ import (
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
 	_ "github.com/queuelab/qlab/lesson/rabbitenv" // the broker mechanism env.Open uses
+	"github.com/queuelab/qlab/lessons/versions"
 	"github.com/queuelab/qlab/metrics"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/render"
@@ -123,6 +124,10 @@ func runQ22(ctx context.Context, env *lesson.Env) error {
 		[]string{metrics.Depth, fmt.Sprintf("%d of %d", depth, Published),
 			fmt.Sprintf("%d held unacked by a prefetch-%d consumer are not counted", Published-depth, Prefetch)},
 	)
+	if facts := flow.FactsOf(b); facts.Broker {
+		report.Title += " (RabbitMQ " + facts.Version + ")"
+		report.Notes = append(report.Notes, versions.Metrics.Note(facts.Version))
+	}
 	env.Report(*report)
 	if ts, ok := timestampTrap(ctx, b); ok {
 		env.Report(ts)

@@ -3,6 +3,7 @@ package q22
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,8 +67,23 @@ func TestQ22InMemory(t *testing.T) {
 // consumer holds the other 5 unacked. The cut connections make the
 // redelivery counter move, and no task is lost.
 func TestQ22DepthTrapAndCrashOnRabbitMQ(t *testing.T) {
-	events, res := lessontest.RunRabbit(t, Lesson, lesson.Options{})
+	for _, line := range []string{"3.10", "4.3"} {
+		t.Run(line, func(t *testing.T) {
+			url, version := rabbittest.NeedVersion(t, line)
+			assertQ22OnBroker(t, url, version)
+		})
+	}
+}
+
+// assertQ22OnBroker runs Q22 on the broker at url, of version: the
+// metrics read the same on RabbitMQ 3.10.8 and 4.3, and the table says
+// which broker it measured.
+func assertQ22OnBroker(t *testing.T, url, version string) {
+	events, res := lessontest.RunRabbit(t, Lesson, lesson.Options{Broker: url})
 	everyTaskDone(t, events)
+	said := lessontest.TableTitled(t, res.Tables, "What the metrics said")
+	assert.Contains(t, said.Title, "(RabbitMQ "+version+")")
+	assert.Contains(t, strings.Join(said.Notes, " "), "RabbitMQ "+version+" (this broker)")
 	assert.Equal(t, "5 of 10", cell(t, res, metrics.Depth), "ready only: the unacked are not counted")
 	assert.Equal(t, "10", cell(t, res, metrics.NackTotal))
 	redelivered := 0

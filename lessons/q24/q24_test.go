@@ -1,6 +1,7 @@
 package q24
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -84,22 +85,51 @@ func TestQ24(t *testing.T) {
 }
 
 // (a): three deliveries 10 s apart span 20 s: an outage shorter than that
-// saves every user, a longer one parks every user.
+// saves every user, a longer one parks every user. In memory the times are
+// exact. On a broker a hop is the TTL plus the broker's and the
+// consumer's time, and under load a 30 s outage's users were saved in some
+// runs (hops of 13–15 s): the lesson says the fate depends on timing, and
+// each group's fate must follow when its deliveries really began.
 func checkRecovery(t *testing.T, o outcome, b lab.Backend) {
-	saved := func(o outcome, s string) string {
-		return o.cell(t, "(a)", s, "saved")
+	cell := func(outage, col string) string { return o.cell(t, "(a)", outage, col) }
+	for _, outage := range []string{"5 s", "15 s"} { // the DB is back by the third delivery, however late
+		assert.Equal(t, "2", cell(outage, "saved"), "users saved from a %s outage", outage)
 	}
-	for outage, want := range map[string]string{"5 s": "2", "15 s": "2", "30 s": "0", "45 s": "0"} {
-		assert.Equal(t, want, saved(o, outage), "users saved from a %s outage", outage)
+	tb := lessontest.TableTitled(t, o.tables, "(a)")
+	assert.Contains(t, strings.Join(tb.Notes, " "), "Which fate depends on timing")
+	for _, outage := range Outages {
+		row := fmt.Sprintf("%d s", int(outage.Seconds()))
+		last, hop := secondsCell(t, cell(row, "last began")), secondsCell(t, cell(row, "longest hop"))
+		assert.GreaterOrEqual(t, hop, 10.0, "%s: no hop is shorter than the TTL", row)
+		if last < outage.Seconds() { // every delivery of the group met the outage
+			assert.Equal(t, "0", cell(row, "saved"), "%s: the last delivery began at %.1f s, during the outage", row, last)
+			assert.Equal(t, "2", cell(row, "to raffle_dlq"), row)
+		}
+		if cell(row, "saved") != "0" {
+			assert.GreaterOrEqual(t, last, outage.Seconds(), "%s: a user saved after the outage ended", row)
+		}
+	}
+	if b == lab.InMem { // exact lesson time: the last delivery begins 20 s and a few steps on
+		assert.Equal(t, "20.4 s", cell("30 s", "last began"))
+		assert.Equal(t, "10.1 s", cell("30 s", "longest hop"))
 	}
 	for _, task := range []string{"a30-1", "a45-2"} {
+		if b == lab.Rabbit && secondsCell(t, cell(fmt.Sprintf("%s s", task[1:3]), "last began")) >= outageOf(task).Seconds() {
+			t.Logf("%s: the hops stretched past the outage (a loaded machine); its fate followed them", task)
+			continue
+		}
 		fate, attempts := o.fate(t, task)
 		assert.Equal(t, lab.FateDead, fate, task)
 		assert.Equal(t, 3, attempts, "%s: three deliveries, then raffle_dlq", task)
 	}
-	if b == lab.InMem { // exact lesson time: the last delivery begins 20 s and a few steps on
-		assert.Equal(t, "20.4 s", o.cell(t, "(a)", "30 s", "last began"))
-	}
+}
+
+// secondsCell reads a table's "20.4 s".
+func secondsCell(t *testing.T, cell string) float64 {
+	t.Helper()
+	v, err := strconv.ParseFloat(strings.TrimSuffix(cell, " s"), 64)
+	require.NoError(t, err, cell)
+	return v
 }
 
 // (b): "max 3 attempts" read as attempts allows 3 deliveries; read as

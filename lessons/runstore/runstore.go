@@ -8,7 +8,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
 
 	"github.com/queuelab/qlab/lab"
@@ -33,22 +32,24 @@ type Opened struct {
 
 // Open opens the store of part name of env's lesson: a map in memory; on
 // the broker, SQLite in a file under a new temp dir, or PostgreSQL in a
-// new schema qlab_<lesson>_<random>_<name> when env.Database (else
-// QLAB_DATABASE_URL) names one. It registers the store with
-// env.Stores (the TUI's panel) under name.
+// new schema when env.Database (else QLAB_DATABASE_URL) names one. Both
+// carry the run's queue prefix (SchemaName, DirPattern), so qlab broker
+// clean --prefix finds them after a kill (Clean), and the run logs where
+// its store is. It registers the store with env.Stores (the TUI's panel)
+// under name.
 func Open(ctx context.Context, env *lesson.Env, name string) (Opened, error) {
 	if env.Stream.Backend() == lab.InMem {
 		m := store.NewMemory()
 		closed := env.Stores.Add(name, "a map", m)
 		return Opened{m, "a map", sqlstore.Config{}, func() { closed(context.WithoutCancel(ctx)) }}, nil
 	}
-	slug := env.Stream.Lesson()
+	slug, prefix := env.Stream.Lesson(), prefixOf(env)
 	cfg := sqlstore.Config{
 		URL:    cmp.Or(env.Database, os.Getenv(sqlstore.EnvURL)),
-		Schema: fmt.Sprintf("qlab_%s_%08x_%s", slug, rand.Uint32(), name),
+		Schema: SchemaName(prefix, slug, name),
 	}
 	if cfg.URL == "" {
-		dir, err := os.MkdirTemp("", "qlab-"+slug+"-")
+		dir, err := makeDir(prefix, slug)
 		if err != nil {
 			return Opened{}, fmt.Errorf("store: %w", err)
 		}
@@ -65,6 +66,7 @@ func Open(ctx context.Context, env *lesson.Env, name string) (Opened, error) {
 		}
 		return Opened{}, err
 	}
+	logWhere(env, kind, cfg, prefix)
 	closed := env.Stores.Add(name, kind, s)
 	return Opened{s, kind, cfg, func() {
 		closed(context.WithoutCancel(ctx))

@@ -46,6 +46,10 @@ type Options struct {
 	// NoDocker keeps Up from falling back to Docker containers where no
 	// rabbitmq-server can run.
 	NoDocker bool
+	// Root, when set, runs the nodes as local processes inside this chroot
+	// (scripts/rabbitmq.sh build 4.3 makes one) instead of the machine's
+	// rabbitmq-server; never Docker.
+	Root string
 }
 
 // Cluster is a running cluster Up started (or Load found recorded). Its
@@ -63,6 +67,7 @@ type state struct {
 	Kind    string     `json:"kind"`
 	ID      string     `json:"id"`
 	Dir     string     `json:"dir,omitempty"`     // local: every node's directory is under it
+	Root    string     `json:"root,omitempty"`    // local: the chroot the nodes run in, "" for none
 	Network string     `json:"network,omitempty"` // docker: the nodes' network
 	Cookie  string     `json:"cookie,omitempty"`  // docker: the nodes' Erlang cookie
 	Nodes   []NodeSpec `json:"nodes"`
@@ -102,6 +107,7 @@ func Up(ctx context.Context, opts Options) (*Cluster, error) {
 	c := &Cluster{file: opts.StateFile, progress: cmp.Or[io.Writer](opts.Progress, io.Discard)}
 	c.Nodes = make([]NodeSpec, cmp.Or(opts.Nodes, 3))
 	c.ID = fmt.Sprintf("%s-%d-%04x", cmp.Or(opts.Prefix, "qlab"), os.Getpid(), rand.IntN(1<<16))
+	c.Root = opts.Root
 	if err := c.pickDriver(ctx, opts.NoDocker); err != nil {
 		return nil, err
 	}
@@ -124,6 +130,14 @@ func Up(ctx context.Context, opts Options) (*Cluster, error) {
 // pickDriver runs the nodes as local processes where rabbitmq-server can
 // run, else as containers where a Docker engine answers.
 func (c *Cluster) pickDriver(ctx context.Context, noDocker bool) error {
+	if c.Root != "" {
+		server, err := RootServerCommand(c.Root)
+		if err != nil {
+			return fmt.Errorf("%w (%v)", ErrUnavailable, err)
+		}
+		c.Kind, c.drv = Local, &localDriver{server: server}
+		return nil
+	}
 	server, localErr := ServerCommand()
 	switch {
 	case localErr == nil:
@@ -149,6 +163,9 @@ func (c *Cluster) plan() error {
 	}
 	if c.Kind == Local {
 		c.Dir = filepath.Join(os.TempDir(), c.ID)
+		if c.Root != "" {
+			c.Dir = filepath.Join(c.Root, "tmp", c.ID) // where the nodes inside can reach it
+		}
 	}
 	for i := range c.Nodes {
 		p := ports[4*i:]
@@ -158,6 +175,7 @@ func (c *Cluster) plan() error {
 			n.Name = fmt.Sprintf("%s-%s@localhost", c.ID, n.Short)
 			n.DistPort = p[1]
 			n.Dir = filepath.Join(c.Dir, n.Short)
+			n.Root = c.Root
 		case Docker:
 			n.Name = "rabbit@" + n.Short
 			n.Container = c.ID + "-" + n.Short

@@ -19,7 +19,7 @@ func (d *localDriver) start(ctx context.Context, c *Cluster) error {
 }
 
 func (d *localDriver) ctl(ctx context.Context, n NodeSpec, args ...string) (string, error) {
-	return Ctl(ctx, n.Name, args...)
+	return CtlIn(ctx, n.Root, n.Name, args...)
 }
 
 func (d *localDriver) alive(_ context.Context, n NodeSpec) bool { return n.Pid() > 0 }
@@ -38,7 +38,13 @@ func (d *localDriver) cleanup(_ context.Context, c *Cluster) error {
 	if left := processesNaming(c.ID); len(left) > 0 {
 		return fmt.Errorf("processes of the cluster still run: %v", left)
 	}
-	return os.RemoveAll(c.Dir)
+	if err := os.RemoveAll(c.Dir); err != nil {
+		return err
+	}
+	if c.Root != "" {
+		return releaseProc(c.Root)
+	}
+	return nil
 }
 
 func (d *localDriver) leftovers(_ context.Context, c *Cluster) []string {

@@ -49,7 +49,8 @@ type Config struct {
 	// Schema is, on PostgreSQL, the schema the tables live in: created if
 	// absent, so that runs and tests sharing one database do not see each
 	// other's rows. Empty means the database's default (public). Lower-case
-	// letters, digits and underscores only. SQLite ignores it.
+	// letters, digits and underscores only. SQLite ignores it. The store's
+	// connections carry it as their application_name.
 	Schema string
 	// ConnectTimeout bounds connecting and the first query; zero means
 	// DefaultConnectTimeout.
@@ -149,6 +150,9 @@ func openPostgres(ctx context.Context, cfg Config) (*Store, error) {
 	pc.ConnectTimeout = cfg.ConnectTimeout
 	if cfg.Schema != "" {
 		pc.RuntimeParams["search_path"] = cfg.Schema
+		// Named after its schema, so a schema in use can be told from one
+		// a killed run left (DropDeadSchemas).
+		pc.RuntimeParams["application_name"] = cfg.Schema
 	}
 	s := &Store{db: stdlib.OpenDB(*pc), d: postgres, schema: cfg.Schema}
 	s.db.SetMaxOpenConns(maxPostgresConns)

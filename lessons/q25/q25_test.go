@@ -1,0 +1,198 @@
+package q25
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lab/labtest"
+	"github.com/queuelab/qlab/lesson"
+	"github.com/queuelab/qlab/lesson/lessontest"
+	"github.com/queuelab/qlab/lessons/q19"
+	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/rabbit/rabbittest"
+)
+
+// TestBrokerDelayIsTheGuidesRule: min × x-delivery-count up to max; a
+// nack counts nothing and waits the minimum under all and returned, and
+// is not delayed under failed; reject and a closed channel are not
+// delayed under returned.
+func TestBrokerDelayIsTheGuidesRule(t *testing.T) {
+	var got []time.Duration
+	for n := 1; n <= DeliveryLimit; n++ {
+		got = append(got, BrokerDelay(TypeFailed, Reject, n, MinDelay, MaxDelay))
+	}
+	s := time.Second
+	assert.Equal(t, []time.Duration{2 * s, 4 * s, 6 * s, 8 * s, 10 * s}, got)
+	assert.Equal(t, MaxDelay, BrokerDelay(TypeAll, Reject, 100, MinDelay, MaxDelay), "capped")
+	assert.Equal(t, MinDelay, BrokerDelay(TypeAll, Nack, 0, MinDelay, MaxDelay), "a count of 0 waits the minimum")
+	assert.Equal(t, MinDelay, BrokerDelay(TypeReturned, Nack, 0, MinDelay, MaxDelay))
+	assert.Zero(t, BrokerDelay(TypeFailed, Nack, 0, MinDelay, MaxDelay))
+	assert.Zero(t, BrokerDelay(TypeReturned, Reject, 3, MinDelay, MaxDelay))
+	assert.Zero(t, BrokerDelay(TypeReturned, Close, 3, MinDelay, MaxDelay))
+	assert.Equal(t, q19.Delay(q19.MaxRetries-1), MaxDelay, "the seed's longest wait")
+}
+
+// tick is one millisecond of real time in lesson time at the test speed:
+// the broker's timers count whole milliseconds, so a held message may
+// come back up to a millisecond before its exact delay.
+var tick = time.Duration(float64(time.Millisecond) * Lesson.TestSpeed)
+
+// runAll runs the whole lesson on the 4.3 node as qlab run would, and
+// returns its events and what each part measured.
+func runAll(t *testing.T) ([]lab.Event, parts) {
+	t.Helper()
+	var p parts
+	l := Lesson
+	l.Rabbit = func(ctx context.Context, env *lesson.Env) (err error) {
+		p, err = runParts(ctx, env)
+		return err
+	}
+	events, _ := lessontest.RunRabbit(t, l, lesson.Options{})
+	return events, p
+}
+
+// TestQ25 runs the lesson once on RabbitMQ 4.3 and holds what each part
+// shows: order, fates, attempts, the counts the broker wrote and the
+// configured delays (a wait is never shorter than the broker's delay;
+// how much longer is the machine's load, not asserted).
+func TestQ25(t *testing.T) {
+	events, p := runAll(t)
+	labtest.AssertAccounted(t, events)
+	fates := map[string]lab.Event{}
+	for _, e := range events {
+		if e.Kind == lab.Summary {
+			fates[e.Task] = e
+		}
+	}
+	t.Run("a: the broker waits, no slot is held", func(t *testing.T) {
+		a := p.a
+		assert.Equal(t, 5, a.look.waiting, "all five failed and none was back at %s", a.look.at)
+		assert.Positive(t, a.look.at)
+		assert.Zero(t, a.look.held, "a held message takes no prefetch slot")
+		assert.Zero(t, a.look.ready, "nor is it ready: the broker holds it delayed")
+		firstRetry := time.Duration(-1)
+		for _, r := range a.rows {
+			if r.n == 2 && (firstRetry < 0 || r.at < firstRetry) {
+				firstRetry = r.at
+			}
+		}
+		assert.Less(t, a.firstH, firstRetry, "DH is tried before any retry: no held message holds its slot")
+		assert.LessOrEqual(t, a.beforeH, Slots, "only first attempts come before DH's")
+		for i := 1; i <= Slots; i++ {
+			task := "D" + string(rune('0'+i))
+			rows := of(a.rows, task)
+			// Rate-limited for 30 s, waits of 2, 4, 6, 8, 10 s: the sixth
+			// delivery starts after 30.5 s, the fifth at 20.4 s at the
+			// earliest, 9.6 s of lateness away from succeeding.
+			require.Len(t, rows, 6, task)
+			assert.Equal(t, lab.FateDone, fates[task].Fate, task)
+			for n, r := range rows {
+				assert.Equal(t, n, r.count, "%s delivery %d carries x-delivery-count %d", task, n+1, n)
+				if n > 0 {
+					assert.GreaterOrEqual(t, r.at-rows[n-1].end, BrokerDelay(TypeFailed, Reject, n, MinDelay, MaxDelay)-tick,
+						"%s waits 2 s × %d", task, n)
+				}
+			}
+		}
+		assert.Equal(t, lab.FateDone, fates[healthy].Fate)
+		assert.Equal(t, 1, fates[healthy].Attempt)
+	})
+	t.Run("b: which settle is delayed", func(t *testing.T) {
+		require.Len(t, p.b, 9)
+		for _, c := range p.b {
+			require.Len(t, c.waits, settleFailures, c.task())
+			for i, w := range c.waits {
+				after := i + 1
+				if !c.settle.Counts() {
+					after = 0
+				}
+				want := BrokerDelay(c.retryType, c.settle, after, settleLo, settleHi)
+				if want == 0 {
+					assert.Less(t, w, settleLo, "%s: back at once, not held the minimum", c.task())
+				} else {
+					assert.GreaterOrEqual(t, w, want-tick, "%s wait %d", c.task(), i+1)
+				}
+			}
+			last := c.counts[len(c.counts)-1]
+			if c.settle.Counts() {
+				assert.Equal(t, settleFailures, last, "%s counts every failure", c.task())
+			} else {
+				assert.Zero(t, last, "%s: a nack counts nothing", c.task())
+			}
+			assert.Equal(t, lab.FateDone, fates[c.task()].Fate, c.task())
+		}
+	})
+	t.Run("c: reject reaches the limit, nack never", func(t *testing.T) {
+		p1 := of(p.c.rows, "P1")
+		require.Len(t, p1, DeliveryLimit+1)
+		for n, r := range p1 {
+			assert.Equal(t, n, r.count)
+		}
+		assert.Equal(t, "delivery_limit", p.c.deaths["P1"])
+		assert.Equal(t, lab.FateDead, fates["P1"].Fate)
+		p2 := of(p.c.rows, "P2")
+		require.Len(t, p2, guard)
+		for n, r := range p2 {
+			assert.Zero(t, r.count, "P2 delivery %d", n+1)
+			if n > 0 {
+				assert.GreaterOrEqual(t, r.at-p2[n-1].end, MinDelay-tick, "type all holds a nack the minimum")
+			}
+		}
+		assert.Equal(t, lab.FateDropped, fates["P2"].Fate)
+		assert.NotContains(t, p.c.deaths, "P2")
+	})
+	t.Run("d: Q19's wait queues beside it", func(t *testing.T) {
+		// Q19's load waits for each publish's confirm, which on a loaded
+		// machine can put WH's behind a first retry (Q19's own test says
+		// so): it still waits for no slot, only that round.
+		assert.True(t, p.d.BeforeH >= 5 && p.d.BeforeH <= 2*5,
+			"WH is tried after the five first attempts, before any second retry (%d before it)", p.d.BeforeH)
+		assert.LessOrEqual(t, p.d.Attempts, 5*(1+4), "a wait queue never retries early")
+		assert.GreaterOrEqual(t, p.d.Attempts, 5*2)
+		assert.Greater(t, p.a.attempts, p.d.Attempts, "the linear back-off retries more often than the doubling")
+	})
+}
+
+// TestOlderBrokerSaysWhatItDidAndStops: on RabbitMQ older than 4.3 (the
+// suites' 3.10.8) the preflight declares the queue, finds the delayed
+// retry ignored (or refused), and says so in one line that wraps
+// ErrBrokerTooOld; it leaves no queue behind.
+func TestOlderBrokerSaysWhatItDidAndStops(t *testing.T) {
+	url := rabbittest.NeedBroker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, err := rabbit.Probe(ctx, url, "test")
+	require.NoError(t, err)
+	if lesson.VersionAtLeast(b.Version, MinBroker) {
+		t.Skipf("the suites' broker is RabbitMQ %s, not older than %s", b.Version, MinBroker)
+	}
+	err = Preflight(ctx, url)
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, lesson.ErrBrokerTooOld), "%v", err)
+	assert.NotContains(t, err.Error(), "\n")
+	assert.Contains(t, err.Error(), "RabbitMQ "+b.Version)
+	if b.Version == "3.10.8" { // measured: it takes the arguments and ignores them
+		assert.Contains(t, err.Error(), "ignored it: a rejected message came back after")
+	}
+	_, err = lesson.Run(ctx, Lesson, lesson.Options{Backend: lab.Rabbit, Broker: url, Speed: 20})
+	assert.True(t, errors.Is(err, lesson.ErrBrokerTooOld), "the run refuses too: %v", err)
+}
+
+// TestNoticeIsTheCodes: the numbers the notice and page claim are the
+// constants the run declares.
+func TestNoticeIsTheCodes(t *testing.T) {
+	assert.True(t, strings.Contains(Lesson.Notice, "2, 4, 6, 8, 10 s"))
+	assert.True(t, strings.Contains(Lesson.Notice, "x-delivery-limit 5"))
+	args := Arguments(TypeFailed, MinDelay, MaxDelay, DeliveryLimit, "dlq")
+	assert.Equal(t, int64(2000), args["x-delayed-retry-min"])
+	assert.Equal(t, int64(32000), args["x-delayed-retry-max"])
+	assert.Equal(t, int64(5), args["x-delivery-limit"])
+	assert.Equal(t, "quorum", args["x-queue-type"])
+}

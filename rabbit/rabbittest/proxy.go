@@ -1,0 +1,122 @@
+package rabbittest
+
+import (
+	"io"
+	"net"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Proxy forwards TCP connections from a loopback port to a broker, both
+// ways, until the broker's side is muted: from then on what the broker
+// sends is read and dropped, so the client's frames still arrive (a
+// publish is stored, a basic.get served) but the client hears nothing
+// back, as from a broker that stopped answering or died before its
+// answer left. A broker that closes a connection closes the client's
+// side too. It is for tests that need that fault at a precise point;
+// the broker itself is not touched.
+type Proxy struct {
+	ln     net.Listener
+	target string
+	// budget is how many more bytes of the broker's the proxy forwards
+	// (all connections together); negative: no limit.
+	budget atomic.Int64
+	mu     sync.Mutex
+	conns  []net.Conn
+}
+
+// StartProxy forwards a free loopback port to brokerURL's host until t
+// ends.
+func StartProxy(t testing.TB, brokerURL string) *Proxy {
+	t.Helper()
+	u, err := url.Parse(brokerURL)
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p := &Proxy{ln: ln, target: u.Host}
+	p.budget.Store(-1)
+	go p.accept()
+	t.Cleanup(p.close)
+	return p
+}
+
+// URL is brokerURL through the proxy.
+func (p *Proxy) URL(brokerURL string) string {
+	u, err := url.Parse(brokerURL)
+	if err != nil {
+		return ""
+	}
+	u.Host = p.ln.Addr().String()
+	return u.String()
+}
+
+// Mute drops everything the broker sends from now on.
+func (p *Proxy) Mute() { p.budget.Store(0) }
+
+// MuteAfter forwards n more bytes of the broker's, then mutes.
+func (p *Proxy) MuteAfter(n int64) { p.budget.Store(n) }
+
+func (p *Proxy) accept() {
+	for {
+		in, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		out, err := net.Dial("tcp", p.target)
+		if err != nil {
+			in.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, in, out)
+		p.mu.Unlock()
+		go func() { _, _ = io.Copy(out, in); out.Close() }()
+		go func() { p.back(in, out); in.Close() }()
+	}
+}
+
+// back copies the broker's bytes to the client within the budget, and
+// drops the rest until the broker closes.
+func (p *Proxy) back(in, out net.Conn) {
+	buf := make([]byte, 4<<10)
+	for {
+		n, err := out.Read(buf)
+		if n > 0 {
+			if pass := p.take(n); pass > 0 {
+				if _, werr := in.Write(buf[:pass]); werr != nil {
+					return
+				}
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// take spends up to n bytes of the budget and returns how many to pass.
+func (p *Proxy) take(n int) int {
+	for {
+		left := p.budget.Load()
+		if left < 0 {
+			return n
+		}
+		pass := min(int64(n), left)
+		if p.budget.CompareAndSwap(left, left-pass) {
+			return int(pass)
+		}
+	}
+}
+
+func (p *Proxy) close() {
+	_ = p.ln.Close()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+}
