@@ -56,7 +56,8 @@ var Lesson = lesson.Lesson{
 	Default:    lab.Rabbit,
 	MinBroker:  MinBroker,
 	Preflight:  Preflight,
-	WatchSpeed: 5, // about 110 s of lesson time in 22 s
+	WatchSpeed: 5,                 // about 110 s of lesson time in 22 s
+	Length:     110 * time.Second, // broker only: no golden; measured on 4.3.6
 	// At 10× the shortest wait, 2 s, is 200 ms real: a message back at
 	// once (a few ms) stays plainly apart from one held, on a loaded
 	// machine too (at 20×, 100 ms, it did not always).
