@@ -179,6 +179,9 @@ func TestQ21OnACluster(t *testing.T) {
 		for _, line := range strings.Split(b.String(), "\n") {
 			assert.LessOrEqual(t, len([]rune(line)), 100, line)
 		}
+		for _, tb := range append(res.Tables, render.WhatHappened(rec.Events)) { // TestWidth skips Q21
+			assert.Empty(t, tb.Cuts(render.LayoutFor(render.DefaultWidth)), "%q splits a word at 80 columns", tb.Title)
+		}
 	})
 }
 
