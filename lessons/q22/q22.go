@@ -105,11 +105,12 @@ func runQ22(ctx context.Context, env *lesson.Env) error {
 	if err != nil {
 		return err
 	}
-	defer env.Close(ctx, b)
+	w := newWire(env, b)
+	defer w.closed()        // after the close: the queues and consumers are gone
+	defer env.Close(ctx, b) // the broker's consumer channels close here
 	if err := env.Declare(ctx, b, Topology); err != nil {
 		return err
 	}
-	w := newWire(env, b)
 	report := &render.Table{Title: "What the metrics said", Header: []string{"metric", "value", "what moved it"}}
 	env.Phase("(a) the depth trap: ten published, five held unacked")
 	depth, err := depthTrap(ctx, env, b, w)

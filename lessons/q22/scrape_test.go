@@ -95,6 +95,7 @@ func TestEveryNameMovesOnMetricsInMemory(t *testing.T) {
 	assert.Equal(t, 5.0, value(t, families, metrics.Depth), "ready only")
 	assert.Equal(t, 2.0, value(t, families, metrics.ChannelOpens))
 	assert.Equal(t, 2.0, value(t, families, metrics.ChannelCloses))
+	assert.Zero(t, value(t, families, metrics.ConsumersActive), "the workers stopped")
 }
 
 // TestEveryNameMovesOnMetricsOnRabbitMQ: on the broker all eleven move on
@@ -115,6 +116,8 @@ func TestEveryNameMovesOnMetricsOnRabbitMQ(t *testing.T) {
 			assert.GreaterOrEqual(t, opens, 4.0, "two consumers, each reconnected after the cut")
 			assert.Equal(t, opens, value(t, families, metrics.ChannelCloses), "every channel closed by the end")
 			assert.Equal(t, 5.0, value(t, families, metrics.Depth), "ready only")
+			assert.Zero(t, value(t, families, metrics.ConsumersActive), "none left once the run closed")
+			assert.Zero(t, value(t, families, metrics.ConnectionStatus), "every channel closed")
 		})
 	}
 }

@@ -87,6 +87,16 @@ func (w *wire) consume(ctx context.Context, b flow.Backend, c flow.Consumer) err
 	return nil
 }
 
+// closed records, on the broker, that the run's session is closed: its
+// consumers stopped and its queues deleted, so no gauge says a consumer
+// is still there (in memory stopped did it).
+func (w *wire) closed() {
+	if w.broker == nil {
+		return
+	}
+	w.zeroConsumers()
+}
+
 // stopped records, in memory, that the workers stopped when the run's
 // work was done: their channels closed and no consumer is left. The
 // broker's consumers stop when the run closes its session, after the
@@ -95,6 +105,14 @@ func (w *wire) stopped() {
 	if w.broker != nil {
 		return
 	}
+	for range w.zeroConsumers() {
+		w.channel(false)
+	}
+}
+
+// zeroConsumers sets every consumed queue's consumer gauge to 0 and
+// returns the queues.
+func (w *wire) zeroConsumers() []string {
 	w.mu.Lock()
 	queues := make([]string, 0, len(w.consumers))
 	for q := range w.consumers {
@@ -102,9 +120,9 @@ func (w *wire) stopped() {
 	}
 	w.mu.Unlock()
 	for _, q := range queues {
-		w.channel(false)
 		w.set.SetConsumers(w.run, q, 0)
 	}
+	return queues
 }
 
 // publish publishes task to queue on b and records how long the publish
