@@ -8,6 +8,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/queuelab/qlab/flow"
+	"github.com/queuelab/qlab/lessons/versions"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/render"
 )
@@ -34,7 +35,7 @@ func RoundTrip(ctx context.Context, conn *amqp.Connection, sent time.Time) (Stam
 // AmqplibVersion is the amqplib release the seeds' stack was measured
 // with: it writes the timestamp property as the number it is given, and
 // the seeds give it Date.now(), milliseconds (docs/lessons.md, Q22).
-const AmqplibVersion = "2.3.1"
+const AmqplibVersion = versions.Amqplib
 
 // AmqplibStamp is what amqplib puts on the wire for `timestamp:
 // Date.now()` at sent: the milliseconds, in a field AMQP 0-9-1 defines

@@ -3,6 +3,7 @@ package q24
 import (
 	"fmt"
 
+	"github.com/queuelab/qlab/lessons/versions"
 	"github.com/queuelab/qlab/render"
 )
 
@@ -15,8 +16,10 @@ import (
 // tables give the range of four runs.
 const (
 	// BroadwayRabbitMQVersion and BroadwayVersion are the releases quoted.
-	BroadwayRabbitMQVersion = "0.8.2"
-	BroadwayVersion         = "1.3.0"
+	BroadwayRabbitMQVersion = versions.BroadwayRabbitMQ
+	BroadwayVersion         = versions.Broadway
+	// AmqplibVersion is the amqplib release measured.
+	AmqplibVersion = versions.Amqplib
 )
 
 // libraryLoop is one measured way a library drives the loop.
@@ -34,9 +37,6 @@ var libraryLoops = []libraryLoop{
 		rate:  "bad JSON 2,272/s on 3.10.8, 458/s on 4.3.6; the user 1.0/s on both",
 		loops: "the bad JSON, in the processor; the user once per batch timeout"},
 }
-
-// AmqplibVersion is the amqplib release measured.
-const AmqplibVersion = "2.3.1"
 
 // librariesTable says how the seed's own libraries drive part (e)'s loop,
 // beside the lab's consumer of the table before it.
