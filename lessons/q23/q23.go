@@ -49,7 +49,7 @@ var Lesson = lesson.Lesson{
 	InMem:      runQ23,
 	Rabbit:     runQ23,
 	WatchSpeed: 4, // the 10 s retry rounds in 2.5 s
-	Length:     26 * time.Second,
+	Length:     28 * time.Second,
 	TestSpeed:  20, // the whole lesson (about 40 s) in about 2 s
 	Topologies: func() []flow.Topology { return []flow.Topology{serve.RaffleTopology()} },
 	Faults:     true, // in the fault suite (lessons/faults)
