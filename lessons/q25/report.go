@@ -122,7 +122,7 @@ func ready(n int) string {
 // settleTable is part (b): which settles each retry type delays.
 func settleTable(cs []*cell) render.Table {
 	t := render.Table{
-		Title:  "(b) Which settle the broker delays: waits after 3 failures (min 2 s, max 8 s)",
+		Title:  "(b) Which settle the broker delays: waits after 3 failures (min 4 s, max 16 s)",
 		Header: []string{"hand back with", TypeAll, TypeFailed, TypeReturned},
 	}
 	labels := map[Settle]string{Nack: "basic.nack, requeue", Reject: "basic.reject, requeue",
