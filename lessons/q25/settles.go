@@ -110,7 +110,11 @@ func runCell(ctx context.Context, env *lesson.Env, s *rabbit.Session, conn *amqp
 	if err != nil {
 		return err
 	}
-	defer func() { _ = ch.Close() }()
+	defer func() {
+		if ch != nil { // nil when a re-consume after a close failed (a run stopped early)
+			_ = ch.Close()
+		}
+	}()
 	env.Stream.Emit(lab.Event{Kind: lab.Enqueued, Task: c.task(), Queue: settleView, Actor: "Producer",
 		Note: "to " + c.queue()})
 	if err := pub.Publish(ctx, c.queue(), c.task(), nil); err != nil {
