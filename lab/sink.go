@@ -10,9 +10,10 @@ import (
 // drops what does not fit, counting it in Missed, rather than holding up
 // a worker. Run's Result reports the count, and the views show it. A
 // plain sink (the log, JSON lines) misses nothing: its queue grows
-// instead. Stream.Finish waits until every sink has what was queued for
-// it, so a Bounded sink's Emit must return once its reader is gone (it
-// selects on the reader's context).
+// instead, up to backlogLimit events, and then its emitters wait.
+// Stream.Finish waits until every sink has what was queued for it, so a
+// Bounded sink's Emit must return once its reader is gone (it selects on
+// the reader's context).
 type Bounded struct {
 	Sink
 	Buffer int // events that may wait for the reader; at least 1
@@ -42,44 +43,68 @@ func (r *Recorder) Inline() {}
 // outbox holds the events on their way to one sink, in Seq order, and
 // delivers them from a goroutine of its own that runs only while some are
 // waiting: a sink never runs under the Stream's lock, and a slow one
-// delays nobody but itself.
+// delays nobody but itself. The queue is guarded by the Stream's own lock,
+// which every push holds already: a push is an append, no second lock,
+// and the goroutine takes the lock once a batch.
 type outbox struct {
 	sink    Sink
-	bounded *Bounded // nil for a plain sink
+	bounded *Bounded    // nil for a plain sink
+	mu      *sync.Mutex // the Stream's
 
-	mu      sync.Mutex
+	// Guarded by mu. queue and spare swap roles with each batch and
+	// outlive the goroutine, so a steady run allocates no array.
 	queue   []Event
-	spare   []Event // the last batch's array, reused for the next queue
+	spare   []Event // the array of the batch in hand, reused for the next queue
 	inHand  int     // events taken by the goroutine, not yet all handed over
 	running bool
+	room    chan struct{} // closed when the goroutine takes a full queue (room)
 }
 
-func newOutbox(s Sink) *outbox {
-	o := &outbox{sink: s}
+// backlogLimit is how many events a plain sink's queue holds before the
+// next emitter waits for the sink's goroutine to take them. A sink that
+// keeps up never sees it; one that falls far behind (a slow terminal,
+// a run of 100,000 tasks) slows the emitters down to its own pace rather
+// than hold the whole run in memory, and a stuck one holds them until it
+// reads again, as a blocked stdout would. A sink holds at most twice the
+// limit (a full queue, and the batch in its hands): 1024 events are about
+// 200 KB.
+const backlogLimit = 1024
+
+// full returns nil while o has room, else a channel that is closed once
+// its goroutine has taken the queue. A Bounded sink is never full: it
+// drops instead. The caller holds o.mu.
+func (o *outbox) full() <-chan struct{} {
+	if o.bounded != nil || len(o.queue) < backlogLimit {
+		return nil
+	}
+	if o.room == nil {
+		o.room = make(chan struct{})
+	}
+	return o.room
+}
+
+func newOutbox(s Sink, mu *sync.Mutex) *outbox {
+	o := &outbox{sink: s, mu: mu}
 	if b, ok := s.(*Bounded); ok {
 		o.bounded = b
 	}
 	return o
 }
 
-// push queues e (the caller holds the Stream's lock, so pushes keep Seq
-// order) and starts the delivering goroutine if none runs, counted in
-// drains, which Finish and Flush wait for. A Bounded sink's events in
-// the queue and in the goroutine's hands never exceed its Buffer.
-func (o *outbox) push(e Event, drains *pending) {
-	o.mu.Lock()
+// push queues *e and starts the delivering goroutine if none runs,
+// counted in drains, which Finish and Flush wait for. The caller holds
+// o.mu, so pushes keep Seq order. A Bounded sink's events in the queue
+// and in the goroutine's hands never exceed its Buffer.
+func (o *outbox) push(e *Event, drains *pending) {
 	if o.bounded != nil && len(o.queue)+o.inHand >= o.bounded.Buffer {
-		o.mu.Unlock()
 		o.bounded.missed.Add(1)
 		return
 	}
-	o.queue = append(o.queue, e)
-	start := !o.running
-	o.running = true
-	o.mu.Unlock()
-	if !start {
+	o.queue = append(o.queue, *e)
+	if o.running {
 		return
 	}
+	o.running = true
 	drains.add()
 	go func() {
 		defer drains.done()
@@ -93,17 +118,24 @@ func (o *outbox) drain() {
 	var batch []Event
 	for {
 		o.mu.Lock()
-		o.spare, o.inHand = batch[:0], 0
+		if batch != nil {
+			o.spare = batch[:0] // its stale events are overwritten, not cleared: at most backlogLimit of them
+		}
+		o.inHand = 0
 		if len(o.queue) == 0 {
 			o.running = false
 			o.mu.Unlock()
 			return
 		}
-		batch, o.queue = o.queue, o.spare
-		o.spare, o.inHand = nil, len(batch)
+		batch, o.queue, o.spare = o.queue, o.spare, nil
+		o.inHand = len(batch)
+		if o.room != nil {
+			close(o.room)
+			o.room = nil
+		}
 		o.mu.Unlock()
-		for _, e := range batch {
-			o.sink.Emit(e)
+		for i := range batch {
+			o.sink.Emit(batch[i])
 		}
 	}
 }

@@ -76,3 +76,86 @@ func TestSlowPlainSinkGetsEverythingWithoutStallingEmitters(t *testing.T) {
 		assert.Zero(t, s.Missed())
 	})
 }
+
+// held is how many events o holds: queued, and in its goroutine's hands.
+func held(s *Stream, o *outbox) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(o.queue) + o.inHand
+}
+
+// A plain sink that falls far behind holds the emitters at its backlog
+// limit instead of queueing without end (a run of 100,000 tasks logged to
+// a slow terminal would otherwise keep them all in memory): the emitter
+// waits, and goes on once the sink reads again, and the sink misses
+// nothing.
+func TestPlainSinkFarBehindHoldsTheEmittersAtItsLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		slow := &blocked{open: make(chan struct{})}
+		s := NewStream("q00", InMem, NewClock(1), slow)
+		const n = 3 * backlogLimit
+		emitted := make(chan struct{})
+		go func() {
+			defer close(emitted)
+			for i := range n {
+				s.Emit(Event{Kind: Enqueued, Task: fmt.Sprint(i)})
+			}
+		}()
+		synctest.Wait()
+		select {
+		case <-emitted:
+			t.Fatalf("%d events queued for a stuck sink: the emitter never waited", n)
+		default:
+		}
+		assert.LessOrEqual(t, held(s, s.outboxes[0]), 2*backlogLimit, "a full queue, and a batch in the sink's hands")
+
+		close(slow.open)
+		<-emitted
+		s.Finish()
+		require.Len(t, slow.got, 2*n, "every enqueued and every summary")
+		for i := 1; i < len(slow.got); i++ {
+			require.Equal(t, slow.got[i-1].Seq+1, slow.got[i].Seq, "in Seq order, none missing")
+		}
+	})
+}
+
+// valve is a sink that takes one event per token.
+type valve struct {
+	tokens chan struct{}
+	got    []Event
+}
+
+func (v *valve) Emit(e Event) {
+	<-v.tokens
+	v.got = append(v.got, e)
+}
+
+// Finish's summaries wait for room like any event: a stuck sink never
+// has more than its backlog limit of them queued, and a batch in hand.
+func TestFinishQueuesSummariesWithinTheLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 3 * backlogLimit
+		v := &valve{tokens: make(chan struct{}, n)}
+		for range n {
+			v.tokens <- struct{}{} // room for the enqueued events, none for a summary
+		}
+		s := NewStream("q00", InMem, NewClock(1), v)
+		for i := range n {
+			s.Emit(Event{Kind: Enqueued, Task: fmt.Sprint(i)})
+		}
+		finished := make(chan []TaskRecord)
+		go func() { finished <- s.Finish() }()
+		synctest.Wait()
+		select {
+		case <-finished:
+			t.Fatal("Finish returned before the sink had its summaries")
+		default:
+		}
+		assert.LessOrEqual(t, held(s, s.outboxes[0]), 2*backlogLimit, "summaries held: a full queue, and a batch in hand")
+
+		close(v.tokens)
+		require.Len(t, <-finished, n)
+		require.Len(t, v.got, 2*n)
+		assert.Equal(t, Summary, v.got[2*n-1].Kind)
+	})
+}

@@ -6,13 +6,17 @@ import "sync"
 // lesson time, Lesson and Backend and keeps the Ledger under one lock, and
 // queues the event for every sink, which each get them in Seq order from a
 // goroutine of their own, never under that lock: a slow sink never holds
-// up a worker (a Bounded one, a reader that may fall behind, misses events
+// up a worker until it is far behind (a plain sink, once backlogLimit
+// events wait for it, makes the emitters wait for it, so memory stays
+// bounded; a Bounded one, a reader that may fall behind, misses events
 // instead, and says how many). Safe for concurrent use by any number of
 // workers.
 type Stream struct {
 	lesson  string
 	backend Backend
 	clock   Clock
+
+	finishing sync.Mutex // held by Finish throughout, so a second call waits for the first
 
 	mu       sync.Mutex
 	seq      int
@@ -37,7 +41,7 @@ func NewStream(lesson string, backend Backend, clock Clock, sinks ...Sink) *Stre
 			s.inline = append(s.inline, k)
 			continue
 		}
-		s.outboxes = append(s.outboxes, newOutbox(sink))
+		s.outboxes = append(s.outboxes, newOutbox(sink, &s.mu))
 	}
 	return s
 }
@@ -69,13 +73,36 @@ func (s *Stream) Emit(e Event) {
 	// of a stamp, and every other emitter waits while the lock is held.
 	// emitLocked keeps t_ms from going back when two emitters cross.
 	now := s.clock.Elapsed().Milliseconds()
-	s.mu.Lock()
+	if s.lockWithRoom() {
+		now = s.clock.Elapsed().Milliseconds() // stamped when it got its turn
+	}
 	if s.finished {
 		s.mu.Unlock()
 		return
 	}
 	s.emitLocked(&e, now)
 	s.handOver(e)
+}
+
+// lockWithRoom takes mu once no plain sink's queue is at its backlog
+// limit, waiting (without mu) for the sinks that are, and reports whether
+// it waited.
+func (s *Stream) lockWithRoom() (waited bool) {
+	for {
+		s.mu.Lock()
+		var room <-chan struct{}
+		for _, o := range s.outboxes {
+			if room = o.full(); room != nil {
+				break
+			}
+		}
+		if room == nil {
+			return waited
+		}
+		s.mu.Unlock()
+		<-room
+		waited = true
+	}
 }
 
 // handOver gives the inline sinks e outside mu, which the caller holds and
@@ -110,7 +137,7 @@ func (s *Stream) emitLocked(e *Event, now int64) {
 	e.Backend = s.backend
 	s.ledger.observe(e)
 	for _, o := range s.outboxes {
-		o.push(*e, &s.drains)
+		o.push(e, &s.drains)
 	}
 }
 
@@ -133,23 +160,29 @@ func (s *Stream) Attempt(e Event, do func() error) error {
 
 // Finish ends the run: it emits one Summary per task, in creation order,
 // with the fate and attempt count the Ledger derived, waits until every
-// sink has been handed what was queued for it, and returns the records. Calling Finish again returns the same records and
-// emits nothing.
+// sink has been handed what was queued for it, and returns the records.
+// Events emitted once Finish has begun are dropped. Calling Finish again
+// returns the same records and emits nothing.
 func (s *Stream) Finish() []TaskRecord {
+	s.finishing.Lock()
+	defer s.finishing.Unlock()
 	defer s.Flush()
 	s.mu.Lock()
 	tasks := s.ledger.Tasks()
-	if s.finished {
-		s.mu.Unlock()
+	done := s.finished
+	s.finished = true // from here on, the summaries are the only events
+	s.mu.Unlock()
+	if done {
 		return tasks
 	}
-	summaries := make([]Event, len(tasks))
-	for i, t := range tasks {
-		summaries[i] = Event{Kind: Summary, Task: t.ID, Fate: t.Fate, Attempt: t.Attempts}
-		s.emitLocked(&summaries[i], s.clock.Elapsed().Milliseconds())
+	// One at a time, each waiting for room like any event: a run of
+	// 100,000 tasks does not queue 100,000 summaries at once.
+	for _, t := range tasks {
+		e := Event{Kind: Summary, Task: t.ID, Fate: t.Fate, Attempt: t.Attempts}
+		s.lockWithRoom()
+		s.emitLocked(&e, s.clock.Elapsed().Milliseconds())
+		s.handOver(e)
 	}
-	s.finished = true
-	s.handOver(summaries...)
 	return tasks
 }
 

@@ -112,7 +112,7 @@ type Lesson struct {
 
 // Action is one key a lesson takes while it runs (Lesson.Actions).
 type Action struct {
-	Key  string // one key, as bubbletea names it ("k"); never one of the TUI's own
+	Key  string // one key, as bubbletea names it ("k"); never one of the TUI's own (its fault keys x and c included)
 	Help string // a few words for the help line ("stop leader")
 }
 

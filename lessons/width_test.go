@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson/lessontest"
 	"github.com/queuelab/qlab/render"
 )
@@ -34,7 +35,23 @@ func TestWidth(t *testing.T) {
 				assertFits(t, out.String(), render.MaxWidth)
 				heading, _, _ := strings.Cut(out.String(), "\n\n")
 				assertFits(t, heading, render.DefaultWidth) // prose wraps to 80
+				assertNoCuts(t, events, res.Tables)
 			})
+		}
+	}
+}
+
+// assertNoCuts fails for every table of a run that, at 80 columns,
+// splits a word or a number inside (render.Table.Cuts): a cell may wrap at
+// a space or after punctuation, never in the middle of "strategy",
+// "24.84s" or a queue name's last part.
+func assertNoCuts(t *testing.T, events []lab.Event, tables []render.Table) {
+	t.Helper()
+	for _, tb := range append([]render.Table{render.WhatHappened(events)}, tables...) {
+		if cuts := tb.Cuts(render.LayoutFor(render.DefaultWidth)); len(cuts) > 0 {
+			var out bytes.Buffer
+			tb.Fit(&out, render.LayoutFor(render.DefaultWidth))
+			t.Errorf("at 80 columns, table %q splits %q inside:\n%s", tb.Title, cuts, out.String())
 		}
 	}
 }

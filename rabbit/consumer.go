@@ -99,7 +99,9 @@ type Consumer struct {
 
 	mu         sync.Mutex
 	conn       *amqp.Connection
+	ch         *amqp.Channel // the channel it consumes on
 	sock       net.Conn
+	shutByKey  bool // the TUI's fault key closed the channel (holding)
 	reconnects int
 	planned    bool // the next connection loss is an Interrupt, not a fault
 }
@@ -143,8 +145,9 @@ func (c *Consumer) connect(ctx context.Context) (<-chan amqp.Delivery, chan *amq
 	if err != nil {
 		return nil, nil, err
 	}
-	deliveries, err := withinValue(ctx, func() (<-chan amqp.Delivery, error) {
-		ch, err := conn.Channel()
+	var ch *amqp.Channel
+	deliveries, err := withinValue(ctx, func() (_ <-chan amqp.Delivery, err error) {
+		ch, err = conn.Channel()
 		if err != nil {
 			return nil, err
 		}
@@ -159,7 +162,7 @@ func (c *Consumer) connect(ctx context.Context) (<-chan amqp.Delivery, chan *amq
 	}
 	closed := conn.NotifyClose(make(chan *amqp.Error, 1))
 	c.mu.Lock()
-	c.conn, c.sock = conn, sock
+	c.conn, c.sock, c.ch = conn, sock, ch
 	c.mu.Unlock()
 	return deliveries, closed, nil
 }
@@ -179,7 +182,12 @@ func (c *Consumer) run(ctx context.Context, deliveries <-chan amqp.Delivery, clo
 		if c.takePlanned() {
 			level, what = slog.LevelDebug, "rabbit: consumer connection cut as planned; reconnecting"
 		}
-		c.s.Logger.Log(ctx, level, what, "actor", c.opts.Actor, "queue", c.opts.Queue, "err", c.lossReason(closed))
+		reason := c.lossReason(closed)
+		if c.takeShutByKey() {
+			level, what = slog.LevelInfo, "rabbit: consumer channel closed with a delivery unacked; the broker requeues it; reconnecting"
+			reason = "closed by the fault key"
+		}
+		c.s.Logger.Log(ctx, level, what, "actor", c.opts.Actor, "queue", c.opts.Queue, "err", reason)
 		var err error
 		deliveries, closed, err = c.reconnect(ctx)
 		if err != nil {
@@ -211,7 +219,9 @@ func (c *Consumer) serve(ctx context.Context, deliveries <-chan amqp.Delivery) {
 			if d.Redelivered && c.opts.Stream != nil {
 				c.opts.Stream.Emit(dl.redelivered(c.opts.Actor))
 			}
+			release := c.holding(ctx, dl)
 			c.handle(ctx, dl)
+			release()
 		}
 	}
 }
@@ -291,6 +301,38 @@ func (c *Consumer) Interrupt() {
 		c.planned = true
 		c.sock.Close()
 	}
+}
+
+// holding offers the consumer's channel to the TUI's fault key
+// (lab.Faults.CloseHolding) while the handler holds d unsettled; the
+// returned release withdraws it. Closing the channel hands every
+// unacknowledged delivery on it back to its queue: the broker redelivers
+// d, and the consumer reconnects.
+func (c *Consumer) holding(ctx context.Context, d *Delivery) (release func()) {
+	f := lab.FaultsFrom(ctx)
+	if f == nil {
+		return func() {}
+	}
+	c.mu.Lock()
+	ch := c.ch
+	c.mu.Unlock()
+	what := fmt.Sprintf("%s's channel on %s, holding task %s unacked", c.opts.Actor, c.opts.Queue, d.Task)
+	return f.AddHolder(what, func() {
+		c.mu.Lock()
+		c.shutByKey = true
+		c.mu.Unlock()
+		_ = ch.Close()
+	})
+}
+
+// takeShutByKey reports whether the fault key closed the channel, and
+// clears the mark.
+func (c *Consumer) takeShutByKey() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	by := c.shutByKey
+	c.shutByKey = false
+	return by
 }
 
 // takePlanned reports whether the last connection loss was an Interrupt,

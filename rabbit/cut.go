@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuelab/qlab/lab"
 )
 
 // CuttableConn is a connection of its own whose TCP socket a lesson can
@@ -54,4 +56,52 @@ func (c *CuttableConn) Cut() {
 	if c.sock != nil {
 		_ = c.sock.Close()
 	}
+}
+
+// faultDial wraps dial so that every connection it opens is registered
+// with f (lab.Faults, the TUI's fault keys) until it closes: the student's
+// key then resets it as Cut does, and the run sees a connection lost to
+// the network.
+func faultDial(f *lab.Faults, dial func(network, addr string) (net.Conn, error)) func(network, addr string) (net.Conn, error) {
+	return func(network, addr string) (net.Conn, error) {
+		sock, err := dial(network, addr)
+		if err != nil {
+			return sock, err
+		}
+		fc := &faultConn{Conn: sock}
+		fc.remove = f.AddConn(fc.reset)
+		return fc, nil
+	}
+}
+
+// faultConn is a socket registered with a lab.Faults until it closes.
+type faultConn struct {
+	net.Conn
+	remove func()
+	once   sync.Once
+}
+
+// Close unregisters the socket and closes it.
+func (c *faultConn) Close() error {
+	c.once.Do(c.remove)
+	return c.Conn.Close()
+}
+
+// reset closes the socket with a TCP reset: no AMQP goodbye, and bytes
+// not yet sent are thrown away.
+func (c *faultConn) reset() {
+	if tcp, ok := c.Conn.(*net.TCPConn); ok {
+		_ = tcp.SetLinger(0)
+	}
+	_ = c.Conn.Close()
+}
+
+// FaultDial is dial, registered with the run's lab.Faults when ctx
+// carries one (lab.WithFaults), for a lesson that dials on its own (Q21's
+// cluster connections): the TUI's fault key then cuts its connections too.
+func FaultDial(ctx context.Context, dial func(network, addr string) (net.Conn, error)) func(network, addr string) (net.Conn, error) {
+	if f := lab.FaultsFrom(ctx); f != nil {
+		return faultDial(f, dial)
+	}
+	return dial
 }

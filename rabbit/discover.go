@@ -16,6 +16,8 @@ import (
 	"unicode/utf8"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuelab/qlab/lab"
 )
 
 // DefaultURL is where the project's machines run RabbitMQ.
@@ -49,7 +51,7 @@ func (b Broker) String() string {
 // DiscoverOptions tune Discover. The zero value tries the environment and
 // the default URL only.
 type DiscoverOptions struct {
-	// Docker also lets Discover start (or reuse) a rabbitmq:3-management
+	// Docker also lets Discover start (or reuse) a rabbitmq:4-management
 	// container through dockertest when a Docker engine answers.
 	Docker bool
 	// DefaultURL replaces DefaultURL as the second place tried; "" means
@@ -258,6 +260,9 @@ func dialNode(ctx context.Context, rawURL, name string, netDial func(network, ad
 	cfg.Properties.SetClientConnectionName(name)
 	if netDial != nil {
 		cfg.Dial = netDial
+	}
+	if f := lab.FaultsFrom(ctx); f != nil { // the TUI's fault keys may cut it
+		cfg.Dial = faultDial(f, cfg.Dial)
 	}
 	type result struct {
 		conn *amqp.Connection

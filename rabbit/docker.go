@@ -1,9 +1,12 @@
 package rabbit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/ory/dockertest/v3"
@@ -43,26 +46,73 @@ func dockerPool(ctx context.Context) (*dockertest.Pool, error) {
 	return pool, nil
 }
 
-// DockerUp starts (or reuses) the rabbitmq:3-management container named
-// ContainerName with ports 5672 and 15672 published on 127.0.0.1, and
-// returns the broker once it accepts connections. It fails fast with
-// ErrNoDocker where no Docker engine answers.
+// DefaultDockerVersion is the image line `qlab broker up` (and discovery's
+// Docker fallback) starts: RabbitMQ 4, what a student who installs
+// RabbitMQ today gets. `--version 3.13` keeps the old line.
+const DefaultDockerVersion = "4"
+
+// ErrBadVersion is wrapped by DockerImage's error for a version that
+// names no image line.
+var ErrBadVersion = errors.New("not a RabbitMQ release line")
+
+// imageLine is a release line as the rabbitmq image tags it: "4", "4.3",
+// "3.13", "3.13.7".
+var imageLine = regexp.MustCompile(`^[3-9](\.[0-9]{1,2}){0,2}$`)
+
+// DockerImage is the management image of release line version ("" means
+// DefaultDockerVersion): "4" is rabbitmq:4-management, "3.13"
+// rabbitmq:3.13-management. The error wraps ErrBadVersion.
+func DockerImage(version string) (string, error) {
+	v := cmp.Or(strings.TrimSpace(version), DefaultDockerVersion)
+	if !imageLine.MatchString(v) {
+		return "", fmt.Errorf("%w: %q (want a line such as 4, 4.3 or 3.13)", ErrBadVersion, version)
+	}
+	return "rabbitmq:" + v + "-management", nil
+}
+
+// dockerRunOptions is the container DockerUp starts from image: named
+// ContainerName, AMQP and the management UI published on 127.0.0.1 only.
+func dockerRunOptions(image string) *dockertest.RunOptions {
+	repo, tag, _ := strings.Cut(image, ":")
+	return &dockertest.RunOptions{
+		Name: ContainerName, Repository: repo, Tag: tag,
+		PortBindings: map[dc.Port][]dc.PortBinding{
+			"5672/tcp":  {{HostIP: "127.0.0.1", HostPort: "5672"}},
+			"15672/tcp": {{HostIP: "127.0.0.1", HostPort: "15672"}},
+		},
+	}
+}
+
+// DockerUp is DockerUpVersion of DefaultDockerVersion.
 func DockerUp(ctx context.Context) (Broker, error) {
+	return DockerUpVersion(ctx, DefaultDockerVersion)
+}
+
+// DockerUpVersion starts (or reuses) the container named ContainerName
+// from DockerImage(version), with ports 5672 and 15672 published on
+// 127.0.0.1, and returns the broker once it accepts connections. A
+// container of that name from another image is an error (remove it with
+// DockerDown first), never silently reused. It fails fast with
+// ErrNoDocker where no Docker engine answers.
+func DockerUpVersion(ctx context.Context, version string) (Broker, error) {
+	image, err := DockerImage(version)
+	if err != nil {
+		return Broker{}, err
+	}
 	pool, err := dockerPool(ctx)
 	if err != nil {
 		return Broker{}, err
 	}
 	res, ok := pool.ContainerByName(ContainerName)
-	if !ok {
-		res, err = pool.RunWithOptions(&dockertest.RunOptions{
-			Name: ContainerName, Repository: "rabbitmq", Tag: "3-management",
-			PortBindings: map[dc.Port][]dc.PortBinding{
-				"5672/tcp":  {{HostIP: "127.0.0.1", HostPort: "5672"}},
-				"15672/tcp": {{HostIP: "127.0.0.1", HostPort: "15672"}},
-			},
-		})
+	if ok {
+		if got := res.Container.Config.Image; got != image {
+			return Broker{}, fmt.Errorf("docker: container %s runs %s, not %s: remove it first with qlab broker down",
+				ContainerName, got, image)
+		}
+	} else {
+		res, err = pool.RunWithOptions(dockerRunOptions(image))
 		if err != nil {
-			return Broker{}, fmt.Errorf("docker: starting rabbitmq:3-management: %v", err)
+			return Broker{}, fmt.Errorf("docker: starting %s: %v", image, err)
 		}
 	}
 	url := fmt.Sprintf("amqp://guest:guest@%s/", res.GetHostPort("5672/tcp"))

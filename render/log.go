@@ -59,7 +59,7 @@ func (s Style) Line(e lab.Event) string {
 	if s.Width > 0 {
 		first, rest = max(s.Width-Width(head), 20), s.Width-len(logIndent)
 	}
-	lines := wrap(msg, first, rest, logIndent)
+	lines, _ := wrap(msg, first, rest, logIndent)
 	lines[0] = s.paint(dim, Stamp(e.TMs)) + " " + s.paint(bold, "["+actor+"]") + " " + s.paint(tone, lines[0])
 	for i := 1; i < len(lines); i++ {
 		lines[i] = logIndent + s.paint(tone, strings.TrimPrefix(lines[i], logIndent))

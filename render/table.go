@@ -47,22 +47,100 @@ func (t Table) Write(w io.Writer) { t.Fit(w, LayoutFor(0)) }
 
 // Fit prints t as an aligned plain-text table within l.Table columns:
 // where the cells' natural widths do not fit, the widest columns narrow
-// and their cells wrap onto further lines. The title and notes wrap to
-// l.Prose.
+// and their cells wrap onto further lines, at spaces and after
+// punctuation (Pieces). Where even that would split a word or a number,
+// each row prints as a record instead: its first cell, then one line per
+// other column, "header: value", wrapped to the width. The title and
+// notes wrap to l.Prose.
 func (t Table) Fit(w io.Writer, l Layout) {
-	widths := columnWidths(t, l.Table-tableIndent)
 	for _, line := range Wrap(t.Title, l.Prose, "") {
 		fmt.Fprintln(w, line)
 	}
-	writeRow(w, t.Header, widths)
-	for _, row := range t.Rows {
-		writeRow(w, row, widths)
+	if widths, ok := t.columns(l); ok {
+		writeRow(w, t.Header, widths)
+		for _, row := range t.Rows {
+			writeRow(w, row, widths)
+		}
+	} else {
+		t.writeRecords(w, l.Table)
 	}
 	for _, n := range t.Notes {
 		for _, line := range Wrap(n, l.Prose-tableIndent, "  ") {
 			fmt.Fprintln(w, strings.Repeat(" ", tableIndent)+line)
 		}
 	}
+}
+
+// Cuts is the words Fit(w, l) would cut inside a piece (see Pieces): a
+// word or a number split in the middle, which only a record too narrow
+// for one of its pieces still does. Empty when it cuts none.
+func (t Table) Cuts(l Layout) []string {
+	if widths, ok := t.columns(l); ok {
+		return t.columnCuts(widths)
+	}
+	var cuts []string
+	for _, row := range t.Rows {
+		for i, cell := range row {
+			_, c := t.recordLines(i, cell, l.Table)
+			cuts = append(cuts, c...)
+		}
+	}
+	return cuts
+}
+
+// columns gives the column widths of t at l, and false where they would
+// split a word or a number (the records then print instead).
+func (t Table) columns(l Layout) ([]int, bool) {
+	widths := columnWidths(t, l.Table-tableIndent)
+	return widths, len(t.columnCuts(widths)) == 0
+}
+
+// columnCuts is the words the columns of widths cut inside a piece.
+func (t Table) columnCuts(widths []int) []string {
+	var cuts []string
+	for _, row := range append([][]string{t.Header}, t.Rows...) {
+		for i, cell := range row[:min(len(row), len(widths))] {
+			cuts = append(cuts, Cuts(cell, widths[i], "")...)
+		}
+	}
+	return cuts
+}
+
+// writeRecords prints each row of t as a record within width columns: the
+// first cell alone, then every other cell after its header, indented; a
+// continuation line is indented further.
+func (t Table) writeRecords(w io.Writer, width int) {
+	for r, row := range t.Rows {
+		if r > 0 {
+			fmt.Fprintln(w)
+		}
+		for i, cell := range row {
+			lines, _ := t.recordLines(i, cell, width)
+			for _, line := range lines {
+				fmt.Fprintln(w, line)
+			}
+		}
+	}
+}
+
+// recordLines is cell i of a record, wrapped to width: the first cell
+// bare at the table's margin, the others "header: value" two columns in;
+// the words cut inside a piece come second.
+func (t Table) recordLines(i int, cell string, width int) (lines, cuts []string) {
+	margin, text := tableIndent, cell
+	if i > 0 {
+		head := ""
+		if i < len(t.Header) {
+			head = t.Header[i]
+		}
+		margin, text = tableIndent+2, head+": "+cell
+	}
+	const hang = "    " // continuation lines: clear of the line's first word
+	lines, cuts = wrap(text, width-margin, width-margin-len(hang), hang)
+	for k := range lines {
+		lines[k] = strings.Repeat(" ", margin) + lines[k]
+	}
+	return lines, cuts
 }
 
 // tableIndent is the margin left of a table; columnGap separates columns.
@@ -75,7 +153,7 @@ const (
 // where the table fits room. Where it does not, headers wrap first (a
 // column is as wide as its widest body cell), then the widest columns are
 // capped at one width, as high as fits and, while possible, no narrower
-// than a column's longest word; room left over goes back to the columns
+// than a column's longest piece of a word (Pieces); room left over goes back to the columns
 // furthest from their natural width.
 func columnWidths(t Table, room int) []int {
 	n := len(t.Header)
@@ -87,7 +165,9 @@ func columnWidths(t Table, room int) []int {
 				body[i] = max(body[i], Width(cell))
 			}
 			for _, word := range strings.Fields(cell) {
-				words[i] = max(words[i], Width(word))
+				for _, p := range Pieces(word) {
+					words[i] = max(words[i], Width(p))
+				}
 			}
 		}
 	}

@@ -100,7 +100,7 @@ func TestQ21ViewFitsWithItsKeys(t *testing.T) {
 func TestActionKeysAreTheLessonsOwn(t *testing.T) {
 	k := newKeyMap()
 	own := []key.Binding{k.Pause, k.Faster, k.Slower, k.Restart, k.Next, k.Prev, k.Backend,
-		k.Results, k.Notice, k.Metrics, k.Menu, k.Quit}
+		k.Results, k.Notice, k.Metrics, k.Menu, k.Quit, k.Cut, k.Hold}
 	for _, l := range lessons.All {
 		for _, a := range l.Actions {
 			msg := tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(a.Key)}

@@ -8,7 +8,16 @@ import (
 // keyMap is the lesson view's keys; help renders them from here.
 type keyMap struct {
 	Pause, Faster, Slower, Restart, Next, Prev, Backend, Results, Notice, Metrics, Menu, Quit key.Binding
+	// Cut and Hold are the fault keys of a broker run: cut its own
+	// connections, close a channel while its worker holds a delivery.
+	Cut, Hold key.Binding
 }
+
+// The fault keys (keyMap.Cut, keyMap.Hold).
+const (
+	cutKey  = "x"
+	holdKey = "c"
+)
 
 func newKeyMap() keyMap {
 	return keyMap{
@@ -24,6 +33,8 @@ func newKeyMap() keyMap {
 		Metrics: key.NewBinding(key.WithKeys("m"), key.WithHelp("m", "metrics")),
 		Menu:    key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "menu")),
 		Quit:    key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
+		Cut:     key.NewBinding(key.WithKeys(cutKey), key.WithHelp(cutKey, "cut conns")),
+		Hold:    key.NewBinding(key.WithKeys(holdKey), key.WithHelp(holdKey, "close chan")),
 	}
 }
 
@@ -43,8 +54,10 @@ func actionKeys(actions []lessons.Action) []key.Binding {
 // lesson's own keys (acts) while a run goes, the results once it ended.
 // At 80 columns it leaves +/- (speed, shown in the header) and m
 // (metrics) to qlab tui --help; a screen of 100 columns or more lists m
-// too. What does not fit width goes, least needed first: m, b, n/p, esc
-// (a lesson's own keys at 80 columns leave room for none of them).
+// too. What does not fit width goes, least needed first: m, b, n/p, esc,
+// then i and r (a lesson's own keys and a broker run's fault keys at 80
+// columns leave room for none of the first four; Q21's k and v with the
+// fault keys, for none of them).
 func (k keyMap) helpFor(s runState, width int, acts []key.Binding) []key.Binding {
 	var keys []key.Binding
 	switch s {
@@ -59,7 +72,7 @@ func (k keyMap) helpFor(s runState, width int, acts []key.Binding) []key.Binding
 		keys = append(keys, k.Metrics)
 	}
 	keys = append(keys, k.Menu, k.Quit)
-	for _, drop := range []key.Binding{k.Metrics, k.Backend, k.Next, k.Menu} {
+	for _, drop := range []key.Binding{k.Metrics, k.Backend, k.Next, k.Menu, k.Notice, k.Restart} {
 		if helpWidth(keys) <= width {
 			break
 		}

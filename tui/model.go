@@ -12,7 +12,6 @@ import (
 	"github.com/charmbracelet/bubbles/list"
 	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/charmbracelet/lipgloss"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lessons"
@@ -101,6 +100,8 @@ type Model struct {
 	st      styles
 	width   int
 	height  int
+	// quitting: a quit key was taken; keys that came with it are dropped.
+	quitting bool
 
 	cur       int         // index of the open lesson
 	chosen    lab.Backend // the backend the user named (flag or b); "" means each lesson's default
@@ -173,7 +174,8 @@ func New(cfg Config) (Model, error) {
 		items[i] = lessonItem{l}
 	}
 	menu := list.New(items, list.NewDefaultDelegate(), 80, 20)
-	menu.Title = "QueueLab — pick a lesson (enter runs it, q quits)"
+	menu.Title = "QueueLab — pick a lesson (enter runs it, / filters, q quits)"
+	menu.KeyMap.Quit.SetKeys("q") // not esc: esc clears a filter, and comes back here from a lesson
 	m := Model{
 		cfg: cfg, lessons: cfg.Lessons, menu: menu, help: help.New(), keys: newKeyMap(),
 		st: newStyles(cfg.Color), width: 80, height: 24, log: viewport.New(80, 10),
@@ -269,40 +271,98 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m.onStores(msg)
 	case brokerMsg:
 		return m.onBroker(msg)
+	case noteMsg:
+		return m.onNote(msg)
 	case actMsg:
-		if msg.gen == m.gen {
+		if msg.gen == m.gen && msg.fault {
+			m.addNote(msg.key + ": " + msg.line) // what broke stays in the log, beside its consequence
+		} else if msg.gen == m.gen {
 			m.flash = msg.key + ": " + msg.line
 		}
 		return m, nil
 	case tea.KeyMsg:
+		if keys := splitKeys(msg); len(keys) > 1 {
+			return m.eachKey(keys)
+		}
 		if m.screen == menuScreen {
 			return m.menuKey(msg)
 		}
 		return m.lessonKey(msg)
 	}
+	var cmd tea.Cmd
 	if m.screen == lessonScreen {
-		var cmd tea.Cmd
 		m.log, cmd = m.log.Update(msg)
-		return m, cmd
+	} else {
+		m.menu, cmd = m.menu.Update(msg) // the filter's matches come back as a message
 	}
-	return m, nil
+	return m, cmd
 }
 
+// splitKeys is msg as the keys a person pressed. Keys typed faster than
+// the terminal is read (p p p, or tmux send-keys) reach bubbletea in one
+// read, which it hands over as one KeyMsg of several runes ("ppp"), a
+// string no binding matches; a paste stays one message.
+func splitKeys(msg tea.KeyMsg) []tea.KeyMsg {
+	if msg.Type != tea.KeyRunes || msg.Paste || len(msg.Runes) < 2 {
+		return []tea.KeyMsg{msg}
+	}
+	keys := make([]tea.KeyMsg, len(msg.Runes))
+	for i, r := range msg.Runes {
+		keys[i] = tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}, Alt: msg.Alt}
+	}
+	return keys
+}
+
+// eachKey applies keys in order, as if each had come alone, and runs
+// their commands together; a quit ends the run of keys.
+func (m Model) eachKey(keys []tea.KeyMsg) (tea.Model, tea.Cmd) {
+	var cmds []tea.Cmd
+	for _, k := range keys {
+		next, cmd := m.Update(k)
+		m = next.(Model)
+		cmds = append(cmds, cmd)
+		if m.quitting {
+			break
+		}
+	}
+	return m, tea.Batch(cmds...)
+}
+
+// menuKey handles a key on the menu. The list filters (/), and Esc
+// clears a filter; Esc on the whole list does not quit, since Esc in a
+// lesson comes back here and a second Esc would end the program: q does.
 func (m Model) menuKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	filtering := m.menu.FilterState() == list.Filtering
 	switch {
 	case msg.String() == "ctrl+c", msg.String() == "q" && !filtering:
+		m.quitting = true
 		return m, tea.Quit
+	case msg.String() == "esc" && m.menu.FilterState() == list.Unfiltered:
+		return m, m.menu.NewStatusMessage("esc comes back here from a lesson · q quits")
 	case msg.String() == "enter" && !filtering:
-		if i := m.menu.Index(); i >= 0 && i < len(m.lessons) {
-			m.cur, m.screen = i, lessonScreen
+		if it, ok := m.menu.SelectedItem().(lessonItem); ok {
+			m.cur, m.screen = m.indexOf(it.l.Number()), lessonScreen
 			m.nextSpeed = m.lessonSpeed()
 			return m.start()
 		}
+		return m, nil
 	}
 	var cmd tea.Cmd
 	m.menu, cmd = m.menu.Update(msg)
 	return m, cmd
+}
+
+// selectInMenu puts the menu's cursor on the open lesson; a filter that
+// hides it is cleared.
+func (m *Model) selectInMenu() {
+	for i, it := range m.menu.VisibleItems() {
+		if li, ok := it.(lessonItem); ok && li.l.ID == m.lesson().ID {
+			m.menu.Select(i)
+			return
+		}
+	}
+	m.menu.ResetFilter()
+	m.menu.Select(m.cur)
 }
 
 func (m Model) lessonKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
@@ -310,6 +370,7 @@ func (m Model) lessonKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	switch {
 	case key.Matches(msg, k.Quit):
 		m.stop()
+		m.quitting = true
 		return m, tea.Quit
 	case key.Matches(msg, k.Pause):
 		return m.togglePause()
@@ -341,8 +402,10 @@ func (m Model) lessonKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		return m.start() // keeps the chosen backend where the next lesson has it
 	case key.Matches(msg, k.Backend):
 		return m.switchBackend()
-	case key.Matches(msg, m.acts()...):
+	case key.Matches(msg, m.acts()...): // a lesson's own key wins over a fault key
 		return m.act(msg.String())
+	case key.Matches(msg, k.Cut), key.Matches(msg, k.Hold):
+		return m.fault(msg.String())
 	case key.Matches(msg, k.Metrics):
 		m.metricsOn = !m.metricsOn
 		m.readMetrics()
@@ -351,7 +414,7 @@ func (m Model) lessonKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(msg, k.Menu):
 		m.stop()
 		m.screen = menuScreen
-		m.menu.Select(m.cur)
+		m.selectInMenu()
 		return m, nil
 	}
 	var cmd tea.Cmd
@@ -361,6 +424,71 @@ func (m Model) lessonKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 
 // acts are the open lesson's own keys (Lesson.Actions).
 func (m Model) acts() []key.Binding { return actionKeys(m.lesson().Actions) }
+
+// helpActs are the keys the help line lists besides the view's own: the
+// lesson's, then a broker run's fault keys.
+func (m Model) helpActs() []key.Binding {
+	acts := m.acts()
+	if m.backend != lab.Rabbit {
+		return acts
+	}
+	for _, f := range []key.Binding{m.keys.Cut, m.keys.Hold} {
+		if !key.Matches(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(f.Keys()[0])}, acts...) {
+			acts = append(acts, f)
+		}
+	}
+	return acts
+}
+
+// fault breaks, at the student's key, the broker run's own connections
+// (x) or the channel of a worker holding a delivery (c), from a command;
+// what it broke comes back as an actMsg, and the consequence (a
+// redelivery, a reconnect) in the log.
+func (m Model) fault(k string) (tea.Model, tea.Cmd) {
+	switch {
+	case m.backend != lab.Rabbit:
+		m.flash = k + " breaks a broker run's connections; this one runs in memory"
+		if m.lesson().Dual() {
+			m.flash += " (b: RabbitMQ)"
+		}
+		return m, nil
+	case m.state != running || m.run == nil:
+		m.flash = k + " acts while the lesson runs: r starts it again"
+		return m, nil
+	case m.paused:
+		m.flash = "paused: space resumes, then " + k
+		return m, nil
+	}
+	if k == holdKey {
+		m.flash = k + ": waiting for a worker to hold a delivery…"
+	} else {
+		m.flash = k + ": cutting the run's connections…"
+	}
+	return m, faultCmd(m.run, k)
+}
+
+// onNote shows a line the run's backend logged (a connection lost, a
+// reconnect, Q21's node stopped) in the status line and the log, and
+// waits for the next.
+func (m Model) onNote(msg noteMsg) (tea.Model, tea.Cmd) {
+	if m.run == nil || msg.gen != m.gen {
+		return m, nil // an old run's: its command ends with it
+	}
+	m.addNote(msg.line)
+	return m, noteCmd(m.run)
+}
+
+// addNote shows line in the status line, and whole in the log.
+func (m *Model) addNote(line string) {
+	m.flash = line
+	m.logged = append(m.logged, lab.Event{Kind: noteKind, Note: line, TMs: m.clockMs})
+	m.logLines = append(m.logLines, m.logLine(m.logged[len(m.logged)-1]))
+	m.fillPane()
+}
+
+// noteKind marks a logged line that is no event but a note of the
+// backend's (onNote).
+const noteKind lab.Kind = ""
 
 // act hands one of the lesson's own keys to its run, from a command; the
 // lesson's answer comes back as an actMsg and shows in the status line.
@@ -440,7 +568,7 @@ func (m Model) start() (tea.Model, tea.Cmd) {
 	}
 	m.run, m.pumping = h, true
 	m.fitLog()
-	return m, tea.Batch(runCmd, waitCmd(h), storesCmd(m.gen, m.stores, storesEvery))
+	return m, tea.Batch(runCmd, waitCmd(h), noteCmd(h), storesCmd(m.gen, m.stores, storesEvery))
 }
 
 // onStores takes a read of the run's stores and asks for the next while
@@ -489,6 +617,7 @@ func (m *Model) settle() {
 	if m.runErr != nil {
 		m.state = failed
 	}
+	m.flash = "" // a passing note of the run's: the end and what next matter now
 	m.showPane(resultsPane)
 }
 
@@ -650,6 +779,13 @@ func (m *Model) applyEvents(evs []lab.Event) {
 // logLine is e's log line as qlab run prints it, wrapped to the view's
 // width rather than cut; "" for an event without one.
 func (m Model) logLine(e lab.Event) string {
+	if e.Kind == noteKind {
+		lines := render.Wrap("⚡ "+e.Note, m.width, "   ")
+		for i := range lines {
+			lines[i] = m.st.paint(warn, lines[i])
+		}
+		return sanitize(strings.Join(lines, "\n"))
+	}
 	return sanitize(render.Style{Color: m.cfg.Color, Width: m.width}.Line(e))
 }
 
@@ -695,6 +831,9 @@ func sanitize(s string) string { return strings.ReplaceAll(s, "\uFE0F", "") }
 // point of Q03, Q05, Q06, Q11–Q13), then what happened to each task.
 func (m Model) results() string {
 	var b strings.Builder
+	if m.state == failed { // the status line holds only its start
+		b.WriteString(strings.Join(render.Wrap(m.failText(), m.width, ""), "\n") + "\n\n")
+	}
 	layout := render.LayoutFor(m.width)
 	for _, t := range m.tables {
 		t.Fit(&b, layout)
@@ -795,8 +934,8 @@ func (m Model) chromeRows() int {
 	boxLines := 1
 	if s := m.sc.slots(m.width); len(s) > 0 {
 		boxLines = (s[len(s)-1].row + 1) * (boxRows + 1)
-	} else if m.state == noBroker {
-		boxLines = max(len(m.noBrokerLines(m.width))-1, 1)
+	} else if m.state == noBroker || m.state == failed {
+		boxLines = max(len(m.whyLines(m.width))-1, 1)
 	}
 	if m.sc.phases > 0 {
 		boxLines++
@@ -833,7 +972,7 @@ func (m Model) View() string {
 	out = append(out, m.metricsPanel(w)...)
 	out = append(out, m.paneRule(w))
 	out = append(out, m.log.View())
-	out = append(out, clip(m.help.ShortHelpView(m.keys.helpFor(m.state, w, m.acts())), w))
+	out = append(out, clip(m.help.ShortHelpView(m.keys.helpFor(m.state, w, m.helpActs())), w))
 	return sanitize(strings.Join(out, "\n"))
 }
 
@@ -855,16 +994,14 @@ func (m Model) paneRule(w int) string {
 // the user, or a passing message.
 func (m Model) statusLine(w int) string {
 	switch {
-	case m.state == failed:
-		return m.st.paint(bad, clip("the run failed: "+firstLine(m.runErr.Error())+" · "+m.nextStep(), w))
-	case m.state == noBroker:
-		return m.st.paint(bad, m.noBrokerLines(w)[0])
+	case m.state == failed, m.state == noBroker:
+		return m.st.paint(bad, m.whyLines(w)[0])
 	case m.paused && m.backend == lab.Rabbit:
 		return m.st.paint(warn, clip("paused: RabbitMQ's TTLs keep running, so a wait may read short (space resumes)", w))
 	case m.paused:
 		return m.st.paint(warn, clip("paused: lesson time stands still, timers too (space resumes)", w))
 	case m.flash != "":
-		return m.st.paint(warn, clip(m.flash, w))
+		return m.st.paint(warn, clipWords(m.flash, w))
 	case m.state == finished && m.missed > 0:
 		return m.st.paint(warn, clip(fmt.Sprintf("finished · the view fell behind and missed %d events · r replays, - slows it", m.missed), w))
 	case m.state == finished:
@@ -873,14 +1010,21 @@ func (m Model) statusLine(w int) string {
 	return ""
 }
 
-// noBrokerLines is noBrokerText wrapped to width w: the status line shows
-// the first line, the stage (empty without a run) the rest.
-func (m Model) noBrokerLines(w int) []string {
-	lines := strings.Split(lipgloss.NewStyle().Width(max(w, 20)).Render(m.noBrokerText()), "\n")
-	for i := range lines {
-		lines[i] = strings.TrimRight(lines[i], " ")
+// whyLines says why the run did not start (no broker) or failed, whole,
+// wrapped to width w: the status line shows the first line, the stage
+// (empty when the run failed before its first event) the rest; a run
+// that failed later has the rest at the top of its results.
+func (m Model) whyLines(w int) []string {
+	text := m.noBrokerText()
+	if m.state == failed {
+		text = m.failText()
 	}
-	return lines
+	return render.Wrap(text, max(w, 20), "")
+}
+
+// failText is the run's error in full, with what to do next.
+func (m Model) failText() string {
+	return "the run failed: " + strings.TrimSpace(m.runErr.Error()) + " · " + m.nextStep()
 }
 
 // noBrokerText says why the run cannot start and what to do.

@@ -3,7 +3,10 @@ package tui
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,6 +45,8 @@ type runHandle struct {
 	pause    *lab.Pause       // holds the run's lesson time while the user pauses
 	act      chan lessons.Act // the lesson's own keys (Lesson.Actions); nil for a lesson without
 	cluster  bool             // the lesson stops nodes of the cluster (Lesson.Cluster)
+	faults   *lab.Faults      // the run's own connections and held channels (the fault keys)
+	notes    chan string      // what the backend logs (a connection lost, a reconnect), for the view
 	// after, when set before the run's command runs, is the finished
 	// channel of a cancelled cluster run: the run waits for it (bounded by
 	// clusterWait), since that run may still be reviving the node it
@@ -152,9 +157,10 @@ type (
 	}
 	// actMsg is what the lesson made of one of its own keys.
 	actMsg struct {
-		gen  int
-		key  string
-		line string
+		gen   int
+		key   string
+		line  string
+		fault bool // a fault key's (faultCmd): it goes to the log too
 	}
 	// brokerMsg is the answer of broker discovery.
 	brokerMsg struct {
@@ -170,8 +176,11 @@ type (
 func startRun(gen int, l lessons.Lesson, opts lessons.Options, extra ...lab.Sink) (*runHandle, tea.Cmd) {
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &runHandle{gen: gen, events: make(chan lab.Event, eventBuf), cancel: cancel, finished: make(chan struct{}),
-		gate: newGate(), pause: &lab.Pause{}, cluster: l.Cluster}
+		gate: newGate(), pause: &lab.Pause{}, cluster: l.Cluster, faults: &lab.Faults{},
+		notes: make(chan string, noteBuf)}
+	ctx = lab.WithFaults(ctx, h.faults) // only what this run dials under ctx can be broken
 	opts.Pause = h.pause
+	opts.Logger = slog.New(noteHandler{notes: h.notes})
 	if len(l.Actions) > 0 {
 		h.act = make(chan lessons.Act)
 		opts.Act = h.act
@@ -202,6 +211,109 @@ func startLesson(ctx context.Context, l lessons.Lesson, opts lessons.Options, si
 		return lessons.Result{}, err
 	}
 	return ready.Start(ctx, sinks...)
+}
+
+// noteBuf is how many of the backend's log lines wait for the view; more
+// are dropped (the log is a commentary: the events are the record).
+const noteBuf = 64
+
+// noteHandler hands each record the backend logs at Info or above to the
+// view as one line ("rabbit: consumer reconnected · actor Worker"),
+// never blocking the backend.
+type noteHandler struct {
+	notes chan<- string
+	attrs []slog.Attr
+}
+
+// Enabled passes Info and above.
+func (h noteHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
+
+// Handle formats r as one line and offers it to the view.
+func (h noteHandler) Handle(_ context.Context, r slog.Record) error {
+	parts := []string{r.Message}
+	add := func(a slog.Attr) bool {
+		if !a.Equal(slog.Attr{}) {
+			parts = append(parts, a.Key+" "+a.Value.String())
+		}
+		return true
+	}
+	for _, a := range h.attrs {
+		add(a)
+	}
+	r.Attrs(add)
+	select {
+	case h.notes <- strings.Join(parts, " · "):
+	default:
+	}
+	return nil
+}
+
+// WithAttrs adds attrs to every line.
+func (h noteHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	h.attrs = append(slices.Clip(h.attrs), attrs...)
+	return h
+}
+
+// WithGroup is h: the lines are flat.
+func (h noteHandler) WithGroup(string) slog.Handler { return h }
+
+// noteMsg is one line the run's backend logged.
+type noteMsg struct {
+	gen  int
+	line string
+}
+
+// noteCmd waits for the run's next log line; it re-arms from Update and
+// ends with the run.
+func noteCmd(h *runHandle) tea.Cmd {
+	return func() tea.Msg {
+		select {
+		case line := <-h.notes:
+			return noteMsg{gen: h.gen, line: line}
+		case <-h.finished:
+			select {
+			case line := <-h.notes:
+				return noteMsg{gen: h.gen, line: line}
+			default:
+				return nil
+			}
+		}
+	}
+}
+
+// faultWait bounds how long the close-a-channel key waits for a worker to
+// hold a delivery.
+const faultWait = 3 * time.Second
+
+// faultCmd breaks what key k says, on run h's own connections only, and
+// brings back what it did.
+func faultCmd(h *runHandle, k string) tea.Cmd {
+	return func() tea.Msg {
+		switch k {
+		case cutKey:
+			n := h.faults.CutConnections()
+			if n == 0 {
+				return actMsg{gen: h.gen, key: k, fault: true, line: "the run has no connection open right now"}
+			}
+			return actMsg{gen: h.gen, key: k, fault: true, line: fmt.Sprintf("cut %s of this run (TCP reset): "+
+				"watch for redelivered and the reconnect", render.Count(n, "connection"))}
+		default:
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go func() {
+				select {
+				case <-h.finished:
+					cancel()
+				case <-ctx.Done():
+				}
+			}()
+			what, ok := h.faults.CloseHolding(ctx, faultWait)
+			if !ok {
+				return actMsg{gen: h.gen, key: k, fault: true, line: "no worker held a delivery within 3 s: press it again while one works"}
+			}
+			return actMsg{gen: h.gen, key: k, fault: true, line: "closed " + what + ": the broker requeues it"}
+		}
+	}
 }
 
 // actWait bounds each of actCmd's two waits: for the lesson to take the

@@ -84,13 +84,15 @@ func (m Model) stage(width int) []string {
 	}
 	slots := sc.slots(width)
 	switch {
-	case len(slots) == 0 && m.state == noBroker:
-		if more := m.noBrokerLines(width)[1:]; len(more) > 0 {
+	case len(slots) == 0 && (m.state == noBroker || m.state == failed):
+		if more := m.whyLines(width)[1:]; len(more) > 0 {
 			return append(lines, m.st.paint(bad, strings.Join(more, "\n")))
 		}
 		return append(lines, "")
-	case len(slots) == 0:
+	case len(slots) == 0 && (m.state == running || m.state == seeking):
 		return append(lines, m.st.paint(faint, "  (waiting for the first event…)"))
+	case len(slots) == 0:
+		return append(lines, "")
 	}
 	where := make(map[string]int, len(slots))
 	for i, s := range slots {
@@ -645,6 +647,20 @@ func clip(s string, n int) string {
 		return s
 	}
 	return ansi.Truncate(s, n, "…")
+}
+
+// clipWords is s cut to n columns at a space, marked "…": a passing
+// message in the status line never ends inside a word (the log keeps it
+// whole).
+func clipWords(s string, n int) string {
+	if ansi.StringWidth(s) <= n {
+		return s
+	}
+	head := ansi.Truncate(s, n-1, "")
+	if i := strings.LastIndex(head, " "); i > n/2 {
+		head = head[:i]
+	}
+	return strings.TrimRight(head, " ,;:·") + "…"
 }
 
 // seconds formats lesson milliseconds as a countdown: 0.6s, 10s, 1.5s.

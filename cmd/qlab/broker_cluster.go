@@ -16,7 +16,8 @@ const clusterHelp = `Usage: qlab broker cluster up|down|status|kill NODE|revive 
 
   up           start a three-node RabbitMQ cluster on this machine (local rabbitmq-server
                nodes, or Docker containers where no rabbitmq-server can run), print its AMQP
-               URLs (a list for RABBITMQ_URL), management UI and /metrics addresses
+               URLs (a list for RABBITMQ_URL), management UI and /metrics addresses;
+               --version 4.3 runs them in the RabbitMQ 4.3 chroot scripts/rabbitmq.sh builds
   down         stop and remove everything up started; safe to repeat, and after a crash
   status       the nodes, which are running, each quorum queue's leader and members
   kill NODE    stop the RabbitMQ application on NODE (n1, n2, n3 or its full name), as if
@@ -30,6 +31,8 @@ touches the broker on 127.0.0.1:5672 or any node it did not start.`
 func cmdBrokerCluster(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("broker cluster", clusterHelp)
 	timeout := fs.Duration("timeout", 5*time.Minute, "up: how long to wait for the cluster to start")
+	version := fs.String("version", "", "up: 4.3 runs the nodes in the chroot scripts/rabbitmq.sh builds "+
+		"(default: the machine's rabbitmq-server, else Docker)")
 	pos, err := parseInterspersed(fs, args, stdout)
 	if err != nil {
 		return err
@@ -60,7 +63,13 @@ func cmdBrokerCluster(ctx context.Context, args []string, stdout, stderr io.Writ
 	case "up":
 		ctx, cancel := context.WithTimeout(ctx, *timeout)
 		defer cancel()
-		return clusterUp(ctx, file, stdout, stderr)
+		opts := cluster.Options{StateFile: file, Progress: stderr}
+		if *version != "" {
+			if opts.Root, err = cluster.BuiltRoot(*version); err != nil {
+				return err
+			}
+		}
+		return clusterUp(ctx, opts, stdout, stderr)
 	case "down":
 		return clusterDown(ctx, file, stdout, stderr)
 	}
@@ -82,7 +91,8 @@ func cmdBrokerCluster(ctx context.Context, args []string, stdout, stderr io.Writ
 }
 
 // clusterUp starts a cluster, or reports the one recorded if it runs.
-func clusterUp(ctx context.Context, file string, stdout, stderr io.Writer) error {
+func clusterUp(ctx context.Context, opts cluster.Options, stdout, stderr io.Writer) error {
+	file := opts.StateFile
 	if old, err := cluster.Load(file, stderr); err == nil {
 		states := nodeStates(ctx, old)
 		switch {
@@ -99,7 +109,7 @@ func clusterUp(ctx context.Context, file string, stdout, stderr io.Writer) error
 			return err
 		}
 	}
-	c, err := cluster.Up(ctx, cluster.Options{StateFile: file, Progress: stderr})
+	c, err := cluster.Up(ctx, opts)
 	if err != nil {
 		return err
 	}

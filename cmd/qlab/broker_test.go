@@ -156,3 +156,54 @@ func TestTUIBrokerDiscoverySaysHowToStartOne(t *testing.T) {
 	assert.NotContains(t, err.Error(), "sekrit")
 	assert.NotContains(t, err.Error(), "\n", "one line for the view")
 }
+
+// TestBrokerStatusOn43ListsWhatItDoes: on a 4.3 broker status names the
+// version and the 4.x behaviour the lessons use; on 3.10 it lists none.
+func TestBrokerStatusOn43ListsWhatItDoes(t *testing.T) {
+	for _, v := range rabbittest.Versions {
+		t.Run(string(v), func(t *testing.T) {
+			t.Setenv(rabbit.EnvURL, rabbittest.Need(t, v))
+			code, out, errOut := qlab("broker", "status")
+			require.Equal(t, exitOK, code, errOut)
+			assert.Regexp(t, `^RabbitMQ `+strings.ReplaceAll(string(v), ".", `\.`)+`\.\d+ at `, out)
+			if v == rabbittest.V310 {
+				assert.Equal(t, 1, strings.Count(out, "\n"), "3.10: one line, no 4.x notes: %q", out)
+				return
+			}
+			for _, want := range []string{"x-delivery-limit is 20", "x-delayed-retry-type", "x-queue-version 1 is refused"} {
+				assert.Contains(t, out, want)
+			}
+			for _, line := range strings.Split(out, "\n") {
+				assert.LessOrEqual(t, len(line), 80, "fits 80 columns: %q", line)
+			}
+		})
+	}
+}
+
+// TestBrokerUpVersion: --version picks the image line; a bad one is a
+// usage error, and a broker of another line already on 5672 is named
+// rather than shadowed by a container that could not bind its port.
+func TestBrokerUpVersion(t *testing.T) {
+	code, _, errOut := qlab("broker", "up", "--version", "latest")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, "want a line such as 4, 4.3 or 3.13")
+	assert.Equal(t, 1, strings.Count(errOut, "\n"), "one line: %q", errOut)
+
+	url := rabbittest.NeedBroker(t)
+	t.Setenv(rabbit.EnvURL, url)
+	b, err := rabbit.Probe(t.Context(), url, "test")
+	require.NoError(t, err)
+	other := "4"
+	if strings.HasPrefix(b.Version, "4.") {
+		other = "3.13"
+	}
+	code, _, errOut = qlab("broker", "up", "--version", other)
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, errOut, "a RabbitMQ "+b.Version+" broker already answers")
+	assert.Contains(t, errOut, "rabbitmq:"+other+"-management")
+	assert.NotContains(t, errOut, "guest:guest")
+
+	code, out, errOut := qlab("broker", "up")
+	require.Equal(t, exitOK, code, errOut)
+	assert.Contains(t, out, "a broker already answers, nothing to start")
+}

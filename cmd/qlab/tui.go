@@ -19,9 +19,11 @@ Opens the terminal UI: a lesson menu, or lesson N at once. Queues are boxes,
 tasks are tokens travelling between them; space pauses, +/- set the speed
 of the next run, r restarts, n/p change lesson, b switches backend, i shows
 the whole notice, t the results once the run ended, m a small panel of the
-run's metrics (--metrics serves them too), q quits. A lesson may have keys
-of its own, listed in its help line: in lesson 21, k stops the leader's
-node and v revives it.`
+run's metrics (--metrics serves them too), q quits. On a RabbitMQ run, x
+cuts the run's own connections and c closes the channel of a worker that
+holds a delivery: the log shows the redelivery and the reconnect. A lesson
+may have keys of its own, listed in its help line: in lesson 21, k stops
+the leader's node and v revives it. On the menu, / filters.`
 
 // brokerDiscovery finds a RabbitMQ broker for the TUI's backend switch
 // (run.FindBroker). It only looks (RABBITMQ_URL, then the default URL)
@@ -36,7 +38,7 @@ func cmdTui(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := newFlagSet("tui", tuiHelp)
 	backend := fs.String("backend", "", "backend to run on: inmem or rabbit (default: each lesson's own)")
 	var pf planFlags
-	pf.register(fs, 0, "lesson time per real time (default: each lesson's own, 0.25× to follow the tokens, up to 5× for the long lessons)")
+	pf.register(fs, 0, "lesson time per real time, whatever the lesson (default: each lesson's own, 0.25× to follow the tokens, more for the long lessons: "+ownSpeeds(watchSpeed, 1)+")")
 	noColor := fs.Bool("no-color", false, "plain text, no ANSI colour (NO_COLOR does the same)")
 	var mf metricsFlags
 	mf.register(fs, false)

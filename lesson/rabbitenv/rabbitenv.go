@@ -111,8 +111,15 @@ func TopologyTable(topo rabbit.Topology, s *rabbit.Session) render.Table {
 	if s.Keep {
 		ended = "The run leaves them on the broker (--keep): qlab broker clean --prefix " + strings.TrimSuffix(s.Names.Prefix, ".") + " removes them."
 	}
+	// The run's prefix is named once, in the title: on every row it made
+	// each queue name wrap at 80 columns and hid the names a student
+	// knows from the lesson.
+	title := "Queues declared on the broker"
+	if s.Names.Prefix != "" {
+		title += ", each named with the run's prefix " + s.Names.Prefix + " first"
+	}
 	t := render.Table{
-		Title:  "Queues declared on the broker",
+		Title:  title,
 		Header: []string{"queue", "role", "x-message-ttl", "dead-letters to"},
 		Notes: []string{
 			ended + " Watch a run live: rabbitmqctl list_queues name messages arguments " +
@@ -125,9 +132,9 @@ func TopologyTable(topo rabbit.Topology, s *rabbit.Session) render.Table {
 			ttl = fmt.Sprintf("%d ms (lesson %s)", rabbit.Arguments(q, s.Names, s.Clock)["x-message-ttl"], q.TTL)
 		}
 		if q.DeadLetterTo != "" {
-			dl = s.Names.Of(q.DeadLetterTo)
+			dl = q.DeadLetterTo
 		}
-		t.Rows = append(t.Rows, []string{s.Names.Of(q.Name), string(q.Role), ttl, dl})
+		t.Rows = append(t.Rows, []string{q.Name, string(q.Role), ttl, dl})
 	}
 	return t
 }

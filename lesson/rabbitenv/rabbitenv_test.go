@@ -29,3 +29,18 @@ func TestTopologyNoteWrapsWhole(t *testing.T) {
 		assert.Greater(t, render.Width(l), 60, "a line broken short:\n%s", b.String())
 	}
 }
+
+// TestTopologyNamesThePrefixOnce: the run's prefix is in the title, once;
+// the rows show the lesson's own queue names, which fit 80 columns whole.
+func TestTopologyNamesThePrefixOnce(t *testing.T) {
+	s := &rabbit.Session{Names: rabbit.Names{Prefix: "qlab-85f1ce.", Run: "qlab-85f1ce"}}
+	topo := rabbit.Topology{Queues: []rabbit.Queue{
+		{Name: "sequential.queue", DeadLetterTo: "sequential.dlq"},
+		{Name: "sequential.dlq"},
+	}}
+	var b strings.Builder
+	TopologyTable(topo, s).Fit(&b, render.LayoutFor(render.DefaultWidth))
+	assert.Equal(t, 1, strings.Count(b.String(), "qlab-85f1ce."), b.String())
+	assert.Contains(t, b.String(), "  sequential.queue ")
+	assert.Contains(t, b.String(), " sequential.dlq\n")
+}

@@ -10,6 +10,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lessons/notify"
 	"github.com/queuelab/qlab/rabbit"
 )
@@ -151,16 +152,22 @@ func (r confirmRow) lost() int { return r.cut.sent - r.cutHeld }
 // the strategies taking turns so that a busy moment of the machine hits
 // them alike; then once more each with the publisher's TCP connection
 // reset right after message cutAt. The queue is the run's own and is
-// purged between runs.
-func measureConfirms(ctx context.Context, s *rabbit.Session, n, cutAt int) ([]confirmRow, error) {
+// purged between runs. say hears, before each publish, what the next
+// seconds wait for: the whole takes 25 s and more with no event.
+func measureConfirms(ctx context.Context, s *rabbit.Session, n, cutAt int, say func(string)) ([]confirmRow, error) {
+	// The TUI's fault key leaves these connections alone: a cut from
+	// outside would measure the fault (the lesson makes its own cut).
+	ctx = lab.WithFaults(ctx, nil)
 	queue := s.Names.Of(notify.EmailQueue)
 	rows := make([]confirmRow, len(confirmStrategies))
 	for i, st := range confirmStrategies {
 		rows[i] = confirmRow{strategy: st, held: -1}
 	}
-	for range confirmRepeats {
+	for rep := range confirmRepeats {
 		for i := range rows {
 			r := &rows[i]
+			say(fmt.Sprintf("q17: %s, clean run %d of %d: %d jobs, then waiting for all in the queue",
+				r.strategy.name, rep+1, confirmRepeats, cleanMessages(r.strategy, n)))
 			run, held, allIn, err := publishOnce(ctx, s, queue, r.strategy, cleanMessages(r.strategy, n), 0)
 			if err != nil {
 				return nil, err
@@ -175,6 +182,8 @@ func measureConfirms(ctx context.Context, s *rabbit.Session, n, cutAt int) ([]co
 		}
 	}
 	for i := range rows {
+		say(fmt.Sprintf("q17: %s, cut after job %d: waiting for the queue's depth to settle (≤ 10 s)",
+			rows[i].strategy.name, cutAt))
 		var err error
 		if rows[i].cut, rows[i].cutHeld, _, err = publishOnce(ctx, s, queue, rows[i].strategy, n, cutAt); err != nil {
 			return nil, err

@@ -80,7 +80,7 @@ func runQ17(ctx context.Context, env *lesson.Env) error {
 
 	env.Phase(fmt.Sprintf("Publishing %d jobs per strategy, then again with the connection cut", confirmMessages))
 	cutAt := cutPoint(env.Plan.Seed, confirmMessages)
-	rows, err := measureConfirms(ctx, s, confirmMessages, cutAt)
+	rows, err := measureConfirms(ctx, s, confirmMessages, cutAt, func(line string) { env.Log().Info(line) })
 	if err != nil {
 		return err
 	}

@@ -49,7 +49,11 @@ func TestQ17UnroutableIsConfirmedAndOnlyMandatoryReturnsIt(t *testing.T) {
 func TestQ17ConfirmStrategies(t *testing.T) {
 	const n, cutAt = 200, 150
 	s := emailQueue(t, 1)
-	rows, err := measureConfirms(testCtx(t), s, n, cutAt)
+	var said []string
+	rows, err := measureConfirms(testCtx(t), s, n, cutAt, func(line string) { said = append(said, line) })
+	require.NoError(t, err)
+	assert.Len(t, said, confirmRepeats*len(confirmStrategies)+len(confirmStrategies), "a line before every publish: %q", said)
+	assert.Equal(t, "q17: waitForConfirms after each (the seed), clean run 1 of 5: 200 jobs, then waiting for all in the queue", said[0])
 	require.NoError(t, err)
 	require.Len(t, rows, len(confirmStrategies))
 	for _, r := range rows {

@@ -69,7 +69,7 @@ func (r *runner) connect(ctx context.Context, first int) (conn, error) {
 		for i := range r.c.Nodes {
 			n := r.c.Nodes[(first+i)%len(r.c.Nodes)]
 			ac, err := amqp.DialConfig(n.URL(), amqp.Config{
-				Dial:       amqp.DefaultDial(3 * time.Second),
+				Dial:       rabbit.FaultDial(ctx, amqp.DefaultDial(3*time.Second)), // the TUI's x cuts it
 				Properties: amqp.Table{"connection_name": rabbit.ConnectionName(r.names)},
 			})
 			if err == nil {

@@ -123,6 +123,10 @@ func (r *runner) stopLeader(ctx context.Context, res *failed) (err error) {
 		return err
 	}
 	res.newLeader, err = r.c.Leader(ctx, r.names.Of(q18.Queue))
+	if err == nil { // the TUI's status line follows it
+		r.env.Log().Info(fmt.Sprintf("q21: %s stopped (stop_app took %.1f s); %s leads %s now",
+			res.leader.Short, res.stopTook.Seconds(), res.newLeader.Short, q18.Queue))
+	}
 	return err
 }
 
@@ -136,6 +140,8 @@ func (r *runner) reviveAtEnd(ctx context.Context, res *failed) error {
 		return err
 	}
 	res.revived, res.revivedBy = time.Since(begin), "the lesson"
+	r.env.Log().Info(fmt.Sprintf("q21: %s revived by the lesson after %.1f s, for the parts that need three nodes",
+		res.leader.Short, res.revived.Seconds()))
 	return nil
 }
 

@@ -123,6 +123,8 @@ func (r *runner) reviveByStudent(ctx context.Context, res *failed, p *plug) {
 	}
 	p.state = plugBack
 	res.revived, res.revivedBy = time.Since(begin), "v, mid-run"
+	r.env.Log().Info(fmt.Sprintf("q21: %s revived after %.1f s; it rejoins as a follower, %s leads on",
+		p.leader, res.revived.Seconds(), p.newLeader))
 	title := fmt.Sprintf("%s revived (v): it rejoins as a follower; %s leads on", p.leader, p.newLeader)
 	p.mu.Unlock()
 	r.env.Phase(title)

@@ -92,12 +92,20 @@ func (w *worker) consume(ctx context.Context, c conn) {
 	w.mu.Lock()
 	w.nodes = append(w.nodes, c.node.Short)
 	w.live = true
-	if !w.lostAt.IsZero() && w.backAt.IsZero() {
+	back := !w.lostAt.IsZero() && w.backAt.IsZero()
+	if back {
 		w.backAt = time.Now()
 	}
 	w.mu.Unlock()
+	if back { // the TUI's status line follows it
+		w.r.env.Log().Info(fmt.Sprintf("q21: %s reconnected: it consumes again, on %s", w.name, c.node.Short))
+	}
+	faults := lab.FaultsFrom(ctx)
 	for d := range deliveries {
+		release := faults.AddHolder(fmt.Sprintf("%s's channel on %s, holding %s unacked", w.name, c.node.Short, d.Body),
+			func() { _ = ch.Close() }) // the TUI's c: the broker requeues it
 		w.handle(ctx, c.node, d)
+		release()
 	}
 	w.count(func() { w.live = false })
 }

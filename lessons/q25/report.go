@@ -6,7 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lessons/q19"
+	"github.com/queuelab/qlab/lessons/versions"
 	"github.com/queuelab/qlab/render"
 )
 
@@ -41,6 +43,32 @@ func of(rows []delivery, task string) []delivery {
 		}
 	}
 	return out
+}
+
+// queueTable is the queue part (a) declares, argument by argument: the
+// page's topology.
+func queueTable(clock lab.Clock) render.Table {
+	ms := func(d time.Duration) string {
+		return fmt.Sprintf("%d ms (lesson %s)", clock.Real(d).Milliseconds(), dur(d))
+	}
+	return render.Table{
+		Title:  "The queue: " + Queue + ", as part (a) declares it",
+		Header: []string{"argument", "value", "what it does"},
+		Rows: [][]string{
+			{"x-queue-type", "quorum", "quorum only: a classic queue refuses the rest"},
+			{"x-delayed-retry-type", TypeFailed, "hold a reject or a lost channel (not a nack)"},
+			{"x-delayed-retry-min", ms(MinDelay), "the first wait; then min × x-delivery-count"},
+			{"x-delayed-retry-max", ms(MaxDelay), "the cap; without it no wait grows"},
+			{"x-delivery-limit", strconv.Itoa(DeliveryLimit), "retries; the sixth failure is dead-lettered"},
+			{"x-dead-letter-exchange", `""`, "the default exchange: routes by queue name"},
+			{"x-dead-letter-routing-key", DLQ, "where the limit sends a message"},
+		},
+		Notes: []string{"The broker's delays are real milliseconds: the lab declares the lesson's " +
+			"2 s and 32 s at the run's speed. The worker: prefetch " + strconv.Itoa(Slots) + ", " +
+			"d.Ack(false) when the mail is sent, d.Reject(true) when it is not; nothing else.",
+			"A policy may set the same, keys without x- (delayed-retry-type, -min, -max; " +
+				"apply-to quorum_queues): measured alike on RabbitMQ " + Version + "."},
+	}
 }
 
 // scheduleTable is part (a): D1's deliveries, the broker's wait beside
@@ -163,9 +191,9 @@ func limitTable(out outcome) render.Table {
 			DeliveryLimit, ordinal(DeliveryLimit+1), DeliveryLimit),
 		"P2: a nack never counts on 4.3 (x-delivery-count stays absent), so the limit is never " +
 			"reached and the broker would hand it back every 2 s for ever; the lab's guard acks it " +
-			"after " + strconv.Itoa(guard) + " deliveries and reports it dropped. Before 4.3 every return " +
-			"counted, a nack too (measured on 3.10.8: x-delivery-count 1, 2, 3 after three nacks). " +
-			"Since 4.0 a quorum queue's limit is 20 when none is declared. Measured on RabbitMQ " + Version + ".",
+			"after " + strconv.Itoa(guard) + " deliveries and reports it dropped. Since 4.0 a quorum " +
+			"queue's limit is 20 when none is declared.",
+		versions.QuorumReturns.Note(out.version),
 	}
 	return t
 }

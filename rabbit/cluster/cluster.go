@@ -46,6 +46,10 @@ type Options struct {
 	// NoDocker keeps Up from falling back to Docker containers where no
 	// rabbitmq-server can run.
 	NoDocker bool
+	// Root, when set, runs the nodes as local processes inside this chroot
+	// (scripts/rabbitmq.sh build 4.3 makes one) instead of the machine's
+	// rabbitmq-server; never Docker.
+	Root string
 }
 
 // Cluster is a running cluster Up started (or Load found recorded). Its
@@ -63,6 +67,7 @@ type state struct {
 	Kind    string     `json:"kind"`
 	ID      string     `json:"id"`
 	Dir     string     `json:"dir,omitempty"`     // local: every node's directory is under it
+	Root    string     `json:"root,omitempty"`    // local: the chroot the nodes run in, "" for none
 	Network string     `json:"network,omitempty"` // docker: the nodes' network
 	Cookie  string     `json:"cookie,omitempty"`  // docker: the nodes' Erlang cookie
 	Nodes   []NodeSpec `json:"nodes"`
@@ -102,6 +107,7 @@ func Up(ctx context.Context, opts Options) (*Cluster, error) {
 	c := &Cluster{file: opts.StateFile, progress: cmp.Or[io.Writer](opts.Progress, io.Discard)}
 	c.Nodes = make([]NodeSpec, cmp.Or(opts.Nodes, 3))
 	c.ID = fmt.Sprintf("%s-%d-%04x", cmp.Or(opts.Prefix, "qlab"), os.Getpid(), rand.IntN(1<<16))
+	c.Root = opts.Root
 	if err := c.pickDriver(ctx, opts.NoDocker); err != nil {
 		return nil, err
 	}
@@ -124,6 +130,14 @@ func Up(ctx context.Context, opts Options) (*Cluster, error) {
 // pickDriver runs the nodes as local processes where rabbitmq-server can
 // run, else as containers where a Docker engine answers.
 func (c *Cluster) pickDriver(ctx context.Context, noDocker bool) error {
+	if c.Root != "" {
+		server, err := RootServerCommand(c.Root)
+		if err != nil {
+			return fmt.Errorf("%w (%v)", ErrUnavailable, err)
+		}
+		c.Kind, c.drv = Local, &localDriver{server: server}
+		return nil
+	}
 	server, localErr := ServerCommand()
 	switch {
 	case localErr == nil:
@@ -149,6 +163,9 @@ func (c *Cluster) plan() error {
 	}
 	if c.Kind == Local {
 		c.Dir = filepath.Join(os.TempDir(), c.ID)
+		if c.Root != "" {
+			c.Dir = filepath.Join(c.Root, "tmp", c.ID) // where the nodes inside can reach it
+		}
 	}
 	for i := range c.Nodes {
 		p := ports[4*i:]
@@ -158,6 +175,7 @@ func (c *Cluster) plan() error {
 			n.Name = fmt.Sprintf("%s-%s@localhost", c.ID, n.Short)
 			n.DistPort = p[1]
 			n.Dir = filepath.Join(c.Dir, n.Short)
+			n.Root = c.Root
 		case Docker:
 			n.Name = "rabbit@" + n.Short
 			n.Container = c.ID + "-" + n.Short
@@ -177,15 +195,19 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	first := c.Nodes[0]
 	for _, n := range c.Nodes[1:] {
+		begin := time.Now()
 		c.say("%s: joining %s", n.Short, first.Name)
 		for _, args := range [][]string{{"stop_app"}, {"join_cluster", first.Name}, {"start_app"}} {
-			if _, err := c.drv.ctl(ctx, n, args...); err != nil {
+			what := fmt.Sprintf("%s: rabbitmqctl %s", n.Short, strings.Join(args, " "))
+			if err := c.waiting(what, func() error { _, err := c.drv.ctl(ctx, n, args...); return err }); err != nil {
 				return err
 			}
 		}
-		if err := c.awaitNode(ctx, n); err != nil {
+		what := fmt.Sprintf("%s: AMQP on port %d after start_app", n.Short, n.Port)
+		if err := c.waiting(what, func() error { return c.awaitNode(ctx, n) }); err != nil {
 			return err
 		}
+		c.say("%s: joined in %.1fs", n.Short, time.Since(begin).Seconds())
 	}
 	running, err := c.runningNodes(ctx, first)
 	if err != nil {
@@ -202,18 +224,39 @@ func (c *Cluster) start(ctx context.Context) error {
 // progress; the first error wins.
 func (c *Cluster) startAll(ctx context.Context, start func(context.Context, NodeSpec) error) error {
 	errs := make([]error, len(c.Nodes))
-	var wg sync.WaitGroup
-	for i, n := range c.Nodes {
-		wg.Go(func() {
-			begin := time.Now()
-			c.say("%s: starting %s (AMQP port %d)", n.Short, n.Name, n.Port)
-			if errs[i] = start(ctx, n); errs[i] == nil {
-				c.say("%s: up in %.1fs", n.Short, time.Since(begin).Seconds())
-			}
-		})
+	var mu sync.Mutex
+	pending := map[string]bool{}
+	for _, n := range c.Nodes {
+		pending[n.Short] = true
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	what := func() string { // the nodes still starting, for waiting's line
+		mu.Lock()
+		defer mu.Unlock()
+		var left []string
+		for _, n := range c.Nodes {
+			if pending[n.Short] {
+				left = append(left, n.Short)
+			}
+		}
+		return strings.Join(left, ", ") + " to boot and accept AMQP"
+	}
+	return c.waitingFor(what, func() error {
+		var wg sync.WaitGroup
+		for i, n := range c.Nodes {
+			wg.Go(func() {
+				begin := time.Now()
+				c.say("%s: starting %s (AMQP port %d)", n.Short, n.Name, n.Port)
+				if errs[i] = start(ctx, n); errs[i] == nil {
+					c.say("%s: up in %.1fs", n.Short, time.Since(begin).Seconds())
+				}
+				mu.Lock()
+				delete(pending, n.Short)
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		return errors.Join(errs...)
+	})
 }
 
 // runningNodes asks node n which nodes of its cluster are running.
@@ -239,6 +282,33 @@ func (c *Cluster) awaitNode(ctx context.Context, n NodeSpec) error {
 		return fmt.Errorf("%s did not accept AMQP connections on port %d: %w", n.Short, n.Port, err)
 	}
 	return nil
+}
+
+// waitingEvery is how often waiting says that a step is still going.
+const waitingEvery = 5 * time.Second
+
+// waiting runs step, saying what it waits for once it has taken
+// waitingEvery and again every waitingEvery: each rabbitmqctl starts an
+// Erlang VM, and on a loaded laptop a join was silent for 40 s.
+func (c *Cluster) waiting(what string, step func() error) error {
+	return c.waitingFor(func() string { return what }, step)
+}
+
+// waitingFor is waiting with what asked anew each time it is said.
+func (c *Cluster) waitingFor(what func() string, step func() error) error {
+	done := make(chan error, 1)
+	begin := time.Now()
+	go func() { done <- step() }()
+	tick := time.NewTicker(waitingEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-tick.C:
+			c.say("  … still waiting for %s (%.0fs)", what(), time.Since(begin).Seconds())
+		}
+	}
 }
 
 func (c *Cluster) say(format string, args ...any) {

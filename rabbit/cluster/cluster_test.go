@@ -144,6 +144,8 @@ func TestDockerNodesRunOnTheirNetworkWithTheirPortsOnLoopback(t *testing.T) {
 	net := &dockertest.Network{}
 	opts := runOptions(n, net, "COOKIE")
 	assert.Equal(t, "n3", opts.Hostname)
+	assert.Equal(t, "rabbitmq", opts.Repository)
+	assert.Equal(t, "4-management", opts.Tag, "the line qlab broker up starts")
 	assert.Equal(t, []*dockertest.Network{net}, opts.Networks)
 	assert.Equal(t, []string{"RABBITMQ_NODENAME=rabbit@n3"}, opts.Env, "no RABBITMQ_ERLANG_COOKIE: the 3.9+ entrypoint refuses it")
 	script := opts.Cmd[len(opts.Cmd)-1]

@@ -15,8 +15,10 @@ import (
 	dc "github.com/ory/dockertest/v3/docker"
 )
 
-// Image is the container image of a Docker cluster's nodes.
-const Image = "rabbitmq:3-management"
+// Image is the container image of a Docker cluster's nodes: the line
+// `qlab broker up` starts by default (rabbit.DefaultDockerVersion), so a
+// student's cluster runs what a student's broker runs.
+const Image = "rabbitmq:4-management"
 
 // ErrNoDocker means no Docker engine answered within a few seconds.
 var ErrNoDocker = errors.New("no Docker engine answers")

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -19,7 +20,7 @@ func (d *localDriver) start(ctx context.Context, c *Cluster) error {
 }
 
 func (d *localDriver) ctl(ctx context.Context, n NodeSpec, args ...string) (string, error) {
-	return Ctl(ctx, n.Name, args...)
+	return CtlIn(ctx, n.Root, n.Name, args...)
 }
 
 func (d *localDriver) alive(_ context.Context, n NodeSpec) bool { return n.Pid() > 0 }
@@ -38,7 +39,13 @@ func (d *localDriver) cleanup(_ context.Context, c *Cluster) error {
 	if left := processesNaming(c.ID); len(left) > 0 {
 		return fmt.Errorf("processes of the cluster still run: %v", left)
 	}
-	return os.RemoveAll(c.Dir)
+	if err := os.RemoveAll(c.Dir); err != nil {
+		return err
+	}
+	if c.Root != "" {
+		return releaseProc(c.Root)
+	}
+	return nil
 }
 
 func (d *localDriver) leftovers(_ context.Context, c *Cluster) []string {
@@ -52,14 +59,21 @@ func (d *localDriver) leftovers(_ context.Context, c *Cluster) []string {
 	return left
 }
 
-// processesNaming lists the processes (other than this one) whose
-// command line or environment contains s.
+// processesNaming lists the processes (other than this one and the
+// nodes' watchers, WatchOwner) whose command line or environment contains s.
 func processesNaming(s string) []int {
 	var pids []int
 	for _, pid := range processes() {
-		if pid != os.Getpid() && processNames(pid, s) {
+		if pid != os.Getpid() && processNames(pid, s) && !isWatcher(pid) {
 			pids = append(pids, pid)
 		}
 	}
 	return pids
+}
+
+// isWatcher reports whether process pid is a node's watcher or one of its
+// children (WatchOwner).
+func isWatcher(pid int) bool {
+	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	return err == nil && bytes.Contains(env, []byte("\x00"+watcherEnv+"\x00"))
 }

@@ -47,6 +47,7 @@ type NodeSpec struct {
 	MgmtPort  int    `json:"mgmt_port"`           // management UI and HTTP API
 	PromPort  int    `json:"prom_port"`           // rabbitmq_prometheus /metrics
 	Dir       string `json:"dir,omitempty"`       // config, data, logs, pid file (local nodes)
+	Root      string `json:"root,omitempty"`      // the chroot a local node runs in, "" for none
 	Container string `json:"container,omitempty"` // container name (Docker nodes)
 }
 
@@ -127,12 +128,10 @@ func (n NodeSpec) prepare() error {
 	if os.Geteuid() != 0 {
 		return nil
 	}
-	u, err := user.Lookup("rabbitmq")
+	uid, gid, err := n.user()
 	if err != nil {
-		return fmt.Errorf("%w: no rabbitmq user to run the node as: %v", ErrNoServer, err)
+		return err
 	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
 	return filepath.Walk(n.Dir, func(path string, _ os.FileInfo, err error) error {
 		if err != nil {
 			return err
@@ -141,18 +140,49 @@ func (n NodeSpec) prepare() error {
 	})
 }
 
-// env makes rabbitmq-server start this node and no other.
+// user is the uid and gid the node runs as: the rabbitmq user of the
+// machine, or of the node's chroot.
+func (n NodeSpec) user() (uid, gid int, err error) {
+	if n.Root != "" {
+		return rootUser(n.Root)
+	}
+	u, err := user.Lookup("rabbitmq")
+	if err != nil {
+		return 0, 0, fmt.Errorf("%w: no rabbitmq user to run the node as: %v", ErrNoServer, err)
+	}
+	uid, _ = strconv.Atoi(u.Uid)
+	gid, _ = strconv.Atoi(u.Gid)
+	return uid, gid, nil
+}
+
+// env makes rabbitmq-server start this node and no other. Its paths are
+// as the node sees them (inside its chroot, when it has one).
 func (n NodeSpec) env() []string {
+	dir := inRoot(n.Root, n.Dir)
 	return []string{
 		"RABBITMQ_NODENAME=" + n.Name,
 		"RABBITMQ_NODE_PORT=" + strconv.Itoa(n.Port),
 		"RABBITMQ_DIST_PORT=" + strconv.Itoa(n.DistPort),
-		"RABBITMQ_MNESIA_BASE=" + filepath.Join(n.Dir, "mnesia"),
-		"RABBITMQ_LOG_BASE=" + filepath.Join(n.Dir, "log"),
-		"RABBITMQ_PID_FILE=" + filepath.Join(n.Dir, "node.pid"),
-		"RABBITMQ_ENABLED_PLUGINS_FILE=" + filepath.Join(n.Dir, "enabled_plugins"),
-		"RABBITMQ_CONFIG_FILE=" + filepath.Join(n.Dir, "rabbitmq.conf"),
+		"RABBITMQ_MNESIA_BASE=" + filepath.Join(dir, "mnesia"),
+		"RABBITMQ_LOG_BASE=" + filepath.Join(dir, "log"),
+		"RABBITMQ_PID_FILE=" + filepath.Join(dir, "node.pid"),
+		"RABBITMQ_ENABLED_PLUGINS_FILE=" + filepath.Join(dir, "enabled_plugins"),
+		"RABBITMQ_CONFIG_FILE=" + filepath.Join(dir, "rabbitmq.conf"),
 	}
+}
+
+// serverCommand is rabbitmq-server -detached for this node: the machine's
+// server, or the one inside the node's chroot.
+func (n NodeSpec) serverCommand(ctx context.Context, server string) (*exec.Cmd, error) {
+	if n.Root == "" {
+		cmd := exec.CommandContext(ctx, server, "-detached")
+		cmd.Env = append(os.Environ(), n.env()...)
+		return cmd, nil
+	}
+	if err := mountProc(n.Root); err != nil {
+		return nil, err
+	}
+	return rootCommand(ctx, n.Root, n.env(), server, "-detached"), nil
 }
 
 // StartLocal writes the node's files under n.Dir, starts rabbitmq-server
@@ -165,8 +195,11 @@ func StartLocal(ctx context.Context, server string, n NodeSpec) error {
 		os.RemoveAll(n.Dir)
 		return err
 	}
-	cmd := exec.CommandContext(ctx, server, "-detached")
-	cmd.Env = append(os.Environ(), n.env()...)
+	cmd, err := n.serverCommand(ctx, server)
+	if err != nil {
+		os.RemoveAll(n.Dir)
+		return err
+	}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		os.RemoveAll(n.Dir)
 		return fmt.Errorf("%w: rabbitmq-server -detached: %v: %s", ErrNoServer, err, strings.TrimSpace(string(out)))
@@ -231,14 +264,25 @@ func (n NodeSpec) LogTail() string {
 // returns its standard output. As root the Debian wrapper runs it as the
 // rabbitmq user, whose Erlang cookie the node shares.
 func Ctl(ctx context.Context, node string, args ...string) (string, error) {
-	return runTool(ctx, "rabbitmqctl", node, args...)
+	return runTool(ctx, "", "rabbitmqctl", node, args...)
 }
 
-// runTool runs one of the broker's CLI tools against node.
-func runTool(ctx context.Context, tool, node string, args ...string) (string, error) {
+// CtlIn is Ctl for a node that runs inside chroot root ("" for none): the
+// rabbitmqctl inside it, with its Erlang cookie.
+func CtlIn(ctx context.Context, root, node string, args ...string) (string, error) {
+	return runTool(ctx, root, "rabbitmqctl", node, args...)
+}
+
+// runTool runs one of the broker's CLI tools against node, inside chroot
+// root when root is not "".
+func runTool(ctx context.Context, root, tool, node string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, CtlTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, tool, append([]string{"-q", "-n", node}, args...)...)
+	argv := append([]string{"-q", "-n", node}, args...)
+	cmd := exec.CommandContext(ctx, tool, argv...)
+	if root != "" {
+		cmd = rootCommand(ctx, root, nil, append([]string{tool}, argv...)...)
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -266,7 +310,7 @@ func RemoveLocal(n NodeSpec) error {
 	var stopErr error
 	if pid := n.Pid(); pid > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
-		_, stopErr = Ctl(ctx, n.Name, "stop")
+		_, stopErr = CtlIn(ctx, n.Root, n.Name, "stop")
 		cancel()
 		if !awaitGone(pid, n.Name, 10*time.Second) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)

@@ -97,6 +97,9 @@ func (c *Cluster) check() error {
 		if n.Name == "" || n.Short == "" || n.Port == 0 {
 			return fmt.Errorf("node %q is incomplete", n.Short)
 		}
+		if c.Kind == Local && n.Root != c.Root {
+			return fmt.Errorf("node %s runs in chroot %q, not the cluster's %q", n.Short, n.Root, c.Root)
+		}
 		if c.Kind == Local && (filepath.Base(c.Dir) != c.ID || n.Dir != filepath.Join(c.Dir, n.Short)) {
 			return fmt.Errorf("node %s's directory %q is not under the cluster's own", n.Short, n.Dir)
 		}
