@@ -30,7 +30,7 @@ func (d *localDriver) remove(_ context.Context, n NodeSpec) error { return Remov
 // inet_gethost) to follow their node out, and deletes the cluster's
 // directory (Load has checked it is the one Up made).
 func (d *localDriver) cleanup(_ context.Context, c *Cluster) error {
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(helpersExit(c)); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		if len(processesNaming(c.ID)) == 0 {
 			break
 		}
@@ -47,6 +47,16 @@ func (d *localDriver) cleanup(_ context.Context, c *Cluster) error {
 	return nil
 }
 
+// helpersExit bounds the wait for a cluster's helper processes to exit:
+// longer in a chroot, whose 4.3 nodes took over 10 s to let go of theirs
+// with the load average above 30 on two cores.
+func helpersExit(c *Cluster) time.Duration {
+	if c.Root != "" {
+		return 40 * time.Second
+	}
+	return 10 * time.Second
+}
+
 func (d *localDriver) leftovers(_ context.Context, c *Cluster) []string {
 	var left []string
 	for _, pid := range processesNaming(c.ID) {
@@ -58,12 +68,13 @@ func (d *localDriver) leftovers(_ context.Context, c *Cluster) []string {
 	return left
 }
 
-// processesNaming lists the processes (other than this one) whose
-// command line or environment contains s.
+// processesNaming lists the processes (other than this one and the
+// owner watchers WatchOwner started) whose command line or environment
+// contains s.
 func processesNaming(s string) []int {
 	var pids []int
 	for _, pid := range processes() {
-		if pid != os.Getpid() && processNames(pid, s) {
+		if pid != os.Getpid() && processNames(pid, s) && !processNames(pid, watcherMark) {
 			pids = append(pids, pid)
 		}
 	}

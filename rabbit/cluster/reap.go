@@ -47,6 +47,11 @@ rm -rf "$DIR"
 [ -z "$PARENT" ] || rmdir "$PARENT" 2>/dev/null
 `
 
+// watcherMark is in a watcher's environment (and its sleeps'): it names
+// the node it watches, yet it is no process of the node's, and it waits
+// for its owner, so Down must not wait for it (processesNaming).
+const watcherMark = "QLAB_NODE_WATCHER=1"
+
 // WatchOwner starts a detached watcher that removes local node n once
 // this process has exited, and then parent when it is left empty ("" for
 // none: a cluster's nodes share a parent directory). It returns an error
@@ -58,7 +63,7 @@ func WatchOwner(n NodeSpec, parent string) error {
 		return fmt.Errorf("node %s has no process to watch", n.Name)
 	}
 	cmd := exec.Command("sh", "-c", watcher)
-	cmd.Env = append(os.Environ(),
+	cmd.Env = append(os.Environ(), watcherMark,
 		"OWNER="+strconv.Itoa(os.Getpid()), "NODE="+n.Name, "BEAM="+strconv.Itoa(beam), "DIR="+n.Dir, "PARENT="+parent)
 	// Its own session: Ctrl-C in the terminal signals the test's process
 	// group, and the watcher must live on to do its work.
