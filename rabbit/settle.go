@@ -72,11 +72,15 @@ func (s *Session) WaitSettled(ctx context.Context, stream *lab.Stream, extra fun
 	moved := clock.Elapsed()
 	parked, _ := s.parkActivity()
 	nextCheck := time.Now().Add(checkEvery)
+	settled := func() bool {
+		tasks, pending, _ := stream.Progress()
+		return tasks > 0 && pending == 0 && (extra == nil || extra())
+	}
 	_, err := PollUntil(ctx, 2*time.Millisecond, 0, func() (bool, error) {
-		tasks, pending, moves := stream.Progress()
-		if tasks > 0 && pending == 0 && (extra == nil || extra()) {
+		if settled() {
 			return true, nil
 		}
+		_, _, moves := stream.Progress()
 		if err := s.Err(); err != nil {
 			return false, err
 		}
@@ -96,6 +100,9 @@ func (s *Session) WaitSettled(ctx context.Context, stream *lab.Stream, extra fun
 		}
 		due := s.scheduledUntil()
 		if clock.Real(clock.Elapsed()-max(moved, due)) > realPatience {
+			if settled() { // the last task settled since the poll above: not a stall
+				return true, nil
+			}
 			s.fail(stalled(clock, realPatience, due, stream.Tasks()))
 			return false, s.Err()
 		}
