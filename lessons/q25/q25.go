@@ -62,8 +62,8 @@ var Lesson = lesson.Lesson{
 	Default:    lab.Rabbit,
 	MinBroker:  MinBroker,
 	Preflight:  Preflight,
-	WatchSpeed: 5,                 // 2 min of lesson time in about 24 s (measured on 4.3.6)
-	Length:     120 * time.Second, // broker only: no golden to hold it to
+	WatchSpeed: 5,                 // 2 min of lesson time in about 25 s (measured on 4.3.6)
+	Length:     125 * time.Second, // broker only: no golden to hold it to
 	// At 10× the shortest wait, 2 s, is 200 ms real: a message back at
 	// once (a few ms) stays plainly apart from one held, on a loaded
 	// machine too (at 20×, 100 ms, it did not always).

@@ -122,7 +122,7 @@ func ready(n int) string {
 // settleTable is part (b): which settles each retry type delays.
 func settleTable(cs []*cell) render.Table {
 	t := render.Table{
-		Title:  "(b) Which settle the broker delays: waits after 3 failures (min 2 s, max 8 s)",
+		Title:  "(b) Which settle the broker delays: waits after 3 failures (min 4 s, max 16 s)",
 		Header: []string{"hand back with", TypeAll, TypeFailed, TypeReturned},
 	}
 	labels := map[Settle]string{Nack: "basic.nack, requeue", Reject: "basic.reject, requeue",
@@ -162,19 +162,17 @@ func settleTable(cs []*cell) render.Table {
 func limitTable(out outcome) render.Table {
 	t := render.Table{
 		Title:  fmt.Sprintf("(c) x-delivery-limit %d: what counts toward it", DeliveryLimit),
-		Header: []string{"task", "hand back", "deliveries", "x-delivery-count read", "waits", "ended"},
+		Header: []string{"task", "hand back", "deliveries", "x-delivery-count read", "x-acquired-count read", "ended"},
 	}
 	for _, task := range []string{"P1", "P2"} {
 		rows := of(out.rows, task)
-		var counts, waits []string
+		var counts, acquired []string
 		settle := "-"
-		for i, r := range rows {
+		for _, r := range rows {
 			counts = append(counts, count(r.count))
-			if i > 0 {
-				waits = append(waits, fmt.Sprintf("%.1f", (r.at-rows[i-1].end).Seconds()))
-			}
+			acquired = append(acquired, count(r.acquired))
 			if r.settle != "" {
-				settle = "basic." + string(r.settle)
+				settle = string(r.settle)
 			}
 		}
 		ended := "the lab's guard"
@@ -182,7 +180,7 @@ func limitTable(out outcome) render.Table {
 			ended = "DLQ, x-death " + reason
 		}
 		t.Rows = append(t.Rows, []string{task, settle, strconv.Itoa(len(rows)), strings.Join(counts, " "),
-			compact(waits) + " s", ended})
+			strings.Join(acquired, " "), ended})
 	}
 	t.Notes = []string{
 		fmt.Sprintf("P1: each reject counts; after %d counted failures the %s reject goes to the "+
@@ -196,19 +194,6 @@ func limitTable(out outcome) render.Table {
 		versions.QuorumReturns.Note(out.version),
 	}
 	return t
-}
-
-// compact is a list of waits, a run of one value as "7 × 2.0".
-func compact(waits []string) string {
-	for _, w := range waits[min(1, len(waits)):] {
-		if w != waits[0] {
-			return strings.Join(waits, " ")
-		}
-	}
-	if len(waits) > 2 {
-		return fmt.Sprintf("%d × %s", len(waits), waits[0])
-	}
-	return strings.Join(waits, " ")
 }
 
 // ordinal is 6 → "sixth", for the small numbers the notes use.

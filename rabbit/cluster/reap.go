@@ -23,6 +23,11 @@ import (
 //   - ReapOrphans, at the next start, removes nodes whose owner is gone
 //     (for the case where the watcher itself was killed).
 
+// watcherEnv marks a watcher and its children (sleep, rabbitmqctl), whose
+// environment names the node: processesNaming must not take them for the
+// node's own processes.
+const watcherEnv = "QLAB_NODE_WATCHER=1"
+
 // TestPrefixes are the name prefixes of the nodes test processes start
 // (rabbittest's private nodes, clustertest's cluster, the fault suite's
 // nodes): ReapOrphans of these never touches a student's cluster.
@@ -31,11 +36,13 @@ var TestPrefixes = []string{"qlabtest", "qlabfault"}
 // ownedName matches a node name whose second field is its owner's pid.
 var ownedName = regexp.MustCompile(`^([a-z]+)-(\d+)-[0-9a-f]{4}(-n\d+)?@`)
 
-// watcher waits for the owner to exit, then asks the node to stop, and
+// watcher waits for the owner to exit (or the node's directory to go: its
+// owner removed it, and the watcher has nothing left to do), then asks the
+// node to stop, and
 // kills it if it has not within 20 s, checking that the pid is still that
 // node's beam (a pid can be reused), then deletes its directory.
 const watcher = `
-while kill -0 "$OWNER" 2>/dev/null; do sleep 1; done
+while kill -0 "$OWNER" 2>/dev/null && [ -d "$DIR" ]; do sleep 1; done
 [ -d "$DIR" ] || exit 0
 timeout 20 rabbitmqctl -q -n "$NODE" stop >/dev/null 2>&1
 for _ in 1 2 3 4 5; do
@@ -57,16 +64,18 @@ func WatchOwner(n NodeSpec, parent string) error {
 	if beam == 0 {
 		return fmt.Errorf("node %s has no process to watch", n.Name)
 	}
-	cmd := exec.Command("sh", "-c", watcher)
-	cmd.Env = append(os.Environ(),
+	// sh starts the watcher in the background and exits at once: the
+	// watcher is nobody's child here, so no goroutine waits for it (the
+	// packages' goroutine-leak checks) and it leaves no zombie.
+	cmd := exec.Command("sh", "-c", `sh -c "$QLAB_WATCHER" </dev/null >/dev/null 2>&1 &`)
+	cmd.Env = append(os.Environ(), watcherEnv, "QLAB_WATCHER="+watcher,
 		"OWNER="+strconv.Itoa(os.Getpid()), "NODE="+n.Name, "BEAM="+strconv.Itoa(beam), "DIR="+n.Dir, "PARENT="+parent)
 	// Its own session: Ctrl-C in the terminal signals the test's process
 	// group, and the watcher must live on to do its work.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
+	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("watching node %s: %w", n.Name, err)
 	}
-	go func() { _ = cmd.Wait() }() // reap it if it ends first (it never should while we live)
 	return nil
 }
 
