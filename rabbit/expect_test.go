@@ -2,12 +2,14 @@ package rabbit_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
@@ -64,4 +66,77 @@ func TestStallAfterTimerSaysLessonTime(t *testing.T) {
 		"30 s after Expect was called, in lesson time: a loaded machine calls it a little later")
 	assert.GreaterOrEqual(t, took, 13*time.Second, "the 3 s timer, then the 10 s patience")
 	assert.Less(t, took, 60*time.Second, "a true stall still ends within its bound (13 s, and room for a loaded machine)")
+}
+
+// TestRejectIntoAWaitQueueIsNotAStall: a retry the broker carries out
+// itself (a reject that the queue's dead-letter route takes into a wait
+// queue) is a wait the run scheduled, though no publish of the run's
+// shows it: a 30 s TTL at 2× is 15 s real, longer than the watchdog's
+// floor, and the run settles when the message comes back.
+func TestRejectIntoAWaitQueueIsNotAStall(t *testing.T) {
+	t.Parallel() // waits on the broker's timer
+	ctx, f, stream := waitingFlow(t, flow.Topology{Queues: []flow.Queue{
+		{Name: "work", Role: flow.Work, DeadLetterTo: "wait"},
+		{Name: "wait", Role: flow.Wait, TTL: 30 * time.Second, DeadLetterTo: "work"},
+	}})
+	require.NoError(t, f.Publish(ctx, "P", "work", "A"))
+	settlesAfterTheWait(t, ctx, f, stream, 2)
+}
+
+// TestPublishRoutedIntoAWaitQueueIsNotAStall: a message the run publishes
+// to an exchange that routes it into a wait queue (a 30 s TTL, 15 s real
+// at 2×) waits on purpose; the session sees only the exchange, so the
+// flow counts the TTL of the queues the topology routes it to.
+func TestPublishRoutedIntoAWaitQueueIsNotAStall(t *testing.T) {
+	t.Parallel() // waits on the broker's timer
+	ctx, f, stream := waitingFlow(t, flow.Topology{
+		Queues: []flow.Queue{
+			{Name: "work", Role: flow.Work},
+			{Name: "wait", Role: flow.Wait, TTL: 30 * time.Second, DeadLetterTo: "work"},
+		},
+		Exchanges: []flow.Exchange{{Name: "schedule", Kind: flow.Direct}},
+		Bindings:  []flow.Binding{{Exchange: "schedule", Queue: "wait", Key: "in-30s"}},
+	})
+	require.NoError(t, f.PublishTo(ctx, "P", "schedule", "in-30s", "A"))
+	settlesAfterTheWait(t, ctx, f, stream, 1)
+}
+
+// waitingFlow declares topo on a flow at 2× whose worker on "work" fails
+// each task's first attempt into the wait queue "wait" and acks the next.
+func waitingFlow(t *testing.T, topo flow.Topology) (context.Context, *rabbit.Flow, *lab.Stream) {
+	s := rabbittest.Session(t, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	stream := lab.NewStream("test", lab.Rabbit, s.Clock, lab.SinkFunc(func(lab.Event) {}))
+	f, err := rabbit.NewFlow(ctx, s, stream)
+	require.NoError(t, err)
+	require.NoError(t, f.Declare(ctx, topo))
+	require.NoError(t, f.Consume(ctx, flow.Consumer{Queue: "work", Actor: "W",
+		Handle: func(ctx context.Context, d *flow.Delivery) flow.Decision {
+			err := stream.Attempt(d.Event("W"), func() error {
+				if d.Attempt == 1 && topo.DeadLetterTarget("work") == "wait" {
+					return errors.New("down")
+				}
+				return nil
+			})
+			if err != nil {
+				return flow.Retry("wait", err)
+			}
+			return flow.Ack()
+		}}))
+	return ctx, f, stream
+}
+
+// settlesAfterTheWait waits for the flow of waitingFlow to settle its one
+// task A, which must come out of its 30 s wait (15 s real) done, after
+// attempts.
+func settlesAfterTheWait(t *testing.T, ctx context.Context, f *rabbit.Flow, stream *lab.Stream, attempts int) {
+	start := time.Now()
+	require.NoError(t, f.Wait(ctx))
+	assert.GreaterOrEqual(t, time.Since(start), 14*time.Second, "A came out of its 30 s wait, not before")
+	require.NoError(t, f.Close(ctx))
+	tasks := stream.Finish()
+	require.Len(t, tasks, 1)
+	assert.Equal(t, lab.FateDone, tasks[0].Fate)
+	assert.Equal(t, attempts, tasks[0].Attempts)
 }

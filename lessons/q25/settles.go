@@ -111,9 +111,15 @@ func runCell(ctx context.Context, env *lesson.Env, s *rabbit.Session, conn *amqp
 		return err
 	}
 	defer func() {
-		if ch != nil { // nil when a re-consume after a close failed (a run stopped early)
-			_ = ch.Close()
+		if ch == nil { // a re-consume after a close failed (a run stopped early)
+			return
 		}
+		// Not waited on: a run stopped early cancels the consumer, and the
+		// broker did not answer that channel's close for 9 minutes once
+		// (4.3.6, TestEverySpeed); settles closes the connection next,
+		// which ends this close too.
+		last := ch
+		go func() { _ = last.Close() }()
 	}()
 	env.Stream.Emit(lab.Event{Kind: lab.Enqueued, Task: c.task(), Queue: settleView, Actor: "Producer",
 		Note: "to " + c.queue()})
