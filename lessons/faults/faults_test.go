@@ -72,8 +72,9 @@ func TestMain(m *testing.M) {
 	code := clustertest.Main(m) // runs the tests, then removes the cluster if one started
 	// Cases run concurrently, so goroutines are checked once all have
 	// ended: none of any run may be left (goleak retries while they wind
-	// down).
-	if err := goleak.Find(); err != nil {
+	// down). The watchers of the suite's nodes (cluster.WatchOwner) live
+	// until their node's removal below: they are no run's.
+	if err := goleak.Find(goleak.IgnoreAnyFunction(watcherWait)); err != nil {
 		fmt.Fprintf(os.Stderr, "faults: goroutines left behind by the fault runs: %v\n", err)
 		code = 1
 	}
@@ -92,6 +93,9 @@ func TestMain(m *testing.M) {
 	writeReport()
 	os.Exit(code)
 }
+
+// watcherWait is the goroutine that reaps a node's watcher process.
+const watcherWait = "github.com/queuelab/qlab/rabbit/cluster.WatchProcess.func1"
 
 // report records one fault case's line for the report and the test log.
 func report(t *testing.T, line string) {
@@ -311,8 +315,9 @@ type fault struct {
 	// fire injects the fault; its error fails the case.
 	fire func(ctx context.Context, n *rabbittest.Node, names rabbit.Names, first lab.Event) error
 	// after, if set, runs once the run has ended (a node kept down is
-	// started again); its error fails the case.
-	after func(ctx context.Context, n *rabbittest.Node) error
+	// started again); fired says the fault's moment came. Its error fails
+	// the case.
+	after func(ctx context.Context, n *rabbittest.Node, fired bool) error
 	// mayFail says the run may end with an error (and which tasks may be
 	// lost): a deleted queue ends it with exit 1. mustFail says it must.
 	// nackMayEnd lets a nacked publish end it (see runFaulted).
@@ -355,21 +360,87 @@ var restart = fault{name: "restart", nackMayEnd: true, fire: func(ctx context.Co
 	return err
 }}
 
-// down stops the node's application and keeps it down until the run has
-// ended: the run must give up within its bound (5 s of redialling here;
-// rabbit.DefaultGiveUpAfter, 30 s, by default) with exit 1 and every
-// unfinished task lost with a reason.
-var down = fault{name: "down", mayFail: true, mustFail: true, giveUpAfter: 5 * time.Second,
-	fire: func(ctx context.Context, n *rabbittest.Node, _ rabbit.Names, _ lab.Event) error {
-		_, err := n.Ctl(ctx, "stop_app")
-		return err
-	},
-	after: func(ctx context.Context, n *rabbittest.Node) error {
-		if _, err := n.Ctl(ctx, "start_app"); err != nil {
-			return err
+// An outage stops a node once, for a group of runs on it at once: each
+// run's fault is to arrive at the outage at its own seeded moment and be
+// held there (its pause held, as for any fault) until every run of the
+// group has arrived or ended; then the node's application stops, every
+// run must give it up, and once all have ended it starts again. Each
+// lesson so meets a broker kept down mid-run as if alone, and the group
+// waits out one give-up instead of one per lesson, one after another
+// (twelve cases took 34–38 s each at load 50: over seven minutes).
+type outage struct {
+	mu               sync.Mutex
+	toArrive, toEnd  int           // runs not yet at their moment (or ended), not yet ended
+	stopped, started chan struct{} // closed once the node stopped, and started again
+	stopErr, upErr   error
+}
+
+// newOutage is an outage for a group of runs runs.
+func newOutage(runs int) *outage {
+	return &outage{toArrive: runs, toEnd: runs, stopped: make(chan struct{}), started: make(chan struct{})}
+}
+
+// outageWait bounds how long a run waits for the others of its group.
+const outageWait = runBound + time.Minute
+
+// fault is the outage as each run's fault on n: its error is the stop's.
+func (o *outage) fault(n *rabbittest.Node) fault {
+	return fault{name: "down", mayFail: true, mustFail: true, giveUpAfter: 5 * time.Second,
+		fire: func(ctx context.Context, _ *rabbittest.Node, _ rabbit.Names, _ lab.Event) error {
+			o.arrived(n)
+			return o.await(ctx, o.stopped, &o.stopErr)
+		},
+		after: func(ctx context.Context, _ *rabbittest.Node, fired bool) error {
+			if !fired {
+				o.arrived(n) // it ended before its moment: the others need not wait for it
+			}
+			o.ended(n)
+			ctx, cancel := context.WithTimeout(ctx, outageWait)
+			defer cancel()
+			return o.await(ctx, o.started, &o.upErr)
+		},
+	}
+}
+
+// arrived counts one run at its moment; the last stops the node.
+func (o *outage) arrived(n *rabbittest.Node) {
+	o.mu.Lock()
+	o.toArrive--
+	last := o.toArrive == 0
+	o.mu.Unlock()
+	if last {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_, o.stopErr = n.Ctl(ctx, "stop_app")
+		close(o.stopped)
+	}
+}
+
+// ended counts one run ended; the last starts the node again.
+func (o *outage) ended(n *rabbittest.Node) {
+	o.mu.Lock()
+	o.toEnd--
+	last := o.toEnd == 0
+	o.mu.Unlock()
+	if last {
+		<-o.stopped // every run ended, so every run arrived: the stop has begun
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if _, o.upErr = n.Ctl(ctx, "start_app"); o.upErr == nil {
+			o.upErr = n.AwaitUp(ctx)
 		}
-		return n.AwaitUp(ctx)
-	},
+		close(o.started)
+	}
+}
+
+// await waits within ctx for done, then returns *err.
+func (o *outage) await(ctx context.Context, done chan struct{}, err *error) error {
+	select {
+	case <-done:
+		return *err
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for the other runs of the outage: %w", ctx.Err())
+	}
 }
 
 // victim is the queue the delete fault removes: the broker queue of the
@@ -436,34 +507,32 @@ func TestFaults(t *testing.T) {
 }
 
 // nodeFaults runs every enrolled lesson through a broker restart, one at
-// a time on a node of their own, then the last lesson's kept-down case
-// (see downFaults).
+// a time on a node of their own.
 func nodeFaults(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed(), 15))
-	ls := enrolled()
-	for _, l := range ls {
+	for _, l := range enrolled() {
 		at := 3 + rng.IntN(10)
 		t.Run("restart/"+l.Slug(), func(t *testing.T) { runFaulted(t, wideNode.get(t), l, restart, at) })
 	}
-	downCase(t, wideNode.get(t), ls[len(ls)-1], len(ls)-1)
 }
 
-// downFaults runs every enrolled lesson but the last against a broker
-// that goes down and stays down past the run's bound, one at a time on a
-// third node. Each case waits out rabbit.DefaultGiveUpAfter, mostly idle,
-// so they run beside the restarts; the last one runs after the restarts
-// on their node, which balances the two groups' time.
+// downFaults runs every enrolled lesson at once on a third node, against
+// one outage (see outage): the node goes down at each run's seeded moment
+// and stays down past the run's bound.
 func downFaults(t *testing.T) {
+	n := downNode.get(t)
 	ls := enrolled()
-	for i, l := range ls[:len(ls)-1] {
-		downCase(t, downNode.get(t), l, i)
+	f := newOutage(len(ls)).fault(n)
+	names := make([]string, len(ls))
+	for i, l := range ls {
+		names[i] = l.Slug()
 	}
-}
-
-// downCase runs l, the i-th enrolled lesson, against a broker kept down.
-func downCase(t *testing.T, n *rabbittest.Node, l lesson.Lesson, i int) {
-	at := 3 + int(seed()+uint64(i)*7)%10
-	t.Run("down/"+l.Slug(), func(t *testing.T) { runFaulted(t, n, l, down, at) })
+	t.Run("down", func(t *testing.T) {
+		// Every run at once: the outage waits for all of them.
+		concurrentlyIn(t, make(chan struct{}, len(ls)), names, func(t *testing.T, i int) {
+			runFaulted(t, n, ls[i], f, 3+int(seed()+uint64(i)*7)%10)
+		})
+	})
 }
 
 // runFaultCases runs every enrolled lesson under every fault that
@@ -515,7 +584,10 @@ func runFaulted(t *testing.T, n *rabbittest.Node, l lesson.Lesson, f fault, at i
 	took := time.Since(start)
 	hung := ctx.Err() != nil
 	if f.after != nil {
-		if err := f.after(context.Background(), n); err != nil {
+		tr.mu.Lock()
+		fired := tr.fired
+		tr.mu.Unlock()
+		if err := f.after(context.Background(), n, fired); err != nil {
 			t.Fatalf("after %s: %v", f.name, err)
 		}
 	}
