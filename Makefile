@@ -4,15 +4,22 @@ QLAB    ?= bin/qlab
 SPEED   ?=
 FLAGS   ?=
 
-.PHONY: build test quick vet golden lessons bench bench-check bench-docs tui clean FORCE
+.PHONY: build setup test quick vet golden lessons bench bench-check bench-docs tui clean FORCE
 
 build: $(QLAB)
 
-# The first build fetches and compiles every dependency, which takes a
-# minute or two: say so rather than print nothing that long.
+# The first build fetches and compiles every dependency, which takes
+# minutes: scripts/build.sh says what it is doing every few seconds (a
+# warm build stays silent). Without bash, a plain go build.
 $(QLAB): FORCE
-	@[ -x $(QLAB) ] || echo "building $(QLAB) (the first build fetches and compiles the dependencies: a minute or two)..." >&2
-	@$(GO) build -o $(QLAB) ./cmd/qlab
+	@if command -v bash >/dev/null 2>&1; then GO="$(GO)" bash scripts/build.sh $(QLAB) ./cmd/qlab; \
+	else echo "building $(QLAB) (a first build fetches and compiles the dependencies: minutes)..." >&2; \
+		$(GO) build -o $(QLAB) ./cmd/qlab; fi
+
+# Before a workshop, on a good network: fetch and build everything the
+# lessons, the exercises and the tests need, and say what it cost.
+setup:
+	@GO="$(GO)" bash scripts/setup.sh
 
 # make lesson-7 [SPEED=10] [FLAGS="--backend rabbit"]. Each lesson runs on
 # its default backend (the broker for the lessons `qlab run --help`

@@ -193,8 +193,12 @@ func DifferencesTable(a, b []BrokerRun) render.Table {
 	la, lb := ledgers(sidesOf(a)), ledgers(sidesOf(b))
 	for _, id := range taskIDs(append(la, lb...)...) {
 		ra, rb := taskRunsOf(la, id), taskRunsOf(lb, id)
-		if fa, fb := ra.fates(), rb.fates(); fa != fb {
+		fa, fb := ra.fates(), rb.fates()
+		if fa != fb {
 			t.Rows = append(t.Rows, []string{id, "fate", fa, fb})
+		}
+		if fa == "-" || fb == "-" {
+			continue // one broker never had the task: its fate says so, and nothing else compares
 		}
 		if na, nb := ra.attempts(), rb.attempts(); na != nb {
 			t.Rows = append(t.Rows, []string{id, "attempts", na, nb})

@@ -46,6 +46,11 @@ func TestDifferencesTableNamesARefusedRun(t *testing.T) {
 	assert.Equal(t, []string{"-", "the run", "finished", `failed: declaring queue q: Exception (406) Reason: "PRECONDITION_FAILED"`}, rows[0])
 	assert.Contains(t, rows, []string{"A", "fate", "done", "lost"})
 	assert.Contains(t, rows, []string{"A", "attempts", "2", "1"})
+
+	never := BrokerRun{Side: Side{Backend: lab.Rabbit, Label: "RabbitMQ 3.10.8", Speed: 1}, Err: errors.New("lesson 25 needs RabbitMQ 4.3")}
+	rows = DifferencesTable([]BrokerRun{never}, []BrokerRun{old}).Rows
+	assert.Equal(t, [][]string{{"-", "the run", "failed: lesson 25 needs RabbitMQ 4.3", "finished"},
+		{"A", "fate", "-", "done"}, {"B", "fate", "-", "done"}}, rows, "a task one broker never had is one row: its fate")
 }
 
 func TestSeriesElidesALongOne(t *testing.T) {

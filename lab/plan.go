@@ -32,6 +32,26 @@ type Plan struct {
 	// default, enqueues them all at once. Only lessons that declare
 	// Lesson.Scales honour it.
 	Every time.Duration
+
+	// poison indexes Poison for ScaledPlan's thousands of poison tasks
+	// (a scan per attempt made a 100,000-task run quadratic). It answers
+	// only while Poison is still the slice it indexed.
+	poison *poisonSet
+}
+
+// poisonSet is a set of poison ids and the slice it was built from.
+type poisonSet struct {
+	of  []string
+	ids map[string]struct{}
+}
+
+// isPoison reports whether task is in p.Poison.
+func (p Plan) isPoison(task string) bool {
+	if s := p.poison; s != nil && len(s.of) == len(p.Poison) && len(s.of) > 0 && &s.of[0] == &p.Poison[0] {
+		_, ok := s.ids[task]
+		return ok
+	}
+	return slices.Contains(p.Poison, task)
 }
 
 // MaxTasks bounds ScaledPlan: 100,000 tasks is already minutes of a
@@ -54,6 +74,11 @@ func ScaledPlan(n int) (Plan, error) {
 			p.Poison = append(p.Poison, p.Tasks[i])
 		}
 	}
+	set := &poisonSet{of: p.Poison, ids: make(map[string]struct{}, len(p.Poison))}
+	for _, id := range p.Poison {
+		set.ids[id] = struct{}{}
+	}
+	p.poison = set
 	return p, nil
 }
 
@@ -67,7 +92,7 @@ func DefaultPlan() Plan {
 // or nil if it succeeds. Poison tasks always fail; others fail when a hash
 // of (Seed, task, attempt) falls under FailRate.
 func (p Plan) Fails(task string, attempt int) error {
-	if slices.Contains(p.Poison, task) {
+	if p.isPoison(task) {
 		return ErrPoison
 	}
 	if p.FailRate > 0 && p.roll(fmt.Sprintf("%d/%s/%d", p.Seed, task, attempt)) < p.FailRate {

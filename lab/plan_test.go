@@ -2,10 +2,12 @@ package lab
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestPlanPoisonAlwaysFails(t *testing.T) {
@@ -105,5 +107,35 @@ func TestScaledPlan(t *testing.T) {
 	for _, n := range []int{0, -1, MaxTasks + 1} {
 		_, err := ScaledPlan(n)
 		assert.Error(t, err, "%d tasks", n)
+	}
+}
+
+// A scaled plan's poison index agrees with its Poison list for every
+// task, and a plan whose Poison was replaced after scaling (as compare
+// does) answers from the new list, not the stale index.
+func TestScaledPlanPoisonIndexAgreesWithTheList(t *testing.T) {
+	p, err := ScaledPlan(1000)
+	require.NoError(t, err)
+	for _, id := range p.Tasks {
+		assert.Equal(t, slices.Contains(p.Poison, id), errors.Is(p.Fails(id, 1), ErrPoison), id)
+	}
+	q := p
+	q.Poison = nil
+	assert.NoError(t, q.Fails(p.Poison[0], 1), "no poison left")
+	q.Poison = []string{p.Tasks[0]}
+	assert.ErrorIs(t, q.Fails(p.Tasks[0], 1), ErrPoison)
+	assert.NoError(t, q.Fails(p.Poison[0], 1))
+}
+
+// BenchmarkScaledPlanFails is one attempt's failure check in a
+// 100,000-task plan: constant time, where a scan of its 25,000 poison ids
+// made a --tasks 100000 run quadratic.
+func BenchmarkScaledPlanFails(b *testing.B) {
+	p, err := ScaledPlan(MaxTasks)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range b.N {
+		_ = p.Fails(p.Tasks[i%len(p.Tasks)], 1)
 	}
 }

@@ -211,16 +211,21 @@ func isNotFound(err error) bool {
 // records it for deletion at Close.
 func (s *Session) declare(ctx context.Context, seedName string, args amqp.Table) error {
 	name := s.Names.Of(seedName)
-	if err := s.queueDeclare(ctx, name, args); err != nil {
-		var pre *PreconditionError
-		if errors.As(err, &pre) {
-			return err // created between our check and now, by someone else: not ours
-		}
+	err := s.queueDeclare(ctx, name, args)
+	var pre *PreconditionError
+	if errors.As(err, &pre) {
+		return err // created between our check and now, by someone else: not ours
+	}
+	// A declare abandoned at its bound (Transient) may still be carried
+	// out: Close deletes the queue all the same (one not there is no error).
+	if err == nil || Transient(err) {
+		s.owned.mu.Lock()
+		s.owned.declared = append(s.owned.declared, name)
+		s.owned.mu.Unlock()
+	}
+	if err != nil {
 		return fmt.Errorf("declaring queue %s: %w", name, err)
 	}
-	s.owned.mu.Lock()
-	s.owned.declared = append(s.owned.declared, name)
-	s.owned.mu.Unlock()
 	return nil
 }
 

@@ -12,21 +12,43 @@ import (
 )
 
 // declareRoutes declares t's exchanges (durable, under the session's
-// names) and binds t's queues to them; the queues must exist already. It
-// returns the broker names of the exchanges it declared, for deletion,
-// also when a later step failed.
+// names) and binds t's queues to them; the queues must exist already. A
+// broker that does not answer in time is tried again as Retry says (both
+// steps are idempotent). It returns the broker names of the exchanges it
+// declared, for deletion, also when a later step failed; when the broker
+// never answered, every exchange of t: a declare abandoned at its bound
+// may still be carried out, and deleting one that is not there is no
+// error (300 runs at once left 109 exchanges behind before).
 func (s *Session) declareRoutes(ctx context.Context, t flow.Topology) ([]string, error) {
-	conn, err := s.live(ctx)
+	var r routesDeclared
+	err := s.OnConnection(ctx, "declaring the exchanges", func(conn *amqp.Connection) (err error) {
+		r, err = s.declareRoutesOn(ctx, conn, t)
+		return err
+	})
 	if err != nil {
-		return nil, err
+		var all []string
+		for _, x := range t.Exchanges {
+			all = append(all, s.Names.Of(x.Name))
+		}
+		return all, err
 	}
+	return r.declared, r.err
+}
+
+// routesDeclared is what declareRoutesOn did: the exchanges it declared
+// and the error that stopped it, if the broker refused a step.
+type routesDeclared struct {
+	declared []string
+	err      error
+}
+
+// declareRoutesOn is one try of declareRoutes on conn, bounded as
+// withinValue says.
+func (s *Session) declareRoutesOn(ctx context.Context, conn *amqp.Connection, t flow.Topology) (routesDeclared, error) {
+	type result = routesDeclared
 	// The result comes back through withinValue: a call abandoned at its
 	// bound must not write what this function returns.
-	type result struct {
-		declared []string
-		err      error
-	}
-	r, err := withinValue(ctx, func() (result, error) {
+	return withinValue(ctx, func() (result, error) {
 		ch, err := conn.Channel()
 		if err != nil {
 			return result{}, err
@@ -55,10 +77,6 @@ func (s *Session) declareRoutes(ctx context.Context, t flow.Topology) ([]string,
 		}
 		return r, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return r.declared, r.err
 }
 
 // deleteExchanges deletes the named broker exchanges (and so their

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -70,6 +71,11 @@ func ReturnsTopology() Topology {
 	return t
 }
 
+// LimitQueue is the seed name of ProbeLimit's quorum queue for way.
+func LimitQueue(way Return) string {
+	return "probe.limit." + strings.TrimPrefix(probeQueue(way), "probe.returns.")
+}
+
 // probeQueue is the seed name of a probe's quorum queue for way.
 func probeQueue(way Return) string {
 	switch way {
@@ -125,7 +131,7 @@ func (s *Session) giveBack(ctx context.Context, ch *amqp.Channel, d amqp.Deliver
 // It returns how many deliveries the message had and whether the queue
 // then dropped it (gone) or still holds it after max returns.
 func (s *Session) ProbeLimit(ctx context.Context, way Return, max int) (deliveries int, gone bool, err error) {
-	queue := "probe.limit." + probeQueue(way)[len("probe.returns."):]
+	queue := LimitQueue(way)
 	ch, err := s.probeQueue(ctx, queue)
 	if err != nil {
 		return 0, false, err

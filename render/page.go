@@ -37,8 +37,15 @@ func (p Page) Emit(e lab.Event) {
 // Results writes the "what happened" table of events, then tables, each
 // after a blank line.
 func (p Page) Results(events []lab.Event, tables []Table) {
+	p.Closing(WhatHappened(events), tables)
+}
+
+// Closing writes a run's closing table (WhatHappened, or Outcomes.Table
+// for a run that kept only its outcomes), then tables, each after a blank
+// line.
+func (p Page) Closing(happened Table, tables []Table) {
 	fmt.Fprintln(p.W)
-	WhatHappened(events).Fit(p.W, p.Layout)
+	happened.Fit(p.W, p.Layout)
 	p.Tables(tables)
 }
 

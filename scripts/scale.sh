@@ -109,6 +109,7 @@ failed=0
 for i in "${!pids[@]}"; do
 	wait "${pids[$i]}"
 	rc=$?
+	echo "$rc" >"$out/run-$i.rc"
 	[ "$rc" -eq 0 ] && continue
 	failed=$((failed + 1))
 	echo "run $i failed, exit $rc: $(tail -1 "$out"/run-"$i"-*.err)"
@@ -123,7 +124,8 @@ sampler=
 lost=0 purpose=0
 for f in "$out"/run-*.json; do
 	k=$(grep '"kind":"summary"' "$f" | grep -c '"fate":"lost"')
-	if grep -q '^qlab: ' "${f%.json}.err"; then lost=$((lost + k)); else purpose=$((purpose + k)); fi
+	i=${f##*/run-}
+	if [ "$(cat "$out/run-${i%%-*}.rc")" != 0 ]; then lost=$((lost + k)); else purpose=$((purpose + k)); fi
 done
 left_q=$(rabbitmqctl -q -n "$node" list_queues name messages 2>/dev/null | grep -c '^qlab')
 left_msgs=$(rabbitmqctl -q -n "$node" list_queues name messages 2>/dev/null | awk '/^qlab/ {s += $2} END {print s + 0}')
@@ -132,7 +134,10 @@ read -r peak_c peak_ch peak_fd < <(awk '$2 > c {c = $2} $3 > h {h = $3} $4 > f {
 echo "runs $n: failed $failed, tasks lost $lost (and $purpose lost on purpose by runs that passed), wall ${wall}s"
 echo "peak: $peak_c connections and $peak_fd fds on the node (sampled every 2 s), $peak_ch channels (every 16 s)"
 echo "left on the node: $left_q queues ($left_msgs messages), $left_x exchanges"
-# connections per run, at its busiest, by lesson
+# connections each run opened over its life (the node logs each with
+# the run's connection name), and open at once at its busiest, by lesson
+cat "$dir"/log/*.log 2>/dev/null | grep -o 'has a client-provided name: qlab qlab-[0-9a-f]*' |
+	awk '{print $NF}' | sort | uniq -c >"$out/opened"
 for f in "$out"/run-*.err; do
 	l=${f##*-q}
 	echo "$(head -1 "$f" | grep -o 'prefix qlab-[0-9a-f]*' | cut -d' ' -f2) Q${l%.err}"
@@ -142,5 +147,9 @@ done >"$out/lessons"
 	END {for (r in most) if (r in lesson) {l = lesson[r]; if (most[r] > top[l]) top[l] = most[r]}
 		for (l in top) printf "  %s: up to %d connections per run\n", l, top[l]}' \
 	"$out/lessons" "$out/per-run" | sort
+awk 'NR == FNR {lesson[$1] = $2; next} ($2 in lesson) {l = lesson[$2]; n[l]++
+		if (!(l in lo) || $1 < lo[l]) lo[l] = $1; if ($1 > hi[l]) hi[l] = $1}
+	END {for (l in n) printf "  %s: %d-%d connections opened per run (%d runs)\n", l, lo[l], hi[l], n[l]}' \
+	"$out/lessons" "$out/opened" | sort
 echo "logs and samples in $out"
 [ "$failed" -eq 0 ] && [ "$left_q" -eq 0 ] && [ "$left_x" -eq 0 ]

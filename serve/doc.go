@@ -17,5 +17,7 @@
 //     Q11's strategy (c) does (level wait queues, the due time in a header),
 //     and Q11's own router and mail worker take it on until it is sent.
 //
-// Bad input is a 400 with a JSON error and never reaches the broker.
+// Bad input is a 400 with a JSON error (415 for a body that is not
+// application/json, 408 for one that does not arrive in time) and never
+// reaches the broker.
 package serve

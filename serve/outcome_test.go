@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -138,4 +140,109 @@ func TestServeRealNackIsNotStored(t *testing.T) {
 	assert.True(t, errors.Is(err, ErrNotStored), "a basic.nack is not stored: %v", err)
 	assert.False(t, errors.Is(err, ErrUnknown), "and not unknown")
 	assert.Contains(t, err.Error(), "nack")
+}
+
+// answer is one response of the load test: its status, outcome and the
+// id it named (a 200's or a 504's).
+type answer struct {
+	code    int
+	outcome string
+	id      string
+}
+
+// TestServeBrokerStoppedUnderLoadKeepsItsWord is the issue's measurement
+// as a test, on a private node: clients post users while the node is
+// stopped (stop_app) and started again. Whatever the timing, the answers
+// must agree with raffle_queue afterwards: every 200 is there, no 503 is
+// (the broker did not have it), and every user there was answered 200 or
+// 504 "unknown".
+func TestServeBrokerStoppedUnderLoadKeepsItsWord(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts and stops a RabbitMQ node")
+	}
+	n := rabbittest.StartNode(t)
+	stream := lab.NewStream("serve", lab.Rabbit, lab.NewClock(1), &lockedRecorder{})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	b, err := OpenBroker(ctx, n.URL, rabbit.RunNames(), Options{Confirms: true, Logger: rabbittest.Logger(t)}, stream)
+	require.NoError(t, err)
+	base, _, _ := serveInBackground(t, New(b.Pub, stream), DrainTimeout)
+
+	var mu sync.Mutex
+	var answers []answer
+	stop := make(chan struct{})
+	var clients sync.WaitGroup
+	for range 8 {
+		clients.Add(1)
+		go func() {
+			defer clients.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				code, got, err := postUser(base, `{"name":"L","email":"l@example.com"}`)
+				if err != nil {
+					continue
+				}
+				mu.Lock()
+				answers = append(answers, answer{code, got["outcome"], got["id"]})
+				mu.Unlock()
+				if code != http.StatusOK {
+					time.Sleep(20 * time.Millisecond) // a client backs off; and the machine is shared
+				}
+			}
+		}()
+	}
+	ctl, ctlCancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer ctlCancel()
+	time.Sleep(2 * time.Second)
+	_, err = n.Ctl(ctl, "stop_app")
+	require.NoError(t, err)
+	time.Sleep(2 * time.Second)
+	_, err = n.Ctl(ctl, "start_app")
+	require.NoError(t, err)
+	require.NoError(t, n.AwaitUp(ctl))
+	time.Sleep(3 * time.Second)
+	close(stop)
+	clients.Wait()
+
+	conn, err := amqp.Dial(n.URL)
+	require.NoError(t, err)
+	defer conn.Close()
+	msgs, err := rabbit.Inspect(ctl, conn, b.Names().Of(RaffleQueue), 0)
+	require.NoError(t, err)
+	stored := map[string]bool{}
+	for _, m := range msgs {
+		stored[m.MessageId] = true
+	}
+	tally := map[string]int{}
+	for _, a := range answers {
+		key := fmt.Sprintf("%d %s", a.code, a.outcome)
+		tally[key]++
+		switch a.code {
+		case http.StatusOK:
+			assert.True(t, stored[a.id], "a 200 user is in raffle_queue: %s", a.id)
+		case http.StatusGatewayTimeout:
+			assert.Equal(t, OutcomeUnknown, a.outcome)
+			delete(stored, a.id) // there or not: either is true to its answer
+		case http.StatusServiceUnavailable:
+			assert.Contains(t, []string{OutcomeNotPublished, OutcomeNotStored}, a.outcome)
+		default:
+			t.Errorf("unexpected answer %v", a)
+		}
+	}
+	for _, a := range answers {
+		if a.code == http.StatusOK {
+			delete(stored, a.id)
+		}
+	}
+	assert.Empty(t, stored, "every user in raffle_queue was answered 200 or 504")
+	assert.Positive(t, tally["200 "], "users before and after the stop")
+	assert.Positive(t, tally["503 not_published"], "users while the node was stopped")
+	t.Logf("RabbitMQ node stopped 2 s under 8 clients: answers %v; raffle_queue holds %d", tally, len(msgs))
+	closeCtx, closeCancel := context.WithTimeout(context.Background(), time.Minute)
+	defer closeCancel()
+	_ = b.Close(closeCtx) // the node is private and removed with the test
 }

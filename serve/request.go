@@ -111,7 +111,7 @@ func decodeMail(body []byte, now time.Time) (q11.Mail, time.Duration, error) {
 // "more than 290 years".
 func howLongAgo(d time.Duration) string {
 	switch {
-	case d >= math.MaxInt64/2:
+	case d == math.MaxInt64: // time.Time.Sub saturates
 		return "more than 290 years"
 	case d < time.Hour:
 		return d.Round(time.Second).String()

@@ -34,7 +34,8 @@ const Actor = "HTTP-API"
 const BodyTimeout = 5 * time.Second
 
 // PublishTimeout bounds one request's publish and confirm: past it the
-// request is a 503, never a hang.
+// request is a 503 (still waiting for the publishes before it) or a 504
+// (sent, no confirm yet), never a hang.
 const PublishTimeout = 5 * time.Second
 
 // Server is the HTTP API. Every request shows up in the stream: a message

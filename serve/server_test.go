@@ -200,6 +200,7 @@ func TestServeYearOneIsASaneMessage(t *testing.T) {
 		"2026-02-08T11:00:00Z": "39m41s in the past",
 		"2026-02-07T11:39:41Z": "24 hours in the past",
 		"2025-02-08T11:39:41Z": "365 days in the past",
+		"1876-02-08T11:39:41Z": "54787 days in the past",
 	}
 	for when, want := range cases {
 		code, got := do(t, newTestServer(&recordingPublisher{}, &lab.Recorder{}), http.MethodPost, SchedulePath,

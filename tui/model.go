@@ -274,7 +274,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case noteMsg:
 		return m.onNote(msg)
 	case actMsg:
-		if msg.gen == m.gen {
+		if msg.gen == m.gen && msg.fault {
+			m.addNote(msg.key + ": " + msg.line) // what broke stays in the log, beside its consequence
+		} else if msg.gen == m.gen {
 			m.flash = msg.key + ": " + msg.line
 		}
 		return m, nil
@@ -472,11 +474,16 @@ func (m Model) onNote(msg noteMsg) (tea.Model, tea.Cmd) {
 	if m.run == nil || msg.gen != m.gen {
 		return m, nil // an old run's: its command ends with it
 	}
-	m.flash = msg.line
-	m.logged = append(m.logged, lab.Event{Kind: noteKind, Note: msg.line, TMs: m.clockMs})
+	m.addNote(msg.line)
+	return m, noteCmd(m.run)
+}
+
+// addNote shows line in the status line, and whole in the log.
+func (m *Model) addNote(line string) {
+	m.flash = line
+	m.logged = append(m.logged, lab.Event{Kind: noteKind, Note: line, TMs: m.clockMs})
 	m.logLines = append(m.logLines, m.logLine(m.logged[len(m.logged)-1]))
 	m.fillPane()
-	return m, noteCmd(m.run)
 }
 
 // noteKind marks a logged line that is no event but a note of the
@@ -994,7 +1001,7 @@ func (m Model) statusLine(w int) string {
 	case m.paused:
 		return m.st.paint(warn, clip("paused: lesson time stands still, timers too (space resumes)", w))
 	case m.flash != "":
-		return m.st.paint(warn, clip(m.flash, w))
+		return m.st.paint(warn, clipWords(m.flash, w))
 	case m.state == finished && m.missed > 0:
 		return m.st.paint(warn, clip(fmt.Sprintf("finished · the view fell behind and missed %d events · r replays, - slows it", m.missed), w))
 	case m.state == finished:

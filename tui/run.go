@@ -157,9 +157,10 @@ type (
 	}
 	// actMsg is what the lesson made of one of its own keys.
 	actMsg struct {
-		gen  int
-		key  string
-		line string
+		gen   int
+		key   string
+		line  string
+		fault bool // a fault key's (faultCmd): it goes to the log too
 	}
 	// brokerMsg is the answer of broker discovery.
 	brokerMsg struct {
@@ -292,9 +293,9 @@ func faultCmd(h *runHandle, k string) tea.Cmd {
 		case cutKey:
 			n := h.faults.CutConnections()
 			if n == 0 {
-				return actMsg{gen: h.gen, key: k, line: "the run has no connection open right now"}
+				return actMsg{gen: h.gen, key: k, fault: true, line: "the run has no connection open right now"}
 			}
-			return actMsg{gen: h.gen, key: k, line: fmt.Sprintf("cut %s of this run (TCP reset): "+
+			return actMsg{gen: h.gen, key: k, fault: true, line: fmt.Sprintf("cut %s of this run (TCP reset): "+
 				"watch for redelivered and the reconnect", render.Count(n, "connection"))}
 		default:
 			ctx, cancel := context.WithCancel(context.Background())
@@ -308,9 +309,9 @@ func faultCmd(h *runHandle, k string) tea.Cmd {
 			}()
 			what, ok := h.faults.CloseHolding(ctx, faultWait)
 			if !ok {
-				return actMsg{gen: h.gen, key: k, line: "no worker held a delivery within 3 s: press it again while one works"}
+				return actMsg{gen: h.gen, key: k, fault: true, line: "no worker held a delivery within 3 s: press it again while one works"}
 			}
-			return actMsg{gen: h.gen, key: k, line: "closed " + what + ": the broker puts it back (redelivered)"}
+			return actMsg{gen: h.gen, key: k, fault: true, line: "closed " + what + ": the broker requeues it"}
 		}
 	}
 }

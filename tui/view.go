@@ -649,6 +649,20 @@ func clip(s string, n int) string {
 	return ansi.Truncate(s, n, "…")
 }
 
+// clipWords is s cut to n columns at a space, marked "…": a passing
+// message in the status line never ends inside a word (the log keeps it
+// whole).
+func clipWords(s string, n int) string {
+	if ansi.StringWidth(s) <= n {
+		return s
+	}
+	head := ansi.Truncate(s, n-1, "")
+	if i := strings.LastIndex(head, " "); i > n/2 {
+		head = head[:i]
+	}
+	return strings.TrimRight(head, " ,;:·") + "…"
+}
+
 // seconds formats lesson milliseconds as a countdown: 0.6s, 10s, 1.5s.
 func seconds(ms int64) string {
 	if ms%1000 == 0 {

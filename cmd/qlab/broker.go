@@ -38,9 +38,9 @@ func cmdBroker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return cmdBrokerCluster(ctx, args[1:], stdout, stderr)
 	}
 	fs := newFlagSet("broker", brokerHelp)
-	ttl := fs.Duration("ttl", time.Second, "latency: the wait queue's TTL")
-	n := fs.Int("n", 200, "latency: messages to measure")
-	gap := fs.Duration("gap", 5*time.Millisecond, "latency: pause between publishes")
+	ttl := fs.Duration("ttl", time.Second, "latency: the wait queue's TTL (1ms..10m)")
+	n := fs.Int("n", 200, "latency: messages to measure (1..10000)")
+	gap := fs.Duration("gap", 5*time.Millisecond, "latency: pause between publishes (0..10s)")
 	version := fs.String("version", rabbit.DefaultDockerVersion, "up: the RabbitMQ line of the image (4, 4.3, 3.13)")
 	var clean cleanFlags
 	clean.register(fs)
@@ -77,14 +77,40 @@ func cmdBroker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintln(stdout, "removed container "+rabbit.ContainerName)
 		return nil
 	case "latency":
-		if *n <= 0 || *ttl <= 0 || *gap < 0 {
-			return usagef("latency needs --n > 0, --ttl > 0 and --gap >= 0")
+		if err := checkLatencyFlags(*n, *ttl, *gap); err != nil {
+			return err
 		}
 		return withDetails(brokerLatency(ctx, stdout, *ttl, *n, *gap), *verbose)
 	case "clean":
 		return withDetails(brokerClean(ctx, stdout, clean), *verbose)
 	}
 	return usagef("unknown broker command %q: use status, up, down, latency or clean", pos[0])
+}
+
+// The bounds of qlab broker latency's flags: enough for any figure a
+// lesson quotes, small enough that a typo cannot hold a queue of a
+// million messages, or the terminal, for days.
+const (
+	maxLatencyN     = 10_000
+	maxLatencyTTL   = 10 * time.Minute
+	maxLatencyGap   = 10 * time.Second
+	maxLatencyTotal = 30 * time.Minute // --ttl plus --n × --gap: how long the measurement runs
+)
+
+// checkLatencyFlags refuses flags outside the bounds, with the bound.
+func checkLatencyFlags(n int, ttl, gap time.Duration) error {
+	switch {
+	case n <= 0 || n > maxLatencyN:
+		return usagef("latency --n must be 1..%d, got %d", maxLatencyN, n)
+	case ttl < time.Millisecond || ttl > maxLatencyTTL:
+		return usagef("latency --ttl must be 1ms..%v (x-message-ttl counts whole milliseconds), got %v", maxLatencyTTL, ttl)
+	case gap < 0 || gap > maxLatencyGap:
+		return usagef("latency --gap must be 0..%v, got %v", maxLatencyGap, gap)
+	case ttl+time.Duration(n)*gap > maxLatencyTotal:
+		return usagef("latency would run for %v (--ttl + --n × --gap); at most %v: lower --n or --gap",
+			ttl+time.Duration(n)*gap, maxLatencyTotal)
+	}
+	return nil
 }
 
 // brokerUp starts a container of the line version unless a broker already

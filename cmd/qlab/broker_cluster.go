@@ -17,7 +17,8 @@ const clusterHelp = `Usage: qlab broker cluster up|down|status|kill NODE|revive 
 
   up           start a three-node RabbitMQ cluster on this machine (local rabbitmq-server
                nodes, or Docker containers where no rabbitmq-server can run), print its AMQP
-               URLs (a list for RABBITMQ_URL), management UI and /metrics addresses
+               URLs (a list for RABBITMQ_URL), management UI and /metrics addresses;
+               --version 4.3 runs them in the RabbitMQ 4.3 chroot scripts/rabbitmq.sh builds
   down         stop and remove everything up started; safe to repeat, and after a crash
   status       the nodes, which are running, each quorum queue's leader and members
   kill NODE    stop the RabbitMQ application on NODE (n1, n2, n3 or its full name), as if

@@ -46,7 +46,7 @@ func cmdCompare(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	fs.Bool("no-color", false, "plain text (compare prints no colour; accepted like run's --no-color)")
 	verbose := verboseFlag(fs)
 	var brokers brokerURLs
-	fs.Var(&brokers, "broker", "an AMQP URL; give it twice to compare the lesson on two brokers")
+	fs.Var(&brokers, "broker", "an AMQP `URL`; give it twice to compare the lesson on two brokers")
 	pos, err := parseInterspersed(fs, args, stdout)
 	if err != nil {
 		return err

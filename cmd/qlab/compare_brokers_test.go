@@ -80,3 +80,16 @@ func section(out, title string) string {
 	body, _, _ := strings.Cut(rest, "\n\n")
 	return body
 }
+
+// TestCompare25RefusedOnOneBroker: Q25 needs RabbitMQ 4.3's delayed
+// retry, and its run on 3.10.8 ends with why; compare says so in a row of
+// its own and still sets out what 4.3 did.
+func TestCompare25RefusedOnOneBroker(t *testing.T) {
+	old, _ := rabbittest.NeedVersion(t, "3.10")
+	v43, _ := rabbittest.NeedVersion(t, "4.3")
+	code, out, errOut := qlabChecked(t, "compare", "25", "--broker", old, "--broker", v43, "--repeat", "1")
+	require.Equal(t, exitOK, code, errOut)
+	diffs := section(out, "Where the two brokers differ")
+	assert.Regexp(t, `(?m)^\s+-\s+the run\s+failed: lesson 25 needs RabbitMQ 4\.3`, diffs)
+	assert.Regexp(t, `(?m)^\s+DH\s+fate\s+-\s+done\s*$`, diffs, "the healthy message, on 4.3 only")
+}

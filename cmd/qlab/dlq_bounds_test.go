@@ -64,3 +64,34 @@ func TestDLQInspectShowsWhatItReadBeforeTheBrokerStopped(t *testing.T) {
 		return err == nil && depth == 200
 	}, 20*time.Second, 100*time.Millisecond, "every message back in the queue once the reader's connection is gone")
 }
+
+// TestBrokerLatencyFlagsAreBounded: each flag out of its bound is one
+// usage line naming the bound, before any broker is looked for.
+func TestBrokerLatencyFlagsAreBounded(t *testing.T) {
+	noBrokerHere(t) // the old code went on to the broker: fail fast instead of measuring for days
+	cases := map[string]struct {
+		args []string
+		want string
+	}{
+		"n zero":          {[]string{"--n", "0"}, "--n must be 1..10000, got 0"},
+		"n huge":          {[]string{"--n", "100000000"}, "--n must be 1..10000, got 100000000"},
+		"ttl zero":        {[]string{"--ttl", "0s"}, "--ttl must be 1ms..10m0s"},
+		"ttl sub-ms":      {[]string{"--ttl", "500us"}, "x-message-ttl counts whole milliseconds"},
+		"ttl a year":      {[]string{"--ttl", "8760h"}, "got 8760h0m0s"},
+		"gap negative":    {[]string{"--gap", "-1s"}, "--gap must be 0..10s"},
+		"gap an hour":     {[]string{"--gap", "1h"}, "--gap must be 0..10s, got 1h0m0s"},
+		"too long a run":  {[]string{"--n", "10000", "--gap", "1s"}, "would run for 2h46m41s"},
+		"ttl max ok, n 1": {[]string{"--n", "1", "--ttl", "10m", "--gap", "0s"}, "no RabbitMQ broker found"},
+	}
+	for name, c := range cases {
+		code, out, errOut := qlab(append([]string{"broker", "latency"}, c.args...)...)
+		if strings.Contains(c.want, "no RabbitMQ") {
+			assert.Equal(t, exitError, code, name)
+		} else {
+			assert.Equal(t, exitUsage, code, name)
+		}
+		assert.Empty(t, out, name)
+		assert.Equal(t, 1, strings.Count(errOut, "\n"), "%s: one line: %q", name, errOut)
+		assert.Contains(t, errOut, c.want, name)
+	}
+}

@@ -193,10 +193,10 @@ func runLesson(ctx context.Context, ready run.Ready, f runFlags, out io.Writer, 
 	page.Prose(fmt.Sprintf("%s · %s  (%s, speed %g×)", l.ID, l.Title, opts.Backend, f.speed), "  ")
 	page.Prose("What to notice: "+l.NoticeFor(opts.Backend), "")
 	fmt.Fprintln(out)
-	var rec lab.Recorder
-	res, runErr := ready.Start(ctx, append(extra, page, &rec)...)
+	var outcomes render.Outcomes // not every event: a --tasks 100000 run stays small
+	res, runErr := ready.Start(ctx, append(extra, page, &outcomes)...)
 	if len(res.Tasks) > 0 { // a run that could not start (no broker, a stale queue) created none
-		page.Results(rec.Events, nil)
+		page.Closing(outcomes.Table(), nil)
 	}
 	page.Tables(res.Tables)
 	if runErr == nil {

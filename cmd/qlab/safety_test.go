@@ -87,7 +87,7 @@ func TestSeedNamesUnderAPrefix(t *testing.T) {
 	prefix, _ := privatePrefix(t)
 	code, out, errOut := qlab("run", "10", "--backend", "rabbit", "--names", "exact", "--prefix", prefix, "--speed", "20", "--no-color")
 	require.Equal(t, exitOK, code, errOut)
-	assert.Contains(t, out, "named with the run's prefix "+prefix+".", "the queues table names the prefix once")
+	assert.Contains(t, out, "(each name starts with "+prefix+".)", "the queues table names the prefix once")
 	assert.Contains(t, out, "sequential.retry.wait")
 	assert.False(t, queueExists(t, prefix+"."+"sequential.queue"), "deleted at the end")
 }

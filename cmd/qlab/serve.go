@@ -31,7 +31,9 @@ every request as it arrives (--json: the event stream):
       11's strategy (c) does (scheduledTime is ISO-8601, within a day);
       Q11's router and mail worker take it on until it is sent.
 
-Bad input is a 400 with {"error": ...} and never reaches the broker. With
+Bad input is a 400 with {"error": ...} (a body that is not application/json
+a 415, one that does not arrive within 5 s a 408) and never reaches the
+broker. With
 publisher confirms (the default) a message the broker surely does not have
 is a 503 (send it again); one whose confirm never came is a 504 with its id
 (the broker may have it: sending it again may store it twice).

@@ -33,4 +33,6 @@ func TestSlowerSpeedSaysHowLong(t *testing.T) {
 	})
 	_, out, _ := qlab("run", "--help")
 	assert.Contains(t, strings.Join(strings.Fields(out), " "), "lesson time per real time, whatever the lesson: 10 runs ten times faster than real time")
+	_, out, _ = qlab("tui", "--help") // it said "up to 5× for the long lessons"
+	assert.Contains(t, strings.Join(strings.Fields(out), " "), "100× for 14, 600× for 18")
 }

@@ -38,7 +38,7 @@ func cmdTui(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := newFlagSet("tui", tuiHelp)
 	backend := fs.String("backend", "", "backend to run on: inmem or rabbit (default: each lesson's own)")
 	var pf planFlags
-	pf.register(fs, 0, "lesson time per real time (default: each lesson's own, 0.25× to follow the tokens, up to 5× for the long lessons)")
+	pf.register(fs, 0, "lesson time per real time, whatever the lesson (default: each lesson's own, 0.25× to follow the tokens, more for the long lessons: "+ownSpeeds(watchSpeed, 1)+")")
 	noColor := fs.Bool("no-color", false, "plain text, no ANSI colour (NO_COLOR does the same)")
 	var mf metricsFlags
 	mf.register(fs, false)

@@ -116,7 +116,7 @@ func TopologyTable(topo rabbit.Topology, s *rabbit.Session) render.Table {
 	// knows from the lesson.
 	title := "Queues declared on the broker"
 	if s.Names.Prefix != "" {
-		title += ", each named with the run's prefix " + s.Names.Prefix + " first"
+		title += " (each name starts with " + s.Names.Prefix + ")"
 	}
 	t := render.Table{
 		Title:  title,

@@ -21,7 +21,7 @@ func TestQ10RabbitMQ(t *testing.T) {
 	require.Len(t, res.Tables, 1, "the lesson shows the topology it declared")
 	rows := res.Tables[0].Rows
 	require.Len(t, rows, 6)
-	assert.Regexp(t, `prefix qlab-[0-9a-f]{6}\.`, res.Tables[0].Title, "a private per-run prefix, named once")
+	assert.Regexp(t, `starts with qlab-[0-9a-f]{6}\.\)$`, res.Tables[0].Title, "a private per-run prefix, named once")
 	assert.Equal(t, "sequential.retry.wait", rows[1][0])
 	assert.Equal(t, "250 ms (lesson 1s)", rows[1][2], "the broker waits 1 s / speed 4")
 	assert.Equal(t, "500 ms (lesson 2s)", rows[3][2])

@@ -166,8 +166,8 @@ func measureConfirms(ctx context.Context, s *rabbit.Session, n, cutAt int, say f
 	for rep := range confirmRepeats {
 		for i := range rows {
 			r := &rows[i]
-			say(fmt.Sprintf("q17: clean run %d of %d, %s: publishing %d jobs, then waiting for the queue to hold them all",
-				rep+1, confirmRepeats, r.strategy.name, cleanMessages(r.strategy, n)))
+			say(fmt.Sprintf("q17: %s, clean run %d of %d: %d jobs, then waiting for all in the queue",
+				r.strategy.name, rep+1, confirmRepeats, cleanMessages(r.strategy, n)))
 			run, held, allIn, err := publishOnce(ctx, s, queue, r.strategy, cleanMessages(r.strategy, n), 0)
 			if err != nil {
 				return nil, err
@@ -182,7 +182,7 @@ func measureConfirms(ctx context.Context, s *rabbit.Session, n, cutAt int, say f
 		}
 	}
 	for i := range rows {
-		say(fmt.Sprintf("q17: %s, connection cut after job %d: waiting for the queue's depth to settle (up to 10 s)",
+		say(fmt.Sprintf("q17: %s, cut after job %d: waiting for the queue's depth to settle (≤ 10 s)",
 			rows[i].strategy.name, cutAt))
 		var err error
 		if rows[i].cut, rows[i].cutHeld, _, err = publishOnce(ctx, s, queue, rows[i].strategy, n, cutAt); err != nil {

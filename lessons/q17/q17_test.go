@@ -53,7 +53,7 @@ func TestQ17ConfirmStrategies(t *testing.T) {
 	rows, err := measureConfirms(testCtx(t), s, n, cutAt, func(line string) { said = append(said, line) })
 	require.NoError(t, err)
 	assert.Len(t, said, confirmRepeats*len(confirmStrategies)+len(confirmStrategies), "a line before every publish: %q", said)
-	assert.Contains(t, said[0], "clean run 1 of 5, waitForConfirms after each (the seed): publishing")
+	assert.Equal(t, "q17: waitForConfirms after each (the seed), clean run 1 of 5: 200 jobs, then waiting for all in the queue", said[0])
 	require.NoError(t, err)
 	require.Len(t, rows, len(confirmStrategies))
 	for _, r := range rows {

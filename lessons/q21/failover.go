@@ -140,6 +140,8 @@ func (r *runner) reviveAtEnd(ctx context.Context, res *failed) error {
 		return err
 	}
 	res.revived, res.revivedBy = time.Since(begin), "the lesson"
+	r.env.Log().Info(fmt.Sprintf("q21: %s revived by the lesson after %.1f s, for the parts that need three nodes",
+		res.leader.Short, res.revived.Seconds()))
 	return nil
 }
 

@@ -3,6 +3,7 @@ package q21
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -31,6 +32,33 @@ type student struct {
 	sent  int
 	evs   []lab.Event
 	said  []string // the lesson's answers, in order
+	notes []string // what the lesson logged at Info, as the TUI's status line shows it
+}
+
+// Enabled, Handle, WithAttrs and WithGroup make the student the run's
+// log handler (Options.Logger), as the TUI is.
+func (s *student) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
+
+func (s *student) Handle(_ context.Context, r slog.Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.notes = append(s.notes, r.Message)
+	return nil
+}
+
+func (s *student) WithAttrs([]slog.Attr) slog.Handler { return s }
+func (s *student) WithGroup(string) slog.Handler      { return s }
+
+// noted reports whether a logged line contains sub.
+func (s *student) noted(sub string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, n := range s.notes {
+		if strings.Contains(n, sub) {
+			return true
+		}
+	}
+	return false
 }
 
 func newStudent() *student { return &student{act: make(chan lesson.Act)} }
@@ -111,7 +139,7 @@ func failoverOnly(c *cluster.Cluster) lesson.Lesson {
 // runWith runs part 1 at speed 2 with s's keys and s.pause.
 func runWith(ctx context.Context, c *cluster.Cluster, s *student) (lesson.Result, error) {
 	return lesson.Run(ctx, failoverOnly(c), lesson.Options{Backend: lab.Rabbit, Broker: c.URLList(),
-		Speed: 2, Act: s.act, Pause: &s.pause}, s)
+		Speed: 2, Act: s.act, Pause: &s.pause, Logger: slog.New(s)}, s)
 }
 
 // TestStudentPullsThePlug: with Options.Act the leader's node stops at the
@@ -157,6 +185,10 @@ func TestStudentPullsThePlug(t *testing.T) {
 	assert.Contains(t, said[1], "stopping ")
 	assert.Regexp(t, "stopped already|is stopping", said[2])
 	assert.Contains(t, said[3], "reviving ")
+	// What the TUI's status line shows after the answers, as it happens.
+	for _, sub := range []string{" stopped (stop_app took ", " leads ", " reconnected: it consumes again, on ", " revived after "} {
+		assert.True(t, s.noted(sub), "the lesson logged %q: %q", sub, s.notes)
+	}
 
 	evs := s.events()
 	sentBeforeStop, succeeded := -1, map[string]int{}

@@ -141,7 +141,15 @@ func Topologies() []flow.Topology {
 		classic := q == latencyClassic || q == mostTarget || q == leastTarget
 		t.Queues = append(t.Queues, flow.Queue{Name: q, Role: flow.Work, Quorum: !classic})
 	}
-	return []flow.Topology{t}
+	return []flow.Topology{t, rabbit.ReturnsTopology(), limitTopology()}
+}
+
+// limitTopology is what whatCounts's limit probe declares.
+func limitTopology() flow.Topology {
+	return flow.Topology{Queues: []flow.Queue{
+		{Name: rabbit.LimitQueue(rabbit.RejectRequeue), Role: flow.Work, Quorum: true},
+		{Name: rabbit.LimitQueue(rabbit.NackRequeue), Role: flow.Work, Quorum: true},
+	}}
 }
 
 // SeedTopology is seed 003's topology (Q18's) with both queues quorum.
@@ -172,7 +180,7 @@ func run(ctx context.Context, env *lesson.Env, find Finder) error {
 		return err
 	}
 	defer r.lateKeys()()
-	for _, part := range []func(context.Context) error{r.latency, r.deliveryLimit, r.deadLetterStrategy} {
+	for _, part := range []func(context.Context) error{r.latency, r.deliveryLimit, r.whatCounts, r.deadLetterStrategy} {
 		if err := part(ctx); err != nil {
 			return err
 		}

@@ -110,6 +110,25 @@ func TestQ21OnACluster(t *testing.T) {
 		assert.Contains(t, limit.Rows[0][4], "delivery_limit", "x-death's reason")
 	})
 
+	t.Run("what counts as a delivery on this cluster's version", func(t *testing.T) {
+		counts := tables["What counts as a delivery"]
+		want := map[string][][]string{
+			"3.10": {{"basic.nack, requeue", "0 1 2 3", "- - - -", "still there after 25"},
+				{"basic.reject, requeue", "0 1 2 3", "- - - -", "still there after 25"},
+				{"channel closed, unacked", "0 1 2 3", "- - - -", "-"}},
+			"4.3": {{"basic.nack, requeue", "- - - -", "- 1 2 3", "still there after 25"},
+				{"basic.reject, requeue", "- 1 2 3", "- 1 2 3", "dropped at delivery 21"},
+				{"channel closed, unacked", "- 1 2 3", "- 1 2 3", "-"}},
+		}
+		for line, rows := range want {
+			if strings.Contains(counts.Title, "(RabbitMQ "+line+".") {
+				assert.Equal(t, rows, counts.Rows)
+				return
+			}
+		}
+		t.Errorf("no figures held for the cluster's version: %s", counts.Title)
+	})
+
 	t.Run("at-most-once loses what the full target refuses, at-least-once keeps it", func(t *testing.T) {
 		assert.Equal(t, lab.FateDead, fates["AM1"])
 		assert.Equal(t, lab.FateLost, fates["AM2"])
@@ -159,6 +178,9 @@ func TestQ21OnACluster(t *testing.T) {
 		page.Tables(res.Tables)
 		for _, line := range strings.Split(b.String(), "\n") {
 			assert.LessOrEqual(t, len([]rune(line)), 100, line)
+		}
+		for _, tb := range append(res.Tables, render.WhatHappened(rec.Events)) { // TestWidth skips Q21
+			assert.Empty(t, tb.Cuts(render.LayoutFor(render.DefaultWidth)), "%q splits a word at 80 columns", tb.Title)
 		}
 	})
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/queuelab/qlab/lessons/versions"
 	"github.com/queuelab/qlab/rabbit/cluster"
 	"github.com/queuelab/qlab/render"
 )
@@ -135,9 +134,9 @@ func limitTable(ps []*poison, version string) render.Table {
 				"passes the limit the message is dead-lettered (x-death reason delivery_limit) or, " +
 				"with no dead-letter exchange, dropped.",
 			"The consumer rejects (basic.reject): on 4.3 a basic.nack with requeue does not count " +
-				"toward the limit at all. " + versions.QuorumReturns.Note(version),
-			versions.DeliveryLimit.Note(version) + " Give such queues a dead-letter exchange (a " +
-				"policy, as the 4.0 release notes advise).",
+				"toward the limit at all. The next table measures what counts on RabbitMQ " + version +
+				", and the default limit a queue gets without x-delivery-limit: give such queues a " +
+				"dead-letter exchange (a policy, as the 4.0 release notes advise).",
 		},
 	}
 	for _, p := range ps {

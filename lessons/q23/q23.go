@@ -71,9 +71,10 @@ const (
 	// SmallPrefetch is below BatchSize: part (b)'s consumers.
 	SmallPrefetch = 4
 	// SeedRetryHeader is the RaffleAPI's retry counter. It sits in the
-	// x- namespace RabbitMQ owns (Q13): 3.10.8 leaves it alone, but the
-	// broker may give x- headers a meaning of its own, and 4.0 already
-	// ignores an x-death a client publishes. The fix uses the lab's own.
+	// x- namespace RabbitMQ owns (Q13): 3.10.8 and 4.3.6 leave it alone
+	// (compare 23 --broker: the same fates on both), but the broker may
+	// give x- headers a meaning of its own, and 4.0 already ignores an
+	// x-death a client publishes. The fix uses the lab's own.
 	SeedRetryHeader = "x-retries"
 )
 

@@ -15,8 +15,9 @@
 // and a parking queue (e).
 //
 // x-retries is the RaffleAPI's header and is used where the lesson plays
-// the seed; it works on RabbitMQ 3.10.8, but x- names are the broker's
-// (Q13), so the lab's fix counts in its own qlab-retries.
+// the seed; it works on RabbitMQ 3.10.8 and 4.3.6 (compare 24 --broker:
+// the same fates), but x- names are the broker's (Q13), so the lab's fix
+// counts in its own qlab-retries.
 package q24
 
 import (

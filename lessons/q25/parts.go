@@ -40,6 +40,7 @@ func workload(ctx context.Context, env *lesson.Env) (measured, error) {
 		tasks = append(tasks, fmt.Sprintf("D%d", i+1))
 	}
 	tasks = append(tasks, healthy)
+	env.Report(queueTable(env.Stream.Clock()))
 	out, err := runJob(ctx, env, job{
 		queue: Queue, retryType: TypeFailed, lo: MinDelay, hi: MaxDelay, tasks: tasks,
 		settle: func(string) Settle { return Reject },

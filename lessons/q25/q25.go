@@ -2,15 +2,21 @@
 // 4.3's quorum queue delayed retry, seed 003's "NACK + requeue with
 // delay" made real.
 //
-// Notice: the worker rejects a failed message with requeue and does
-// nothing else. The quorum queue holds it back 2 s × its delivery count
-// (2, 4, 6, 8, 10 s: linear, where the seed asks 2, 4, 8, 16, 32 s) and
-// the sixth failure goes to the DLQ by itself (x-delivery-limit 5). A
-// held message is in no prefetch slot, so the healthy H goes through at
-// once, unlike Q19's timer before the nack; but only basic.reject counts:
-// a basic.nack waits 2 s every time and never reaches the limit.
+// Notice: on RabbitMQ 4.3 the worker only rejects a failed message with
+// requeue: the quorum queue holds it 2 s × its delivery count (2, 4, 6,
+// 8, 10 s: linear, where the seed asks 2, 4, 8, 16, 32 s) and
+// dead-letters the sixth failure itself (x-delivery-limit 5). A held
+// message is in no prefetch slot, so the healthy H goes through at once,
+// unlike Q19's timer before the nack. Only basic.reject counts: a
+// basic.nack waits 2 s every time and never reaches the limit.
 //
-// The mechanism is three queue arguments and one settle call:
+// The seed's numbers: QUEUE_RETRY_DELAY 2000 ms (x-delayed-retry-min),
+// its longest wait 32 s (x-delayed-retry-max), QUEUE_MAX_RETRIES 5
+// (x-delivery-limit), QUEUE_CONCURRENCY 5 (the prefetch). The topology:
+// birthday.messages.queue, a quorum queue as the seed declares it, and
+// birthday.messages.dlq behind it (through the default exchange).
+//
+// The mechanism is the queue's arguments and one settle call:
 //
 //	args := amqp.Table{
 //		"x-queue-type":         "quorum",
@@ -47,17 +53,17 @@ const Version = "4.3.6"
 var Lesson = lesson.Lesson{
 	ID:    "Q25",
 	Title: "The retry the broker does itself (RabbitMQ 4.3 delayed retry)",
-	Notice: "The worker only rejects a failed message with requeue: the quorum queue holds it " +
-		"2 s × its delivery count (2, 4, 6, 8, 10 s, linear where the seed asks 2, 4, 8, 16, " +
-		"32 s), then dead-letters the sixth failure (x-delivery-limit 5). A held message takes " +
-		"no prefetch slot, so the healthy H goes through at once. Only basic.reject counts: a " +
-		"basic.nack waits 2 s every time and never reaches the limit. Needs RabbitMQ 4.3.",
+	Notice: "On RabbitMQ 4.3 the worker only rejects a failed message with requeue: the quorum " +
+		"queue holds it 2 s × its delivery count (2, 4, 6, 8, 10 s, linear where the seed asks 2, " +
+		"4, 8, 16, 32 s) and dead-letters the sixth failure itself (x-delivery-limit 5). A held " +
+		"message takes no prefetch slot, so the healthy H goes through at once. Only " +
+		"basic.reject counts: a basic.nack waits 2 s every time and never reaches the limit.",
 	Rabbit:     runQ25,
 	Default:    lab.Rabbit,
 	MinBroker:  MinBroker,
 	Preflight:  Preflight,
-	WatchSpeed: 5,                 // about 110 s of lesson time in 22 s
-	Length:     110 * time.Second, // broker only: no golden; measured on 4.3.6
+	WatchSpeed: 5,                 // 2 min of lesson time in about 25 s (measured on 4.3.6)
+	Length:     125 * time.Second, // broker only: no golden to hold it to
 	// At 10× the shortest wait, 2 s, is 200 ms real: a message back at
 	// once (a few ms) stays plainly apart from one held, on a loaded
 	// machine too (at 20×, 100 ms, it did not always).

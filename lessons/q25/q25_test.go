@@ -141,6 +141,7 @@ func TestQ25(t *testing.T) {
 		require.Len(t, p2, guard)
 		for n, r := range p2 {
 			assert.Zero(t, r.count, "P2 delivery %d", n+1)
+			assert.Equal(t, n, r.acquired, "P2 delivery %d: the broker counts the acquisitions", n+1)
 			if n > 0 {
 				assert.GreaterOrEqual(t, r.at-p2[n-1].end, MinDelay-tick, "type all holds a nack the minimum")
 			}

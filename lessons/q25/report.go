@@ -6,7 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lessons/q19"
+	"github.com/queuelab/qlab/lessons/versions"
 	"github.com/queuelab/qlab/render"
 )
 
@@ -41,6 +43,32 @@ func of(rows []delivery, task string) []delivery {
 		}
 	}
 	return out
+}
+
+// queueTable is the queue part (a) declares, argument by argument: the
+// page's topology.
+func queueTable(clock lab.Clock) render.Table {
+	ms := func(d time.Duration) string {
+		return fmt.Sprintf("%d ms (lesson %s)", clock.Real(d).Milliseconds(), dur(d))
+	}
+	return render.Table{
+		Title:  "The queue: " + Queue + ", as part (a) declares it",
+		Header: []string{"argument", "value", "what it does"},
+		Rows: [][]string{
+			{"x-queue-type", "quorum", "quorum only: a classic queue refuses the rest"},
+			{"x-delayed-retry-type", TypeFailed, "hold a reject or a lost channel (not a nack)"},
+			{"x-delayed-retry-min", ms(MinDelay), "the first wait; then min × x-delivery-count"},
+			{"x-delayed-retry-max", ms(MaxDelay), "the cap; without it no wait grows"},
+			{"x-delivery-limit", strconv.Itoa(DeliveryLimit), "retries; the sixth failure is dead-lettered"},
+			{"x-dead-letter-exchange", `""`, "the default exchange: routes by queue name"},
+			{"x-dead-letter-routing-key", DLQ, "where the limit sends a message"},
+		},
+		Notes: []string{"The broker's delays are real milliseconds: the lab declares the lesson's " +
+			"2 s and 32 s at the run's speed. The worker: prefetch " + strconv.Itoa(Slots) + ", " +
+			"d.Ack(false) when the mail is sent, d.Reject(true) when it is not; nothing else.",
+			"A policy may set the same, keys without x- (delayed-retry-type, -min, -max; " +
+				"apply-to quorum_queues): measured alike on RabbitMQ " + Version + "."},
+	}
 }
 
 // scheduleTable is part (a): D1's deliveries, the broker's wait beside
@@ -94,7 +122,7 @@ func ready(n int) string {
 // settleTable is part (b): which settles each retry type delays.
 func settleTable(cs []*cell) render.Table {
 	t := render.Table{
-		Title:  "(b) Which settle the broker delays: waits after 3 failures (min 2 s, max 8 s)",
+		Title:  "(b) Which settle the broker delays: waits after 3 failures (min 4 s, max 16 s)",
 		Header: []string{"hand back with", TypeAll, TypeFailed, TypeReturned},
 	}
 	labels := map[Settle]string{Nack: "basic.nack, requeue", Reject: "basic.reject, requeue",
@@ -134,19 +162,17 @@ func settleTable(cs []*cell) render.Table {
 func limitTable(out outcome) render.Table {
 	t := render.Table{
 		Title:  fmt.Sprintf("(c) x-delivery-limit %d: what counts toward it", DeliveryLimit),
-		Header: []string{"task", "hand back", "deliveries", "x-delivery-count read", "waits", "ended"},
+		Header: []string{"task", "hand back", "deliveries", "x-delivery-count read", "x-acquired-count read", "ended"},
 	}
 	for _, task := range []string{"P1", "P2"} {
 		rows := of(out.rows, task)
-		var counts, waits []string
+		var counts, acquired []string
 		settle := "-"
-		for i, r := range rows {
+		for _, r := range rows {
 			counts = append(counts, count(r.count))
-			if i > 0 {
-				waits = append(waits, fmt.Sprintf("%.1f", (r.at-rows[i-1].end).Seconds()))
-			}
+			acquired = append(acquired, count(r.acquired))
 			if r.settle != "" {
-				settle = "basic." + string(r.settle)
+				settle = string(r.settle)
 			}
 		}
 		ended := "the lab's guard"
@@ -154,7 +180,7 @@ func limitTable(out outcome) render.Table {
 			ended = "DLQ, x-death " + reason
 		}
 		t.Rows = append(t.Rows, []string{task, settle, strconv.Itoa(len(rows)), strings.Join(counts, " "),
-			compact(waits) + " s", ended})
+			strings.Join(acquired, " "), ended})
 	}
 	t.Notes = []string{
 		fmt.Sprintf("P1: each reject counts; after %d counted failures the %s reject goes to the "+
@@ -163,24 +189,11 @@ func limitTable(out outcome) render.Table {
 			DeliveryLimit, ordinal(DeliveryLimit+1), DeliveryLimit),
 		"P2: a nack never counts on 4.3 (x-delivery-count stays absent), so the limit is never " +
 			"reached and the broker would hand it back every 2 s for ever; the lab's guard acks it " +
-			"after " + strconv.Itoa(guard) + " deliveries and reports it dropped. Before 4.3 every return " +
-			"counted, a nack too (measured on 3.10.8: x-delivery-count 1, 2, 3 after three nacks). " +
-			"Since 4.0 a quorum queue's limit is 20 when none is declared. Measured on RabbitMQ " + Version + ".",
+			"after " + strconv.Itoa(guard) + " deliveries and reports it dropped. Since 4.0 a quorum " +
+			"queue's limit is 20 when none is declared.",
+		versions.QuorumReturns.Note(out.version),
 	}
 	return t
-}
-
-// compact is a list of waits, a run of one value as "7 × 2.0".
-func compact(waits []string) string {
-	for _, w := range waits[min(1, len(waits)):] {
-		if w != waits[0] {
-			return strings.Join(waits, " ")
-		}
-	}
-	if len(waits) > 2 {
-		return fmt.Sprintf("%d × %s", len(waits), waits[0])
-	}
-	return strings.Join(waits, " ")
 }
 
 // ordinal is 6 → "sixth", for the small numbers the notes use.

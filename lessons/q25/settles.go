@@ -21,11 +21,13 @@ import (
 // time, then acked: the waits between its deliveries say which settles
 // each type delays, and whether the delay grows.
 
-// The delays of part (b)'s queues (lesson time): short, so the nine run
-// in a few seconds, and a maximum the three waits never reach.
+// The delays of part (b)'s queues (lesson time): a minimum far above how
+// long a message put back at once takes to come back (at the tests' 10×,
+// 400 ms real against up to 234 ms measured on a machine with a load of
+// 27), and a maximum the three waits never reach.
 const (
-	settleLo       = 2 * time.Second
-	settleHi       = 8 * time.Second
+	settleLo       = 4 * time.Second
+	settleHi       = 16 * time.Second
 	settleFailures = 3
 )
 
@@ -108,7 +110,11 @@ func runCell(ctx context.Context, env *lesson.Env, s *rabbit.Session, conn *amqp
 	if err != nil {
 		return err
 	}
-	defer func() { _ = ch.Close() }()
+	defer func() {
+		if ch != nil { // nil when a re-consume after a close failed (a run stopped early)
+			_ = ch.Close()
+		}
+	}()
 	env.Stream.Emit(lab.Event{Kind: lab.Enqueued, Task: c.task(), Queue: settleView, Actor: "Producer",
 		Note: "to " + c.queue()})
 	if err := pub.Publish(ctx, c.queue(), c.task(), nil); err != nil {
@@ -152,8 +158,9 @@ func runCell(ctx context.Context, env *lesson.Env, s *rabbit.Session, conn *amqp
 		}
 		wait := BrokerDelay(c.retryType, c.settle, after, settleLo, settleHi)
 		env.Stream.Emit(handBackEvent(c, after, wait))
-		handedBack = clock.Elapsed()
-		if ch, deliveries, err = settleCell(ctx, conn, queue, ch, deliveries, d, c.settle); err != nil {
+		if ch, deliveries, err = settleCell(ctx, conn, queue, ch, deliveries, d, c.settle, func() {
+			handedBack = clock.Elapsed()
+		}); err != nil {
 			return err
 		}
 	}
@@ -179,18 +186,27 @@ func handBackEvent(c *cell, after int, wait time.Duration) lab.Event {
 	return e
 }
 
-// settleCell hands d back with s. A closed channel returns every delivery
-// unacked on it, so for Close it opens a new channel and consumer.
+// settleCell hands d back with s, calling now just before it leaves (the
+// wait is timed from there). A closed channel returns every delivery
+// unacked on it, so for Close a new channel's consumer is ready first:
+// opening it is not part of the wait.
 func settleCell(ctx context.Context, conn *amqp.Connection, queue string, ch *amqp.Channel,
-	deliveries <-chan amqp.Delivery, d amqp.Delivery, s Settle) (*amqp.Channel, <-chan amqp.Delivery, error) {
+	deliveries <-chan amqp.Delivery, d amqp.Delivery, s Settle, now func()) (*amqp.Channel, <-chan amqp.Delivery, error) {
 	switch s {
 	case Nack:
+		now()
 		return ch, deliveries, d.Nack(false, true) // multiple, requeue
 	case Reject:
+		now()
 		return ch, deliveries, d.Reject(true) // requeue
 	}
+	next, nextDeliveries, err := consumeOn(ctx, conn, queue, "Worker", 1)
+	if err != nil {
+		return ch, deliveries, err
+	}
+	now()
 	_ = ch.Close()
-	return consumeOn(ctx, conn, queue, "Worker", 1)
+	return next, nextDeliveries, nil
 }
 
 // consumeOn consumes queue on a channel of its own with manual acks, at

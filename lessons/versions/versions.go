@@ -129,7 +129,7 @@ var (
 			{New, "has a limit of 20: the 21st delivery's basic.reject dropped it (no " +
 				"dead-letter exchange), while 25 basic.nacks left it in place"},
 		},
-		Source: "delivery limit 20 by default since 4.0; returns unlimited since 4.3 (its release notes)",
+		Source: "the 4.0.1 release notes: a default limit of 20; the 4.3.0 release notes: unlimited returns",
 	}
 	// Metrics: Q22's counters and depth.
 	Metrics = Fact{
@@ -139,6 +139,7 @@ var (
 			{New, "read the same: 10, 1, 5 of 10, whole seconds"},
 		},
 		Source: "the redelivered flag and a passive declare's ready count are AMQP 0-9-1's own; " +
-			"only a quorum queue's x-delivery-count changed meaning in 4.3",
+			"a classic queue wrote no x-delivery-count on either version (Q19's requeued S1-S5), " +
+			"a quorum queue's changed meaning in 4.3",
 	}
 )

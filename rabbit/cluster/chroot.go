@@ -141,7 +141,7 @@ func BuiltRoot(version string) (string, error) {
 	}
 	root := filepath.Join(dir, "rabbitmq-"+version)
 	if _, err := os.Stat(filepath.Join(root, ".qlab-built")); err != nil {
-		return "", fmt.Errorf("%w: RabbitMQ %s is not built in %s (build it: scripts/rabbitmq.sh build %s, about 6 min)",
+		return "", fmt.Errorf("%w: RabbitMQ %s is not built in %s (build it: scripts/rabbitmq.sh build %s, about 3 min)",
 			ErrNoServer, version, root, version)
 	}
 	return root, nil

@@ -230,18 +230,39 @@ func (c *Cluster) start(ctx context.Context) error {
 // progress; the first error wins.
 func (c *Cluster) startAll(ctx context.Context, start func(context.Context, NodeSpec) error) error {
 	errs := make([]error, len(c.Nodes))
-	var wg sync.WaitGroup
-	for i, n := range c.Nodes {
-		wg.Go(func() {
-			begin := time.Now()
-			c.say("%s: starting %s (AMQP port %d)", n.Short, n.Name, n.Port)
-			if errs[i] = start(ctx, n); errs[i] == nil {
-				c.say("%s: up in %.1fs", n.Short, time.Since(begin).Seconds())
-			}
-		})
+	var mu sync.Mutex
+	pending := map[string]bool{}
+	for _, n := range c.Nodes {
+		pending[n.Short] = true
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	what := func() string { // the nodes still starting, for waiting's line
+		mu.Lock()
+		defer mu.Unlock()
+		var left []string
+		for _, n := range c.Nodes {
+			if pending[n.Short] {
+				left = append(left, n.Short)
+			}
+		}
+		return strings.Join(left, ", ") + " to boot and accept AMQP"
+	}
+	return c.waitingFor(what, func() error {
+		var wg sync.WaitGroup
+		for i, n := range c.Nodes {
+			wg.Go(func() {
+				begin := time.Now()
+				c.say("%s: starting %s (AMQP port %d)", n.Short, n.Name, n.Port)
+				if errs[i] = start(ctx, n); errs[i] == nil {
+					c.say("%s: up in %.1fs", n.Short, time.Since(begin).Seconds())
+				}
+				mu.Lock()
+				delete(pending, n.Short)
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		return errors.Join(errs...)
+	})
 }
 
 // runningNodes asks node n which nodes of its cluster are running.
@@ -276,6 +297,11 @@ const waitingEvery = 5 * time.Second
 // waitingEvery and again every waitingEvery: each rabbitmqctl starts an
 // Erlang VM, and on a loaded laptop a join was silent for 40 s.
 func (c *Cluster) waiting(what string, step func() error) error {
+	return c.waitingFor(func() string { return what }, step)
+}
+
+// waitingFor is waiting with what asked anew each time it is said.
+func (c *Cluster) waitingFor(what func() string, step func() error) error {
 	done := make(chan error, 1)
 	begin := time.Now()
 	go func() { done <- step() }()
@@ -286,7 +312,7 @@ func (c *Cluster) waiting(what string, step func() error) error {
 		case err := <-done:
 			return err
 		case <-tick.C:
-			c.say("  … still waiting for %s (%.0fs)", what, time.Since(begin).Seconds())
+			c.say("  … still waiting for %s (%.0fs)", what(), time.Since(begin).Seconds())
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -58,14 +59,21 @@ func (d *localDriver) leftovers(_ context.Context, c *Cluster) []string {
 	return left
 }
 
-// processesNaming lists the processes (other than this one) whose
-// command line or environment contains s.
+// processesNaming lists the processes (other than this one and the
+// nodes' watchers, WatchOwner) whose command line or environment contains s.
 func processesNaming(s string) []int {
 	var pids []int
 	for _, pid := range processes() {
-		if pid != os.Getpid() && processNames(pid, s) {
+		if pid != os.Getpid() && processNames(pid, s) && !isWatcher(pid) {
 			pids = append(pids, pid)
 		}
 	}
 	return pids
+}
+
+// isWatcher reports whether process pid is a node's watcher or one of its
+// children (WatchOwner).
+func isWatcher(pid int) bool {
+	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	return err == nil && bytes.Contains(env, []byte("\x00"+watcherEnv+"\x00"))
 }

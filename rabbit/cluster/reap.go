@@ -23,6 +23,11 @@ import (
 //   - ReapOrphans, at the next start, removes nodes whose owner is gone
 //     (for the case where the watcher itself was killed).
 
+// watcherEnv marks a watcher and its children (sleep, rabbitmqctl), whose
+// environment names the node: processesNaming must not take them for the
+// node's own processes.
+const watcherEnv = "QLAB_NODE_WATCHER=1"
+
 // TestPrefixes are the name prefixes of the nodes test processes start
 // (rabbittest's private nodes, clustertest's cluster, the fault suite's
 // nodes): ReapOrphans of these never touches a student's cluster.
@@ -31,12 +36,13 @@ var TestPrefixes = []string{"qlabtest", "qlabfault"}
 // ownedName matches a node name whose second field is its owner's pid.
 var ownedName = regexp.MustCompile(`^([a-z]+)-(\d+)-[0-9a-f]{4}(-n\d+)?@`)
 
-// watcher waits for the owner to exit, then asks the node to stop, and
+// watcher waits for the owner to exit (or the node's directory to go: its
+// owner removed it, and the watcher has nothing left to do), then asks the
+// node to stop, and
 // kills it if it has not within 20 s, checking that the pid is still that
-// node's beam (a pid can be reused), then deletes its directory. A node
-// whose directory is gone was removed (Down): the watcher ends at once,
-// for Down counts every process naming the cluster (the watcher's
-// environment does) as a part of it still running.
+// node's beam (a pid can be reused), then deletes its directory. Finding
+// the node's directory gone with its owner, it removes the cluster's
+// directory once empty (a Down that failed half way left it).
 const watcher = `
 while kill -0 "$OWNER" 2>/dev/null && [ -d "$DIR" ]; do sleep 1; done
 if [ ! -d "$DIR" ]; then
@@ -70,7 +76,7 @@ func WatchProcess(n NodeSpec, parent string, owner int) error {
 		return fmt.Errorf("node %s has no process to watch", n.Name)
 	}
 	cmd := exec.Command("sh", "-c", watcher)
-	cmd.Env = append(os.Environ(),
+	cmd.Env = append(os.Environ(), watcherEnv,
 		"OWNER="+strconv.Itoa(owner), "NODE="+n.Name, "BEAM="+strconv.Itoa(beam), "DIR="+n.Dir, "PARENT="+parent)
 	// Its own session: Ctrl-C in the terminal signals the test's process
 	// group, and the watcher must live on to do its work.

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -27,5 +28,22 @@ func TestWaitingSaysWhatItWaitsFor(t *testing.T) {
 		out.Reset()
 		assert.NoError(t, c.waiting("n2: rabbitmqctl stop_app", func() error { time.Sleep(time.Second); return nil }))
 		assert.Empty(t, out.String())
+	})
+}
+
+// Starting the nodes says, every 5 s, which are still booting.
+func TestStartAllSaysWhichNodesItWaitsFor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var out strings.Builder
+		c := &Cluster{progress: &out, state: state{Nodes: []NodeSpec{{Short: "n1"}, {Short: "n2"}, {Short: "n3"}}}}
+		boot := map[string]time.Duration{"n1": 3 * time.Second, "n2": 7 * time.Second, "n3": 12 * time.Second}
+		assert.NoError(t, c.startAll(context.Background(), func(_ context.Context, n NodeSpec) error {
+			time.Sleep(boot[n.Short])
+			return nil
+		}))
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		assert.Contains(t, lines, "  … still waiting for n2, n3 to boot and accept AMQP (5s)")
+		assert.Contains(t, lines, "  … still waiting for n3 to boot and accept AMQP (10s)")
+		assert.Contains(t, lines, "n3: up in 12.0s")
 	})
 }

@@ -30,19 +30,29 @@ type Proxy struct {
 }
 
 // StartProxy forwards a free loopback port to brokerURL's host until t
-// ends.
+// ends (or Cut).
 func StartProxy(t testing.TB, brokerURL string) *Proxy {
+	t.Helper()
+	return StartProxyOn(t, "127.0.0.1:0", brokerURL)
+}
+
+// StartProxyOn is StartProxy on addr: the address of a proxy that was
+// cut, for a broker that comes back where it was.
+func StartProxyOn(t testing.TB, addr, brokerURL string) *Proxy {
 	t.Helper()
 	u, err := url.Parse(brokerURL)
 	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", addr)
 	require.NoError(t, err)
 	p := &Proxy{ln: ln, target: u.Host}
 	p.budget.Store(-1)
 	go p.accept()
-	t.Cleanup(p.close)
+	t.Cleanup(p.Cut)
 	return p
 }
+
+// Addr is the proxy's address, host:port.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
 // URL is brokerURL through the proxy.
 func (p *Proxy) URL(brokerURL string) string {
@@ -50,7 +60,7 @@ func (p *Proxy) URL(brokerURL string) string {
 	if err != nil {
 		return ""
 	}
-	u.Host = p.ln.Addr().String()
+	u.Host = p.Addr()
 	return u.String()
 }
 
@@ -112,11 +122,14 @@ func (p *Proxy) take(n int) int {
 	}
 }
 
-func (p *Proxy) close() {
+// Cut closes the proxy's port and every connection through it: to its
+// clients the broker is gone.
+func (p *Proxy) Cut() {
 	_ = p.ln.Close()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, c := range p.conns {
 		_ = c.Close()
 	}
+	p.conns = nil
 }

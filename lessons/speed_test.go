@@ -1,0 +1,201 @@
+package lessons
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lab/labtest"
+	"github.com/queuelab/qlab/lesson"
+	"github.com/queuelab/qlab/lesson/lessontest"
+	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/rabbit/rabbittest"
+)
+
+// speedCut bounds one broker run of TestEverySpeed in real time: at
+// --speed 1 it covers the first long wait of every lesson (Q14's 30 s
+// retry, Q19's 16 s one, each longer than the watchdog's 10 s real-time
+// floor), and a slower lesson is cut there, by its parts.
+const speedCut = 40 * time.Second
+
+// TestEverySpeed runs every broker lesson at --speed 1 and at two speeds
+// between 1 and its own pace (or its test speed, if faster), on each
+// backend it has, and asserts that nothing is lost: a run that finishes
+// loses only what the lesson loses on purpose, and one cut at speedCut
+// lost nothing before the cut and did not stall. Before the broker's
+// watchdog counted the waits a run scheduled, Q14 lost A and E at
+// --speed 1, 10 and 20 (issue 31).
+//
+// The broker runs go at once (they wait on the broker's timers, not the
+// CPU), on both broker lines at once (rabbittest.Versions), so the test
+// takes about speedCut and the clean-up; the in-memory runs are instant,
+// in synctest bubbles.
+func TestEverySpeed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs every broker lesson for up to 40 s of real time")
+	}
+	for _, l := range All {
+		if l.Rabbit == nil || l.InMem == nil {
+			continue
+		}
+		for _, speed := range speedsOf(l) {
+			t.Run(fmt.Sprintf("%s/inmem/%g", l.ID, speed), func(t *testing.T) {
+				events, _ := lessontest.RunInMem(t, l, Options{Speed: speed})
+				labtest.AssertAccounted(t, events)
+				assert.Empty(t, lostBefore(l, lab.InMem, events), "lost")
+			})
+		}
+	}
+	// Subtests that are not t.Parallel, run from goroutines of their
+	// own: all at once, whatever -parallel says, and -run still picks.
+	var wg sync.WaitGroup
+	for _, v := range rabbittest.Versions {
+		wg.Go(func() { t.Run("rabbit-"+string(v), func(t *testing.T) { everySpeedOn(t, v) }) })
+	}
+	wg.Wait()
+}
+
+// everySpeedOn runs TestEverySpeed's broker cases on the broker of line
+// v, all at once.
+func everySpeedOn(t *testing.T, v rabbittest.Version) {
+	url := rabbittest.Need(t, v)
+	var cases []*speedCase
+	for _, l := range All {
+		if l.Rabbit == nil || l.Cluster || (l.MinBroker != "" && !lesson.VersionAtLeast(string(v), l.MinBroker)) {
+			continue // Q21 needs a cluster; Q25 says in one line that 3.10 cannot, its own tests hold that
+		}
+		for _, speed := range speedsOf(l) {
+			cases = append(cases, &speedCase{l: l, speed: speed})
+		}
+	}
+	var wg sync.WaitGroup
+	for _, c := range cases {
+		wg.Go(func() {
+			t.Run(fmt.Sprintf("%s/%g", c.l.ID, c.speed), func(t *testing.T) {
+				c.run(url)
+				c.check(t)
+			})
+		})
+	}
+	wg.Wait()
+	longest, all := time.Duration(0), true
+	for _, c := range cases {
+		all = all && c.took > 0 // -run may have picked a few
+		if c.speed == 1 {
+			longest = max(longest, longestGap(c.events[:c.before]))
+		}
+	}
+	if all {
+		assert.Greater(t, longest, 10*time.Second,
+			"at --speed 1 some run sat out a wait longer than the watchdog's real-time floor")
+	}
+}
+
+// longestGap is the longest lesson time a task of events waited between
+// the end of one attempt and the start of the next.
+func longestGap(events []lab.Event) time.Duration {
+	ended := map[string]int64{}
+	var longest int64
+	for _, e := range events {
+		switch e.Kind {
+		case lab.Failed:
+			ended[e.Task] = e.TMs
+		case lab.Started:
+			if at, ok := ended[e.Task]; ok {
+				longest = max(longest, e.TMs-at)
+			}
+		}
+	}
+	return time.Duration(longest) * time.Millisecond
+}
+
+// speedsOf is 1 and two speeds between 1 and the faster of l's own pace
+// and its test speed, evenly apart on a log scale, to a tenth.
+func speedsOf(l Lesson) []float64 {
+	top := max(l.WatchSpeed, l.TestSpeed)
+	if l.TestSpeed == 0 {
+		top = max(top, lessontest.RabbitSpeed)
+	}
+	out := []float64{1}
+	for _, f := range []float64{1.0 / 3, 2.0 / 3} {
+		s := math.Round(math.Pow(top, f)*10) / 10
+		if s > out[len(out)-1] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// speedCase is one broker run of TestEverySpeed.
+type speedCase struct {
+	l     Lesson
+	speed float64
+
+	err    error
+	events []lab.Event
+	before int  // how many events came before the cut
+	cut    bool // the run was still going at speedCut
+	took   time.Duration
+}
+
+// run runs the case on the broker at url, cut at speedCut.
+func (c *speedCase) run(url string) {
+	var rec labtest.Recorder
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	timer := time.AfterFunc(speedCut, func() {
+		mu.Lock()
+		c.cut, c.before = true, len(rec.Events())
+		mu.Unlock()
+		cancel()
+	})
+	start := time.Now()
+	_, err := lesson.Run(ctx, c.l, Options{Backend: lab.Rabbit, Broker: url, Speed: c.speed}, &rec)
+	timer.Stop()
+	mu.Lock()
+	defer mu.Unlock()
+	c.err, c.events, c.took = err, rec.Events(), time.Since(start)
+	if !c.cut {
+		c.before = len(c.events)
+	}
+}
+
+// check asserts what the case's run must show.
+func (c *speedCase) check(t *testing.T) {
+	t.Logf("%s at %g×: %v real, cut: %v, longest wait between attempts before the cut: %v of lesson time",
+		c.l.ID, c.speed, c.took.Round(time.Millisecond), c.cut, longestGap(c.events[:c.before]))
+	if !c.cut || slices.ContainsFunc(c.events, func(e lab.Event) bool { return e.Task != "" }) {
+		labtest.AssertAccounted(t, c.events) // cut, Q17 is still measuring: no task yet
+	}
+	if !c.cut {
+		assert.NoError(t, c.err)
+	} else if c.err != nil {
+		assert.NotErrorIs(t, c.err, rabbit.ErrStalled)
+		assert.NotContains(t, c.err.Error(), rabbit.ErrStalled.Error())
+	}
+	assert.Empty(t, lostBefore(c.l, lab.Rabbit, c.events[:c.before]), "lost before the cut")
+}
+
+// lostBefore lists the lost events among events that l does not lose on
+// purpose on backend b.
+func lostBefore(l Lesson, b lab.Backend, events []lab.Event) []string {
+	crashLoses := !lesson.FeaturesOf(b).SurvivesCrash
+	var out []string
+	for _, e := range events {
+		switch {
+		case e.Kind != lab.Lost, slices.Contains(l.LosesOnPurpose, e.Task):
+		case crashLoses && slices.Contains(l.Parity.Crashed, e.Task):
+		default:
+			out = append(out, e.Task+": "+e.Note)
+		}
+	}
+	return out
+}
