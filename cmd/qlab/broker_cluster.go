@@ -25,10 +25,11 @@ const clusterHelp = `Usage: qlab broker cluster up|down|status|kill NODE|revive 
                it died: its quorum queue members go, a new leader is elected
   revive NODE  start it again
 
-The cluster is recorded in $XDG_CACHE_HOME/qlab/cluster.json (~/.cache/qlab), or in
---state FILE. It never touches the broker on 127.0.0.1:5672 or any node it did not
-start. up --owner PID ties the nodes to process PID: they go within seconds of its end,
-however it ends (make test starts the one cluster its packages share that way).`
+The cluster is recorded in $XDG_CACHE_HOME/qlab/cluster.json (~/.cache/qlab),
+or in --state FILE. It never touches the broker on 127.0.0.1:5672 or any node
+it did not start. up --owner PID ties the nodes to process PID: they go within
+seconds of its end, however it ends (make test starts the cluster its packages
+share that way).`
 
 // cmdBrokerCluster runs `qlab broker cluster ...`.
 func cmdBrokerCluster(ctx context.Context, args []string, stdout, stderr io.Writer) error {

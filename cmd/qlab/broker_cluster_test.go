@@ -59,6 +59,37 @@ func TestBrokerClusterWithNoneRecorded(t *testing.T) {
 	}
 }
 
+// TestBrokerClusterOwnerMustRun: up --owner names a process that runs,
+// else the nodes would be removed at once; a usage error says so.
+func TestBrokerClusterOwnerMustRun(t *testing.T) {
+	privateClusterState(t)
+	for _, pid := range []string{"999999999", "-2"} {
+		code, _, errOut := qlab("broker", "cluster", "up", "--owner", pid)
+		assert.Equal(t, exitUsage, code, pid)
+		assert.Contains(t, errOut, "--owner "+pid+" is no running process", pid)
+	}
+}
+
+// TestBrokerClusterStateFlag: --state FILE is the record every verb reads,
+// not the cache's: status finds the nodes recorded there, down removes
+// that record, and the cache's stays untouched.
+func TestBrokerClusterStateFlag(t *testing.T) {
+	cached := privateClusterState(t)
+	writeClusterState(t, cached, t.TempDir())
+	file := filepath.Join(t.TempDir(), "elsewhere.json")
+	code, out, _ := qlab("broker", "cluster", "down", "--state", file)
+	assert.Equal(t, exitOK, code)
+	assert.Equal(t, "no cluster is recorded: nothing to remove\n", out)
+	writeClusterState(t, file, t.TempDir())
+	code, out, _ = qlab("broker", "cluster", "status", "--state", file)
+	assert.Equal(t, exitError, code)
+	assert.Equal(t, 3, strings.Count(out, " down "), out)
+	code, _, _ = qlab("broker", "cluster", "down", "--state", file)
+	assert.Equal(t, exitOK, code)
+	assert.NoFileExists(t, file)
+	assert.FileExists(t, cached)
+}
+
 // writeClusterState records a cluster of three local nodes on closed
 // ports, as if up had started it, with node directories under dir.
 func writeClusterState(t *testing.T, file, dir string) {
