@@ -129,8 +129,8 @@ func TestBrokerClusterRefusesAStateFileItDidNotWrite(t *testing.T) {
 
 // TestBrokerClusterLifecycle runs the commands a demo runs, on a real
 // cluster: up, status, kill the leader of a quorum queue, up refusing to
-// start over a stopped node, revive, up finding the cluster up, down, and
-// down again.
+// start over a stopped node, revive, up finding the cluster up, down with
+// a node stopped, and down again.
 func TestBrokerClusterLifecycle(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a three-node RabbitMQ cluster (about half a minute)")
@@ -179,6 +179,8 @@ func TestBrokerClusterLifecycle(t *testing.T) {
 	assert.Equal(t, exitOK, code)
 	assert.True(t, strings.HasPrefix(out, "a cluster is already up:\n"), out)
 
+	code, _, _ = qlab("broker", "cluster", "kill", "n3") // down must remove a stopped node too
+	require.Equal(t, exitOK, code)
 	code, out, errOut = qlab("broker", "cluster", "down")
 	require.Equal(t, exitOK, code)
 	assert.NotContains(t, errOut, "guest:guest", "down names the nodes, not their URLs")
