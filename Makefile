@@ -66,8 +66,9 @@ TESTPKGS  ?= ./...
 # bin/faults.txt; go test shows a passing package's output only with -v.
 #
 # One three-node cluster serves every package that needs one (clustertest:
-# the fault suite, Q21), started beside go test's compiling and owned by
-# this recipe's shell (--owner $$): its nodes go when the shell ends,
+# the fault suite, Q21, rabbit/cluster's failover), started beside go
+# test's compiling and owned by this recipe's shell (--owner $$): its
+# nodes go when the shell ends,
 # however it ends, and at once by down at the end. The packages take turns
 # on it (they stop nodes). Where it cannot start, each package starts its
 # own, as go test ./... alone does, and skips or fails with the reason.
