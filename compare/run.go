@@ -408,7 +408,7 @@ func throughputs(ctx context.Context, l lessons.Lesson, cfg Config, b lab.Backen
 	return rate[1], rate[0], "", nil
 }
 
-// fewConsumers is a sink that stops a run once 2×want attempts on the
+// fewConsumers is a sink that stops a run once 4×want attempts on the
 // main queue (the queue of the first enqueued task) came from fewer than
 // want workers: the lesson does not run want consumers there, and the
 // rest of the run would measure nothing.
@@ -429,7 +429,9 @@ func (f *fewConsumers) Emit(e lab.Event) {
 	case e.Kind == lab.Started && e.Queue == f.main && f.main != "" && !f.stopped:
 		f.starts++
 		f.actors[e.Actor] = true
-		if f.starts >= 2*f.want && len(f.actors) < f.want {
+		// 4× the consumers' count of starts: on a loaded machine one
+		// goroutine of four can miss the first eight (a CI run at load 69).
+		if f.starts >= 4*f.want && len(f.actors) < f.want {
 			f.stopped = true
 			f.stop()
 		}

@@ -24,6 +24,12 @@ type Ledger struct {
 	// allocation per task, which matters on the Stream's hot path.
 	records []TaskRecord
 	index   map[string]int
+	// pending counts the records whose fate is pending, and moves counts
+	// every change of a record's attempts or fate (and every new record):
+	// a poller learns whether the run settled or moved at all without
+	// copying every record (Stream.Progress).
+	pending int
+	moves   uint64
 }
 
 // Observe updates the ledger with e. Events about unknown tasks (other than
@@ -46,11 +52,16 @@ func (l *Ledger) observe(e *Event) {
 		i = len(l.records)
 		l.index[e.Task] = i
 		l.records = append(l.records, TaskRecord{ID: e.Task, Fate: FatePending, FirstFail: -1, Settled: -1})
+		l.pending++
+		l.moves++
 	}
 	r := &l.records[i]
+	was := r.Fate
+	defer l.count(was, r)
 	switch e.Kind {
 	case Started:
 		r.Attempts++
+		l.moves++
 	case Failed, Rejected:
 		if r.FirstFail < 0 {
 			r.FirstFail = e.TMs
@@ -75,6 +86,21 @@ func (l *Ledger) observe(e *Event) {
 }
 
 func (r *TaskRecord) settle(f Fate, e *Event) { r.Fate, r.Settled, r.Reason = f, e.TMs, e.Note }
+
+// count keeps pending and moves up to date after r's fate went from was
+// to what it is now.
+func (l *Ledger) count(was Fate, r *TaskRecord) {
+	if r.Fate == was {
+		return
+	}
+	l.moves++
+	switch {
+	case was == FatePending:
+		l.pending--
+	case r.Fate == FatePending:
+		l.pending++
+	}
+}
 
 // Tasks returns a copy of every task's record in creation order.
 func (l *Ledger) Tasks() []TaskRecord {

@@ -1,9 +1,13 @@
 package lab
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestLedgerFateRules(t *testing.T) {
@@ -79,4 +83,40 @@ func TestLedgerFirstFailAndOrder(t *testing.T) {
 	assert.Equal(t, "B", tasks[0].ID, "creation order, not alphabetical")
 	assert.Equal(t, int64(-1), tasks[0].FirstFail)
 	assert.Equal(t, int64(300), tasks[1].FirstFail)
+}
+
+// The ledger's counts agree with its records after every event of a
+// random run: pending is the records still pending, and moves grows
+// exactly when a task appears or its attempts or fate change, which is
+// what a poller of a broker run watches (Stream.Progress).
+func TestLedgerCountsFollowItsRecords(t *testing.T) {
+	kinds := []Kind{Enqueued, Started, Succeeded, Failed, Moved, Scheduled, DeadLettered, Dropped,
+		Duplicate, Redelivered, Lost, Stranded, Refused, Summary, Phase}
+	rng := rand.New(rand.NewPCG(7, 11))
+	var l Ledger
+	type mark struct {
+		attempts int
+		fate     Fate
+	}
+	marks := func() []mark {
+		var out []mark
+		for _, r := range l.records {
+			out = append(out, mark{r.Attempts, r.Fate})
+		}
+		return out
+	}
+	for i := range 5000 {
+		before, moves := marks(), l.moves
+		l.Observe(Event{Kind: kinds[rng.IntN(len(kinds))], Task: fmt.Sprint("T", rng.IntN(40)), TMs: int64(i)})
+		after := marks()
+		pending := 0
+		for _, m := range after {
+			if m.fate == FatePending {
+				pending++
+			}
+		}
+		require.Equal(t, pending, l.pending, "event %d", i)
+		require.Equal(t, !slices.Equal(before, after), l.moves != moves, "event %d: moves counts a change, only a change", i)
+	}
+	assert.Greater(t, l.moves, uint64(100))
 }

@@ -201,6 +201,15 @@ func (s *Stream) Missed() int {
 	return n
 }
 
+// Progress is what a poller of a run needs without copying every record:
+// how many tasks exist, how many are still pending, and a count that
+// grows whenever a task is created or its attempts or fate change.
+func (s *Stream) Progress() (tasks, pending int, moves uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.ledger.records), s.ledger.pending, s.ledger.moves
+}
+
 // Tasks returns the ledger's current view of every task, in creation order.
 func (s *Stream) Tasks() []TaskRecord {
 	s.mu.Lock()

@@ -66,12 +66,15 @@ func (s *Session) WaitSettled(ctx context.Context, stream *lab.Stream, extra fun
 	// stalled the run (measured in real time, a 16 s pause of Q10 ended
 	// it with "no task made progress").
 	clock := s.Clock
-	last, moved := progressOf(stream.Tasks()), clock.Elapsed()
+	// Stream.Progress, not Tasks: a copy of every record each poll made a
+	// 100,000-task run quadratic in CPU (and held the stream's lock).
+	_, _, last := stream.Progress()
+	moved := clock.Elapsed()
 	parked, _ := s.parkActivity()
 	nextCheck := time.Now().Add(checkEvery)
 	_, err := PollUntil(ctx, 2*time.Millisecond, 0, func() (bool, error) {
-		tasks := stream.Tasks()
-		if settledAll(tasks) && (extra == nil || extra()) {
+		tasks, pending, moves := stream.Progress()
+		if tasks > 0 && pending == 0 && (extra == nil || extra()) {
 			return true, nil
 		}
 		if err := s.Err(); err != nil {
@@ -85,15 +88,15 @@ func (s *Session) WaitSettled(ctx context.Context, stream *lab.Stream, extra fun
 		// a publisher waiting out a lost channel, is moving too: the
 		// run's tasks wait behind them, not lost.
 		p, busy := s.parkActivity()
-		if now := progressOf(tasks); !slices.Equal(now, last) || p != parked || busy {
-			last, parked, moved = now, p, clock.Elapsed()
+		if moves != last || p != parked || busy {
+			last, parked, moved = moves, p, clock.Elapsed()
 		}
 		if err := s.checkQueues(ctx); err != nil {
 			return false, err
 		}
 		due := s.scheduledUntil()
 		if clock.Real(clock.Elapsed()-max(moved, due)) > realPatience {
-			s.fail(stalled(clock, realPatience, due, tasks))
+			s.fail(stalled(clock, realPatience, due, stream.Tasks()))
 			return false, s.Err()
 		}
 		return false, nil
@@ -128,29 +131,6 @@ func (s *Session) checkQueues(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// mark is what changes whenever a task moves: its attempts and its fate.
-type mark struct {
-	attempts int
-	fate     lab.Fate
-}
-
-func progressOf(tasks []lab.TaskRecord) []mark {
-	out := make([]mark, len(tasks))
-	for i, t := range tasks {
-		out[i] = mark{t.Attempts, t.Fate}
-	}
-	return out
-}
-
-func settledAll(tasks []lab.TaskRecord) bool {
-	for _, t := range tasks {
-		if t.Fate == lab.FatePending {
-			return false
-		}
-	}
-	return len(tasks) > 0
 }
 
 func pendingIDs(tasks []lab.TaskRecord) string {

@@ -38,10 +38,18 @@ report() {
 	"  (make setup does that ahead of a workshop)" >&2
 
 "$GO" build -v -o "$out" "$pkg" 2>&1 | {
-	fetched=0 compiled=0 total="" last="" spoke=false shown=$SECONDS
+	fetched=0 compiled=0 total="" last="" part="" spoke=false shown=$SECONDS
 	while :; do
-		line="" eof=false
-		IFS= read -r -t "$every" line || { [ $? -gt 128 ] || eof=true; }
+		# read -t keeps what it got of a line when it times out: hold that
+		# part until the rest of the line comes.
+		chunk="" line="" eof=false
+		if IFS= read -r -t "$every" chunk; then
+			line=$part$chunk part=""
+		elif [ $? -gt 128 ]; then
+			part=$part$chunk
+		else
+			line=$part$chunk part="" eof=true
+		fi
 		case $line in
 		"") ;;
 		"go: downloading "*)

@@ -140,7 +140,7 @@ cat "$dir"/log/*.log 2>/dev/null | grep -o 'has a client-provided name: qlab qla
 	awk '{print $NF}' | sort | uniq -c >"$out/opened"
 for f in "$out"/run-*.err; do
 	l=${f##*-q}
-	echo "$(head -1 "$f" | grep -o 'prefix qlab-[0-9a-f]*' | cut -d' ' -f2) Q${l%.err}"
+	echo "$(grep -om1 'prefix qlab-[0-9a-f]*' "$f" | cut -d' ' -f2) Q${l%.err}"
 done >"$out/lessons"
 [ -f "$out/per-run" ] && awk 'NR == FNR {lesson[$1] = $2; next}
 	{if ($2 > most[$3]) most[$3] = $2}

@@ -74,11 +74,13 @@ func updateExState(root string, change func(*exState)) (exState, error) {
 const exLockStale = 5 * time.Second
 
 // lockExState takes the state file's lock: a file created exclusively,
-// which works on every OS and file system Go writes to. It waits up to
-// 2 s for another qlab to finish, and breaks a stale lock.
+// which works on every OS and file system Go writes to. It waits for
+// another qlab to finish until the lock would be stale, and breaks a
+// stale lock: a 2 s wait ran out on a loaded machine (load 69) while
+// eight savers took turns.
 func lockExState(root string) (unlock func(), err error) {
 	path := filepath.Join(root, exStateFile+".lock")
-	for deadline := time.Now().Add(2 * time.Second); ; {
+	for deadline := time.Now().Add(exLockStale + time.Second); ; {
 		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 		if err == nil {
 			_ = f.Close()

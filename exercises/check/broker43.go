@@ -8,7 +8,6 @@ import (
 
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/rabbit"
-	"github.com/queuelab/qlab/rabbit/rabbittest"
 )
 
 // Broker43 finds a RabbitMQ 4.3 (or newer) broker for an exercise of a
@@ -23,9 +22,9 @@ func (c *Checker) Broker43() (url string, ok bool) {
 		return b.URL, true
 	}
 	why := "needs RabbitMQ 4.3 or newer (a 4.x broker, RABBITMQ_URL naming it, or " +
-		rabbittest.Env43 + "): " + err.Error()
-	if os.Getenv(rabbittest.RequireEnv) == "1" {
-		c.That(Run{Name: "this machine"}, "a RabbitMQ 4.3 broker to check against", false, why, "a 4.3 broker ("+rabbittest.RequireEnv+"=1)", "")
+		broker43Env + "): " + err.Error()
+	if os.Getenv(requireBrokerEnv) == "1" {
+		c.That(Run{Name: "this machine"}, "a RabbitMQ 4.3 broker to check against", false, why, "a 4.3 broker ("+requireBrokerEnv+"=1)", "")
 		return "", false
 	}
 	c.Skip(why)
@@ -35,8 +34,8 @@ func (c *Checker) Broker43() (url string, ok bool) {
 // find43 is the 4.3 node QLAB_RABBITMQ43_URL names, else the broker
 // Discover finds if it is 4.3 or newer.
 func find43(ctx context.Context) (rabbit.Broker, error) {
-	if u := strings.TrimSpace(os.Getenv(rabbittest.Env43)); u != "" {
-		b, err := rabbit.Probe(ctx, u, rabbittest.Env43)
+	if u := strings.TrimSpace(os.Getenv(broker43Env)); u != "" {
+		b, err := rabbit.Probe(ctx, u, broker43Env)
 		if err != nil {
 			return b, err
 		}

@@ -72,9 +72,8 @@ func TestMain(m *testing.M) {
 	code := clustertest.Main(m) // runs the tests, then removes the cluster if one started
 	// Cases run concurrently, so goroutines are checked once all have
 	// ended: none of any run may be left (goleak retries while they wind
-	// down). The watchers of the suite's nodes (cluster.WatchOwner) live
-	// until their node's removal below: they are no run's.
-	if err := goleak.Find(goleak.IgnoreAnyFunction(watcherWait)); err != nil {
+	// down).
+	if err := goleak.Find(); err != nil {
 		fmt.Fprintf(os.Stderr, "faults: goroutines left behind by the fault runs: %v\n", err)
 		code = 1
 	}
@@ -93,9 +92,6 @@ func TestMain(m *testing.M) {
 	writeReport()
 	os.Exit(code)
 }
-
-// watcherWait is the goroutine that reaps a node's watcher process.
-const watcherWait = "github.com/queuelab/qlab/rabbit/cluster.WatchProcess.func1"
 
 // report records one fault case's line for the report and the test log.
 func report(t *testing.T, line string) {

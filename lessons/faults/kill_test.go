@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/queuelab/qlab/lesson"
+	"github.com/queuelab/qlab/store/sqlstore"
 )
 
 var (
@@ -54,7 +55,10 @@ var resetCmd = regexp.MustCompile(`rabbitmqctl delete_queue (\S+?)(;|\s|$)`)
 // start on the killed run's queues without touching them and name the
 // command that removes exactly those; qlab broker clean with the prefix
 // the killed run printed removes them all; after that a third run
-// completes and leaves nothing behind.
+// completes and leaves nothing behind. Each case's processes share a
+// TMPDIR of their own: the killed run's SQLite store dir, which clean
+// must remove too, is the only one there (and so is a schema named after
+// the prefix, on PostgreSQL).
 func killed(t *testing.T) {
 	n := runNode.get(t)
 	bin := qlab(t)
@@ -70,7 +74,9 @@ func killed(t *testing.T) {
 		ran(n, prefix+".")
 		at := 3 + int(seed()+uint64(i))%8
 		start := time.Now()
-		seen, printed := killAt(t, bin, n.URL, l, prefix, at)
+		tmp := t.TempDir()
+		env := []string{"RABBITMQ_URL=" + n.URL, "TMPDIR=" + tmp}
+		seen, printed := killAt(t, bin, env, l, prefix, at)
 		if printed != prefix {
 			t.Errorf("the killed run printed the prefix %q, want %q (its user needs it for qlab broker clean)", printed, prefix)
 		}
@@ -80,7 +86,7 @@ func killed(t *testing.T) {
 		if len(left) == 0 {
 			t.Fatalf("the killed run left no queue: it was killed too late to test anything")
 		}
-		out, refused := runQlab(t, bin, n.URL, l, prefix)
+		out, refused := runQlab(t, bin, env, l, prefix)
 		named := map[string]bool{}
 		for _, m := range resetCmd.FindAllStringSubmatch(out, -1) {
 			named[m[1]] = true
@@ -97,7 +103,7 @@ func killed(t *testing.T) {
 				t.Errorf("the refusal does not name leftover queue %s: %s", q, out)
 			}
 		}
-		cleanOut, code := qlabCmd(t, bin, n.URL, "broker", "clean", "--prefix", printed, "--lesson", strconv.Itoa(l.Number()))
+		cleanOut, code := qlabCmd(t, bin, env, "broker", "clean", "--prefix", printed, "--lesson", strconv.Itoa(l.Number()))
 		if code != 0 {
 			t.Fatalf("qlab broker clean failed (exit %d): %s", code, cleanOut)
 		}
@@ -109,7 +115,8 @@ func killed(t *testing.T) {
 		if after := queuesUnder(t, n.Queues, ctx, prefix); len(after) > 0 {
 			t.Fatalf("qlab broker clean left the killed run's queues: %v (a lesson's Topologies misses them?)", after)
 		}
-		out, code = runQlab(t, bin, n.URL, l, prefix)
+		assertNoStore(t, tmp, prefix)
+		out, code = runQlab(t, bin, env, l, prefix)
 		if code != 0 {
 			t.Fatalf("the run after the clean-up failed (exit %d): %s", code, out)
 		}
@@ -126,12 +133,12 @@ var printedPrefix = regexp.MustCompile(`under the prefix (\S+);`)
 
 // killAt starts l as a child qlab and SIGKILLs it once it has printed at
 // JSON events; it returns how many it saw and the prefix the run printed.
-func killAt(t *testing.T, bin, url string, l lesson.Lesson, prefix string, at int) (int, string) {
+func killAt(t *testing.T, bin string, env []string, l lesson.Lesson, prefix string, at int) (int, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), runBound)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, qlabArgs(l, prefix, "--json")...)
-	cmd.Env = append(os.Environ(), "RABBITMQ_URL="+url)
+	cmd.Env = append(os.Environ(), env...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
@@ -162,19 +169,19 @@ func killAt(t *testing.T, bin, url string, l lesson.Lesson, prefix string, at in
 
 // runQlab runs l to the end as a child qlab and returns its output and
 // exit code.
-func runQlab(t *testing.T, bin, url string, l lesson.Lesson, prefix string) (string, int) {
+func runQlab(t *testing.T, bin string, env []string, l lesson.Lesson, prefix string) (string, int) {
 	t.Helper()
-	return qlabCmd(t, bin, url, qlabArgs(l, prefix)...)
+	return qlabCmd(t, bin, env, qlabArgs(l, prefix)...)
 }
 
-// qlabCmd runs qlab with args against the broker at url, within runBound,
-// and returns its output and exit code.
-func qlabCmd(t *testing.T, bin, url string, args ...string) (string, int) {
+// qlabCmd runs qlab with args and env added to the test's (the broker's
+// URL, at least), within runBound, and returns its output and exit code.
+func qlabCmd(t *testing.T, bin string, env []string, args ...string) (string, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), runBound)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(os.Environ(), "RABBITMQ_URL="+url)
+	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
 	if ctx.Err() != nil {
 		t.Fatalf("qlab %v hung past %v", args, runBound)
@@ -212,4 +219,29 @@ func queuesUnder(t *testing.T, list func(context.Context) ([]string, error), ctx
 		}
 	}
 	return under
+}
+
+// assertNoStore checks that no status store of a run under prefix is
+// left: no SQLite dir in tmp (the case's TMPDIR, where only its runs
+// make one) and, when the suite runs on PostgreSQL, no schema named after
+// the prefix.
+func assertNoStore(t *testing.T, tmp, prefix string) {
+	t.Helper()
+	if dirs, _ := filepath.Glob(filepath.Join(tmp, "*-q[0-9][0-9]-*")); len(dirs) > 0 {
+		t.Errorf("qlab broker clean left the killed run's SQLite store: %v", dirs)
+	}
+	url := os.Getenv(sqlstore.EnvURL)
+	if !strings.HasPrefix(url, "postgres") {
+		return
+	}
+	tag := strings.ReplaceAll(strings.ToLower(prefix), "-", "_") + "_q"
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	left, _, err := sqlstore.DropDeadSchemas(ctx, url, func(s string) bool { return strings.HasPrefix(s, tag) }, true)
+	if err != nil {
+		t.Errorf("listing schemas: %v", err)
+	}
+	if len(left) > 0 {
+		t.Errorf("qlab broker clean left the killed run's schemas: %v", left)
+	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/queuelab/qlab/lessons/q21"
 	"github.com/queuelab/qlab/rabbit/cluster"
 	"github.com/queuelab/qlab/rabbit/cluster/clustertest"
+	"github.com/queuelab/qlab/rabbit/rabbittest"
 	"github.com/queuelab/qlab/render"
 )
 
@@ -30,7 +31,20 @@ func TestQ21OnACluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a three-node cluster and stops a node (two to three minutes)")
 	}
-	c := clustertest.Get(t)
+	for _, v := range rabbittest.Versions {
+		t.Run(string(v), func(t *testing.T) {
+			t.Parallel() // two clusters of their own: the runs mostly wait
+			get := clustertest.Get
+			if v == rabbittest.V43 {
+				get = clustertest.Get43
+			}
+			q21OnACluster(t, get(t))
+		})
+	}
+}
+
+// q21OnACluster runs Q21 on c and holds each part to its claim.
+func q21OnACluster(t *testing.T, c *cluster.Cluster) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	var rec lab.Recorder

@@ -55,8 +55,8 @@ func failoverTable(f *failed, c *cluster.Cluster) render.Table {
 			"absorbed: a copy redelivered after its worker had sent it and marked it SENT, but " +
 				"its ack went down with the connection; the store's claim refused it (seed 003's " +
 				"idempotency check), so no customer got it twice.",
-			fmt.Sprintf("Cluster %s; measured on RabbitMQ %s: a new leader was elected before "+
-				"stop_app returned. RabbitMQ 4.x elects the same way (Raft).", c.ID, Version),
+			fmt.Sprintf("Cluster %s. The members still up elect the new leader (Raft, on 3.10 "+
+				"and 4.x alike); the rows above say when, in this run, on this cluster's version.", c.ID),
 		},
 	}
 	return t

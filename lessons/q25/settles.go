@@ -128,6 +128,10 @@ func runCell(ctx context.Context, env *lesson.Env, s *rabbit.Session, conn *amqp
 			if !ok {
 				return fmt.Errorf("%s: the consumer's channel closed", queue)
 			}
+			if !s.Screen(ctx, c.queue(), got) {
+				n-- // not the run's message: parked, and no attempt of the cell
+				continue
+			}
 			d = got
 		case <-time.After(cellBound(clock)):
 			return fmt.Errorf("%s: delivery %d did not come within %v", queue, n, cellBound(clock))

@@ -66,6 +66,7 @@ type outcome struct {
 // worker runs one job: the consumer, the DLQ watcher and the accounting.
 type worker struct {
 	env   *lesson.Env
+	s     *rabbit.Session // screens what the worker is handed (Screen)
 	j     job
 	clock lab.Clock
 	start time.Duration
@@ -109,7 +110,7 @@ func runJob(ctx context.Context, env *lesson.Env, j job) (outcome, error) {
 		return outcome{}, err
 	}
 	defer conn.Close()
-	w := &worker{env: env, j: j, clock: clock, n: map[string]int{}, failed: map[string]bool{},
+	w := &worker{env: env, s: s, j: j, clock: clock, n: map[string]int{}, failed: map[string]bool{},
 		settled: map[string]bool{}, deaths: map[string]string{}, done: make(chan struct{}),
 		consumed: make(chan struct{}), lookNow: make(chan struct{})}
 	ctx, stop := context.WithCancel(ctx)
@@ -203,6 +204,9 @@ func (w *worker) consume(ctx context.Context, conn *amqp.Connection, queue strin
 	go func() {
 		defer close(w.consumed)
 		for d := range deliveries {
+			if !w.s.Screen(ctx, w.j.queue, d) {
+				continue // not a message of the run: parked in its hold queue
+			}
 			w.held.Add(1)
 			w.handler.Add(1)
 			go w.handle(ctx, d) // the seed's callback is async: up to Slots at once
@@ -305,6 +309,9 @@ func (w *worker) watchDLQ(ctx context.Context, conn *amqp.Connection, dlq string
 	}
 	go func() {
 		for d := range deaths {
+			if !w.s.Screen(ctx, DLQ, d) {
+				continue
+			}
 			reason := deathReason(d.Headers)
 			w.env.Stream.Emit(lab.Event{Kind: lab.DeadLettered, Task: d.MessageId, Queue: w.j.queue, To: DLQ,
 				Actor: "broker", Note: fmt.Sprintf("past x-delivery-limit %d (x-death reason %s)",

@@ -31,7 +31,7 @@ func (d *localDriver) remove(_ context.Context, n NodeSpec) error { return Remov
 // inet_gethost) to follow their node out, and deletes the cluster's
 // directory (Load has checked it is the one Up made).
 func (d *localDriver) cleanup(_ context.Context, c *Cluster) error {
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(helpersExit(c)); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		if len(processesNaming(c.ID)) == 0 {
 			break
 		}
@@ -46,6 +46,16 @@ func (d *localDriver) cleanup(_ context.Context, c *Cluster) error {
 		return releaseProc(c.Root)
 	}
 	return nil
+}
+
+// helpersExit bounds the wait for a cluster's helper processes to exit:
+// longer in a chroot, whose 4.3 nodes took over 10 s to let go of theirs
+// with the load average above 30 on two cores.
+func helpersExit(c *Cluster) time.Duration {
+	if c.Root != "" {
+		return 40 * time.Second
+	}
+	return 10 * time.Second
 }
 
 func (d *localDriver) leftovers(_ context.Context, c *Cluster) []string {

@@ -75,16 +75,18 @@ func WatchProcess(n NodeSpec, parent string, owner int) error {
 	if beam == 0 {
 		return fmt.Errorf("node %s has no process to watch", n.Name)
 	}
-	cmd := exec.Command("sh", "-c", watcher)
-	cmd.Env = append(os.Environ(), watcherEnv,
+	// sh starts the watcher in the background and exits at once: the
+	// watcher is nobody's child here, so no goroutine waits for it (the
+	// packages' goroutine-leak checks) and it leaves no zombie.
+	cmd := exec.Command("sh", "-c", `sh -c "$QLAB_WATCHER" </dev/null >/dev/null 2>&1 &`)
+	cmd.Env = append(os.Environ(), watcherEnv, "QLAB_WATCHER="+watcher,
 		"OWNER="+strconv.Itoa(owner), "NODE="+n.Name, "BEAM="+strconv.Itoa(beam), "DIR="+n.Dir, "PARENT="+parent)
 	// Its own session: Ctrl-C in the terminal signals the test's process
 	// group, and the watcher must live on to do its work.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
+	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("watching node %s: %w", n.Name, err)
 	}
-	go func() { _ = cmd.Wait() }() // reap it if it ends first (it never should while we live)
 	return nil
 }
 

@@ -57,6 +57,10 @@ var (
 	initErr error            // why it could not start
 	started bool
 	outside bool // shared came from SharedEnv: taken in turns, never removed here
+
+	shared43  *cluster.Cluster // started by the first Get43
+	initErr43 error
+	started43 bool
 )
 
 // Main runs m's tests and then removes the shared cluster, if a test
@@ -69,20 +73,60 @@ func Main(m *testing.M) int {
 	code := m.Run()
 	mu.Lock()
 	defer mu.Unlock()
-	if shared == nil || outside {
-		return code
+	own := shared
+	if outside {
+		own = nil // make test's: it removes that one
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := shared.Down(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "clustertest: removing the shared cluster:", err)
-		return 1
-	}
-	if left := shared.Leftovers(ctx); len(left) > 0 {
-		fmt.Fprintln(os.Stderr, "clustertest: left behind after down:", left)
-		return 1
+	for _, c := range []*cluster.Cluster{own, shared43} {
+		if c != nil && remove(c) != nil {
+			code = 1
+		}
 	}
 	return code
+}
+
+// remove takes a shared cluster down and checks nothing of it is left.
+func remove(c *cluster.Cluster) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.Down(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "clustertest: removing the shared cluster:", err)
+		return err
+	}
+	if left := c.Leftovers(ctx); len(left) > 0 {
+		fmt.Fprintln(os.Stderr, "clustertest: left behind after down:", left)
+		return errors.New("left behind")
+	}
+	return nil
+}
+
+// Get43 is Get for a cluster of RabbitMQ 4.3 nodes: run in the chroot
+// scripts/rabbitmq.sh builds (cluster.BuiltRoot), started on first use and
+// removed by Main. Where the chroot is not built, or the test is not
+// root, it skips t with the reason, or fails t under QLAB_REQUIRE_BROKER=1.
+func Get43(t testing.TB) *cluster.Cluster {
+	t.Helper()
+	mu.Lock()
+	defer mu.Unlock()
+	if !inMain {
+		t.Fatal("clustertest.Get43 needs the package's TestMain to call clustertest.Main")
+	}
+	if !started43 {
+		started43 = true
+		root, err := cluster.BuiltRoot("4.3")
+		if err != nil {
+			initErr43 = fmt.Errorf("%w (%v)", cluster.ErrUnavailable, err)
+		} else {
+			ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
+			defer cancel()
+			shared43, initErr43 = cluster.Up(ctx, cluster.Options{Prefix: "qlabtest", Root: root})
+			watch(shared43)
+		}
+	}
+	if initErr43 != nil {
+		SkipOrFail(t, initErr43)
+	}
+	return shared43
 }
 
 // Get returns the package's shared cluster, starting it on the first call
