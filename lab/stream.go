@@ -57,6 +57,20 @@ func (s *Stream) Tap(sink Sink) {
 	s.inline = append(s.inline[:len(s.inline):len(s.inline)], sink)
 }
 
+// Sinks returns the sinks the stream feeds, plain, bounded and inline, in
+// no promised order: a lesson that reports what only a backend knows to
+// every metrics sink of its run (Q22 and qlab run --metrics) finds them
+// here. Safe for concurrent use.
+func (s *Stream) Sinks() []Sink {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Sink, 0, len(s.outboxes)+len(s.inline))
+	for _, o := range s.outboxes {
+		out = append(out, o.sink)
+	}
+	return append(out, s.inline...)
+}
+
 // Lesson returns the lesson id the stream stamps ("q07").
 func (s *Stream) Lesson() string { return s.lesson }
 

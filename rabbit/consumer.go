@@ -164,6 +164,7 @@ func (c *Consumer) connect(ctx context.Context) (<-chan amqp.Delivery, chan *amq
 	c.mu.Lock()
 	c.conn, c.sock, c.ch = conn, sock, ch
 	c.mu.Unlock()
+	c.channelEvent(true)
 	return deliveries, closed, nil
 }
 
@@ -172,6 +173,7 @@ func (c *Consumer) run(ctx context.Context, deliveries <-chan amqp.Delivery, clo
 	defer close(c.done)
 	for {
 		c.serve(ctx, deliveries)
+		c.channelEvent(false) // its deliveries closed, or the run is ending
 		if ctx.Err() != nil {
 			c.closeConn()
 			return
@@ -350,6 +352,14 @@ func (c *Consumer) takePlanned() bool {
 func (c *Consumer) Stop() {
 	c.cancel()
 	<-c.done
+}
+
+// channelEvent tells Session.Channels, if set, that the consumer's channel
+// opened or went away.
+func (c *Consumer) channelEvent(opened bool) {
+	if c.s.Channels != nil {
+		c.s.Channels(opened)
+	}
 }
 
 func (c *Consumer) closeConn() {

@@ -270,6 +270,13 @@ func (s *Session) Depth(ctx context.Context, name string) (int, error) {
 	return q.Messages, err
 }
 
+// Consumers returns how many consumers seed queue name has, as the broker
+// counts them (a passive declare).
+func (s *Session) Consumers(ctx context.Context, name string) (int, error) {
+	q, err := s.inspect(ctx, s.Names.Of(name))
+	return q.Consumers, err
+}
+
 // deleteOwned deletes the queues the session created, on the session's
 // live connection (a fresh one if the broker closed it), waiting for a
 // broker that is restarting as Retry says. The error names every queue

@@ -67,6 +67,13 @@ type Session struct {
 	// safe for concurrent use and must not keep d's body. Set it before
 	// the first Consume.
 	Observe func(queue string, d amqp.Delivery)
+	// Channels, when set, sees each consumer channel the session opens
+	// (true) and each that goes away (false: cut, closed by the broker, or
+	// closed when the run ends): seed 003's queue_channel_opens_total and
+	// queue_channel_closes_total (Q22). It runs on the consumer's
+	// goroutine, so it must be safe for concurrent use. Set it before the
+	// first Consume.
+	Channels func(opened bool)
 
 	link   link
 	owned  owned

@@ -9,9 +9,14 @@
 // what the broker hands out again. Then the two traps. The queue depth a
 // worker reads with a passive declare counts ready messages only: ten
 // published, five held unacknowledged by a consumer with prefetch 5, and
-// the depth says 5. And AMQP's timestamp property carries whole seconds,
-// so a wait time computed from it is off by up to a second; a header with
-// milliseconds measures it.
+// the depth says 5. And AMQP's timestamp property carries whole seconds:
+// amqp091-go cuts a wait time computed from it by up to a second, while
+// amqplib (the seeds' client) writes the seed's Date.now() there as
+// milliseconds, which a reader following the spec takes for a date some
+// 57,000 years ahead (58874, for a message sent on 2026-11-26); a header with milliseconds measures it. The five names the
+// stream cannot move (publish duration, consumers, channel opens and
+// closes, connection status) the lesson reports from the backend to every
+// metrics sink of the run (wire.go), so /metrics shows all eleven moving.
 package q22
 
 import (
@@ -40,15 +45,17 @@ var Lesson = lesson.Lesson{
 		"attempt (queue_message_nack_total), and the workers' connections cut mid-run make the " +
 		"broker hand messages out again (queue_message_redelivery_total). Then the traps: ten " +
 		"published, five held unacked by a prefetch-5 consumer, and a passive declare's depth " +
-		"says 5, ready messages only; AMQP's timestamp has whole seconds, so wait time needs a " +
-		"millisecond header.",
+		"says 5, ready messages only. AMQP's timestamp is whole seconds: amqp091-go drops the " +
+		"milliseconds, amqplib writes Date.now()'s milliseconds as if seconds; wait time needs a " +
+		"millisecond header. All eleven names move on --metrics.",
 	Notices: map[lab.Backend]string{lab.InMem: "Watch the seed's counters move: an outage of the " +
 		"mail API fails every first attempt (queue_message_nack_total). In memory no connection " +
 		"can be cut without losing the tasks, so the redelivery counter stays 0 (run it on the " +
 		"broker to see it move). The depth trap holds here too: ten published, five in a " +
 		"prefetch-5 consumer's hands, and the queue's depth says 5. There is no wire in memory, " +
 		"so waits come from the lesson clock in milliseconds; on the broker the timestamp trap " +
-		"shows why a header is needed."},
+		"shows why a header is needed. Ten of the eleven names move here; the redelivery " +
+		"counter needs the broker."},
 	InMem:     runQ22,
 	Rabbit:    runQ22,
 	Default:   lab.Rabbit,
@@ -98,22 +105,25 @@ func runQ22(ctx context.Context, env *lesson.Env) error {
 	if err != nil {
 		return err
 	}
-	defer env.Close(ctx, b)
+	w := newWire(env, b)
+	defer w.closed()        // after the close: the queues and consumers are gone
+	defer env.Close(ctx, b) // the broker's consumer channels close here
 	if err := env.Declare(ctx, b, Topology); err != nil {
 		return err
 	}
 	report := &render.Table{Title: "What the metrics said", Header: []string{"metric", "value", "what moved it"}}
 	env.Phase("(a) the depth trap: ten published, five held unacked")
-	depth, err := depthTrap(ctx, env, b)
+	depth, err := depthTrap(ctx, env, b, w)
 	if err != nil {
 		return err
 	}
-	met.SetDepth(run, Held, depth)
+	w.set.SetDepth(run, Held, depth)
 	env.Phase("(b) an outage, then a crash: the counters move")
-	crashed, err := moving(ctx, env, b)
+	crashed, err := moving(ctx, env, b, w)
 	if err != nil {
 		return err
 	}
+	w.stopped()
 	t := met.Totals(run)
 	report.Rows = append(report.Rows,
 		[]string{metrics.NackTotal, fmt.Sprint(t.Nacks), "the outage: every first attempt failed"},
@@ -124,6 +134,7 @@ func runQ22(ctx context.Context, env *lesson.Env) error {
 		[]string{metrics.Depth, fmt.Sprintf("%d of %d", depth, Published),
 			fmt.Sprintf("%d held unacked by a prefetch-%d consumer are not counted", Published-depth, Prefetch)},
 	)
+	report.Rows = append(report.Rows, w.rows()...)
 	if facts := flow.FactsOf(b); facts.Broker {
 		report.Title += " (RabbitMQ " + facts.Version + ")"
 		report.Notes = append(report.Notes, versions.Metrics.Note(facts.Version))
@@ -160,7 +171,7 @@ func redeliveryWhy(crashed bool) string {
 // depthTrap publishes ten messages to Held, whose consumer (prefetch 5)
 // holds what it gets; it reads the queue's depth once five are held, then
 // lets the consumer finish. It returns the depth read.
-func depthTrap(ctx context.Context, env *lesson.Env, b flow.Backend) (int, error) {
+func depthTrap(ctx context.Context, env *lesson.Env, b flow.Backend, w *wire) (int, error) {
 	in, ok := b.(flow.Inspector)
 	if !ok {
 		return 0, errors.New("this backend cannot read a queue's depth")
@@ -181,11 +192,11 @@ func depthTrap(ctx context.Context, env *lesson.Env, b flow.Backend) (int, error
 		})
 		return flow.Retries{DLQ: DLQ}.Decide(d, err)
 	}
-	if err := b.Consume(ctx, flow.Consumer{Queue: Held, Actor: actor, Prefetch: Prefetch, Handle: hold}); err != nil {
+	if err := w.consume(ctx, b, flow.Consumer{Queue: Held, Actor: actor, Prefetch: Prefetch, Handle: hold}); err != nil {
 		return 0, err
 	}
 	for i := 1; i <= Published; i++ {
-		if err := b.Publish(ctx, "Producer", Held, fmt.Sprintf("h%02d", i)); err != nil {
+		if err := w.publish(ctx, b, "Producer", Held, fmt.Sprintf("h%02d", i)); err != nil {
 			return 0, err
 		}
 	}
@@ -222,7 +233,7 @@ func pending(t lab.TaskRecord) bool { return t.Fate == lab.FatePending }
 // attempt (each waits 2 s in the retry queue, then succeeds) and, on a
 // backend that survives a crash, cuts the workers' connections while
 // second attempts are in hand. It reports whether it cut them.
-func moving(ctx context.Context, env *lesson.Env, b flow.Backend) (bool, error) {
+func moving(ctx context.Context, env *lesson.Env, b flow.Backend, w *wire) (bool, error) {
 	in, canCut := b.(flow.Interrupter)
 	// Only where messages outlive the process that holds them: in memory a
 	// crash loses the tasks, which is not this lesson's point.
@@ -243,12 +254,12 @@ func moving(ctx context.Context, env *lesson.Env, b flow.Backend) (bool, error) 
 			return env.Stream.Clock().Wait(ctx, sendTime)
 		})
 	})
-	if err := b.Consume(ctx, flow.Consumer{Queue: Queue, Actor: actor, Prefetch: Prefetch, Handle: handle}); err != nil {
+	if err := w.consume(ctx, b, flow.Consumer{Queue: Queue, Actor: actor, Prefetch: Prefetch, Handle: handle}); err != nil {
 		return false, err
 	}
 	defer env.InterruptOn(b)() // the run's planned failure, if any (the fault suite's)
 	for i := 1; i <= Published; i++ {
-		if err := b.Publish(ctx, "Scheduler", Queue, fmt.Sprintf("m%02d", i)); err != nil {
+		if err := w.publish(ctx, b, "Scheduler", Queue, fmt.Sprintf("m%02d", i)); err != nil {
 			return false, err
 		}
 	}

@@ -86,6 +86,9 @@ func assertQ22OnBroker(t *testing.T, url, version string) {
 	assert.Contains(t, strings.Join(said.Notes, " "), "RabbitMQ "+version+" (this broker)")
 	assert.Equal(t, "5 of 10", cell(t, res, metrics.Depth), "ready only: the unacked are not counted")
 	assert.Equal(t, "10", cell(t, res, metrics.NackTotal))
+	ts := lessontest.TableTitled(t, res.Tables, "The timestamp trap")
+	assert.Contains(t, fmt.Sprint(ts.Rows), "amqplib "+AmqplibVersion+", timestamp: Date.now()")
+	assert.Contains(t, fmt.Sprint(ts.Rows), "the year 58", "a spec reader of amqplib's stamp")
 	redelivered := 0
 	for _, e := range events {
 		if e.Kind == lab.Redelivered {
@@ -109,4 +112,8 @@ func TestTimestampTrapOnRabbitMQ(t *testing.T) {
 	assert.Equal(t, sent.Truncate(time.Second), st.Timestamp.UTC(), "AMQP 0-9-1 timestamps are whole seconds")
 	assert.Equal(t, 700*time.Millisecond, sent.Sub(st.Timestamp))
 	assert.Equal(t, sent.UnixMilli(), st.HeaderMs, "the header keeps the milliseconds")
+	js, err := RoundTripAmqplib(context.Background(), conn, sent)
+	require.NoError(t, err)
+	assert.Equal(t, sent.UnixMilli(), js.Timestamp.Unix(), "amqplib's Date.now() travels as milliseconds")
+	assert.Equal(t, 58869, js.Timestamp.UTC().Year(), "read as AMQP's seconds, 2026-11-25 06:00 is the year 58869")
 }

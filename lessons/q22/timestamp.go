@@ -8,6 +8,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/queuelab/qlab/flow"
+	"github.com/queuelab/qlab/lessons/versions"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/render"
 )
@@ -28,6 +29,30 @@ type Stamps struct {
 // queue of its own (server-named, exclusive: the broker deletes it with
 // the connection) and reads it back with basic.get.
 func RoundTrip(ctx context.Context, conn *amqp.Connection, sent time.Time) (Stamps, error) {
+	return roundTrip(ctx, conn, sent, sent)
+}
+
+// AmqplibVersion is the amqplib release the seeds' stack was measured
+// with: it writes the timestamp property as the number it is given, and
+// the seeds give it Date.now(), milliseconds (docs/lessons.md, Q22).
+const AmqplibVersion = versions.Amqplib
+
+// AmqplibStamp is what amqplib puts on the wire for `timestamp:
+// Date.now()` at sent: the milliseconds, in a field AMQP 0-9-1 defines
+// as seconds. amqp091-go writes t.Unix(), so time.Unix(ms, 0) puts the
+// same number there.
+func AmqplibStamp(sent time.Time) time.Time { return time.Unix(sent.UnixMilli(), 0) }
+
+// RoundTripAmqplib is RoundTrip with the timestamp property written as
+// amqplib writes the seed's Date.now() (AmqplibStamp): Timestamp is what a
+// reader that follows the spec (amqp091-go) makes of it.
+func RoundTripAmqplib(ctx context.Context, conn *amqp.Connection, sent time.Time) (Stamps, error) {
+	return roundTrip(ctx, conn, sent, AmqplibStamp(sent))
+}
+
+// roundTrip publishes a probe stamped stamp (the property) and sent (the
+// header) and reads it back.
+func roundTrip(ctx context.Context, conn *amqp.Connection, sent, stamp time.Time) (Stamps, error) {
 	ch, err := conn.Channel()
 	if err != nil {
 		return Stamps{}, err
@@ -37,7 +62,7 @@ func RoundTrip(ctx context.Context, conn *amqp.Connection, sent time.Time) (Stam
 	if err != nil {
 		return Stamps{}, err
 	}
-	msg := amqp.Publishing{Timestamp: sent, Headers: amqp.Table{SentMsHeader: sent.UnixMilli()}, Body: []byte("probe")}
+	msg := amqp.Publishing{Timestamp: stamp, Headers: amqp.Table{SentMsHeader: sent.UnixMilli()}, Body: []byte("probe")}
 	if err := ch.PublishWithContext(ctx, "", q.Name, false, false, msg); err != nil {
 		return Stamps{}, err
 	}
@@ -77,11 +102,18 @@ func timestampTrap(ctx context.Context, b flow.Backend) (render.Table, bool) {
 	if err != nil {
 		return trapTable([][]string{{"could not measure", oneLine(err.Error())}}, b), true
 	}
+	js, err := RoundTripAmqplib(ctx, conn, sent)
+	if err != nil {
+		return trapTable([][]string{{"could not measure", oneLine(err.Error())}}, b), true
+	}
 	return trapTable([][]string{
 		{"published at", st.Sent.UTC().Format("15:04:05.000")},
 		{"timestamp property read back", st.Timestamp.UTC().Format("15:04:05.000") +
 			fmt.Sprintf(" (%d ms lost)", st.Sent.Sub(st.Timestamp).Milliseconds())},
 		{SentMsHeader + " header read back", time.UnixMilli(st.HeaderMs).UTC().Format("15:04:05.000")},
+		{"amqplib " + AmqplibVersion + ", timestamp: Date.now()", fmt.Sprintf("%d on the wire: milliseconds", js.Timestamp.Unix())},
+		{"that read as AMQP's seconds", fmt.Sprintf("the year %d (amqp091-go; amqplib hands back the "+
+			"number, so a TypeScript reader that knows it is ms is right)", js.Timestamp.UTC().Year())},
 	}, b), true
 }
 

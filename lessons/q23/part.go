@@ -32,6 +32,8 @@ type part struct {
 	OneBatcher bool
 	// Wait is the batch timeout; 0: BatchWait.
 	Wait time.Duration
+	// Batch is the batch size; 0: BatchSize.
+	Batch int
 
 	users map[string]store.User // by task
 	on    string                // the mechanism it ran on (flow.Facts.On)
@@ -103,7 +105,7 @@ func (p *part) consume(ctx context.Context, env *lesson.Env, b flow.Backend, db 
 	}
 	for i := range n {
 		c := flow.Consumer{Queue: Queue, Actor: actor(i), Prefetch: p.Prefetch, RetryHeader: p.header()}
-		err := batcher.ConsumeBatch(ctx, c, flow.Batch{Size: BatchSize, Wait: p.wait(),
+		err := batcher.ConsumeBatch(ctx, c, flow.Batch{Size: p.size(), Wait: p.wait(),
 			KeepPrefetch: p.Prefetch > 0, Handle: p.handler(env, db, actor(i))})
 		if err != nil {
 			return err
@@ -113,6 +115,14 @@ func (p *part) consume(ctx context.Context, env *lesson.Env, b flow.Backend, db 
 		}
 	}
 	return nil
+}
+
+// size is p's batch size.
+func (p *part) size() int {
+	if p.Batch > 0 {
+		return p.Batch
+	}
+	return BatchSize
 }
 
 // wait is p's batch timeout.

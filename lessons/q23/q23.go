@@ -5,7 +5,9 @@
 // inserting at once. At a low arrival rate every user waits up to T; at a
 // high rate the batches fill and nobody waits that long. A batch can only
 // fill when the consumer may hold a batch's worth of unacked messages: with
-// a prefetch below N every batch waits out T half empty.
+// a prefetch below N every batch waits out T half empty, and that is the
+// seed's own case: broadway_rabbitmq asks for a prefetch of 50 when none
+// is given, and the seed gives none, so its batch of 1000 never fills.
 //
 // Then one bad row. The seed inserts a batch in one statement, so one taken
 // email (a unique violation) fails the whole insert, and its per-batch error
@@ -38,14 +40,16 @@ var Lesson = lesson.Lesson{
 	Title: "A batching consumer",
 	Notice: "Users are inserted in batches of up to 10 or 1 s, whichever comes first (the seed's " +
 		"1000 scaled down), by 2 batchers. At 3 users/s every batch waits out the 1 s timer; at " +
-		"100/s the batches fill. With a prefetch of 4 no batch ever holds more than 4. One taken " +
+		"100/s the batches fill. With a prefetch of 4 no batch ever holds more than 4; with " +
+		"Broadway's default prefetch of 50 the seed's own batch of 1000 holds 50 at most and " +
+		"waits out its timer, with 100 users queued. One taken " +
 		"email fails the seed's whole batch insert: all 10 users go round the retry queue with " +
 		"x-retries+1 and end in the DLQ after 3 attempts. Settled one by one (the insert skips " +
 		"the conflict), 9 are stored and only the bad one is parked, with its reason.",
 	InMem:      runQ23,
 	Rabbit:     runQ23,
 	WatchSpeed: 4, // the 10 s retry rounds in 2.5 s
-	Length:     26 * time.Second,
+	Length:     28 * time.Second,
 	TestSpeed:  20, // the whole lesson (about 40 s) in about 2 s
 	Topologies: func() []flow.Topology { return []flow.Topology{serve.RaffleTopology()} },
 	Faults:     true, // in the fault suite (lessons/faults)
@@ -70,6 +74,15 @@ const (
 	PoisonWait = 30 * time.Second
 	// SmallPrefetch is below BatchSize: part (b)'s consumers.
 	SmallPrefetch = 4
+	// BroadwayPrefetch is the prefetch_count broadway_rabbitmq asks for
+	// when the producer's :qos option gives none (0.8.2,
+	// lib/broadway_rabbitmq/amqp_client.ex: `prefetch_count:
+	// [type: :non_neg_integer, default: 50]`). The seed gives none, so its
+	// batch of SeedBatchSize can never fill: part (b) runs it unscaled.
+	BroadwayPrefetch = 50
+	// BroadwayUsers is how many users that part queues at once: two
+	// windows of BroadwayPrefetch.
+	BroadwayUsers = 2 * BroadwayPrefetch
 	// SeedRetryHeader is the RaffleAPI's retry counter. It sits in the
 	// x- namespace RabbitMQ owns (Q13): 3.10.8 and 4.3.6 leave it alone
 	// (compare 23 --broker: the same fates on both), but the broker may
@@ -102,8 +115,8 @@ func runQ23(ctx context.Context, env *lesson.Env) error {
 	if err := runParts(ctx, env, db, parts); err != nil {
 		return err
 	}
-	env.Report(ratesTable(parts[:3], db.Kind))
-	env.Report(poisonTable(parts[3:], db.Kind))
+	env.Report(ratesTable(parts[:4], db.Kind))
+	env.Report(poisonTable(parts[4:], db.Kind))
 	if env.Stream.Backend() == lab.InMem {
 		return nil // a map has no transaction to save
 	}
@@ -143,6 +156,9 @@ func newParts() []*part {
 			Seed: true},
 		{Title: fmt.Sprintf("(b) high rate, prefetch %d < batch size %d", SmallPrefetch, BatchSize),
 			Prefix: "p", Users: 16, Every: 10 * time.Millisecond, Prefetch: SmallPrefetch, Seed: true},
+		{Title: fmt.Sprintf("(b) Broadway's prefetch %d, batch %d", BroadwayPrefetch,
+			SeedBatchSize), Prefix: "b", Users: BroadwayUsers,
+			Prefetch: BroadwayPrefetch, Batch: SeedBatchSize, Seed: true, OneBatcher: true},
 		{Title: "(c) the seed: one taken email fails the whole batch", Prefix: "s",
 			Users: BatchSize, Poisoned: true, Seed: true, OneBatcher: true, Wait: PoisonWait},
 		{Title: "(d) the fix: each message settled on its own", Prefix: "f", Users: BatchSize,

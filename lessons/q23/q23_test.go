@@ -55,7 +55,7 @@ func fates(events []lab.Event) (summaries map[string]lab.Event, parked map[strin
 // poisoned returns parts (c) and (d) of the lesson.
 func poisoned() (seed, fix *part) {
 	ps := newParts()
-	return ps[3], ps[4]
+	return ps[4], ps[5]
 }
 
 // TestOneBadRowPoisonsTheSeedsBatch: the seed's whole-batch insert fails
@@ -139,7 +139,7 @@ func TestPrefetchLimitsTheBatch(t *testing.T) {
 // the prefetch makes every batch wait out the timeout with 4.
 func TestRates(t *testing.T) {
 	ps := newParts()
-	runOn(t, lab.InMem, ps[:3]...)
+	runOn(t, lab.InMem, ps[:3]...) // part (b)'s second run has a test of its own
 	low, high, small := ps[0].Measured(), ps[1].Measured(), ps[2].Measured()
 	for _, n := range low.Batches {
 		assert.Less(t, n, BatchSize)
@@ -150,6 +150,35 @@ func TestRates(t *testing.T) {
 	assert.Greater(t, high.UsersPerSec, 5*low.UsersPerSec)
 	assert.Equal(t, []int{4, 4, 4, 4}, small.Batches)
 	assert.GreaterOrEqual(t, small.P50, BatchWait.Milliseconds())
+}
+
+// TestBroadwaysDefaultPrefetchNeverFillsTheSeedsBatch: the seed's batch of
+// 1000 behind broadway_rabbitmq's default prefetch of 50 holds 50 at most,
+// and each batch waits out the timer, on both backends; the table says
+// why, naming the library's version.
+func TestBroadwaysDefaultPrefetchNeverFillsTheSeedsBatch(t *testing.T) {
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			p := newParts()[3]
+			require.Equal(t, SeedBatchSize, p.size(), "unscaled")
+			runOn(t, b, p)
+			m := p.Measured()
+			// On the broker a batch's timer may end before the publishes
+			// have filled the window (a busy machine); it never holds more.
+			assert.LessOrEqual(t, slices.Max(m.Batches), BroadwayPrefetch, "a window of 50, never 1000")
+			assert.GreaterOrEqual(t, len(m.Batches), BroadwayUsers/BroadwayPrefetch)
+			assert.Equal(t, BroadwayUsers, m.Inserted)
+			if b == lab.InMem { // exact lesson time: every batch waits out its timer
+				assert.Equal(t, []int{BroadwayPrefetch, BroadwayPrefetch}, m.Batches)
+				assert.Equal(t, BatchWait.Milliseconds(), m.P50)
+			}
+		})
+	}
+	_, res := lessontest.RunInMem(t, Lesson, lesson.Options{})
+	table := lessontest.TableTitled(t, res.Tables, "Batches of up to")
+	assert.Contains(t, fmt.Sprint(table.Rows), "Broadway's prefetch 50, batch 1000 100 2 50.0 (max 50) 1.00 s")
+	assert.Contains(t, strings.Join(table.Notes, " "), "broadway_rabbitmq 0.8.2 then asks for prefetch_count 50")
+	assert.Contains(t, Lesson.Notice, "Broadway's default prefetch of 50")
 }
 
 // TestEveryUserAccountedFor: the whole lesson on each backend, one summary

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/queuelab/qlab/lessons/measure"
+	"github.com/queuelab/qlab/lessons/versions"
 	"github.com/queuelab/qlab/render"
 )
 
@@ -66,6 +67,12 @@ func ratesTable(parts []*part, db string) render.Table {
 			fmt.Sprintf("With prefetch %d the broker hands a batcher at most %d unacked "+
 				"messages: every batch waits out %s with %d, however many are queued.",
 				SmallPrefetch, SmallPrefetch, BatchWait, SmallPrefetch),
+			fmt.Sprintf("The seed's Broadway producer gives no :qos, and broadway_rabbitmq "+
+				"%s then asks for prefetch_count %d (amqp_client.ex, its default). Its batch "+
+				"of %d can never fill: run unscaled with %d users queued at once and one "+
+				"producer's window (Broadway's default producer concurrency is 1), each batch "+
+				"holds %d and waits out %s.", versions.BroadwayRabbitMQ, BroadwayPrefetch, SeedBatchSize, BroadwayUsers,
+				BroadwayPrefetch, BatchWait),
 		},
 	}
 	for _, p := range parts {

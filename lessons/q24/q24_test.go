@@ -199,6 +199,18 @@ func checkDLQLoop(t *testing.T, o outcome, b lab.Backend) {
 	assert.Equal(t, lab.FateDone, fate)
 	assert.Equal(t, 2, attempts, "one try while the DB is away, one 10 s later")
 	assert.Equal(t, 0.5, num(fix, "inserts/s"))
+	libs := lessontest.TableTitled(t, o.tables, "The seeds' libraries on part (e)'s loop")
+	assert.Contains(t, fmt.Sprint(libs.Rows), "amqplib 2.3.1, one message at a time")
+	assert.Contains(t, fmt.Sprint(libs.Rows), "the user 1.0/s", "Broadway's user waits its batch timer")
+	notes := strings.Join(libs.Notes, " ")
+	for _, s := range []string{"broadway_rabbitmq 0.8.2: on_failure defaults to :reject_and_requeue",
+		"Broadway 1.3.0 acks a failed message in the processor stage", "the bad JSON fails in " +
+			"the processor and spins"} {
+		assert.Contains(t, notes, s)
+	}
+	labs := strings.Join(lessontest.TableTitled(t, o.tables, "(e)").Notes, " ")
+	assert.Contains(t, labs, "This is the lab's consumer", "the lab's figure labelled as the lab's")
+	assert.Contains(t, labs, "The seed's Broadway consumer has the other shape")
 	if b == lab.InMem { // exact lesson time: a delivery every 50 ms, two messages
 		assert.Equal(t, 20.0, num(seed, "deliveries/s"))
 		assert.Equal(t, 59, badTries)

@@ -18,6 +18,16 @@ const (
 	New = "4.3.6"
 )
 
+// The seeds' libraries, at the releases the lab ran (amqplib, with Node
+// 20.20.2: scripts/amqplib) or quoted from source (Broadway and
+// broadway_rabbitmq): a lesson that says what the seed's library does
+// names the release (docs/lessons.md, Q22 to Q24).
+const (
+	Amqplib          = "2.3.1"
+	Broadway         = "1.3.0"
+	BroadwayRabbitMQ = "0.8.2"
+)
+
 // Measured is one version's behaviour, as a run of the lab measured it.
 type Measured struct {
 	Version string // "3.10.8"
