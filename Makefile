@@ -57,15 +57,35 @@ RACE := $(shell [ "$$($(GO) env CGO_ENABLED)" = 1 ] && command -v "$$($(GO) env 
 # packages (-p) and tests (-parallel) at once than go's default, which is
 # one per core for both (on 2 cores the suite took 145 s that way, 95 s so).
 TESTFLAGS ?= -p 4 -parallel 8 -timeout 20m
+# make test TESTPKGS=./lessons/q21 runs the same recipe on fewer packages.
+TESTPKGS  ?= ./...
 
 # Without a broker the broker tests skip (go test prints only "ok"), so say
 # so once, with the reason; under QLAB_REQUIRE_BROKER=1 they fail instead.
 # The fault suite (lessons/faults) appends one line per fault case to
 # bin/faults.txt; go test shows a passing package's output only with -v.
+#
+# One three-node cluster serves every package that needs one (clustertest:
+# the fault suite, Q21, rabbit/cluster's failover), started beside go
+# test's compiling and owned by this recipe's shell (--owner $$): its
+# nodes go when the shell ends,
+# however it ends, and at once by down at the end. The packages take turns
+# on it (they stop nodes). Where it cannot start, each package starts its
+# own, as go test ./... alone does, and skips or fails with the reason.
 test: vet $(QLAB)
 	$(if $(RACE),,@echo "make test: no C compiler for -race here; running the tests without it")
 	@rm -f bin/faults.txt
-	QLAB_FAULT_REPORT=$(CURDIR)/bin/faults.txt $(GO) test $(RACE) $(TESTFLAGS) ./...
+	@dir=$$(mktemp -d "$${TMPDIR:-/tmp}/qlab-make-test-XXXXXX") || exit 1; state=$$dir/cluster.json; \
+	( $(QLAB) broker cluster up --state "$$state" --owner $$$$ >"$$dir/up.log" 2>&1 && \
+		touch "$$state.ready" || touch "$$state.failed" ) & up=$$!; \
+	down() { wait $$up; \
+		[ ! -e "$$state.failed" ] || { echo "make test: no shared cluster, each package started its own:"; tail -n 3 "$$dir/up.log"; }; \
+		$(QLAB) broker cluster down --state "$$state" >/dev/null 2>"$$dir/down.log" || { cat "$$dir/down.log"; rm -rf "$$dir"; return 1; }; \
+		rm -rf "$$dir"; }; \
+	trap 'down; exit 130' INT TERM; \
+	echo "QLAB_TEST_CLUSTER=$$state $(GO) test $(RACE) $(TESTFLAGS) $(TESTPKGS)"; \
+	QLAB_TEST_CLUSTER=$$state QLAB_FAULT_REPORT=$(CURDIR)/bin/faults.txt $(GO) test $(RACE) $(TESTFLAGS) $(TESTPKGS); \
+	code=$$?; down || code=1; exit $$code
 	@[ ! -s bin/faults.txt ] || { echo "fault suite (private RabbitMQ node):"; cat bin/faults.txt; }
 	@[ "$$QLAB_REQUIRE_BROKER" = 1 ] || $(QLAB) broker status 2>&1 >/dev/null | \
 		sed 's/^qlab: /make test: the broker tests were skipped: /'

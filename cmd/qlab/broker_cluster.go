@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/queuelab/qlab/rabbit"
@@ -24,8 +25,11 @@ const clusterHelp = `Usage: qlab broker cluster up|down|status|kill NODE|revive 
                it died: its quorum queue members go, a new leader is elected
   revive NODE  start it again
 
-The cluster is recorded in $XDG_CACHE_HOME/qlab/cluster.json (~/.cache/qlab). It never
-touches the broker on 127.0.0.1:5672 or any node it did not start.`
+The cluster is recorded in $XDG_CACHE_HOME/qlab/cluster.json (~/.cache/qlab),
+or in --state FILE. It never touches the broker on 127.0.0.1:5672 or any node
+it did not start. up --owner PID ties the nodes to process PID: they go within
+seconds of its end, however it ends (make test starts the cluster its packages
+share that way).`
 
 // cmdBrokerCluster runs `qlab broker cluster ...`.
 func cmdBrokerCluster(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -33,6 +37,8 @@ func cmdBrokerCluster(ctx context.Context, args []string, stdout, stderr io.Writ
 	timeout := fs.Duration("timeout", 5*time.Minute, "up: how long to wait for the cluster to start")
 	version := fs.String("version", "", "up: 4.3 runs the nodes in the chroot scripts/rabbitmq.sh builds "+
 		"(default: the machine's rabbitmq-server, else Docker)")
+	stateFlag := fs.String("state", "", "the file that records the cluster (default: the cache's cluster.json)")
+	owner := fs.Int("owner", 0, "up: remove the nodes when process PID ends (default: they outlive the command)")
 	pos, err := parseInterspersed(fs, args, stdout)
 	if err != nil {
 		return err
@@ -55,15 +61,25 @@ func cmdBrokerCluster(ctx context.Context, args []string, stdout, stderr io.Writ
 	if *timeout <= 0 {
 		return usagef("--timeout must be positive")
 	}
-	file, err := cluster.DefaultStateFile()
-	if err != nil {
-		return fmt.Errorf("no cache directory to record the cluster in: %v", err)
+	if *owner < 0 || (*owner > 0 && syscall.Kill(*owner, 0) != nil) {
+		return usagef("--owner %d is no running process", *owner)
+	}
+	file := *stateFlag
+	if file == "" {
+		if file, err = cluster.DefaultStateFile(); err != nil {
+			return fmt.Errorf("no cache directory to record the cluster in: %v", err)
+		}
 	}
 	switch verb {
 	case "up":
 		ctx, cancel := context.WithTimeout(ctx, *timeout)
 		defer cancel()
 		opts := cluster.Options{StateFile: file, Progress: stderr}
+		if *owner > 0 {
+			// A test prefix: ReapOrphans removes the nodes of an owner
+			// that is gone, should the watchers be killed too.
+			opts.Prefix, opts.Owner = "qlabtest", *owner
+		}
 		if *version != "" {
 			if opts.Root, err = cluster.BuiltRoot(*version); err != nil {
 				return err
@@ -113,7 +129,26 @@ func clusterUp(ctx context.Context, opts cluster.Options, stdout, stderr io.Writ
 	if err != nil {
 		return err
 	}
+	if opts.Owner > 0 {
+		if err := watchOwner(c, opts.Owner); err != nil {
+			return errors.Join(err, c.Down(context.WithoutCancel(ctx)))
+		}
+	}
 	printAddresses(stdout, c)
+	return nil
+}
+
+// watchOwner makes each node of c go when process owner ends. Only local
+// nodes have a process to watch: containers go with the owner's down.
+func watchOwner(c *cluster.Cluster, owner int) error {
+	if c.Kind != cluster.Local {
+		return nil
+	}
+	for _, n := range c.Nodes {
+		if err := cluster.WatchProcess(n, c.Dir, owner); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

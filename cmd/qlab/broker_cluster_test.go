@@ -59,6 +59,37 @@ func TestBrokerClusterWithNoneRecorded(t *testing.T) {
 	}
 }
 
+// TestBrokerClusterOwnerMustRun: up --owner names a process that runs,
+// else the nodes would be removed at once; a usage error says so.
+func TestBrokerClusterOwnerMustRun(t *testing.T) {
+	privateClusterState(t)
+	for _, pid := range []string{"999999999", "-2"} {
+		code, _, errOut := qlab("broker", "cluster", "up", "--owner", pid)
+		assert.Equal(t, exitUsage, code, pid)
+		assert.Contains(t, errOut, "--owner "+pid+" is no running process", pid)
+	}
+}
+
+// TestBrokerClusterStateFlag: --state FILE is the record every verb reads,
+// not the cache's: status finds the nodes recorded there, down removes
+// that record, and the cache's stays untouched.
+func TestBrokerClusterStateFlag(t *testing.T) {
+	cached := privateClusterState(t)
+	writeClusterState(t, cached, t.TempDir())
+	file := filepath.Join(t.TempDir(), "elsewhere.json")
+	code, out, _ := qlab("broker", "cluster", "down", "--state", file)
+	assert.Equal(t, exitOK, code)
+	assert.Equal(t, "no cluster is recorded: nothing to remove\n", out)
+	writeClusterState(t, file, t.TempDir())
+	code, out, _ = qlab("broker", "cluster", "status", "--state", file)
+	assert.Equal(t, exitError, code)
+	assert.Equal(t, 3, strings.Count(out, " down "), out)
+	code, _, _ = qlab("broker", "cluster", "down", "--state", file)
+	assert.Equal(t, exitOK, code)
+	assert.NoFileExists(t, file)
+	assert.FileExists(t, cached)
+}
+
 // writeClusterState records a cluster of three local nodes on closed
 // ports, as if up had started it, with node directories under dir.
 func writeClusterState(t *testing.T, file, dir string) {
@@ -98,8 +129,8 @@ func TestBrokerClusterRefusesAStateFileItDidNotWrite(t *testing.T) {
 
 // TestBrokerClusterLifecycle runs the commands a demo runs, on a real
 // cluster: up, status, kill the leader of a quorum queue, up refusing to
-// start over a stopped node, revive, up finding the cluster up, down, and
-// down again.
+// start over a stopped node, revive, up finding the cluster up, down with
+// a node stopped, and down again.
 func TestBrokerClusterLifecycle(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a three-node RabbitMQ cluster (about half a minute)")
@@ -148,6 +179,8 @@ func TestBrokerClusterLifecycle(t *testing.T) {
 	assert.Equal(t, exitOK, code)
 	assert.True(t, strings.HasPrefix(out, "a cluster is already up:\n"), out)
 
+	code, _, _ = qlab("broker", "cluster", "kill", "n3") // down must remove a stopped node too
+	require.Equal(t, exitOK, code)
 	code, out, errOut = qlab("broker", "cluster", "down")
 	require.Equal(t, exitOK, code)
 	assert.NotContains(t, errOut, "guest:guest", "down names the nodes, not their URLs")

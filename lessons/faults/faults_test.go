@@ -36,7 +36,7 @@ const runBound = 90 * time.Second
 // The suite's private nodes: one shared by the cases that disturb only
 // their own run (they run concurrently, each under its own prefix), and
 // one each for the restarts and for the broker kept down (those stop the
-// whole node, so their cases run one at a time, beside the others). Each
+// whole node, so each group meets one outage, beside the others). Each
 // starts once and TestMain removes it.
 var (
 	runNode, wideNode, downNode lazyNode
@@ -311,8 +311,9 @@ type fault struct {
 	// fire injects the fault; its error fails the case.
 	fire func(ctx context.Context, n *rabbittest.Node, names rabbit.Names, first lab.Event) error
 	// after, if set, runs once the run has ended (a node kept down is
-	// started again); its error fails the case.
-	after func(ctx context.Context, n *rabbittest.Node) error
+	// started again); fired says the fault's moment came. Its error fails
+	// the case.
+	after func(ctx context.Context, n *rabbittest.Node, fired bool) error
 	// mayFail says the run may end with an error (and which tasks may be
 	// lost): a deleted queue ends it with exit 1. mustFail says it must.
 	// nackMayEnd lets a nacked publish end it (see runFaulted).
@@ -345,31 +346,123 @@ var runFaults = []fault{
 	}},
 }
 
-// restart stops and starts the node's application: every run on it is
-// disturbed, so these cases run one at a time on a node of their own.
-var restart = fault{name: "restart", nackMayEnd: true, fire: func(ctx context.Context, n *rabbittest.Node, _ rabbit.Names, _ lab.Event) error {
+// restartApp stops and starts the node's application: every run on it is
+// disturbed, so the restarts have a node of their own (see outage).
+func restartApp(ctx context.Context, n *rabbittest.Node) error {
 	if _, err := n.Ctl(ctx, "stop_app"); err != nil {
 		return err
 	}
 	_, err := n.Ctl(ctx, "start_app")
 	return err
-}}
+}
 
-// down stops the node's application and keeps it down until the run has
-// ended: the run must give up within its bound (5 s of redialling here;
-// rabbit.DefaultGiveUpAfter, 30 s, by default) with exit 1 and every
-// unfinished task lost with a reason.
-var down = fault{name: "down", mayFail: true, mustFail: true, giveUpAfter: 5 * time.Second,
-	fire: func(ctx context.Context, n *rabbittest.Node, _ rabbit.Names, _ lab.Event) error {
-		_, err := n.Ctl(ctx, "stop_app")
+// stopApp stops the node's application.
+func stopApp(ctx context.Context, n *rabbittest.Node) error {
+	_, err := n.Ctl(ctx, "stop_app")
+	return err
+}
+
+// startApp starts the node's application and waits until it answers.
+func startApp(ctx context.Context, n *rabbittest.Node) error {
+	if _, err := n.Ctl(ctx, "start_app"); err != nil {
 		return err
-	},
-	after: func(ctx context.Context, n *rabbittest.Node) error {
-		if _, err := n.Ctl(ctx, "start_app"); err != nil {
-			return err
+	}
+	return n.AwaitUp(ctx)
+}
+
+// An outage disturbs a node once, for a group of runs on it at once: each
+// run's fault is to arrive at the outage at its own seeded moment and be
+// held there (its pause held, as for any fault) until every run of the
+// group has arrived or ended; then hit disturbs the node (a restart, or
+// a stop), and heal, if set, runs once every run has ended (the start
+// after a stop). Each lesson so meets the fault mid-run as if alone, and
+// the group waits out one fault instead of one per lesson, one after
+// another (twelve kept-down cases took 34–38 s each at load 50: over
+// seven minutes; twelve restarts 249 s).
+type outage struct {
+	hit, heal        func(context.Context, *rabbittest.Node) error
+	mu               sync.Mutex
+	toArrive, toEnd  int           // runs not yet at their moment (or ended), not yet ended
+	stopped, started chan struct{} // closed once hit, and once healed
+	stopErr, upErr   error
+}
+
+// newOutage is an outage for a group of runs runs.
+func newOutage(runs int, hit, heal func(context.Context, *rabbittest.Node) error) *outage {
+	return &outage{hit: hit, heal: heal, toArrive: runs, toEnd: runs,
+		stopped: make(chan struct{}), started: make(chan struct{})}
+}
+
+// outageWait bounds how long a run waits for the others of its group.
+const outageWait = runBound + time.Minute
+
+// fault is f with the outage as its fire on n: its error is hit's.
+func (o *outage) fault(n *rabbittest.Node, f fault) fault {
+	f.fire = func(ctx context.Context, _ *rabbittest.Node, _ rabbit.Names, _ lab.Event) error {
+		o.arrived(n)
+		return o.await(ctx, o.stopped, &o.stopErr)
+	}
+	f.after = func(ctx context.Context, _ *rabbittest.Node, fired bool) error {
+		if !fired {
+			o.arrived(n) // it ended before its moment: the others need not wait for it
 		}
-		return n.AwaitUp(ctx)
-	},
+		if o.heal == nil {
+			return nil
+		}
+		o.ended(n)
+		ctx, cancel := context.WithTimeout(ctx, outageWait)
+		defer cancel()
+		return o.await(ctx, o.started, &o.upErr)
+	}
+	return f
+}
+
+// down is the broker kept down: the run must give it up within its bound
+// (5 s of redialling here; rabbit.DefaultGiveUpAfter, 30 s, by default)
+// with exit 1 and every unfinished task lost with a reason.
+var down = fault{name: "down", mayFail: true, mustFail: true, giveUpAfter: 5 * time.Second}
+
+// restart is the broker restarted: the run goes on (a publish nacked while
+// the broker stops may end it, see runFaulted).
+var restart = fault{name: "restart", nackMayEnd: true}
+
+// arrived counts one run at its moment; the last stops the node.
+func (o *outage) arrived(n *rabbittest.Node) {
+	o.mu.Lock()
+	o.toArrive--
+	last := o.toArrive == 0
+	o.mu.Unlock()
+	if last {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		o.stopErr = o.hit(ctx, n)
+		close(o.stopped)
+	}
+}
+
+// ended counts one run ended; the last starts the node again.
+func (o *outage) ended(n *rabbittest.Node) {
+	o.mu.Lock()
+	o.toEnd--
+	last := o.toEnd == 0
+	o.mu.Unlock()
+	if last {
+		<-o.stopped // every run ended, so every run arrived: the hit has begun
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		o.upErr = o.heal(ctx, n)
+		close(o.started)
+	}
+}
+
+// await waits within ctx for done, then returns *err.
+func (o *outage) await(ctx context.Context, done chan struct{}, err *error) error {
+	select {
+	case <-done:
+		return *err
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for the other runs of the outage: %w", ctx.Err())
+	}
 }
 
 // victim is the queue the delete fault removes: the broker queue of the
@@ -422,11 +515,11 @@ func concurrentlyIn(t *testing.T, slots chan struct{}, names []string, run func(
 }
 
 // TestFaults runs the suite's groups at once: the restarts and the broker
-// kept down on a node each, one case at a time; the faults of one run,
-// the killed processes, the refused re-declares and the database taken
-// away concurrently on the run node; the node failures one at a time on
-// the package's three-node cluster (clusterFaults). At the end no queue of
-// any run is left on any node.
+// kept down on a node each, every lesson against one outage; the faults
+// of one run, the killed processes, the refused re-declares and the
+// database taken away concurrently on the run node; the node failures one
+// at a time on the package's three-node cluster (clusterFaults). At the
+// end no queue of any run is left on any node.
 func TestFaults(t *testing.T) {
 	groups := []func(*testing.T){nodeFaults, downFaults, runFaultCases, killed, conflicted, databaseAway, clusterFaults}
 	names := []string{"node", "down", "run", "kill", "conflict", "dbaway", "cluster"}
@@ -435,35 +528,44 @@ func TestFaults(t *testing.T) {
 	assertNodeClean(t)
 }
 
-// nodeFaults runs every enrolled lesson through a broker restart, one at
-// a time on a node of their own, then the last lesson's kept-down case
-// (see downFaults).
+// nodeFaults runs every enrolled lesson at once on a node of their own
+// through one broker restart (see outage), at each run's seeded moment.
 func nodeFaults(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed(), 15))
 	ls := enrolled()
-	for _, l := range ls {
-		at := 3 + rng.IntN(10)
-		t.Run("restart/"+l.Slug(), func(t *testing.T) { runFaulted(t, wideNode.get(t), l, restart, at) })
+	at := make([]int, len(ls))
+	for i := range ls {
+		at[i] = 3 + rng.IntN(10)
 	}
-	downCase(t, wideNode.get(t), ls[len(ls)-1], len(ls)-1)
+	n := wideNode.get(t)
+	outageGroup(t, "restart", ls, newOutage(len(ls), restartApp, nil).fault(n, restart), n, at)
 }
 
-// downFaults runs every enrolled lesson but the last against a broker
-// that goes down and stays down past the run's bound, one at a time on a
-// third node. Each case waits out rabbit.DefaultGiveUpAfter, mostly idle,
-// so they run beside the restarts; the last one runs after the restarts
-// on their node, which balances the two groups' time.
+// downFaults runs every enrolled lesson at once on a third node, against
+// one outage: the node goes down at each run's seeded moment and stays
+// down past the runs' bound.
 func downFaults(t *testing.T) {
 	ls := enrolled()
-	for i, l := range ls[:len(ls)-1] {
-		downCase(t, downNode.get(t), l, i)
+	at := make([]int, len(ls))
+	for i := range ls {
+		at[i] = 3 + int(seed()+uint64(i)*7)%10
 	}
+	n := downNode.get(t)
+	outageGroup(t, "down", ls, newOutage(len(ls), stopApp, startApp).fault(n, down), n, at)
 }
 
-// downCase runs l, the i-th enrolled lesson, against a broker kept down.
-func downCase(t *testing.T, n *rabbittest.Node, l lesson.Lesson, i int) {
-	at := 3 + int(seed()+uint64(i)*7)%10
-	t.Run("down/"+l.Slug(), func(t *testing.T) { runFaulted(t, n, l, down, at) })
+// outageGroup runs ls, all at once (the outage waits for every one), as
+// the subtests name/<lesson>, the i-th faulted at its at[i]-th event.
+func outageGroup(t *testing.T, name string, ls []lesson.Lesson, f fault, n *rabbittest.Node, at []int) {
+	names := make([]string, len(ls))
+	for i, l := range ls {
+		names[i] = l.Slug()
+	}
+	t.Run(name, func(t *testing.T) {
+		concurrentlyIn(t, make(chan struct{}, len(ls)), names, func(t *testing.T, i int) {
+			runFaulted(t, n, ls[i], f, at[i])
+		})
+	})
 }
 
 // runFaultCases runs every enrolled lesson under every fault that
@@ -515,7 +617,10 @@ func runFaulted(t *testing.T, n *rabbittest.Node, l lesson.Lesson, f fault, at i
 	took := time.Since(start)
 	hung := ctx.Err() != nil
 	if f.after != nil {
-		if err := f.after(context.Background(), n); err != nil {
+		tr.mu.Lock()
+		fired := tr.fired
+		tr.mu.Unlock()
+		if err := f.after(context.Background(), n, fired); err != nil {
 			t.Fatalf("after %s: %v", f.name, err)
 		}
 	}

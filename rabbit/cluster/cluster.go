@@ -50,6 +50,12 @@ type Options struct {
 	// (scripts/rabbitmq.sh build 4.3 makes one) instead of the machine's
 	// rabbitmq-server; never Docker.
 	Root string
+	// Owner is the pid every node name carries (<prefix>-<pid>-<rand>);
+	// 0 means this process. ReapOrphans removes a node of a test prefix
+	// whose owner is gone, and WatchProcess removes it when its owner
+	// ends: make test names its recipe's shell, so the one cluster it
+	// starts for every package goes with it however it ends.
+	Owner int
 }
 
 // Cluster is a running cluster Up started (or Load found recorded). Its
@@ -106,7 +112,7 @@ func Up(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	c := &Cluster{file: opts.StateFile, progress: cmp.Or[io.Writer](opts.Progress, io.Discard)}
 	c.Nodes = make([]NodeSpec, cmp.Or(opts.Nodes, 3))
-	c.ID = fmt.Sprintf("%s-%d-%04x", cmp.Or(opts.Prefix, "qlab"), os.Getpid(), rand.IntN(1<<16))
+	c.ID = fmt.Sprintf("%s-%d-%04x", cmp.Or(opts.Prefix, "qlab"), cmp.Or(opts.Owner, os.Getpid()), rand.IntN(1<<16))
 	c.Root = opts.Root
 	if err := c.pickDriver(ctx, opts.NoDocker); err != nil {
 		return nil, err

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,48 +15,23 @@ import (
 	"github.com/queuelab/qlab/rabbit/cluster/clustertest"
 )
 
-// logWriter turns progress lines into test log lines.
-type logWriter struct{ t testing.TB }
-
-func (w logWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
-// TestClusterQuorumFailover is the quick quorum check on a real
-// cluster of its own: a quorum queue gets 100 confirmed messages, its
-// leader's node is stopped, another node delivers all 100, a new leader
-// leads, the node comes back, another is stopped, and Down leaves no
-// process, port, directory or state file (and a second Down is no error).
+// TestClusterQuorumFailover is the quick quorum check on the
+// package's cluster (clustertest: under make test the one every package
+// shares): a quorum queue gets 100 confirmed messages, its leader's node
+// is stopped, another node delivers all 100, a new leader leads, and the
+// node comes back. Up, Load and Down of a cluster of its own, and Down of
+// a stopped node, are cmd/qlab's TestBrokerClusterLifecycle.
 func TestClusterQuorumFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a three-node RabbitMQ cluster (about half a minute)")
 	}
+	c := clustertest.Get(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	stateFile := filepath.Join(t.TempDir(), "cluster.json")
-	begin := time.Now()
-	c, err := cluster.Up(ctx, cluster.Options{Prefix: "qlabtest", StateFile: stateFile, Progress: logWriter{t}})
-	if err != nil {
-		clustertest.SkipOrFail(t, err)
-	}
-	t.Logf("three nodes up and joined in %v", time.Since(begin).Round(100*time.Millisecond))
-	removed := false
-	t.Cleanup(func() {
-		if !removed {
-			_ = c.Down(context.Background())
-		}
-	})
-
-	// Another process (qlab broker cluster down) finds the same nodes.
-	loaded, err := cluster.Load(stateFile, nil)
-	if err != nil || loaded.URLList() != c.URLList() {
-		t.Fatalf("Load(%s) = %v, %v; want the cluster Up recorded (%s)", stateFile, loaded, err, c.URLList())
-	}
-
 	queue := fmt.Sprintf("qlabtest.quorum.%04x", rand.IntN(1<<16))
 	const n = 100
 	publishQuorum(ctx, t, c.URLs()[0], queue, n)
+	t.Cleanup(func() { deleteQueue(t, c, queue) })
 	leader, err := c.Leader(ctx, queue)
 	if err != nil {
 		t.Fatal(err)
@@ -68,6 +41,7 @@ func TestClusterQuorumFailover(t *testing.T) {
 	if err := c.Kill(ctx, leader.Short); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { revive(t, c, leader) }) // registered after the delete: runs first
 	if st := c.State(ctx, leader); st != cluster.Stopped {
 		t.Fatalf("after Kill, %s is %s, want %s", leader.Short, st, cluster.Stopped)
 	}
@@ -89,22 +63,38 @@ func TestClusterQuorumFailover(t *testing.T) {
 	if st := c.State(ctx, leader); st != cluster.Running {
 		t.Fatalf("after Revive, %s is %s, want %s", leader.Short, st, cluster.Running)
 	}
+}
 
-	if err := c.Kill(ctx, other.Short); err != nil { // Down must also remove a stopped node
-		t.Fatal(err)
+// revive starts n again if it is not running: the next test on the
+// shared cluster must find every node running.
+func revive(t *testing.T, c *cluster.Cluster, n cluster.NodeSpec) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if c.State(ctx, n) == cluster.Running {
+		return
 	}
-	if err := loaded.Down(ctx); err != nil { // down from the state file, as the CLI does
-		t.Fatal(err)
+	if err := c.Revive(ctx, n.Short); err != nil {
+		t.Errorf("reviving %s: %v", n.Short, err)
 	}
-	removed = true
-	if left := c.Leftovers(ctx); len(left) > 0 {
-		t.Fatalf("left behind after Down: %q", left)
+}
+
+// deleteQueue deletes the test's queue from the cluster.
+func deleteQueue(t *testing.T, c *cluster.Cluster, queue string) {
+	conn, err := amqp.Dial(c.URLs()[0])
+	if err != nil {
+		t.Errorf("deleting %s: %v", queue, err)
+		return
 	}
-	if err := c.Down(ctx); err != nil {
-		t.Fatalf("a second Down: %v", err)
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err == nil {
+		_, err = ch.QueueDelete(queue,
+			false, // ifUnused
+			false, // ifEmpty
+			false) // noWait
 	}
-	if _, err := cluster.Load(stateFile, nil); !errors.Is(err, cluster.ErrNoCluster) {
-		t.Fatalf("Load after Down = %v, want ErrNoCluster", err)
+	if err != nil {
+		t.Errorf("deleting %s: %v", queue, err)
 	}
 }
 

@@ -40,10 +40,15 @@ var ownedName = regexp.MustCompile(`^([a-z]+)-(\d+)-[0-9a-f]{4}(-n\d+)?@`)
 // owner removed it, and the watcher has nothing left to do), then asks the
 // node to stop, and
 // kills it if it has not within 20 s, checking that the pid is still that
-// node's beam (a pid can be reused), then deletes its directory.
+// node's beam (a pid can be reused), then deletes its directory. Finding
+// the node's directory gone with its owner, it removes the cluster's
+// directory once empty (a Down that failed half way left it).
 const watcher = `
 while kill -0 "$OWNER" 2>/dev/null && [ -d "$DIR" ]; do sleep 1; done
-[ -d "$DIR" ] || exit 0
+if [ ! -d "$DIR" ]; then
+  [ -z "$PARENT" ] || kill -0 "$OWNER" 2>/dev/null || rmdir "$PARENT" 2>/dev/null
+  exit 0
+fi
 timeout 20 rabbitmqctl -q -n "$NODE" stop >/dev/null 2>&1
 for _ in 1 2 3 4 5; do
   grep -qa "RABBITMQ_NODENAME=$NODE" "/proc/$BEAM/environ" 2>/dev/null || break
@@ -60,6 +65,12 @@ rm -rf "$DIR"
 // when no watcher could start; the node then relies on its owner's
 // cleanup and ReapOrphans.
 func WatchOwner(n NodeSpec, parent string) error {
+	return WatchProcess(n, parent, os.Getpid())
+}
+
+// WatchProcess is WatchOwner for another owner than this process: the
+// node goes once process owner has exited.
+func WatchProcess(n NodeSpec, parent string, owner int) error {
 	beam := n.Pid()
 	if beam == 0 {
 		return fmt.Errorf("node %s has no process to watch", n.Name)
@@ -69,7 +80,7 @@ func WatchOwner(n NodeSpec, parent string) error {
 	// packages' goroutine-leak checks) and it leaves no zombie.
 	cmd := exec.Command("sh", "-c", `sh -c "$QLAB_WATCHER" </dev/null >/dev/null 2>&1 &`)
 	cmd.Env = append(os.Environ(), watcherEnv, "QLAB_WATCHER="+watcher,
-		"OWNER="+strconv.Itoa(os.Getpid()), "NODE="+n.Name, "BEAM="+strconv.Itoa(beam), "DIR="+n.Dir, "PARENT="+parent)
+		"OWNER="+strconv.Itoa(owner), "NODE="+n.Name, "BEAM="+strconv.Itoa(beam), "DIR="+n.Dir, "PARENT="+parent)
 	// Its own session: Ctrl-C in the terminal signals the test's process
 	// group, and the watcher must live on to do its work.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}

@@ -10,6 +10,13 @@
 //
 // A test that kills a node revives it before it ends (Revive in
 // t.Cleanup), so the next test finds every node running.
+//
+// make test starts one cluster for every package instead (a cluster is
+// three Erlang VMs: five packages starting their own at once on 2 cores
+// cost minutes of CPU and 2 GB): it sets SharedEnv to the cluster's state
+// file, and Get then waits for that cluster, never starts or removes one,
+// and holds a lock on it for each test that uses it, so that tests of
+// different packages, which stop nodes, take turns.
 package clustertest
 
 import (
@@ -31,12 +38,25 @@ const RequireEnv = "QLAB_REQUIRE_BROKER"
 // StartTimeout bounds the shared cluster's start.
 const StartTimeout = 5 * time.Minute
 
+// SharedEnv names the variable that points Get at a cluster another
+// process started (make test): its value is the cluster's state file
+// (qlab broker cluster up --state FILE). FILE.ready appears once the
+// cluster is up, FILE.failed if it could not start (Get then starts one
+// of the package's own, as without SharedEnv); FILE.lock is the lock the
+// packages take turns on.
+const SharedEnv = "QLAB_TEST_CLUSTER"
+
+// TurnTimeout bounds how long a test waits for the other packages'
+// tests to be done with the shared cluster.
+const TurnTimeout = 15 * time.Minute
+
 var (
 	mu      sync.Mutex
 	inMain  bool             // Main runs the package's tests
 	shared  *cluster.Cluster // started by the first Get
 	initErr error            // why it could not start
 	started bool
+	outside bool // shared came from SharedEnv: taken in turns, never removed here
 
 	shared43  *cluster.Cluster // started by the first Get43
 	initErr43 error
@@ -53,7 +73,11 @@ func Main(m *testing.M) int {
 	code := m.Run()
 	mu.Lock()
 	defer mu.Unlock()
-	for _, c := range []*cluster.Cluster{shared, shared43} {
+	own := shared
+	if outside {
+		own = nil // make test's: it removes that one
+	}
+	for _, c := range []*cluster.Cluster{own, shared43} {
 		if c != nil && remove(c) != nil {
 			code = 1
 		}
@@ -120,12 +144,21 @@ func Get(t testing.TB) *cluster.Cluster {
 		started = true
 		ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
 		defer cancel()
-		cluster.ReapOrphans(cluster.TestPrefixes...)
-		shared, initErr = cluster.Up(ctx, cluster.Options{Prefix: "qlabtest"})
-		watch(shared)
+		if file := os.Getenv(SharedEnv); file != "" {
+			shared, initErr = awaitShared(ctx, file)
+			outside = shared != nil
+		}
+		if !outside {
+			cluster.ReapOrphans(cluster.TestPrefixes...)
+			shared, initErr = cluster.Up(ctx, cluster.Options{Prefix: "qlabtest"})
+			watch(shared)
+		}
 	}
 	if initErr != nil {
 		SkipOrFail(t, initErr)
+	}
+	if outside {
+		takeTurn(t, shared)
 	}
 	return shared
 }
