@@ -143,11 +143,22 @@ func TestReadmeLessonTable(t *testing.T) {
 		for k := range max(len(wantRows), len(gotRows)) {
 			w, g := row(wantRows, k), row(gotRows, k)
 			if w != g {
-				t.Fatalf("README lesson table is stale from row %d:\n  README:   %.160s\n  registry: %.160s\n"+
-					"rewrite it with: go test ./cmd/qlab -run ReadmeLessonTable -update", k+1, g, w)
+				t.Fatalf("README lesson table is stale from row %d:\n  README:   %s\n  registry: %s\n"+
+					"rewrite it with: go test ./cmd/qlab -run ReadmeLessonTable -update", k+1, around(g, w), around(w, g))
 			}
 		}
 	}
+}
+
+// around is a's text near where it first differs from b: 60 bytes either
+// side, so a change deep in a long row shows.
+func around(a, b string) string {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	from, to := max(0, i-60), min(len(a), i+60)
+	return strings.ToValidUTF8("…"+a[from:to]+"…", "")
 }
 
 // row is rows[k], or "(none)" past the end.
