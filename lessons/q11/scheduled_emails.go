@@ -224,6 +224,12 @@ type timerScheduler struct {
 	mu      sync.Mutex
 	pending map[string]timedMail
 	stopped bool
+	// stopAt is when the process is to stop (lesson time; 0 until
+	// planned). What is due by then is sent, what is due later dies with
+	// the process, whenever the stop and the timers really run: at 20x
+	// the margins are tens of milliseconds, and a late wake-up must not
+	// turn a lost mail into a sent one.
+	stopAt time.Duration
 }
 
 // timedMail is a mail the scheduler holds: its timer, and when it is due
@@ -262,6 +268,7 @@ func (l *q11Lesson) runTimer(ctx context.Context) error {
 	if last, ok := ts.lastDue(); ok {
 		stopAt = min(stopAt, last-time.Second/2)
 	}
+	ts.planStop(stopAt)
 	if err := sleepUntil(ctx, l.env.Stream.Clock(), stopAt); err != nil {
 		ts.stop(ctx)
 		return err
@@ -291,6 +298,19 @@ func (ts *timerScheduler) schedule(ctx context.Context, req q11Request) error {
 	return nil
 }
 
+// planStop fixes when the process stops (see stopAt).
+func (ts *timerScheduler) planStop(at time.Duration) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.stopAt = at
+}
+
+// diesAtStop reports whether a mail due at due is one the planned stop
+// takes with it; ts.mu is held.
+func (ts *timerScheduler) diesAtStop(due time.Duration) bool {
+	return ts.stopAt > 0 && due > ts.stopAt
+}
+
 // lastDue is the latest due time of the mails the timers hold.
 func (ts *timerScheduler) lastDue() (time.Duration, bool) {
 	ts.mu.Lock()
@@ -308,8 +328,8 @@ func (ts *timerScheduler) lastDue() (time.Duration, bool) {
 func (ts *timerScheduler) fire(ctx context.Context, req q11Request) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
-	if ts.stopped {
-		return // stop sent it or reported it lost
+	if ts.stopped || ts.diesAtStop(ts.pending[req.Task].due) {
+		return // stop sent it or reports it lost
 	}
 	ts.publishDue(ctx, req)
 }
@@ -335,7 +355,7 @@ func (ts *timerScheduler) stop(ctx context.Context) {
 	now := ts.l.env.Stream.Clock().Elapsed()
 	for task, m := range ts.pending {
 		m.timer.Stop()
-		if m.due <= now {
+		if m.due <= now && !ts.diesAtStop(m.due) {
 			ts.publishDue(ctx, m.req)
 			continue
 		}
