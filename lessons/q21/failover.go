@@ -58,7 +58,8 @@ func (r *runner) failover(ctx context.Context) error {
 	work, stop := context.WithCancel(ctx)
 	defer stop()
 	first := r.index(res.leader)
-	sh := &shared{db: db, sends: res.sends, attempts: map[string]int{}}
+	sh := &shared{db: db, sends: res.sends, attempts: map[string]int{},
+		stopping: make(chan struct{}), stopped: make(chan struct{}), leader: res.leader.Short}
 	res.workers = []*worker{
 		{r: r, name: Worker1, first: first, shared: sh},
 		{r: r, name: Worker2, first: first + 1, shared: sh},
@@ -81,7 +82,10 @@ func (r *runner) failover(ctx context.Context) error {
 	}
 	stopped := time.Now()
 	if res.stopped {
-		if err := r.stopLeader(ctx, res); err != nil {
+		close(sh.stopping)
+		err := r.stopLeader(ctx, res)
+		close(sh.stopped)
+		if err != nil {
 			return err
 		}
 		pl.out(res.newLeader.Short)
@@ -216,11 +220,18 @@ func (r *runner) publishBatch(ctx context.Context, on cluster.NodeSpec, ids []st
 
 // shared is what both workers share: the store and the counts.
 type shared struct {
-	db       store.Store
-	mu       sync.Mutex
-	sends    map[string]int // the mail API's sends, per message
-	attempts map[string]int
-	last     time.Time // the last delivery any worker took
+	db store.Store
+	// stopping closes when the lesson begins to stop the leader's node
+	// and stopped when stop_app has returned: a worker on that node holds
+	// its acks in between, so the node goes down with messages held at
+	// every speed and load (a slow stop_app once let Worker-1 ack all it
+	// had, and the run showed no redelivery).
+	stopping, stopped chan struct{}
+	leader            string // the stopped node's short name
+	mu                sync.Mutex
+	sends             map[string]int // the mail API's sends, per message
+	attempts          map[string]int
+	last              time.Time // the last delivery any worker took
 }
 
 func (s *shared) sent(id string) {

@@ -134,7 +134,7 @@ func (w *worker) handle(ctx context.Context, on cluster.NodeSpec, d amqp.Deliver
 			w.r.env.Stream.Emit(lab.Event{Kind: lab.Duplicate, Task: id, Queue: q18.Queue, Actor: w.name,
 				Note: "the store says SENT: acked, not sent again"})
 		}
-		w.ack(d)
+		w.ack(ctx, on, d)
 		return
 	}
 	e := lab.Event{Task: id, Queue: q18.Queue, Actor: w.name, Attempt: attempt}
@@ -149,12 +149,24 @@ func (w *worker) handle(ctx context.Context, on cluster.NodeSpec, d amqp.Deliver
 	if err != nil {
 		return // ctx ended: the run is over
 	}
-	w.ack(d)
+	w.ack(ctx, on, d)
 }
 
-// ack acks d; an ack on a connection that died is lost, and the broker
-// redelivers the message.
-func (w *worker) ack(d amqp.Delivery) {
+// ack acks d, received on node on; an ack on a connection that died is
+// lost, and the broker redelivers the message. While the lesson stops
+// the leader's node, a worker on that node holds the ack until stop_app
+// has returned (shared.stopping): the node goes down holding it.
+func (w *worker) ack(ctx context.Context, on cluster.NodeSpec, d amqp.Delivery) {
+	select {
+	case <-w.shared.stopping:
+		if on.Short == w.shared.leader {
+			select {
+			case <-w.shared.stopped:
+			case <-ctx.Done():
+			}
+		}
+	default:
+	}
 	if err := d.Ack(false); err != nil { // multiple
 		w.count(func() { w.ackLost++ })
 	}
