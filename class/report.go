@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -47,7 +48,7 @@ func (r Report) Validate(items []string) error {
 	if err := CheckName(r.Student); err != nil {
 		return fmt.Errorf("%w: %v", ErrBadReport, err)
 	}
-	if !contains(items, r.Item) {
+	if !slices.Contains(items, r.Item) {
 		return bad("unknown item %.12q (want a lesson like Q07 or an exercise like E05)", r.Item)
 	}
 	switch r.Status {
@@ -93,15 +94,6 @@ func printable(s string) bool {
 		}
 	}
 	return true
-}
-
-func contains(items []string, item string) bool {
-	for _, it := range items {
-		if it == item {
-			return true
-		}
-	}
-	return false
 }
 
 // userinfo matches the user and password of a URL ("amqp://u:p@h").

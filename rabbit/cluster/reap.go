@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -131,7 +132,7 @@ func ownedNode(environ []byte, prefixes []string) (NodeSpec, int, bool) {
 	}
 	name := vars["RABBITMQ_NODENAME"]
 	m := ownedName.FindStringSubmatch(name)
-	if m == nil || !hasString(prefixes, m[1]) {
+	if m == nil || !slices.Contains(prefixes, m[1]) {
 		return NodeSpec{}, 0, false
 	}
 	// Only a directory the lab made: under the temp dir, named for the
@@ -143,13 +144,4 @@ func ownedNode(environ []byte, prefixes []string) (NodeSpec, int, bool) {
 	}
 	owner, _ := strconv.Atoi(m[2])
 	return NodeSpec{Name: name, Dir: dir}, owner, true
-}
-
-func hasString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
