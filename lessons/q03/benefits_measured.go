@@ -30,10 +30,12 @@ import (
 var Lesson = lesson.Lesson{
 	ID:    "Q03",
 	Title: "Benefits of the retry queue, measured",
-	Notice: "The same stream of 200 tasks, 10 % poison, runs through three designs with the same budget of 2 attempts per task: fast retry with 1 worker (lesson 1), fast retry with 2 workers on the one queue, and the retry queue with 2 workers, one per queue (lesson 2). " +
-		"Rows 1 and 3 show what lesson 2 gained; rows 2 and 3 differ only in the quarantine. Measured exactly (go test), the second worker is what shortens the healthy tasks' wait and the quarantine alone gains them nothing (two workers sharing one queue do as well or better); live, timer noise inflates every time and can swap rows 2 and 3 (the last note says by how much). " +
-		"What it buys is that the main queue never meets a poison task twice, which matters when retries are many or slow: " +
-		"the second table gives every design 10 attempts, the poison retries alone then need more than one worker, and the retry queue keeps the healthy tasks' p50 and max where they were while two workers sharing one queue fall behind.",
+	Notice: "The log is lesson 2 on A–D again; the table is the point: 200 tasks, 10 % poison, " +
+		"through fast retry with 1 and with 2 workers and the retry queue, each with a budget of " +
+		"2 attempts a task. The second worker is what shortens the healthy tasks' wait, and the " +
+		"quarantine alone gains them nothing. With 10 attempts (the second table) the poison " +
+		"retries swamp two workers sharing one queue, while the retry queue keeps the healthy " +
+		"tasks' p50 and max where they were.",
 	InMem: runQ03,
 }
 

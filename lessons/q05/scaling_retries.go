@@ -27,9 +27,11 @@ var Lesson = lesson.Lesson{
 	ID:         "Q05",
 	WatchSpeed: 1, // a watchable pace in the TUI
 	Title:      "N retry queues don't scale; one delayed retry queue does",
-	Notice: "C is retried five times from one retryQueue, waiting 1, 2, 4, 8 and 16 s on a timer in between, then parked in the dead-letter queue instead of being lost. " +
-		"The table measures the alternative: chaining a queue and a goroutine per retry (lesson 4, grown to 5 and 10 retries) leaves most goroutines idle, while the delayed retry queue needs three queues and two goroutines for any number of retries. " +
-		"The waits are time.AfterFunc timers in this process's memory: if the process dies, every task waiting on one dies with it (lesson 10's broker wait queues keep them).",
+	Notice: "C is retried five times from one retryQueue, waiting 1, 2, 4, 8 and 16 s on a timer in " +
+		"between, then parked in the dead-letter queue. The table: chaining a queue and a " +
+		"goroutine per retry leaves most goroutines idle, while one delayed retry queue needs " +
+		"three queues and two goroutines for any number of retries. The waits are time.AfterFunc " +
+		"timers in memory: if the process dies, every task waiting on one dies with it.",
 	InMem: runQ05,
 }
 

@@ -29,11 +29,12 @@ import (
 var Lesson = lesson.Lesson{
 	ID:    "Q06",
 	Title: "Idempotency: which guard loses or doubles an email",
-	Notice: "Each task owes one email, and the plan's failures (C on every attempt) strike between sending it and writing that down. " +
-		"Send-then-record sends again on the retry, mark-then-send (PENDING→SENT first) skips an email it never sent, and a stored result with the mail server's idempotency key sends once. " +
-		"With two consumers holding one message, check-then-act sends twice and an atomic claim once. " +
-		"Part 3 runs the claim, and the conditional update that undoes itself, against part 1's failure: neither skips an email nor sends one twice, because each undoes its write when the send fails; " +
-		"what sank mark-then-send is keeping SENT, not UPDATE … WHERE PENDING. The table sets emails owed against emails sent.",
+	Notice: "Each task owes one email, and C's failures strike between sending it and writing that " +
+		"down: send-then-record sends again, mark-then-send skips an email it never sent, and the " +
+		"mail server's idempotency key sends once. With two consumers holding one message, " +
+		"check-then-act sends twice and an atomic claim once. Part 3 runs the claim against part " +
+		"1's failure and undoes the write when the send fails: what sank mark-then-send was " +
+		"keeping SENT, not its SQL.",
 	InMem: runQ06,
 }
 

@@ -47,16 +47,12 @@ var Lesson = lesson.Lesson{
 	WatchSpeed: 5, // a watchable pace in the TUI
 	Length:     146 * time.Second,
 	Title:      "One wait-queue loop: x-death counting vs your own retry header",
-	Notice: fmt.Sprintf("Run 1 (A–D) is the NestJS email service's loop: the worker only rejects, the broker parks the mail %s in email_queue_wait and sends it back, "+
-		"and x-death tells the worker the attempt; at attempt %d it publishes C to email_queue_dlq itself and acks "+
-		"(15 deliveries: the lab counts rejects; the service's own reading, x-death[0].count ?? 1, reads 1 twice and parks after 16). "+
-		"Run 2 (rA–rD) republishes failures with a header of its own, %s: no x- prefix, because RabbitMQ owns x- headers "+
-		"(the RaffleAPI's x-retries works on 3.10.8 and 4.3.6 but sits in the broker's namespace; and 4.0 no longer reads an x-death a client republishes: "+
-		"copied back, it kept counting 0 1 2 … 14 on 3.10.8 and restarted at 1 every round on 4.3.6, measured). "+
-		"Run 3 (nA–nD) is the service's nack(), if it is amqplib's channel.nack(msg): that requeues by default, so C comes straight back at attempt 1, "+
-		"never visits the wait queue and never reaches %d or the DLQ; the lab's guard drops it after %d deliveries. "+
-		"On the broker, a last step publishes to an email_queue_dlq nobody declared: confirmed, and gone, unless mandatory brings it back. "+
-		"In memory, the task's attempt field plays every counter.", q13Wait, q13MaxAttempts, rabbit.RetryCountHeader, q13MaxAttempts, q13HotLoopGuard),
+	Notice: fmt.Sprintf("Run 1 (A–D) is the NestJS email service's loop: the worker only rejects, the broker "+
+		"parks the mail %s in email_queue_wait, and at attempt %d by x-death the worker parks C "+
+		"in the DLQ. Run 2 (rA–rD) counts in a header of its own, %s, not in an x- one like the "+
+		"RaffleAPI's x-retries: x- names are RabbitMQ's. Run 3 (nA–nD) is the service's "+
+		"nack(msg): amqplib requeues by default, so C loops at attempt 1 until the lab's guard "+
+		"drops it after %d deliveries.", q13Wait, q13MaxAttempts, rabbit.RetryCountHeader, q13HotLoopGuard),
 	InMem:      runQ13,
 	Rabbit:     runQ13,
 	Faults:     true, // in the fault suite (lessons/faults)

@@ -37,15 +37,17 @@ import (
 var Lesson = lesson.Lesson{
 	ID:    "Q14",
 	Title: "One retry queue, a schedule of delays (head-of-line blocking)",
-	Notice: "The notification service retries through one queue, email-retry-queue, with each job's delay on the message (30 s, 1 min, 2 min, 5 min: the seed's own, in lesson time, run at 100× by default). " +
-		"RabbitMQ expires a message only at the head of its queue: while A sits out its 5-minute wait at the head, B's and C's 30-second retries wait behind it, and the table shows how late. " +
-		"One wait queue per delay level puts every retry back on time. A quorum retry queue: RabbitMQ's TTL guide says quorum queues expire messages without waiting for the head, " +
-		"but measured on 3.10.8 and on 4.3.6 it holds the short retries back just the same (270 s late on both): the docs and the brokers disagree. " +
-		"The seed's own arithmetic: retries++ runs before getRetryDelay, so the first retry waits 30 s (10 s is never used), and MAX_RETRIES = 5 gives four retries where the text says three.",
-	Notices: map[lab.Backend]string{lab.InMem: "The same schedule in memory: run 1's retry queue is a FIFO that expires only its head, as RabbitMQ's does, " +
-		"so B's and C's 30-second retries wait behind A's 5-minute one; run 2 gives each delay level its own wait queue, here a time.AfterFunc timer per retry, and every retry is on time; " +
-		"run 3 stands for the broker's quorum retry queue, which memory has no type for: the same FIFO, as 3.10.8 and 4.3.6 measured it (the TTL guide says otherwise). " +
-		"The seed's arithmetic: retries++ before getRetryDelay, so the first retry waits 30 s and MAX_RETRIES = 5 gives four retries. qlab run 14 runs it on the broker."},
+	Notice: "The notification service retries through one queue, email-retry-queue, with each job's " +
+		"delay on the message (30 s, 1 min, 2 min, 5 min): while A sits out its 5-minute wait at " +
+		"the head, B's and C's 30-second retries wait behind it, and the table shows how late. " +
+		"One wait queue per delay level puts every retry back on time. A quorum retry queue holds " +
+		"them back just the same, measured on 3.10.8 and 4.3.6, where RabbitMQ's TTL guide says " +
+		"it would not: the docs and the brokers disagree.",
+	Notices: map[lab.Backend]string{lab.InMem: "The same schedule in memory: run 1's retry queue is a FIFO that expires only its head, " +
+		"as RabbitMQ's does, so B's and C's 30-second retries wait behind A's 5-minute one, and " +
+		"run 2's timer per retry (time.AfterFunc) is on time. Run 3 stands for the broker's " +
+		"quorum retry queue with the same FIFO, as 3.10.8 and 4.3.6 measured it (the TTL guide " +
+		"says otherwise). qlab run 14 runs it on the broker."},
 	InMem:   runQ14,
 	Rabbit:  runQ14,
 	Default: lab.Rabbit,

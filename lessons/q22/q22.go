@@ -41,21 +41,16 @@ import (
 var Lesson = lesson.Lesson{
 	ID:    "Q22",
 	Title: "Metrics: what moves them, and two traps",
-	Notice: "Watch the seed's counters move: an outage of the mail API fails every first " +
-		"attempt (queue_message_nack_total), and the workers' connections cut mid-run make the " +
-		"broker hand messages out again (queue_message_redelivery_total). Then the traps: ten " +
-		"published, five held unacked by a prefetch-5 consumer, and a passive declare's depth " +
-		"says 5, ready messages only. AMQP's timestamp is whole seconds: amqp091-go drops the " +
-		"milliseconds, amqplib writes Date.now()'s milliseconds as if seconds; wait time needs a " +
-		"millisecond header. All eleven names move on --metrics.",
-	Notices: map[lab.Backend]string{lab.InMem: "Watch the seed's counters move: an outage of the " +
-		"mail API fails every first attempt (queue_message_nack_total). In memory no connection " +
-		"can be cut without losing the tasks, so the redelivery counter stays 0 (run it on the " +
-		"broker to see it move). The depth trap holds here too: ten published, five in a " +
-		"prefetch-5 consumer's hands, and the queue's depth says 5. There is no wire in memory, " +
-		"so waits come from the lesson clock in milliseconds; on the broker the timestamp trap " +
-		"shows why a header is needed. Ten of the eleven names move here; the redelivery " +
-		"counter needs the broker."},
+	Notice: "Watch the seed's counters move: an outage of the mail API fails every first attempt " +
+		"(queue_message_nack_total), and connections cut mid-run make the broker hand messages " +
+		"out again (queue_message_redelivery_total). The traps: with five of ten messages held by " +
+		"a prefetch-5 consumer, a passive declare's depth says 5; and AMQP's timestamp is whole " +
+		"seconds, so wait time needs a millisecond header. All eleven names move on --metrics.",
+	Notices: map[lab.Backend]string{lab.InMem: "Watch the seed's counters move: an outage of the mail API fails every first attempt " +
+		"(queue_message_nack_total), but in memory no connection can be cut without losing the " +
+		"tasks, so the redelivery counter stays 0. The depth trap holds here too: ten published, " +
+		"five in a prefetch-5 consumer's hands, and the depth says 5. Waits come from the lesson " +
+		"clock in milliseconds, with no wire to lose them; ten of the eleven names move."},
 	InMem:     runQ22,
 	Rabbit:    runQ22,
 	Default:   lab.Rabbit,
