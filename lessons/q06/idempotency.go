@@ -12,6 +12,11 @@
 // sank mark-then-send was keeping SENT after the failure, not the SQL
 // statement, and undoing the write on failure saves either. The closing
 // table counts emails owed against emails sent, from what the run did.
+//
+// Why so long: three parts (a failure between the send and the record, two
+// consumers racing for one message, part 1's failure against writes that
+// are undone) run eight strategies, four, two and two, each against its own
+// mail server, and owed.go counts what each owed against what it sent.
 package q06
 
 import (

@@ -9,6 +9,11 @@
 // the wait queue or the DLQ; the lab's guard drops it after 20
 // deliveries. On the broker the lesson ends by publishing to the
 // email_queue_dlq nobody declared: confirmed, and gone.
+//
+// Why so long: three loops (x-death, the lab's own header, amqplib's
+// requeueing nack) run on the same topology, and the lesson reads every
+// counter on every delivery to show where they part; traps.go adds the
+// undeclared DLQ and the hot loop, report.go the tables.
 package q13
 
 import (

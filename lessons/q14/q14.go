@@ -15,6 +15,11 @@
 // runs 2 and 3 change one queue of it: below, strategies. The mechanism
 // is the seed's processMessage: worker.handle. The stopwatch that times
 // each retry and the tables are in report.go.
+//
+// Why so long: three runs of the one schedule (a classic retry queue, a
+// wait queue per level, a quorum retry queue), each timed retry by retry;
+// the stopwatch and the load are in report.go and load.go, so this page is
+// the topology and processMessage.
 package q14
 
 import (

@@ -16,6 +16,11 @@
 // queue's dead-letter arguments, an exchange's bindings, a per-message
 // expiration, a channel-level exception). In memory there is no broker to
 // ask.
+//
+// Why so long: five runs, one per route the seed's document describes and
+// two for its code as written, with a worker written in amqp091-go's own
+// calls (worker.go) so every settle, and the one the broker refuses, is on
+// the page; landing.go reads where each message landed.
 package q15
 
 import (

@@ -11,6 +11,10 @@
 // ack_requeue_true does), does not.
 // A replayed job whose body still says retries 4 goes straight back to
 // the DLQ on its next failure; reset the counter when you replay.
+//
+// Why so long: three overflow modes, the seed's inspection against one that
+// keeps the messages, and a replay with and without resetting the counter
+// (replay.go): each is a separate broker run the lesson reads back.
 package q16
 
 import (

@@ -10,6 +10,11 @@
 // worker sits on half the jobs. And seed 003's "~200 msgs/min at prefetch
 // 5 and 500 ms" is neither what one serial handler does (120) nor five
 // concurrent ones (600): prefetch does not make a handler concurrent.
+//
+// Why so long: four measurements (confirm windows with a cut connection,
+// mandatory, prefetch between a slow and a fast worker, the birthday
+// scheduler's throughput), each a run of its own in confirms.go and
+// prefetch.go.
 package q17
 
 import (

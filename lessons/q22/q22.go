@@ -17,6 +17,10 @@
 // stream cannot move (publish duration, consumers, channel opens and
 // closes, connection status) the lesson reports from the backend to every
 // metrics sink of the run (wire.go), so /metrics shows all eleven moving.
+//
+// Why so long: eleven metrics are each made to move, and the five the
+// stream cannot see are reported from the backend (wire.go); the timestamp
+// trap needs a publish and a read on the wire of its own (timestamp.go).
 package q22
 
 import (

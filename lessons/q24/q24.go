@@ -21,6 +21,11 @@
 // the seed; it works on RabbitMQ 3.10.8 and 4.3.6 (compare 24 --broker:
 // the same fates), but x- names are the broker's (Q13), so the lab's fix
 // counts in its own qlab-retries.
+//
+// Why so long: five parts, (a) to (e), each a claim of the seed run on the
+// broker with its own load and table: window.go, crash.go, malformed.go,
+// dlqloop.go, and libraries.go for what amqplib and Broadway do with part
+// (e)'s loop.
 package q24
 
 import (
