@@ -60,6 +60,12 @@ type Lesson struct {
 	// stretches its own lesson-time workloads (the interruption, the depth
 	// samples) by the same factor. 0 means compare's default.
 	CompareSpeed float64
+	// CompareInterrupt, when set, is when (in lesson time) `qlab compare`
+	// interrupts the lesson's persistence runs: a moment when retries are
+	// waiting, for a lesson whose retries start later than compare's
+	// default (2 s, stretched by CompareSpeed) would find them (Q12's
+	// outage starts at 5 s). 0 means compare's default.
+	CompareInterrupt time.Duration
 	// Parity says what the parity suite may compare between the backends
 	// of a lesson that has both (fates and attempts always).
 	Parity Parity
