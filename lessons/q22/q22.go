@@ -36,10 +36,8 @@ import (
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
 	_ "github.com/queuelab/qlab/lesson/rabbitenv" // the broker mechanism env.Open uses
-	"github.com/queuelab/qlab/lessons/versions"
 	"github.com/queuelab/qlab/metrics"
 	"github.com/queuelab/qlab/rabbit"
-	"github.com/queuelab/qlab/render"
 )
 
 var Lesson = lesson.Lesson{
@@ -110,7 +108,6 @@ func runQ22(ctx context.Context, env *lesson.Env) error {
 	if err := env.Declare(ctx, b, Topology); err != nil {
 		return err
 	}
-	report := &render.Table{Title: "What the metrics said", Header: []string{"metric", "value", "what moved it"}}
 	env.Phase("(a) the depth trap: ten published, five held unacked")
 	depth, err := depthTrap(ctx, env, b, w)
 	if err != nil {
@@ -123,48 +120,12 @@ func runQ22(ctx context.Context, env *lesson.Env) error {
 		return err
 	}
 	w.stopped()
-	t := met.Totals(run)
-	report.Rows = append(report.Rows,
-		[]string{metrics.NackTotal, fmt.Sprint(t.Nacks), "the outage: every first attempt failed"},
-		[]string{metrics.AckTotal, fmt.Sprint(t.Acks), ackWhy(t.Acks)},
-		[]string{metrics.RedeliveryTotal, fmt.Sprint(t.Redeliveries), redeliveryWhy(crashed)},
-		[]string{metrics.WaitTime, fmt.Sprintf("n=%d, mean %.3f s", t.Waits, t.WaitSeconds/float64(max(t.Waits, 1))),
-			"from each arrival in a queue to a worker starting (lesson ms)"},
-		[]string{metrics.Depth, fmt.Sprintf("%d of %d", depth, Published),
-			fmt.Sprintf("%d held unacked by a prefetch-%d consumer are not counted", Published-depth, Prefetch)},
-	)
-	report.Rows = append(report.Rows, w.rows()...)
-	if facts := flow.FactsOf(b); facts.Broker {
-		report.Title += " (RabbitMQ " + facts.Version + ")"
-		report.Notes = append(report.Notes, versions.Metrics.Note(facts.Version))
-	}
-	env.Report(*report)
+	env.Report(metricsTable(met.Totals(run), depth, crashed, w.rows(), flow.FactsOf(b)))
 	if ts, ok := timestampTrap(ctx, b); ok {
 		env.Report(ts)
 	}
-	env.Report(render.Table{Title: "The broker's own figures", Header: []string{"where", "how"},
-		Rows: [][]string{{"rabbitmq_prometheus", "not on the shared node; `qlab broker cluster up` " +
-			"starts nodes that serve it (rabbitmq_queue_messages_ready, …_unacked)"}}})
+	env.Report(brokerFiguresTable())
 	return nil
-}
-
-// ackWhy says what the ack count is: one per task, or more where a cut
-// connection lost an ack the worker had sent, and the broker delivered the
-// message again (the counter counts successful attempts, not acks the
-// broker received).
-func ackWhy(acks float64) string {
-	if n := int(acks) - 2*Published; n > 0 {
-		return fmt.Sprintf("%d more than tasks: a cut connection lost %d ack(s) sent, and the "+
-			"message came again", n, n)
-	}
-	return "one successful attempt per task"
-}
-
-func redeliveryWhy(crashed bool) string {
-	if crashed {
-		return "the workers' connections were cut: the broker handed their unacked messages out again"
-	}
-	return "none: in memory a crash loses what memory held instead (qlab run 22 on the broker)"
 }
 
 // depthTrap publishes ten messages to Held, whose consumer (prefetch 5)
