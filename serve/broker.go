@@ -12,8 +12,8 @@ import (
 
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lessons/q11"
-	"github.com/queuelab/qlab/lessons/raffle"
 	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/seeds/raffle"
 )
 
 // Seed 004's broker names (package raffle holds them for the lessons too).
