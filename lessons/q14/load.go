@@ -5,7 +5,7 @@ import (
 	"sync"
 
 	"github.com/queuelab/qlab/flow"
-	"github.com/queuelab/qlab/lessons/notify"
+	"github.com/queuelab/qlab/seeds/notify"
 )
 
 // arrivals publishes the load (var load) of one run, stage by stage, and
