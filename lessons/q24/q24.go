@@ -69,6 +69,7 @@ var Lesson = lesson.Lesson{
 		"mechanism redelivers, so its counts (not its fates) depend on the backend"},
 	Topologies: func() []flow.Topology { return []flow.Topology{Topology()} },
 	Faults:     true, // in the fault suite (lessons/faults)
+	Store:      true, // the fault suite cuts its status store's database too
 }
 
 // The seed's numbers (RETRY_TTL_MS is raffle.RetryTTL), in lesson time,
