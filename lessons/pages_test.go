@@ -1,0 +1,58 @@
+package lessons
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestEveryLessonHasAPage: each lesson of the registry has its page,
+// lessons/qNN/README.md, headed with its ID and title, asking a question
+// and saying what happens and what to try next; and no page stands for a
+// lesson the registry does not hold.
+func TestEveryLessonHasAPage(t *testing.T) {
+	registered := map[string]bool{}
+	for _, l := range All {
+		registered[PagePath(l)] = true
+		page, err := Page(l)
+		require.NoError(t, err)
+		title, _, _ := strings.Cut(page, "\n")
+		assert.Equal(t, "# "+l.ID+" · "+l.Title, title, "%s's first line is its ID and title", PagePath(l))
+		q, err := Question(l)
+		if assert.NoError(t, err) {
+			assert.True(t, strings.HasSuffix(q, "?") || strings.Contains(q, "? "), "%s asks no question: %q", PagePath(l), q)
+		}
+		for _, section := range []string{"\n## What happens\n", "\n## Try next\n"} {
+			assert.Contains(t, page, section, "%s has no %q section", PagePath(l), strings.TrimSpace(section))
+		}
+	}
+	found, err := filepath.Glob(filepath.Join(root, "lessons", "*", "README.md"))
+	require.NoError(t, err)
+	for _, p := range found {
+		rel, err := filepath.Rel(root, p)
+		require.NoError(t, err)
+		assert.True(t, registered[filepath.ToSlash(rel)], "%s is the page of no lesson in lessons.All", rel)
+	}
+}
+
+// TestQuestionReadsTheFirstParagraph: a question wrapped over lines is one
+// line in the table, and a page without the section, or with an empty
+// one, is an error naming the file.
+func TestQuestionReadsTheFirstParagraph(t *testing.T) {
+	l := All[0]
+	q, err := Question(l)
+	require.NoError(t, err)
+	raw, err := os.ReadFile(filepath.Join(root, PagePath(l)))
+	require.NoError(t, err)
+	_, rest, _ := strings.Cut(string(raw), questionHeading)
+	para, _, _ := strings.Cut(rest, "\n\n")
+	assert.Equal(t, strings.Join(strings.Fields(para), " "), q)
+	assert.NotContains(t, q, "\n")
+
+	_, err = Question(Lesson{ID: "Q00"})
+	assert.ErrorContains(t, err, "lessons/q00/README.md")
+}
