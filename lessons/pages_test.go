@@ -1,19 +1,23 @@
 package lessons
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/queuelab/qlab/exercises"
 )
 
 // TestEveryLessonHasAPage: each lesson of the registry has its page,
 // lessons/qNN/README.md, headed with its ID and title, asking a question
-// and saying what happens and what to try next; and no page stands for a
-// lesson the registry does not hold.
+// and saying what happens and what to try next, naming the lesson's own
+// exercises; and no page stands for a lesson the registry does not hold.
 func TestEveryLessonHasAPage(t *testing.T) {
 	registered := map[string]bool{}
 	for _, l := range All {
@@ -29,6 +33,16 @@ func TestEveryLessonHasAPage(t *testing.T) {
 		for _, section := range []string{"\n## What happens\n", "\n## Try next\n"} {
 			assert.Contains(t, page, section, "%s has no %q section", PagePath(l), strings.TrimSpace(section))
 		}
+		var want, named []string
+		for _, e := range exercises.All {
+			if e.Lesson == l.ID {
+				want = append(want, fmt.Sprint(e.Number()))
+			}
+		}
+		for _, m := range regexp.MustCompile("`qlab ex (\\d+)`").FindAllStringSubmatch(page, -1) {
+			named = append(named, m[1])
+		}
+		assert.Equal(t, want, named, "%s names the exercises of %s (qlab ex N), and only those", PagePath(l), l.ID)
 	}
 	found, err := filepath.Glob(filepath.Join(root, "lessons", "*", "README.md"))
 	require.NoError(t, err)
