@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/queuelab/qlab/exercises"
+	"github.com/queuelab/qlab/lab/labtest"
 )
 
 // root is the repository's root, seen from this package.
@@ -148,6 +149,9 @@ func TestDocPathsExist(t *testing.T) {
 					t.Errorf("%s: names %s, which does not exist", at, p)
 				}
 			}
+			if doc == templatePage {
+				continue // the page of a lesson yet to be numbered
+			}
 			for _, m := range lessonNumber.FindAllStringSubmatch(l.text, -1) {
 				for _, s := range m[1:] {
 					if n, err := strconv.Atoi(s); err == nil {
@@ -225,4 +229,33 @@ func TestDocCheckCatchesStaleDocs(t *testing.T) {
 	assert.Equal(t, "measured-on-two-brokers-rabbitmq-3108-and-436", slug("Measured on two brokers (RabbitMQ 3.10.8 and 4.3.6)"))
 	assert.Equal(t, "qlab-serve-the-seeds-http-apis", slug("`qlab serve`: the seeds' HTTP APIs"))
 	assert.Equal(t, "q10--the-whole-flow", slug("Q10 · The whole flow"))
+}
+
+// contributingMarker is the CONTRIBUTING.md line the quoted template
+// follows.
+const contributingMarker = "<!-- quoted from lessons/template/template.go -->"
+
+// TestContributingQuotesTheTemplate: the template CONTRIBUTING.md shows is
+// lessons/template/template.go, byte for byte, so the recipe quotes code that
+// compiles and runs. A stale quote fails with the command that fixes it;
+// -update rewrites the quote from the file.
+func TestContributingQuotesTheTemplate(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join(root, "lessons", "template", "template.go"))
+	require.NoError(t, err)
+	doc, err := os.ReadFile(filepath.Join(root, "CONTRIBUTING.md"))
+	require.NoError(t, err)
+	_, after, ok := strings.Cut(string(doc), contributingMarker+"\n\n```go\n")
+	require.True(t, ok, "CONTRIBUTING.md has no %q followed by a blank line and a ```go fence", contributingMarker)
+	quoted, _, ok := strings.Cut(after, "\n```\n")
+	require.True(t, ok, "the quoted template's fence is never closed")
+	if labtest.Updating() {
+		i := strings.Index(string(doc), after)
+		out := string(doc[:i]) + string(src) + string(doc[i+len(quoted)+1:])
+		require.NoError(t, os.WriteFile(filepath.Join(root, "CONTRIBUTING.md"), []byte(out), 0o644))
+		return
+	}
+	if quoted+"\n" != string(src) {
+		t.Fatalf("CONTRIBUTING.md quotes another lessons/template/template.go (the file is the source): " +
+			"go test ./lessons -run Contributing -update")
+	}
 }

@@ -41,14 +41,19 @@ func Question(l Lesson) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return question(PagePath(l), page)
+}
+
+// question reads the question of page, found at path.
+func question(path, page string) (string, error) {
 	_, rest, ok := strings.Cut(page, questionHeading)
 	if !ok {
-		return "", fmt.Errorf("%s has no %q section", PagePath(l), strings.TrimSpace(questionHeading))
+		return "", fmt.Errorf("%s has no %q section", path, strings.TrimSpace(questionHeading))
 	}
 	para, _, _ := strings.Cut(rest, "\n\n")
 	q := strings.Join(strings.Fields(para), " ")
 	if q == "" || strings.HasPrefix(q, "#") {
-		return "", fmt.Errorf("%s: its %q section is empty", PagePath(l), strings.TrimSpace(questionHeading))
+		return "", fmt.Errorf("%s: its %q section is empty", path, strings.TrimSpace(questionHeading))
 	}
 	return q, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/queuelab/qlab/exercises"
+	"github.com/queuelab/qlab/lessons/template"
 )
 
 // TestEveryLessonHasAPage: each lesson of the registry has its page,
@@ -24,33 +25,51 @@ func TestEveryLessonHasAPage(t *testing.T) {
 		registered[PagePath(l)] = true
 		page, err := Page(l)
 		require.NoError(t, err)
-		title, _, _ := strings.Cut(page, "\n")
-		assert.Equal(t, "# "+l.ID+" · "+l.Title, title, "%s's first line is its ID and title", PagePath(l))
-		q, err := Question(l)
-		if assert.NoError(t, err) {
-			assert.True(t, strings.HasSuffix(q, "?") || strings.Contains(q, "? "), "%s asks no question: %q", PagePath(l), q)
-		}
-		for _, section := range []string{"\n## What happens\n", "\n## Try next\n"} {
-			assert.Contains(t, page, section, "%s has no %q section", PagePath(l), strings.TrimSpace(section))
-		}
-		var want, named []string
-		for _, e := range exercises.All {
-			if e.Lesson == l.ID {
-				want = append(want, fmt.Sprint(e.Number()))
-			}
-		}
-		for _, m := range regexp.MustCompile("`qlab ex (\\d+)`").FindAllStringSubmatch(page, -1) {
-			named = append(named, m[1])
-		}
-		assert.Equal(t, want, named, "%s names the exercises of %s (qlab ex N), and only those", PagePath(l), l.ID)
+		checkPage(t, l, PagePath(l), page)
 	}
 	found, err := filepath.Glob(filepath.Join(root, "lessons", "*", "README.md"))
 	require.NoError(t, err)
 	for _, p := range found {
 		rel, err := filepath.Rel(root, p)
 		require.NoError(t, err)
-		assert.True(t, registered[filepath.ToSlash(rel)], "%s is the page of no lesson in lessons.All", rel)
+		if rel = filepath.ToSlash(rel); rel == templatePage {
+			continue
+		}
+		assert.True(t, registered[rel], "%s is the page of no lesson in lessons.All", rel)
 	}
+	// The template's page, copied with it, has the shape a page needs.
+	page, err := os.ReadFile(filepath.Join(root, templatePage))
+	require.NoError(t, err)
+	checkPage(t, template.Lesson, templatePage, string(page))
+}
+
+// templatePage is the page lessons/template carries for a new lesson.
+const templatePage = "lessons/template/README.md"
+
+// checkPage holds lesson l's page (at path) to its shape: headed with
+// the ID and title, a question, what happens, what to try next, and the
+// lesson's own exercises named, no others.
+func checkPage(t *testing.T, l Lesson, path, page string) {
+	t.Helper()
+	title, _, _ := strings.Cut(page, "\n")
+	assert.Equal(t, "# "+l.ID+" · "+l.Title, title, "%s's first line is its ID and title", path)
+	q, err := question(path, page)
+	if assert.NoError(t, err) {
+		assert.True(t, strings.HasSuffix(q, "?") || strings.Contains(q, "? "), "%s asks no question: %q", path, q)
+	}
+	for _, section := range []string{"\n## What happens\n", "\n## Try next\n"} {
+		assert.Contains(t, page, section, "%s has no %q section", path, strings.TrimSpace(section))
+	}
+	var want, named []string
+	for _, e := range exercises.All {
+		if e.Lesson == l.ID {
+			want = append(want, fmt.Sprint(e.Number()))
+		}
+	}
+	for _, m := range regexp.MustCompile("`qlab ex (\\d+)`").FindAllStringSubmatch(page, -1) {
+		named = append(named, m[1])
+	}
+	assert.Equal(t, want, named, "%s names the exercises of %s (qlab ex N), and only those", path, l.ID)
 }
 
 // TestQuestionReadsTheFirstParagraph: a question wrapped over lines is one
