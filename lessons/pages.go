@@ -4,6 +4,8 @@ import (
 	"embed"
 	"fmt"
 	"strings"
+
+	"github.com/queuelab/qlab/lesson"
 )
 
 // pages holds each lesson's page, lessons/qNN/README.md: its question,
@@ -16,13 +18,13 @@ var pages embed.FS
 
 // PagePath is where lesson l's page lives, relative to the repository's
 // root: lessons/q07/README.md.
-func PagePath(l Lesson) string {
+func PagePath(l lesson.Lesson) string {
 	return "lessons/" + strings.ToLower(l.ID) + "/README.md"
 }
 
 // Page returns the text of lesson l's page, or an error naming the file
 // when the lesson has none.
-func Page(l Lesson) (string, error) {
+func Page(l lesson.Lesson) (string, error) {
 	b, err := pages.ReadFile(strings.ToLower(l.ID) + "/README.md")
 	if err != nil {
 		return "", fmt.Errorf("lesson %s has no page %s: %w", l.ID, PagePath(l), err)
@@ -36,7 +38,7 @@ const questionHeading = "\n## Ask yourself\n\n"
 // Question returns the question lesson l's page asks the student to keep
 // in mind, as one line: the first paragraph under "## Ask yourself". It
 // fails when the page or the section is missing or empty.
-func Question(l Lesson) (string, error) {
+func Question(l lesson.Lesson) (string, error) {
 	page, err := Page(l)
 	if err != nil {
 		return "", err

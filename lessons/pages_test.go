@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/queuelab/qlab/exercises"
+	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lessons/template"
 )
 
@@ -49,7 +50,7 @@ const templatePage = "lessons/template/README.md"
 // checkPage holds lesson l's page (at path) to its shape: headed with
 // the ID and title, a question, what happens, what to try next, and the
 // lesson's own exercises named, no others.
-func checkPage(t *testing.T, l Lesson, path, page string) {
+func checkPage(t *testing.T, l lesson.Lesson, path, page string) {
 	t.Helper()
 	title, _, _ := strings.Cut(page, "\n")
 	assert.Equal(t, "# "+l.ID+" · "+l.Title, title, "%s's first line is its ID and title", path)
@@ -86,6 +87,6 @@ func TestQuestionReadsTheFirstParagraph(t *testing.T) {
 	assert.Equal(t, strings.Join(strings.Fields(para), " "), q)
 	assert.NotContains(t, q, "\n")
 
-	_, err = Question(Lesson{ID: "Q00"})
+	_, err = Question(lesson.Lesson{ID: "Q00"})
 	assert.ErrorContains(t, err, "lessons/q00/README.md")
 }

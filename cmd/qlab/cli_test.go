@@ -12,6 +12,7 @@ import (
 
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lab/labtest"
+	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lesson/lessontest"
 	"github.com/queuelab/qlab/lessons"
 	"github.com/stretchr/testify/assert"
@@ -174,7 +175,7 @@ func rowDiff(got, want string, limit int) string {
 }
 
 // q11 is lesson 11, which has no exercise.
-func q11(t *testing.T) lessons.Lesson {
+func q11(t *testing.T) lesson.Lesson {
 	l, err := lessons.Parse("11")
 	require.NoError(t, err)
 	return l

@@ -126,7 +126,7 @@ func (i invocation) anyLesson() (tui, compare string) {
 // nextSteps is what a finished run points to, as commands that work the
 // way qlab was started: the other backend and compare for a lesson that
 // has both, and the next lesson.
-func nextSteps(l lessons.Lesson, ran lab.Backend, how invocation) string {
+func nextSteps(l lesson.Lesson, ran lab.Backend, how invocation) string {
 	var b []string
 	if l.Dual() {
 		other := lab.InMem
@@ -148,7 +148,7 @@ func nextSteps(l lessons.Lesson, ran lab.Backend, how invocation) string {
 
 // readNext points from a run to its lesson's page and then its exercise:
 // the path run, read, write.
-func readNext(l lessons.Lesson, how invocation) string {
+func readNext(l lesson.Lesson, how invocation) string {
 	line := "Read: " + lessons.PagePath(l) + "   (the question, what was measured)"
 	for _, e := range exercises.All {
 		if e.Lesson == l.ID {
@@ -165,7 +165,7 @@ func readNext(l lessons.Lesson, how invocation) string {
 // noBrokerHint adds to a failed broker discovery, for a lesson that runs
 // on the broker by default and in memory too, the command that runs it
 // there.
-func noBrokerHint(err error, l lessons.Lesson, how invocation) error {
+func noBrokerHint(err error, l lesson.Lesson, how invocation) error {
 	var nb *rabbit.NoBrokerError
 	if l.InMem == nil || !errors.As(err, &nb) {
 		return err
