@@ -188,6 +188,7 @@ func cmdList(_ context.Context, args []string, stdout, _ io.Writer) error {
 			fmt.Fprintf(stdout, "%-4d %s%s  %s\n", l.Number(), l.Title, strings.Repeat(" ", pad), backendList(l))
 		}
 		fmt.Fprintln(stdout, "\nRun one with: qlab run N   (make lesson-N does the same)")
+		fmt.Fprintln(stdout, "Then read its page, lessons/qNN/README.md, and do its exercise: qlab ex")
 	}
 	return nil
 }

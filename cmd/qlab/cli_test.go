@@ -122,6 +122,9 @@ func TestListShowsEveryLesson(t *testing.T) {
 	code, out, _ := qlab("list", "--numbers")
 	require.Equal(t, exitOK, code)
 	assert.Equal(t, len(lessons.All), strings.Count(out, "\n"))
+	code, out, _ = qlab("list")
+	require.Equal(t, exitOK, code)
+	assert.Contains(t, out, "lessons/qNN/README.md", "the list says where a lesson's page is")
 }
 
 // TestReadmeLessonTable keeps the README's lesson table generated from the
