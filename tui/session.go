@@ -17,8 +17,9 @@ import (
 // its handle and generation, its backend and speed, and what it returned.
 // Its Update takes the run's end (runDoneMsg); the lesson's own keys and
 // the fault keys go through act and fault, which turn a key into the
-// status line's text and the command that hands it to the run. It draws
-// the header, the one line that is all about the run.
+// status line's text and the command that hands it to the run. It has
+// no View: the status bar draws it, and why and idle give the words the
+// status line and the stage show when the run did not start or failed.
 type session struct {
 	state runState
 	h     *runHandle // nil before the first start, and while finding a broker

@@ -76,13 +76,14 @@ func (sc *scene) slots(width int) []slot {
 const timerTitle = "timers (memory)"
 
 // stage is the scene component: the boxes of the lesson's queues with
-// the tokens in them and travelling between them, the fates line, the
-// breaker light and the tally, drawn from the scene the run's events
-// build. Update takes a batch of events (the model routes eventsMsg
-// here unless the user paused): a frame tick moves the lesson clock and
-// the animation on. pump says what reads the run's channel next, so
-// exactly one read is outstanding (pumping). View is a pure function of
-// the stage.
+// the tokens in them and travelling between them, the fates line and the
+// breaker light (View), and the tally with the lesson clock (statsLine,
+// which stays when the pane takes the stage's rows), all drawn from the
+// scene the run's events build. Update takes a batch of events (the
+// model routes eventsMsg here unless the user paused): a frame tick
+// moves the lesson clock and the animation on. pump says what reads the
+// run's channel next, so exactly one read is outstanding (pumping). View
+// and statsLine are pure functions of the stage.
 type stage struct {
 	st      styles
 	sc      *scene
