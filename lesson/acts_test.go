@@ -2,46 +2,68 @@ package lesson
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
-// TestServeActsAnswersUntilStopped: every key sent before stop is
-// answered, in order; stop waits for the goroutine, may be called twice,
-// and a key sent after it finds nobody reading.
-func TestServeActsAnswersUntilStopped(t *testing.T) {
-	act := make(chan Act)
+// TestServeActsAnswersEachKeyUntilStopped: every key gets its answer, in
+// order; stop waits for an answer under way; a key sent after stop gets
+// none; a second stop is harmless; nil acts starts nothing.
+func TestServeActsAnswersEachKeyUntilStopped(t *testing.T) {
+	acts := make(chan Act)
 	var got []string
-	stop := ServeActs(act, func(a Act) {
+	inAnswer, release := make(chan struct{}), make(chan struct{})
+	stop := ServeActs(acts, func(a Act) {
 		got = append(got, a.Key)
-		a.Reply("saw " + a.Key)
+		if a.Key == "v" {
+			close(inAnswer)
+			<-release
+		}
+		a.Reply("took " + a.Key)
 	})
-	for _, k := range []string{"k", "v"} {
-		answer := make(chan string, 1)
-		act <- Act{Key: k, Answer: answer}
-		assert.Equal(t, "saw "+k, <-answer)
+	answer := make(chan string, 1)
+	acts <- Act{Key: "k", Answer: answer}
+	require.Equal(t, "took k", <-answer)
+	acts <- Act{Key: "v", Answer: answer}
+	<-inAnswer
+	stopped := make(chan struct{})
+	go func() { stop(); close(stopped) }()
+	select {
+	case <-stopped:
+		t.Fatal("stop returned while an answer was under way")
+	case <-time.After(50 * time.Millisecond):
 	}
-	stop()
+	close(release)
+	select {
+	case <-stopped:
+	case <-time.After(5 * time.Second):
+		t.Fatal("stop did not return once the answer had")
+	}
+	assert.Equal(t, "took v", <-answer)
+	select {
+	case acts <- Act{Key: "k"}:
+		t.Fatal("a key was taken after stop")
+	case <-time.After(50 * time.Millisecond):
+	}
 	stop()
 	assert.Equal(t, []string{"k", "v"}, got)
+
+	ServeActs(nil, func(Act) { t.Fatal("answered without acts") })()
+}
+
+// TestServeActsEndsWhenActsClose: the front end closing acts ends the
+// goroutine; stop then returns at once.
+func TestServeActsEndsWhenActsClose(t *testing.T) {
+	acts := make(chan Act)
+	stop := ServeActs(acts, func(Act) {})
+	close(acts)
+	done := make(chan struct{})
+	go func() { stop(); close(done) }()
 	select {
-	case act <- Act{Key: "k"}:
-		t.Fatal("a key was taken after stop")
-	default:
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("stop hung after acts closed")
 	}
-}
-
-// TestServeActsEndsWhenActCloses: a closed act ends the goroutine; stop
-// then returns at once.
-func TestServeActsEndsWhenActCloses(t *testing.T) {
-	act := make(chan Act)
-	stop := ServeActs(act, func(Act) { t.Error("no key was pressed") })
-	close(act)
-	stop()
-}
-
-// TestServeActsWithoutKeys: without a channel nothing runs, and stop is
-// safe to call.
-func TestServeActsWithoutKeys(t *testing.T) {
-	ServeActs(nil, func(Act) { t.Error("no key was pressed") })()
 }

@@ -149,36 +149,6 @@ func (a Act) Reply(line string) {
 	}
 }
 
-// ServeActs answers each key pressed on act with answer, one at a time on
-// a goroutine of its own, until act closes or the returned stop is
-// called; stop waits for an answer under way and may be called more than
-// once. With a nil act (no front end with keys) it starts nothing.
-func ServeActs(act <-chan Act, answer func(Act)) (stop func()) {
-	if act == nil {
-		return func() {}
-	}
-	done, ended := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(ended)
-		for {
-			select {
-			case a, ok := <-act:
-				if !ok {
-					return
-				}
-				answer(a)
-			case <-done:
-				return
-			}
-		}
-	}()
-	var once sync.Once
-	return func() {
-		once.Do(func() { close(done) })
-		<-ended
-	}
-}
-
 // Parity is what a dual-backend lesson declares to the parity suite,
 // which runs it on both backends and compares every task's fate, its
 // attempts and its configured waits.
