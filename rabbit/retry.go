@@ -29,10 +29,11 @@ type Backoff struct {
 // given up after the session's GiveUpAfter (DefaultGiveUpAfter unless set).
 var DefaultBackoff = Backoff{Initial: 50 * time.Millisecond, Max: time.Second, GiveUpAfter: DefaultGiveUpAfter}
 
-// backoff is DefaultBackoff bounded by the session's GiveUpAfter.
-func (s *Session) backoff() Backoff {
+// backoffFor is DefaultBackoff bounded by a session's GiveUpAfter (0 for
+// the default).
+func backoffFor(giveUpAfter time.Duration) Backoff {
 	b := DefaultBackoff
-	b.GiveUpAfter = cmp.Or(s.GiveUpAfter, b.GiveUpAfter)
+	b.GiveUpAfter = cmp.Or(giveUpAfter, b.GiveUpAfter)
 	return b
 }
 
@@ -46,7 +47,7 @@ func (s *Session) backoff() Backoff {
 // broker comes back in time. It is the one retry loop of the package;
 // lessons that open a channel or a connection for themselves use it too.
 func (s *Session) Retry(ctx context.Context, what string, try func() error) error {
-	b := s.backoff()
+	b := backoffFor(s.GiveUpAfter)
 	giveUp := time.Now().Add(b.GiveUpAfter)
 	pause := b.Initial
 	failed, clean := s.health.failed, isCleaning(ctx)
@@ -63,13 +64,13 @@ func (s *Session) Retry(ctx context.Context, what string, try func() error) erro
 		}
 		if !clean && time.Now().After(giveUp) {
 			err = fmt.Errorf("%s: the broker stayed away for %v: %w", what, b.GiveUpAfter, err)
-			s.fail(err)
+			s.health.fail(err)
 			return err
 		}
 		if !waiting {
 			waiting = true
-			s.busyRetrying(1)
-			defer s.busyRetrying(-1)
+			s.health.busyRetrying(1)
+			defer s.health.busyRetrying(-1)
 		}
 		s.Warn("rabbit: the broker is away; trying again", "what", what, "err", redactIn(err.Error(), s.URL))
 		select {

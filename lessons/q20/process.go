@@ -122,7 +122,7 @@ func consume(ctx context.Context, cfg workerConfig) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		if !s.Screen(ctx, q18.Queue, d) {
+		if !s.Guest().Screen(ctx, q18.Queue, d) {
 			n-- // someone else's, or unreadable: parked in the run's hold queue
 			continue
 		}
