@@ -12,7 +12,7 @@
 //     and deletes them at Close; Guest claims exact names for one run at a
 //     time and moves what is no task of the run to its hold queue; Watch
 //     tells when the run settled or stalled; Probes runs experiments.
-//   - Session.Retry is the one retry loop (Backoff, Transient): connects,
+//   - Session.Retry is the one retry loop (one backoff, Transient): connects,
 //     reconnects, republishes, sibling sessions, probes, and the channels
 //     and connections lessons open for themselves (Dial, DialCuttable,
 //     Reader, OnConnection) wait for a broker that went away, for at most

@@ -344,7 +344,7 @@ func (f *Flow) apply(ctx context.Context, c flow.Consumer, d *Delivery, fd *flow
 			f.move(d, dec.To, d.Reject) // the queue's own dead-letter route; x-death records it
 			return
 		}
-		headers := CopyHeaders(d.Headers)
+		headers := copyHeaders(d.Headers)
 		headers[ReasonHeader] = dec.Reason
 		f.republish(ctx, d, dec.To, dec.To, headers)
 	case flow.ActRequeue:
@@ -533,7 +533,7 @@ func (f *Flow) topology() flow.Topology {
 // withCount returns a copy of headers with header set to count and the
 // last error beside it (reasonHeaderFor).
 func withCount(headers amqp.Table, header string, count int, reason string) amqp.Table {
-	out := CopyHeaders(headers)
+	out := copyHeaders(headers)
 	out[header] = int64(count)
 	out[reasonHeaderFor(header)] = reason
 	return out
