@@ -24,14 +24,14 @@ const opTimeout = 5 * time.Second
 // declare, publish or clean-up dials a new connection (see live).
 // Create it with Open; Close deletes every queue the session created.
 //
-// A session owns only what it created: Declare refuses queues that already
-// exist, so a run never consumes, drains or deletes someone else's queue.
+// A session owns only what it created: Topo.Declare refuses queues that
+// already exist, so a run never consumes, drains or deletes someone
+// else's queue.
 //
-// Its work is split by concern into parts, each a type of its own that
-// a caller reaches through an accessor:
-//   - the link (link.go, health.go, retry.go): the session's connection,
-//     replaced after a loss, and whether the run can go on; Session's own
-//     methods (Dial, Retry, OnConnection, Err, Consume, Publisher...);
+// Session itself is the link (link.go, health.go, retry.go): the
+// connection, replaced after a loss, whether the run can go on (Err), and
+// what lessons do on it (Dial, Retry, OnConnection, Consume, Publisher).
+// Its other concerns are types of their own, reached through accessors:
 //   - Topo (declare.go, exchange.go, left.go): declaring the run's queues
 //     and exchanges, and deleting them again;
 //   - Guest (claim.go, screen.go, foreign.go, seal.go): being a guest on a
