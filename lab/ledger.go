@@ -1,5 +1,7 @@
 package lab
 
+import "hash/maphash"
+
 // TaskRecord is what the Ledger knows about one task.
 type TaskRecord struct {
 	ID        string
@@ -19,11 +21,22 @@ type TaskRecord struct {
 // becomes pending until decided again. Ledger is not safe for concurrent
 // use; Stream serialises access. The zero Ledger is empty and ready.
 type Ledger struct {
-	// records holds every task in creation order; index maps an id to its
-	// record. A flat slice keeps the records together and costs no
-	// allocation per task, which matters on the Stream's hot path.
+	// records holds every task in creation order. A flat slice keeps the
+	// records together and costs no allocation per task, which matters on
+	// the Stream's hot path; Finish hands it out as is.
 	records []TaskRecord
-	index   map[string]int
+	// slots is the index from an id to its record: an open-addressed table
+	// (a power of two long, at most three quarters full) of record
+	// positions plus one, 0 for an empty slot. The id itself is read from
+	// the record, so the index costs 4 bytes a slot (about 10 a task)
+	// where a map[string]int cost 30-60: a 100,000-task run's memory stays
+	// flat (docs/benchmarks.md).
+	slots []uint32
+	seed  maphash.Seed
+	// last is the record observed last: a task's events come in runs
+	// (started, then succeeded or failed, then where it goes), so most
+	// lookups end here without hashing the id.
+	last int
 	// pending counts the records whose fate is pending, and moves counts
 	// every change of a record's attempts or fate (and every new record):
 	// a poller learns whether the run settled or moved at all without
@@ -41,23 +54,16 @@ func (l *Ledger) observe(e *Event) {
 	if e.Task == "" || e.Kind == Summary {
 		return
 	}
-	i, ok := l.index[e.Task]
-	if !ok {
+	i, slot := l.find(e.Task)
+	if i < 0 {
 		if e.Kind != Enqueued && e.Kind != Refused {
 			return
 		}
-		if l.index == nil {
-			l.index = map[string]int{}
-		}
-		i = len(l.records)
-		l.index[e.Task] = i
-		l.records = append(l.records, TaskRecord{ID: e.Task, Fate: FatePending, FirstFail: -1, Settled: -1})
-		l.pending++
-		l.moves++
+		i = l.add(e.Task, slot)
 	}
+	l.last = i
 	r := &l.records[i]
 	was := r.Fate
-	defer l.count(was, r)
 	switch e.Kind {
 	case Started:
 		r.Attempts++
@@ -83,6 +89,66 @@ func (l *Ledger) observe(e *Event) {
 			r.Fate, r.Settled, r.Reason = FatePending, -1, ""
 		}
 	}
+	l.count(was, r)
+}
+
+// find returns the position of id's record, or -1 and the empty slot
+// where add would index it (-1 while there is no table).
+func (l *Ledger) find(id string) (i, slot int) {
+	if l.last < len(l.records) && l.records[l.last].ID == id {
+		return l.last, -1
+	}
+	if len(l.slots) == 0 {
+		return -1, -1
+	}
+	mask := len(l.slots) - 1
+	for j := int(maphash.String(l.seed, id)) & mask; ; j = (j + 1) & mask {
+		s := l.slots[j]
+		if s == 0 {
+			return -1, j
+		}
+		if l.records[s-1].ID == id {
+			return int(s - 1), j
+		}
+	}
+}
+
+// add appends a pending record for id, indexing it at slot (the empty
+// slot find returned) unless the table must grow first, and returns its
+// position.
+func (l *Ledger) add(id string, slot int) int {
+	i := len(l.records)
+	l.records = append(l.records, TaskRecord{ID: id, Fate: FatePending, FirstFail: -1, Settled: -1})
+	l.pending++
+	l.moves++
+	if slot < 0 || (i+1)*4 > len(l.slots)*3 { // no table yet, or too full
+		l.grow()
+		return i
+	}
+	l.slots[slot] = uint32(i + 1)
+	return i
+}
+
+// grow doubles the index (16 slots to start with) and indexes every
+// record again.
+func (l *Ledger) grow() {
+	if len(l.slots) == 0 {
+		l.seed = maphash.MakeSeed()
+	}
+	l.slots = make([]uint32, max(16, 2*len(l.slots)))
+	for i := range l.records {
+		l.slots[l.free(l.records[i].ID)] = uint32(i + 1)
+	}
+}
+
+// free is the first empty slot along id's probe sequence.
+func (l *Ledger) free(id string) int {
+	mask := len(l.slots) - 1
+	j := int(maphash.String(l.seed, id)) & mask
+	for l.slots[j] != 0 {
+		j = (j + 1) & mask
+	}
+	return j
 }
 
 func (r *TaskRecord) settle(f Fate, e *Event) { r.Fate, r.Settled, r.Reason = f, e.TMs, e.Note }
@@ -111,8 +177,8 @@ func (l *Ledger) Tasks() []TaskRecord {
 
 // Task returns the record for id and whether the task exists.
 func (l *Ledger) Task(id string) (TaskRecord, bool) {
-	i, ok := l.index[id]
-	if !ok {
+	i, _ := l.find(id)
+	if i < 0 {
 		return TaskRecord{}, false
 	}
 	return l.records[i], true

@@ -120,3 +120,41 @@ func TestLedgerCountsFollowItsRecords(t *testing.T) {
 	}
 	assert.Greater(t, l.moves, uint64(100))
 }
+
+// The index grows from nothing through many doublings; every task must
+// still be found, in any order, and an unknown id never.
+func TestLedgerIndexManyTasks(t *testing.T) {
+	var l Ledger
+	const n = 20000
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("task-%d", i)
+		l.Observe(Event{Kind: Enqueued, Task: ids[i]})
+	}
+	rng := rand.New(rand.NewPCG(3, 5))
+	for _, i := range rng.Perm(n) {
+		l.Observe(Event{Kind: Started, Task: ids[i]})
+		if i%3 == 0 {
+			l.Observe(Event{Kind: Started, Task: ids[i]})
+		}
+	}
+	for i, id := range ids {
+		r, ok := l.Task(id)
+		require.True(t, ok, id)
+		want := 1
+		if i%3 == 0 {
+			want = 2
+		}
+		require.Equal(t, want, r.Attempts, id)
+	}
+	for _, id := range []string{"task-20000", "task-", "", "TASK-1"} {
+		_, ok := l.Task(id)
+		assert.False(t, ok, id)
+	}
+	l.Observe(Event{Kind: Started, Task: "nobody"})
+	got := l.Tasks()
+	require.Len(t, got, n, "an event about an unknown task makes none")
+	for i, r := range got {
+		require.Equal(t, ids[i], r.ID, "creation order")
+	}
+}
