@@ -43,6 +43,7 @@ type Ledger struct {
 	// copying every record (Stream.Progress).
 	pending int
 	moves   uint64
+	reasons map[string]string // the reasons records share (intern)
 }
 
 // Observe updates the ledger with e. Events about unknown tasks (other than
@@ -73,17 +74,17 @@ func (l *Ledger) observe(e *Event) {
 			r.FirstFail = e.TMs
 		}
 	case Succeeded, Duplicate:
-		r.settle(FateDone, e)
+		l.settle(r, FateDone, e)
 	case DeadLettered:
-		r.settle(FateDead, e)
+		l.settle(r, FateDead, e)
 	case Dropped:
-		r.settle(FateDropped, e)
+		l.settle(r, FateDropped, e)
 	case Lost:
-		r.settle(FateLost, e)
+		l.settle(r, FateLost, e)
 	case Stranded:
-		r.settle(FateStranded, e)
+		l.settle(r, FateStranded, e)
 	case Refused:
-		r.settle(FateRefused, e)
+		l.settle(r, FateRefused, e)
 	case Enqueued, Moved, Scheduled, Redelivered:
 		if r.Fate != FatePending {
 			r.Fate, r.Settled, r.Reason = FatePending, -1, ""
@@ -151,7 +152,34 @@ func (l *Ledger) free(id string) int {
 	return j
 }
 
-func (r *TaskRecord) settle(f Fate, e *Event) { r.Fate, r.Settled, r.Reason = f, e.TMs, e.Note }
+// settle gives r its final fate, set by e, with e's note as the reason.
+func (l *Ledger) settle(r *TaskRecord, f Fate, e *Event) {
+	r.Fate, r.Settled, r.Reason = f, e.TMs, l.intern(e.Note)
+}
+
+// maxReasons bounds the reasons a ledger shares (intern): a run's tasks
+// end for a handful of reasons, and one that names its task in each is
+// kept as it is once this many are known.
+const maxReasons = 256
+
+// intern returns the copy of reason the ledger keeps already, if any: a
+// reason is mostly built afresh for every task ("no retries left: " +
+// err.Error()), and 25,000 dropped tasks would each keep their own.
+func (l *Ledger) intern(reason string) string {
+	if reason == "" {
+		return ""
+	}
+	if kept, ok := l.reasons[reason]; ok {
+		return kept
+	}
+	if len(l.reasons) < maxReasons {
+		if l.reasons == nil {
+			l.reasons = map[string]string{}
+		}
+		l.reasons[reason] = reason
+	}
+	return reason
+}
 
 // count keeps pending and moves up to date after r's fate went from was
 // to what it is now.

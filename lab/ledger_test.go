@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -156,5 +157,28 @@ func TestLedgerIndexManyTasks(t *testing.T) {
 	require.Len(t, got, n, "an event about an unknown task makes none")
 	for i, r := range got {
 		require.Equal(t, ids[i], r.ID, "creation order")
+	}
+}
+
+// Tasks that end for the same reason share one copy of it, however each
+// reason was built; past maxReasons distinct ones, each is still kept.
+func TestLedgerSharesReasons(t *testing.T) {
+	var l Ledger
+	for i := range maxReasons + 50 {
+		id := fmt.Sprint("T", i)
+		l.Observe(Event{Kind: Enqueued, Task: id})
+		note := fmt.Sprint("no retries left: ", "poison")
+		if i%2 == 1 {
+			note = fmt.Sprint("reason ", i) // distinct
+		}
+		l.Observe(Event{Kind: Dropped, Task: id, Note: note})
+	}
+	a, _ := l.Task("T0")
+	b, _ := l.Task("T2")
+	assert.Equal(t, "no retries left: poison", b.Reason)
+	assert.Same(t, unsafe.StringData(a.Reason), unsafe.StringData(b.Reason), "one copy")
+	for i := 1; i < maxReasons+50; i += 2 {
+		r, _ := l.Task(fmt.Sprint("T", i))
+		require.Equal(t, fmt.Sprint("reason ", i), r.Reason)
 	}
 }
