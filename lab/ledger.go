@@ -1,6 +1,9 @@
 package lab
 
-import "hash/maphash"
+import (
+	"hash/maphash"
+	"unsafe"
+)
 
 // TaskRecord is what the Ledger knows about one task.
 type TaskRecord struct {
@@ -26,17 +29,20 @@ type Ledger struct {
 	// the Stream's hot path; Finish hands it out as is.
 	records []TaskRecord
 	// slots is the index from an id to its record: an open-addressed table
-	// (a power of two long, at most three quarters full) of record
-	// positions plus one, 0 for an empty slot. The id itself is read from
-	// the record, so the index costs 4 bytes a slot (about 10 a task)
-	// where a map[string]int cost 30-60: a 100,000-task run's memory stays
-	// flat (docs/benchmarks.md).
-	slots []uint32
+	// (a power of two long, at most three quarters full). A slot holds
+	// the record's position plus one in its low 32 bits (0: empty) and
+	// the high 32 bits of the id's hash above them, so a probe compares
+	// an id only when those agree. The id itself is read from the record:
+	// the index costs 8 bytes a slot (about 20 a task) where a
+	// map[string]int cost 30-60, and a 100,000-task run's memory stays
+	// flatter (docs/benchmarks.md).
+	slots []uint64
 	seed  maphash.Seed
-	// last is the record observed last: a task's events come in runs
-	// (started, then succeeded or failed, then where it goes), so most
-	// lookups end here without hashing the id.
-	last int
+	// recent are the two records observed last, most recent first, as
+	// positions plus one (0: none): a task's events come in runs (started,
+	// then succeeded or failed, then where it goes), between which another
+	// emitter's may fall, so most lookups end here without hashing the id.
+	recent [2]int
 	// pending counts the records whose fate is pending, and moves counts
 	// every change of a record's attempts or fate (and every new record):
 	// a poller learns whether the run settled or moved at all without
@@ -55,14 +61,16 @@ func (l *Ledger) observe(e *Event) {
 	if e.Task == "" || e.Kind == Summary {
 		return
 	}
-	i, slot := l.find(e.Task)
+	i, slot, entry := l.find(e.Task)
 	if i < 0 {
 		if e.Kind != Enqueued && e.Kind != Refused {
 			return
 		}
-		i = l.add(e.Task, slot)
+		i = l.add(e.Task, slot, entry)
 	}
-	l.last = i
+	if l.recent[0] != i+1 {
+		l.recent[0], l.recent[1] = i+1, l.recent[0]
+	}
 	r := &l.records[i]
 	was := r.Fate
 	switch e.Kind {
@@ -93,31 +101,43 @@ func (l *Ledger) observe(e *Event) {
 	l.count(was, r)
 }
 
-// find returns the position of id's record, or -1 and the empty slot
-// where add would index it (-1 while there is no table).
-func (l *Ledger) find(id string) (i, slot int) {
-	if l.last < len(l.records) && l.records[l.last].ID == id {
-		return l.last, -1
+// find returns the position of id's record, or -1, the empty slot
+// where add would index it (-1 while there is no table) and what add
+// stores there.
+func (l *Ledger) find(id string) (i, slot int, entry uint64) {
+	for _, p := range l.recent {
+		// The same string, not only an equal one: a cheap test that may
+		// miss (the table then finds it), and never compares bytes.
+		if p > 0 && same(l.records[p-1].ID, id) {
+			return p - 1, -1, 0
+		}
 	}
 	if len(l.slots) == 0 {
-		return -1, -1
+		return -1, -1, 0
 	}
+	h := maphash.String(l.seed, id)
+	tag := h &^ (1<<32 - 1)
 	mask := len(l.slots) - 1
-	for j := int(maphash.String(l.seed, id)) & mask; ; j = (j + 1) & mask {
+	for j := int(h) & mask; ; j = (j + 1) & mask {
 		s := l.slots[j]
 		if s == 0 {
-			return -1, j
+			return -1, j, tag
 		}
-		if l.records[s-1].ID == id {
-			return int(s - 1), j
+		if s&^(1<<32-1) == tag && l.records[uint32(s)-1].ID == id {
+			return int(uint32(s) - 1), j, tag
 		}
 	}
 }
 
-// add appends a pending record for id, indexing it at slot (the empty
-// slot find returned) unless the table must grow first, and returns its
-// position.
-func (l *Ledger) add(id string, slot int) int {
+// same reports whether a and b are one string: the same bytes in memory.
+func same(a, b string) bool {
+	return len(a) == len(b) && unsafe.StringData(a) == unsafe.StringData(b)
+}
+
+// add appends a pending record for id, indexing it at slot with entry's
+// tag (what find returned) unless the table must grow first, and returns
+// its position.
+func (l *Ledger) add(id string, slot int, entry uint64) int {
 	i := len(l.records)
 	l.records = append(l.records, TaskRecord{ID: id, Fate: FatePending, FirstFail: -1, Settled: -1})
 	l.pending++
@@ -126,7 +146,7 @@ func (l *Ledger) add(id string, slot int) int {
 		l.grow()
 		return i
 	}
-	l.slots[slot] = uint32(i + 1)
+	l.slots[slot] = entry | uint64(i+1)
 	return i
 }
 
@@ -136,20 +156,16 @@ func (l *Ledger) grow() {
 	if len(l.slots) == 0 {
 		l.seed = maphash.MakeSeed()
 	}
-	l.slots = make([]uint32, max(16, 2*len(l.slots)))
-	for i := range l.records {
-		l.slots[l.free(l.records[i].ID)] = uint32(i + 1)
-	}
-}
-
-// free is the first empty slot along id's probe sequence.
-func (l *Ledger) free(id string) int {
+	l.slots = make([]uint64, max(16, 2*len(l.slots)))
 	mask := len(l.slots) - 1
-	j := int(maphash.String(l.seed, id)) & mask
-	for l.slots[j] != 0 {
-		j = (j + 1) & mask
+	for i := range l.records {
+		h := maphash.String(l.seed, l.records[i].ID)
+		j := int(h) & mask
+		for l.slots[j] != 0 {
+			j = (j + 1) & mask
+		}
+		l.slots[j] = h&^(1<<32-1) | uint64(i+1)
 	}
-	return j
 }
 
 // settle gives r its final fate, set by e, with e's note as the reason.
@@ -205,7 +221,7 @@ func (l *Ledger) Tasks() []TaskRecord {
 
 // Task returns the record for id and whether the task exists.
 func (l *Ledger) Task(id string) (TaskRecord, bool) {
-	i, _ := l.find(id)
+	i, _, _ := l.find(id)
 	if i < 0 {
 		return TaskRecord{}, false
 	}
