@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lesson/lessontest"
 	"github.com/queuelab/qlab/render"
 )
@@ -23,7 +24,7 @@ func TestWidth(t *testing.T) {
 		for _, b := range l.Backends() {
 			t.Run(l.ID+"/"+string(b), func(t *testing.T) {
 				t.Parallel()
-				events, res := lessontest.On(t, b, l, Options{})
+				events, res := lessontest.On(t, b, l, lesson.Options{})
 				var out bytes.Buffer
 				page := render.Page{W: &out, Layout: render.LayoutFor(0)}
 				page.Prose(fmt.Sprintf("%s · %s  (%s, speed 1×)", l.ID, l.Title, b), "  ")

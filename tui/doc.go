@@ -1,6 +1,6 @@
 // Package tui is QueueLab's terminal UI: a lesson menu and a lesson view
 // that animates a run. It knows nothing of backends: it runs a lesson with
-// lessons.Run and draws only what the event stream says, so any lesson
+// lesson.Run and draws only what the event stream says, so any lesson
 // (in-memory or RabbitMQ, with or without a breaker) shows without code of
 // its own here.
 //

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/queuelab/qlab/lab"
-	"github.com/queuelab/qlab/lessons"
+	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lessons/q10"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
 )
@@ -85,7 +85,7 @@ func logged(m Model, k lab.Kind, sub string) int {
 // task, and the help line lists both keys.
 func TestFaultKeysOnABrokerRun(t *testing.T) {
 	url := rabbittest.NeedBroker(t)
-	m, err := New(Config{Lessons: []lessons.Lesson{q10.Lesson}, Start: 10, Backend: lab.Rabbit, Speed: 0.5,
+	m, err := New(Config{Lessons: []lesson.Lesson{q10.Lesson}, Start: 10, Backend: lab.Rabbit, Speed: 0.5,
 		Broker: func(context.Context) (string, error) { return url, nil }})
 	require.NoError(t, err)
 	m = step1(m, tea.WindowSizeMsg{Width: 80, Height: 24})

@@ -2,7 +2,7 @@ package tui
 
 import (
 	"github.com/charmbracelet/bubbles/key"
-	"github.com/queuelab/qlab/lessons"
+	"github.com/queuelab/qlab/lesson"
 )
 
 // keyMap is the lesson view's keys; help renders them from here.
@@ -42,7 +42,7 @@ func newKeyMap() keyMap {
 func (k keyMap) ShortHelp() []key.Binding { return k.helpFor(running, 80, nil) }
 
 // actionKeys are the bindings of a lesson's own keys (Lesson.Actions).
-func actionKeys(actions []lessons.Action) []key.Binding {
+func actionKeys(actions []lesson.Action) []key.Binding {
 	var keys []key.Binding
 	for _, a := range actions {
 		keys = append(keys, key.NewBinding(key.WithKeys(a.Key), key.WithHelp(a.Key, a.Help)))

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lesson/lessontest"
 	"github.com/queuelab/qlab/lessons"
 	"github.com/queuelab/qlab/render"
@@ -35,7 +36,7 @@ func TestEveryLessonFitsAndTheLogFollows(t *testing.T) {
 		for _, b := range l.Backends() {
 			t.Run(l.ID+"/"+string(b), func(t *testing.T) {
 				t.Parallel()
-				events, res := lessontest.On(t, b, l, lessons.Options{})
+				events, res := lessontest.On(t, b, l, lesson.Options{})
 				for _, size := range sizes {
 					t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
 						replay(t, l, b, events, res, size[0], size[1])
@@ -49,7 +50,7 @@ func TestEveryLessonFitsAndTheLogFollows(t *testing.T) {
 // replay feeds a lesson's events to a model of size w×h in the batches a
 // run's frames would bring (events of one lesson instant), checking
 // every frame, then ends the run and checks the results.
-func replay(t *testing.T, l lessons.Lesson, b lab.Backend, events []lab.Event, res lessons.Result, w, h int) {
+func replay(t *testing.T, l lesson.Lesson, b lab.Backend, events []lab.Event, res lesson.Result, w, h int) {
 	m := testModel(l, w, h)
 	m.backend = b
 	for i := 0; i < len(events); {

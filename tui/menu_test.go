@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lessons"
 )
 
@@ -81,7 +82,7 @@ func TestQueuedKeysAreAllApplied(t *testing.T) {
 	m, _ = press(m, "--")
 	assert.Equal(t, 0.5, m.nextSpeed, "two steps down")
 
-	menu, err := New(Config{Lessons: []lessons.Lesson{fakeDLQ, stressLesson(3)}})
+	menu, err := New(Config{Lessons: []lesson.Lesson{fakeDLQ, stressLesson(3)}})
 	require.NoError(t, err)
 	menu = step1(menu, tea.WindowSizeMsg{Width: 80, Height: 24})
 	menu, _ = press(menu, "jk")
@@ -92,9 +93,9 @@ func TestQueuedKeysAreAllApplied(t *testing.T) {
 
 // failingStart is a lesson whose run fails before its first event, with a
 // message longer than a line at 80 columns.
-var failingStart = lessons.Lesson{
+var failingStart = lesson.Lesson{
 	ID: "Q96", Title: "Fails at start", Notice: "It never starts.",
-	InMem: func(context.Context, *lessons.Env) error {
+	InMem: func(context.Context, *lesson.Env) error {
 		return errors.New("the queue qlab-0a1b2c.sequential.queue exists with other arguments " +
 			"(x-message-ttl 5000 against 1000): reset it with rabbitmqctl delete_queue " +
 			"qlab-0a1b2c.sequential.queue, then run the lesson again")
@@ -104,7 +105,7 @@ var failingStart = lessons.Lesson{
 // A run that fails at start shows its whole message, wrapped at 80
 // columns, and no "(waiting for the first event…)".
 func TestFailedStartShowsWholeMessage(t *testing.T) {
-	m, err := New(Config{Lessons: []lessons.Lesson{failingStart}, Start: 96})
+	m, err := New(Config{Lessons: []lesson.Lesson{failingStart}, Start: 96})
 	require.NoError(t, err)
 	m = step1(m, tea.WindowSizeMsg{Width: 80, Height: 24})
 	m, _ = drive(t, m, func(m Model) bool { return m.state == failed })

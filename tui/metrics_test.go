@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lesson/lessontest"
 	"github.com/queuelab/qlab/lessons"
 	"github.com/queuelab/qlab/metrics"
@@ -23,7 +24,7 @@ import (
 func TestMetricsPanelTogglesAndFits(t *testing.T) {
 	l, err := lessons.Parse("7")
 	require.NoError(t, err)
-	events, _ := lessontest.RunInMem(t, l, lessons.Options{})
+	events, _ := lessontest.RunInMem(t, l, lesson.Options{})
 	kinds := map[lab.Kind]int{}
 	for _, e := range events {
 		kinds[e.Kind]++
@@ -67,7 +68,7 @@ func TestMetricsPanelTogglesAndFits(t *testing.T) {
 func TestMetricsPanelShowsWhereToScrape(t *testing.T) {
 	l, err := lessons.Parse("1")
 	require.NoError(t, err)
-	m, err := New(Config{Lessons: []lessons.Lesson{l}, Start: 1, MetricsURL: "http://127.0.0.1:9100/metrics"})
+	m, err := New(Config{Lessons: []lesson.Lesson{l}, Start: 1, MetricsURL: "http://127.0.0.1:9100/metrics"})
 	require.NoError(t, err)
 	m.state = running
 	m = step1(step1(m, tea.WindowSizeMsg{Width: 160, Height: 48}), keyMsg("m"))

@@ -29,7 +29,7 @@ const logKeep = 500
 // Config sets up the TUI.
 type Config struct {
 	// Lessons is the menu, in order. Empty means lessons.All.
-	Lessons []lessons.Lesson
+	Lessons []lesson.Lesson
 	// Start is the number of the lesson to open at once; 0 shows the menu.
 	Start int
 	// Backend is the backend the user named (qlab tui --backend). Empty
@@ -51,7 +51,7 @@ type Config struct {
 	// Topology optionally gives a lesson's boxes up front, in order. Nil
 	// (or an empty answer) means the boxes are found from the events: every
 	// queue and destination, in order of first appearance.
-	Topology func(l lessons.Lesson) []Node
+	Topology func(l lesson.Lesson) []Node
 	// Metrics, when set, is fed every run's events (qlab tui --metrics
 	// serves it, at MetricsURL).
 	Metrics    *metrics.Metrics
@@ -73,8 +73,8 @@ const (
 	seeking                  // looking for a broker before the run can start
 	noBroker                 // the run needs RabbitMQ and none answered
 	running                  // events are arriving (paused or not)
-	finished                 // lessons.Run returned and every event is drawn
-	failed                   // lessons.Run returned an error
+	finished                 // lesson.Run returned and every event is drawn
+	failed                   // lesson.Run returned an error
 )
 
 // pane is what the pane under the stage shows.
@@ -91,7 +91,7 @@ const (
 // world happens in commands.
 type Model struct {
 	cfg     Config
-	lessons []lessons.Lesson
+	lessons []lesson.Lesson
 	screen  screen
 	menu    list.Model
 	log     viewport.Model
@@ -119,7 +119,7 @@ type Model struct {
 	lastAt    time.Time // when the previous frame ticked; zero while idle
 	pumping   bool      // a wait or frame command of this run is outstanding
 	closed    bool      // the run's channel is drained
-	runDone   bool      // lessons.Run returned
+	runDone   bool      // lesson.Run returned
 	runErr    error
 	missed    int         // events the view missed by falling behind (lab.Bounded)
 	paused    bool        // the user paused the running lesson
@@ -145,7 +145,7 @@ type Model struct {
 }
 
 // lessonItem adapts a lesson to the menu list.
-type lessonItem struct{ l lessons.Lesson }
+type lessonItem struct{ l lesson.Lesson }
 
 func (i lessonItem) Title() string { return fmt.Sprintf("%d · %s", i.l.Number(), i.l.Title) }
 func (i lessonItem) Description() string {
@@ -187,7 +187,7 @@ func New(cfg Config) (Model, error) {
 			return Model{}, fmt.Errorf("unknown lesson %d (see qlab list)", cfg.Start)
 		}
 		if cfg.Backend != "" && cfg.Lessons[i].Runner(cfg.Backend) == nil {
-			return Model{}, lessons.ErrNoBackend{Lesson: cfg.Lessons[i], Backend: cfg.Backend}
+			return Model{}, lesson.ErrNoBackend{Lesson: cfg.Lessons[i], Backend: cfg.Backend}
 		}
 		m.cur, m.screen = i, lessonScreen
 		m.nextSpeed = m.lessonSpeed()
@@ -224,7 +224,7 @@ func (m Model) indexOf(n int) int {
 	return -1
 }
 
-func (m Model) lesson() lessons.Lesson { return m.lessons[m.cur] }
+func (m Model) lesson() lesson.Lesson { return m.lessons[m.cur] }
 
 // Init starts the lesson given in Config.Start, if any.
 func (m Model) Init() tea.Cmd {
@@ -554,7 +554,7 @@ func (m Model) start() (tea.Model, tea.Cmd) {
 	m.sc, m.frame, m.clockMs, m.lastAt = newScene(explicit), 0, 0, time.Time{}
 	m.state, m.runDone, m.runErr, m.closed = running, false, nil, false
 	m.stores, m.storeStates, m.storesFinal = &lesson.Stores{}, nil, false
-	opts := lessons.Options{Backend: m.backend, Speed: m.speed, Plan: m.cfg.Plan, Broker: m.broker,
+	opts := lesson.Options{Backend: m.backend, Speed: m.speed, Plan: m.cfg.Plan, Broker: m.broker,
 		Stores: m.stores}
 	m.met, m.metTotals = metrics.New(), metrics.Totals{}
 	sinks := []lab.Sink{m.met}
@@ -607,7 +607,7 @@ func (m *Model) readMetrics() {
 	}
 }
 
-// settle notes the end of the run once lessons.Run has returned and every
+// settle notes the end of the run once lesson.Run has returned and every
 // event it sent is drawn, and shows the results.
 func (m *Model) settle() {
 	if !m.runDone || !m.closed || m.state != running {

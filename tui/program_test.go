@@ -11,7 +11,7 @@ import (
 	"github.com/charmbracelet/x/exp/teatest"
 	"github.com/queuelab/qlab/inmem"
 	"github.com/queuelab/qlab/lab"
-	"github.com/queuelab/qlab/lessons"
+	"github.com/queuelab/qlab/lesson"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -20,7 +20,7 @@ import (
 // program, waits until its poison task sits in the DLQ and the results
 // show, and quits.
 func TestSmokeRunToDLQAndQuit(t *testing.T) {
-	m, err := New(Config{Lessons: []lessons.Lesson{fakeDLQ}, Start: 98, Speed: 4})
+	m, err := New(Config{Lessons: []lesson.Lesson{fakeDLQ}, Start: 98, Speed: 4})
 	require.NoError(t, err)
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(80, 24))
 	teatest.WaitFor(t, tm.Output(), func(out []byte) bool {
@@ -41,8 +41,8 @@ func TestSmokeRunToDLQAndQuit(t *testing.T) {
 
 // stressLesson pushes n tasks through one queue; every tenth is poison and
 // goes to the DLQ.
-func stressLesson(n int) lessons.Lesson {
-	return lessons.Lesson{ID: "Q97", Title: "Stress", Notice: "Many tasks.", InMem: func(ctx context.Context, env *lessons.Env) error {
+func stressLesson(n int) lesson.Lesson {
+	return lesson.Lesson{ID: "Q97", Title: "Stress", Notice: "Many tasks.", InMem: func(ctx context.Context, env *lesson.Env) error {
 		sys := inmem.New(ctx, env.Stream, env.Plan)
 		work := sys.Queue("work", n+1)
 		dlq := sys.Queue("dlq", n+1)
@@ -105,7 +105,7 @@ func drive(t *testing.T, m Model, done func(Model) bool) (Model, int) {
 // checks the view took them all in coalesced batches with bounded memory.
 func TestStress10kKeepsUp(t *testing.T) {
 	const n = 10_000
-	m, err := New(Config{Lessons: []lessons.Lesson{stressLesson(n)}, Start: 97, Speed: 1000, Plan: stressPlan(n)})
+	m, err := New(Config{Lessons: []lesson.Lesson{stressLesson(n)}, Start: 97, Speed: 1000, Plan: stressPlan(n)})
 	require.NoError(t, err)
 	m = step1(m, tea.WindowSizeMsg{Width: 80, Height: 24})
 	m, updates := drive(t, m, func(m Model) bool { return m.runDone && m.closed && !m.pumping })

@@ -9,6 +9,7 @@ import (
 
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lab/labtest"
+	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lessons"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -25,7 +26,7 @@ func TestReadmeFrame(t *testing.T) {
 	require.NoError(t, err)
 	var rec lab.Recorder
 	synctest.Test(t, func(t *testing.T) {
-		_, err := lessons.Run(context.Background(), l, lessons.Options{}, &rec)
+		_, err := lesson.Run(context.Background(), l, lesson.Options{}, &rec)
 		require.NoError(t, err)
 	})
 	// Up to D's start just after C went back to the tail.

@@ -23,7 +23,7 @@ import (
 func TestStorePanelShowsTheStoresCounts(t *testing.T) {
 	l, err := lessons.Parse("18")
 	require.NoError(t, err)
-	m, err := New(Config{Lessons: []lessons.Lesson{l}, Start: 18, Backend: lab.InMem})
+	m, err := New(Config{Lessons: []lesson.Lesson{l}, Start: 18, Backend: lab.InMem})
 	require.NoError(t, err)
 	m = step1(m, tea.WindowSizeMsg{Width: 80, Height: 24})
 	var during []string
@@ -60,7 +60,7 @@ func TestStorePanelShowsTheStoresCounts(t *testing.T) {
 func TestStorePanelOnlyForStoreLessons(t *testing.T) {
 	l, err := lessons.Parse("7")
 	require.NoError(t, err)
-	m, err := New(Config{Lessons: []lessons.Lesson{l}, Start: 7, Speed: 50})
+	m, err := New(Config{Lessons: []lesson.Lesson{l}, Start: 7, Speed: 50})
 	require.NoError(t, err)
 	m = step1(m, tea.WindowSizeMsg{Width: 80, Height: 24})
 	final, _ := drive(t, m, func(m Model) bool { return m.runDone && m.closed })

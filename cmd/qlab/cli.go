@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lessons"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/render"
@@ -157,7 +158,7 @@ func cmdList(_ context.Context, args []string, stdout, _ io.Writer) error {
 			return err
 		}
 	}
-	var shown []lessons.Lesson
+	var shown []lesson.Lesson
 	for _, l := range lessons.All {
 		if *backend == "" || l.Runner(lab.Backend(*backend)) != nil {
 			shown = append(shown, l)
@@ -185,7 +186,7 @@ func cmdList(_ context.Context, args []string, stdout, _ io.Writer) error {
 	return nil
 }
 
-func backendList(l lessons.Lesson) string {
+func backendList(l lesson.Lesson) string {
 	var b []string
 	for _, be := range l.Backends() {
 		b = append(b, string(be))
@@ -194,7 +195,7 @@ func backendList(l lessons.Lesson) string {
 }
 
 // lessonTable is the README's lesson table, generated from the registry.
-func lessonTable(ls []lessons.Lesson) string {
+func lessonTable(ls []lesson.Lesson) string {
 	var b strings.Builder
 	b.WriteString("| N | lesson | backends | what to notice |\n| --- | --- | --- | --- |\n")
 	for _, l := range ls {
@@ -319,7 +320,7 @@ func checkBackend(name string) error {
 // --backend, or, when the flag is not given, the lesson's default (lessons
 // 10 and 11 are about the broker, so `qlab run 10` runs there). A backend
 // named explicitly that l lacks is a usage error.
-func pickBackend(fs *flag.FlagSet, l lessons.Lesson, named string) (lab.Backend, error) {
+func pickBackend(fs *flag.FlagSet, l lesson.Lesson, named string) (lab.Backend, error) {
 	explicit := false
 	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "backend" })
 	if !explicit {
@@ -327,7 +328,7 @@ func pickBackend(fs *flag.FlagSet, l lessons.Lesson, named string) (lab.Backend,
 	}
 	b := lab.Backend(named)
 	if l.Runner(b) == nil {
-		return "", usageError{lessons.ErrNoBackend{Lesson: l, Backend: b}}
+		return "", usageError{lesson.ErrNoBackend{Lesson: l, Backend: b}}
 	}
 	return b, nil
 }
@@ -355,7 +356,7 @@ func explicitFlag(fs *flag.FlagSet, name string) bool {
 // runSpeed is the speed `qlab run` goes at: --speed where given, else the
 // lesson's own pace (Lesson.WatchSpeed) where that is faster than real
 // time, so a long lesson (Q12's 30 s outage) does not take minutes.
-func runSpeed(fs *flag.FlagSet, l lessons.Lesson, given float64) float64 {
+func runSpeed(fs *flag.FlagSet, l lesson.Lesson, given float64) float64 {
 	if explicitFlag(fs, "speed") || l.WatchSpeed <= 1 {
 		return given
 	}
@@ -367,7 +368,7 @@ func runSpeed(fs *flag.FlagSet, l lessons.Lesson, given float64) float64 {
 // a factor on that pace, so --speed 10 makes lesson 18 (600×) slower, and
 // the note says how long the run will take. "" when the speed is not
 // slower, or the lesson does not say its length.
-func slowerNote(l lessons.Lesson, speed float64) string {
+func slowerNote(l lesson.Lesson, speed float64) string {
 	if speed >= l.WatchSpeed || l.Length <= 0 {
 		return ""
 	}
@@ -388,7 +389,7 @@ func aboutDuration(d time.Duration) string {
 
 // ownSpeeds lists the lessons whose own speed (pace) is above usual:
 // "2× for 12, 5× for 13".
-func ownSpeeds(pace func(lessons.Lesson) float64, usual float64) string {
+func ownSpeeds(pace func(lesson.Lesson) float64, usual float64) string {
 	var parts []string
 	for _, l := range lessons.All {
 		if s := pace(l); s > usual {
@@ -399,7 +400,7 @@ func ownSpeeds(pace func(lessons.Lesson) float64, usual float64) string {
 }
 
 // watchSpeed is a lesson's own pace for qlab run and the TUI.
-func watchSpeed(l lessons.Lesson) float64 { return l.WatchSpeed }
+func watchSpeed(l lesson.Lesson) float64 { return l.WatchSpeed }
 
 // defaultingTo lists the lessons whose default backend is b, runs of
 // consecutive numbers as ranges: "10, 11, 14–17".

@@ -125,7 +125,7 @@ func (i invocation) anyLesson() (tui, compare string) {
 // nextSteps is what a finished run points to, as commands that work the
 // way qlab was started: the other backend and compare for a lesson that
 // has both, and the next lesson.
-func nextSteps(l lessons.Lesson, ran lab.Backend, how invocation) string {
+func nextSteps(l lesson.Lesson, ran lab.Backend, how invocation) string {
 	var b []string
 	if l.Dual() {
 		other := lab.InMem
@@ -147,7 +147,7 @@ func nextSteps(l lessons.Lesson, ran lab.Backend, how invocation) string {
 // noBrokerHint adds to a failed broker discovery, for a lesson that runs
 // on the broker by default and in memory too, the command that runs it
 // there.
-func noBrokerHint(err error, l lessons.Lesson, how invocation) error {
+func noBrokerHint(err error, l lesson.Lesson, how invocation) error {
 	var nb *rabbit.NoBrokerError
 	if l.InMem == nil || !errors.As(err, &nb) {
 		return err
