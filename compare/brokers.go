@@ -13,7 +13,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/queuelab/qlab/lab"
-	"github.com/queuelab/qlab/lessons"
+	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/render"
 )
@@ -103,9 +103,9 @@ func hostOf(rawURL string) string {
 // fails (a declaration it refuses) is a row of the comparison, not an
 // error; RunBrokers fails only when every run failed on both, or ctx
 // ended.
-func RunBrokers(ctx context.Context, l lessons.Lesson, cfg BrokerConfig) (BrokerReport, error) {
+func RunBrokers(ctx context.Context, l lesson.Lesson, cfg BrokerConfig) (BrokerReport, error) {
 	if l.Runner(lab.Rabbit) == nil {
-		return BrokerReport{}, lessons.ErrNoBackend{Lesson: l, Backend: lab.Rabbit}
+		return BrokerReport{}, lesson.ErrNoBackend{Lesson: l, Backend: lab.Rabbit}
 	}
 	if cfg.Speed == 0 {
 		cfg.Speed = SpeedOf(l)
@@ -143,16 +143,16 @@ func RunBrokers(ctx context.Context, l lessons.Lesson, cfg BrokerConfig) (Broker
 
 // runOnBroker is one run of l on the broker at url, its events and the
 // counters every delivery carried recorded.
-func runOnBroker(ctx context.Context, l lessons.Lesson, cfg BrokerConfig, url string) BrokerRun {
+func runOnBroker(ctx context.Context, l lesson.Lesson, cfg BrokerConfig, url string) BrokerRun {
 	var mu sync.Mutex
 	run := BrokerRun{Carried: map[string][]Carried{}}
-	seen := func(c lessons.Carried) {
+	seen := func(c lesson.Carried) {
 		mu.Lock()
 		defer mu.Unlock()
 		run.Carried[c.Task] = append(run.Carried[c.Task], carriedOf(c.Headers))
 	}
 	side, _, err := runSide(ctx, l, Config{Speed: cfg.Speed, Broker: url},
-		lessons.Options{Backend: lab.Rabbit, Plan: cfg.Plan, Deliveries: seen})
+		lesson.Options{Backend: lab.Rabbit, Plan: cfg.Plan, Deliveries: seen})
 	run.Side = side
 	if err != nil {
 		run.Err = errors.New(rabbit.RedactIn(err.Error(), url))

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/queuelab/qlab/lab"
-	"github.com/queuelab/qlab/lessons"
+	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/render"
 )
 
@@ -41,7 +41,7 @@ type partSeries struct {
 // byPart assigns each series to the part that declared it (a lesson in
 // parts declares its queues again for each: the k-th series of a name
 // belongs to part k) and trims it to that part's samples.
-func byPart(s Side, series []lessons.Series) []partSeries {
+func byPart(s Side, series []lesson.Series) []partSeries {
 	parts := len(Phases(s))
 	seen := map[string]int{}
 	out := make([]partSeries, 0, len(series))
@@ -71,7 +71,7 @@ func byPart(s Side, series []lessons.Series) []partSeries {
 // sparkline, per backend and, for a lesson in parts, per part. depths[i]
 // was sampled during sides[i], every `every` of lesson time. A sparkline
 // longer than sparkWidth shows the peak of each group of samples.
-func ObservabilityTable(sides [2]Side, depths [2][]lessons.Series, every time.Duration) render.Table {
+func ObservabilityTable(sides [2]Side, depths [2][]lesson.Series, every time.Duration) render.Table {
 	var rows [2][]partSeries
 	longest, parted := 0, false
 	for i := range sides {
@@ -135,7 +135,7 @@ func peaks(samples []int, group int) []int {
 // setupTable says what had to exist before each run: nothing in memory;
 // on the broker, the broker and the queues the run declared (each name
 // once, however many parts declared it).
-func setupTable(cfg Config, broker Side, series []lessons.Series) render.Table {
+func setupTable(cfg Config, broker Side, series []lesson.Series) render.Table {
 	var names []string
 	declared := map[string]int{}
 	for _, s := range series {

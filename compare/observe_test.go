@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/queuelab/qlab/lab"
-	"github.com/queuelab/qlab/lessons"
+	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/render"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -15,7 +15,7 @@ import (
 
 // twoParts is a run in two parts of 50 s each, sampled every 250 ms: each
 // part declared (and the sampler watched) the same two queues.
-func twoParts(backend lab.Backend) (Side, []lessons.Series) {
+func twoParts(backend lab.Backend) (Side, []lesson.Series) {
 	s := Side{Backend: backend, Speed: 20, Events: []lab.Event{
 		{TMs: 0, Kind: lab.Phase, Note: "Run 1 (n01…): without a breaker"},
 		{TMs: 50_000, Kind: lab.Phase, Note: "Run 2 (b01…): with a breaker"},
@@ -26,7 +26,7 @@ func twoParts(backend lab.Backend) (Side, []lessons.Series) {
 		x[n/4] = 3
 		return x
 	}
-	return s, []lessons.Series{
+	return s, []lesson.Series{
 		{Queue: "email_queue", Samples: series(400)}, {Queue: "email_queue_wait", Samples: series(400)},
 		{Queue: "email_queue", Samples: series(200)}, {Queue: "email_queue_wait", Samples: series(200)},
 	}
@@ -35,7 +35,7 @@ func twoParts(backend lab.Backend) (Side, []lessons.Series) {
 func TestObservabilityLabelsPartsAndFitsASlide(t *testing.T) {
 	a, da := twoParts(lab.InMem)
 	b, db := twoParts(lab.Rabbit)
-	tab := ObservabilityTable([2]Side{a, b}, [2][]lessons.Series{da, db}, sampleEvery)
+	tab := ObservabilityTable([2]Side{a, b}, [2][]lesson.Series{da, db}, sampleEvery)
 	assert.Equal(t, []string{"backend", "part", "queue", "peak", "depth over time"}, tab.Header)
 	require.Len(t, tab.Rows, 8)
 	assert.Equal(t, []string{"inmem", "1", "email_queue"}, tab.Rows[0][:3])

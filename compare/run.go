@@ -8,7 +8,7 @@ import (
 
 	"github.com/queuelab/qlab/inmem"
 	"github.com/queuelab/qlab/lab"
-	"github.com/queuelab/qlab/lessons"
+	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/render"
 	"github.com/queuelab/qlab/run"
 )
@@ -58,7 +58,7 @@ const DefaultSpeed = 20
 
 // SpeedOf is the speed lesson l compares at when none is given: its
 // CompareSpeed, else DefaultSpeed.
-func SpeedOf(l lessons.Lesson) float64 {
+func SpeedOf(l lesson.Lesson) float64 {
 	if l.CompareSpeed > 0 {
 		return l.CompareSpeed
 	}
@@ -70,7 +70,7 @@ func SpeedOf(l lessons.Lesson) float64 {
 // seed's minutes) has times as much longer, so its interruption falls at
 // the same point of its story and its depths are sampled as often in real
 // time as another lesson's at 20×.
-func stretch(l lessons.Lesson, d time.Duration) time.Duration {
+func stretch(l lesson.Lesson, d time.Duration) time.Duration {
 	return time.Duration(float64(d) * SpeedOf(l) / DefaultSpeed)
 }
 
@@ -86,7 +86,7 @@ var interruptions = map[string]time.Duration{"Q12": 12 * time.Second, "Q14": 200
 
 // interruptionOf is when the persistence runs of lesson l are interrupted:
 // its own time, else interruptAt stretched to its lesson time.
-func interruptionOf(l lessons.Lesson) time.Duration {
+func interruptionOf(l lesson.Lesson) time.Duration {
 	if at, ok := interruptions[l.ID]; ok {
 		return at
 	}
@@ -97,10 +97,10 @@ func interruptionOf(l lessons.Lesson) time.Duration {
 // cfg.Repeat times per backend (alternating backends, so a busy moment of
 // the machine falls on both). It fails if the lesson lacks a backend, if a
 // run fails, or if a run asked to be interrupted was not.
-func Run(ctx context.Context, l lessons.Lesson, cfg Config) (Report, error) {
+func Run(ctx context.Context, l lesson.Lesson, cfg Config) (Report, error) {
 	for _, b := range backends {
 		if l.Runner(b) == nil {
-			return Report{}, lessons.ErrNoBackend{Lesson: l, Backend: b}
+			return Report{}, lesson.ErrNoBackend{Lesson: l, Backend: b}
 		}
 	}
 	if cfg.Speed == 0 {
@@ -110,10 +110,10 @@ func Run(ctx context.Context, l lessons.Lesson, cfg Config) (Report, error) {
 		cfg.Repeat = DefaultRepeat
 	}
 	rep := Report{Lesson: l.Slug(), Speed: cfg.Speed, Repeat: cfg.Repeat}
-	var depths [2][]lessons.Series
+	var depths [2][]lesson.Series
 	for r := range cfg.Repeat {
 		for i, b := range backends {
-			side, res, err := runSide(ctx, l, cfg, lessons.Options{Backend: b, Plan: cfg.Plan, Sample: stretch(l, sampleEvery)})
+			side, res, err := runSide(ctx, l, cfg, lesson.Options{Backend: b, Plan: cfg.Plan, Sample: stretch(l, sampleEvery)})
 			if err != nil {
 				return rep, fmt.Errorf("%s run: %w", b, err)
 			}
@@ -152,13 +152,13 @@ func Run(ctx context.Context, l lessons.Lesson, cfg Config) (Report, error) {
 // the run API, as qlab run does: a broker run under names of its own, and
 // a run that lost tasks the lesson does not lose on purpose fails (a crash
 // compare asked for in memory loses them by design: lesson.CheckLost).
-func runSide(ctx context.Context, l lessons.Lesson, cfg Config, opts lessons.Options, sinks ...lab.Sink) (Side, lessons.Result, error) {
+func runSide(ctx context.Context, l lesson.Lesson, cfg Config, opts lesson.Options, sinks ...lab.Sink) (Side, lesson.Result, error) {
 	var rec lab.Recorder
 	opts.Speed, opts.Broker = cfg.Speed, cfg.Broker
 	side := Side{Backend: opts.Backend, Speed: cfg.Speed}
 	ready, err := run.Prepare(ctx, run.Request{Lesson: l, Options: opts})
 	if err != nil {
-		return side, lessons.Result{}, err
+		return side, lesson.Result{}, err
 	}
 	res, err := ready.Start(ctx, append([]lab.Sink{&rec}, sinks...)...)
 	side.Events = rec.Events
@@ -170,12 +170,12 @@ func runSide(ctx context.Context, l lessons.Lesson, cfg Config, opts lessons.Opt
 // lesson the interruption fell in. In memory the crash ends the run there
 // anyway; stopping the broker run there too makes a lesson in parts (Q12,
 // Q13) count the same tasks on both sides.
-func interrupted(ctx context.Context, l lessons.Lesson, cfg Config, b lab.Backend) (Side, error) {
+func interrupted(ctx context.Context, l lesson.Lesson, cfg Config, b lab.Backend) (Side, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	at := interruptionOf(l)
 	cut := &phaseCut{after: at.Milliseconds(), stop: cancel}
-	side, res, err := runSide(ctx, l, cfg, lessons.Options{Backend: b, Plan: persistPlan(cfg.Plan), Interrupt: at}, cut)
+	side, res, err := runSide(ctx, l, cfg, lesson.Options{Backend: b, Plan: persistPlan(cfg.Plan), Interrupt: at}, cut)
 	side.InterruptedAt = res.InterruptedAt
 	switch {
 	case errors.Is(err, inmem.ErrCrashed):
@@ -282,7 +282,7 @@ func PersistenceTable(a, b []Side, at time.Duration) render.Table {
 	}
 	t.Notes = append(t.Notes,
 		"A broker restart (stop and start the node) is not measured by compare: it needs a private",
-		"  node. See the README's Reliability section and the fault suite.")
+		"  node. See the fault suite in CONTRIBUTING.md, under Reliability.")
 	return t
 }
 
@@ -343,7 +343,7 @@ func interruptedPart(sides ...[]Side) string {
 // the main queue, per backend, cfg.Repeat times each. A lesson that does
 // not run 4 consumers there is found by the first 4-consumer run and not
 // measured further.
-func scalability(ctx context.Context, l lessons.Lesson, cfg Config) (render.Table, error) {
+func scalability(ctx context.Context, l lesson.Lesson, cfg Config) (render.Table, error) {
 	t := render.Table{
 		Title:  fmt.Sprintf("Scalability: %d healthy tasks of %s each, tasks per second of lesson time", scaleTasks, scaleAttempts),
 		Header: []string{"backend", "1 consumer", "4 consumers", "speed-up"},
@@ -388,12 +388,12 @@ func scalability(ctx context.Context, l lessons.Lesson, cfg Config) (render.Tabl
 // throughputs runs plan on b with 4 consumers and then with 1, and
 // returns each run's throughput, or why it was not measured. A lesson
 // that turns out to run fewer consumers is stopped as soon as that shows.
-func throughputs(ctx context.Context, l lessons.Lesson, cfg Config, b lab.Backend, plan *lab.Plan) (one, four float64, why string, err error) {
+func throughputs(ctx context.Context, l lesson.Lesson, cfg Config, b lab.Backend, plan *lab.Plan) (one, four float64, why string, err error) {
 	var rate [2]float64
 	for i, n := range []int{4, 1} {
 		runCtx, cancel := context.WithCancel(ctx)
 		few := &fewConsumers{want: n, stop: cancel}
-		side, _, err := runSide(runCtx, l, cfg, lessons.Options{Backend: b, Plan: plan, Consumers: n}, few)
+		side, _, err := runSide(runCtx, l, cfg, lesson.Options{Backend: b, Plan: plan, Consumers: n}, few)
 		cancel()
 		if got := MainConsumers(side); few.stopped || got < n {
 			return 0, 0, fmt.Sprintf("lesson %s runs %d consumer(s) on its main queue", l.ID, got), nil

@@ -40,27 +40,8 @@ import (
 	_ "github.com/queuelab/qlab/lesson/rabbitenv"
 )
 
-// The types of package lesson, under the names the CLI, the TUI and
-// compare have always used.
-type (
-	Lesson       = lesson.Lesson
-	Options      = lesson.Options
-	Result       = lesson.Result
-	Series       = lesson.Series
-	ErrNoBackend = lesson.ErrNoBackend
-	Env          = lesson.Env
-	RunFunc      = lesson.RunFunc
-	Parity       = lesson.Parity
-	Action       = lesson.Action
-	Act          = lesson.Act
-	Carried      = lesson.Carried
-)
-
-// Run runs lesson l (see lesson.Run).
-var Run = lesson.Run
-
 // All is the curriculum in order.
-var All = []Lesson{
+var All = []lesson.Lesson{
 	q01.Lesson,
 	q02.Lesson,
 	q03.Lesson,
@@ -89,30 +70,30 @@ var All = []Lesson{
 }
 
 // Find returns the lesson numbered n.
-func Find(n int) (Lesson, bool) {
+func Find(n int) (lesson.Lesson, bool) {
 	for _, l := range All {
 		if l.Number() == n {
 			return l, true
 		}
 	}
-	return Lesson{}, false
+	return lesson.Lesson{}, false
 }
 
 // Next returns the lesson after l in the curriculum, if there is one.
-func Next(l Lesson) (Lesson, bool) {
+func Next(l lesson.Lesson) (lesson.Lesson, bool) {
 	for i, x := range All {
 		if x.ID == l.ID && i+1 < len(All) {
 			return All[i+1], true
 		}
 	}
-	return Lesson{}, false
+	return lesson.Lesson{}, false
 }
 
 // Parse finds a lesson from user input: "7", "07", "q7" or "Q07".
-func Parse(s string) (Lesson, error) {
+func Parse(s string) (lesson.Lesson, error) {
 	n, err := strconv.Atoi(strings.TrimLeft(strings.TrimPrefix(strings.ToLower(s), "q"), "0"))
 	if l, ok := Find(n); err == nil && ok {
 		return l, nil
 	}
-	return Lesson{}, fmt.Errorf("unknown lesson %s (see qlab list)", s)
+	return lesson.Lesson{}, fmt.Errorf("unknown lesson %s (see qlab list)", s)
 }

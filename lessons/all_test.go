@@ -18,7 +18,7 @@ import (
 )
 
 // goldenPath is where lesson l's in-memory transcript lives.
-func goldenPath(l Lesson) string {
+func goldenPath(l lesson.Lesson) string {
 	return filepath.Join("..", "testdata", "golden", l.Slug()+".inmem.log")
 }
 
@@ -33,7 +33,7 @@ func TestGolden(t *testing.T) {
 		}
 		t.Run(l.ID, func(t *testing.T) {
 			t.Parallel() // a bubble of its own, a golden file of its own
-			events, res := lessontest.RunInMem(t, l, Options{})
+			events, res := lessontest.RunInMem(t, l, lesson.Options{})
 			var log, diagram, stream bytes.Buffer
 			render.Transcript(&log, events, res.Tables)
 			render.Mermaid(&diagram, events)
@@ -72,7 +72,7 @@ func TestEveryTaskAccountedFor(t *testing.T) {
 				for name, plan := range plans {
 					t.Run(l.ID+"/"+on.name+"/"+name, func(t *testing.T) {
 						t.Parallel() // broker runs declare under names of their own (rabbit.RunNames)
-						events, res := on.run(t, l, Options{Plan: plan})
+						events, res := on.run(t, l, lesson.Options{Plan: plan})
 						labtest.AssertAccounted(t, events)
 						if plan == nil {
 							assertLostOnlyOnPurpose(t, l, b, res)
@@ -88,7 +88,7 @@ func TestEveryTaskAccountedFor(t *testing.T) {
 // broker of one RabbitMQ release line.
 type backendRun struct {
 	name string // "inmem", "rabbit" (3.10), "rabbit@4.3"
-	run  func(*testing.T, Lesson, Options) ([]lab.Event, Result)
+	run  func(*testing.T, lesson.Lesson, lesson.Options) ([]lab.Event, lesson.Result)
 }
 
 // runsOn lists where a suite runs a lesson of backend b: every broker
@@ -100,7 +100,7 @@ func runsOn(b lab.Backend) []backendRun {
 	}
 	var runs []backendRun
 	for _, v := range rabbittest.Versions {
-		runs = append(runs, backendRun{string(b) + versionTag(v), func(t *testing.T, l Lesson, o Options) ([]lab.Event, Result) {
+		runs = append(runs, backendRun{string(b) + versionTag(v), func(t *testing.T, l lesson.Lesson, o lesson.Options) ([]lab.Event, lesson.Result) {
 			return lessontest.RunRabbitOn(t, v, l, o)
 		}})
 	}
@@ -119,7 +119,7 @@ func versionTag(v rabbittest.Version) string {
 // assertLostOnlyOnPurpose: a lesson's default run loses only the tasks it
 // declares (Lesson.LosesOnPurpose), and each of those it does lose, so a
 // declaration cannot go stale; anything else lost would fail qlab run.
-func assertLostOnlyOnPurpose(t *testing.T, l Lesson, b lab.Backend, res Result) {
+func assertLostOnlyOnPurpose(t *testing.T, l lesson.Lesson, b lab.Backend, res lesson.Result) {
 	t.Helper()
 	assert.Empty(t, l.Unexpected(b, res.Tasks), "%s lost tasks it does not declare in LosesOnPurpose", l.ID)
 	fates := map[string]lab.Fate{}
@@ -131,7 +131,7 @@ func assertLostOnlyOnPurpose(t *testing.T, l Lesson, b lab.Backend, res Result) 
 			assert.Equal(t, lab.FateLost, f, "%s declares %s lost on purpose", l.ID, id)
 		}
 	}
-	assert.NoError(t, lesson.CheckLost(l, Options{Backend: b}, res, nil))
+	assert.NoError(t, lesson.CheckLost(l, lesson.Options{Backend: b}, res, nil))
 }
 
 // TestEveryBrokerLessonListsWhatItDeclares: qlab broker clean removes a
@@ -142,7 +142,7 @@ func TestEveryBrokerLessonListsWhatItDeclares(t *testing.T) {
 		if l.Rabbit == nil {
 			continue
 		}
-		if assert.NotNil(t, l.Topologies, "%s runs on the broker: set Lesson.Topologies", l.ID) {
+		if assert.NotNil(t, l.Topologies, "%s runs on the broker: set lesson.Lesson.Topologies", l.ID) {
 			assert.NotEmpty(t, l.Topologies(), "%s declares something", l.ID)
 		}
 	}

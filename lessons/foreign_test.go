@@ -12,6 +12,7 @@ import (
 
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lab/labtest"
+	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lesson/lessontest"
 	"github.com/queuelab/qlab/lesson/rabbitenv"
 	"github.com/queuelab/qlab/rabbit"
@@ -153,7 +154,7 @@ func TestForeignAndMalformedMessagesAreParked(t *testing.T) {
 			in := newInjector(names)
 			finished := make(chan struct{})
 			go in.run(t, url, finished)
-			events, res := lessontest.RunRabbitWith(t, l, Options{Names: rabbitenv.Of(names), Broker: url}, in)
+			events, res := lessontest.RunRabbitWith(t, l, lesson.Options{Names: rabbitenv.Of(names), Broker: url}, in)
 			close(in.queues)
 			<-finished
 

@@ -50,9 +50,9 @@ func TestParity(t *testing.T) {
 
 // parity runs l in memory and on the broker of line v under plan and
 // holds the two runs to what TestParity says must match.
-func parity(t *testing.T, l Lesson, v rabbittest.Version, name string, plan *lab.Plan, mem, broker flow.Features) {
+func parity(t *testing.T, l lesson.Lesson, v rabbittest.Version, name string, plan *lab.Plan, mem, broker flow.Features) {
 	t.Helper()
-	opts := Options{Plan: plan}
+	opts := lesson.Options{Plan: plan}
 	if name == "default" {
 		opts.Sample = sampleEvery(l)
 	}
@@ -101,10 +101,10 @@ func versionsOf(b lab.Backend) []rabbittest.Version {
 
 // interrupted runs l on backend b (line v on the broker) with its process
 // dying mid-run and checks what TestParityInterrupted says.
-func interrupted(t *testing.T, l Lesson, b lab.Backend, v rabbittest.Version) {
+func interrupted(t *testing.T, l lesson.Lesson, b lab.Backend, v rabbittest.Version) {
 	t.Helper()
 	events, res := runInterrupted(t, b, v, l)
-	require.True(t, res.Interrupted, "%s takes an interrupt (Env.InterruptAfter)", l.ID)
+	require.True(t, res.Interrupted, "%s takes an interrupt (lesson.Env.InterruptAfter)", l.ID)
 	labtest.AssertAccounted(t, events)
 	lost := 0
 	for id, r := range labtest.Fates(events) {
@@ -126,14 +126,14 @@ const interruptAt = 2 * time.Second
 
 // runInterrupted runs l on backend b with the process dying at
 // interruptAt; in memory the run ends in inmem.ErrCrashed, as it should.
-func runInterrupted(t *testing.T, b lab.Backend, v rabbittest.Version, l Lesson) ([]lab.Event, Result) {
+func runInterrupted(t *testing.T, b lab.Backend, v rabbittest.Version, l lesson.Lesson) ([]lab.Event, lesson.Result) {
 	t.Helper()
-	opts := Options{Plan: lessontest.SeededPlan(3), Interrupt: interruptAt}
+	opts := lesson.Options{Plan: lessontest.SeededPlan(3), Interrupt: interruptAt}
 	if b == lab.Rabbit {
 		return lessontest.RunRabbitOn(t, v, l, opts)
 	}
 	var rec lab.Recorder
-	var res Result
+	var res lesson.Result
 	opts.Backend = lab.InMem
 	synctest.Test(t, func(t *testing.T) {
 		var err error
@@ -145,8 +145,8 @@ func runInterrupted(t *testing.T, b lab.Backend, v rabbittest.Version, l Lesson)
 	return rec.Events, res
 }
 
-func dualLessons() []Lesson {
-	var out []Lesson
+func dualLessons() []lesson.Lesson {
+	var out []lesson.Lesson
 	for _, l := range All {
 		if l.Dual() {
 			out = append(out, l)
@@ -157,7 +157,7 @@ func dualLessons() []Lesson {
 
 // sampleEvery is how often the default-plan runs sample queue depths: 5
 // ms of real time on the broker at l's test speed, in lesson time.
-func sampleEvery(l Lesson) time.Duration {
+func sampleEvery(l lesson.Lesson) time.Duration {
 	speed := float64(lessontest.RabbitSpeed)
 	if l.TestSpeed > 0 {
 		speed = l.TestSpeed
@@ -173,7 +173,7 @@ func sampleEvery(l Lesson) time.Duration {
 // least minWaitSamples of them: a round of probes is a broker round trip
 // per queue, and on a loaded machine a wait can fall between two rounds
 // (Q14's 75 ms ones did, and once Q10's 250 ms one).
-func assertWaitDepth(t *testing.T, f flow.Features, events []lab.Event, res Result) {
+func assertWaitDepth(t *testing.T, f flow.Features, events []lab.Event, res lesson.Result) {
 	t.Helper()
 	for _, e := range labtest.OfKind(events, lab.Scheduled) {
 		from, to := time.Duration(e.TMs)*time.Millisecond, waitEnd(events, e)
@@ -208,7 +208,7 @@ func waitEnd(events []lab.Event, e lab.Event) time.Duration {
 
 // samplesIn counts the samples of queue taken in [from, to] and returns
 // the deepest (a lesson in phases watches a queue once per phase).
-func samplesIn(depths []Series, queue string, from, to time.Duration) (seen, peak int) {
+func samplesIn(depths []lesson.Series, queue string, from, to time.Duration) (seen, peak int) {
 	for _, s := range depths {
 		if s.Queue != queue {
 			continue
@@ -227,7 +227,7 @@ func samplesIn(depths []Series, queue string, from, to time.Duration) (seen, pea
 // attempt: equal between two backends that keep exact lesson time, and on
 // each backend never shorter than the configured wait (one real ms of
 // rounding allowed where time is measured: stamps round to a real ms).
-func assertTimings(t *testing.T, l Lesson, fs [2]flow.Features, runs [2][]lab.Event) {
+func assertTimings(t *testing.T, l lesson.Lesson, fs [2]flow.Features, runs [2][]lab.Event) {
 	t.Helper()
 	if fs[0].ExactTime && fs[1].ExactTime {
 		assert.Equal(t, gaps(runs[0]), gaps(runs[1]), "exact time on both: the same gaps")
@@ -271,7 +271,7 @@ type namedPlan struct {
 // parityPlans are the plans the suite runs l over: the default, seeded
 // failure plans (not for a timing-sensitive lesson), and any the lesson
 // adds.
-func parityPlans(l Lesson) []namedPlan {
+func parityPlans(l lesson.Lesson) []namedPlan {
 	out := []namedPlan{{"default", nil}}
 	if l.Parity.TimingSensitive == "" {
 		out = append(out, namedPlan{"seed3", lessontest.SeededPlan(3)}, namedPlan{"seed7", lessontest.SeededPlan(7)})
@@ -284,7 +284,7 @@ func parityPlans(l Lesson) []namedPlan {
 
 // outcomes maps each task to its summary's fate, and its attempts unless
 // the lesson is timing-sensitive.
-func outcomes(events []lab.Event, p Parity) map[string]string {
+func outcomes(events []lab.Event, p lesson.Parity) map[string]string {
 	out := map[string]string{}
 	for id, r := range labtest.Fates(events) {
 		if slices.Contains(p.Crashed, id) {
@@ -302,7 +302,7 @@ func outcomes(events []lab.Event, p Parity) map[string]string {
 // scheduled events, via which wait queue, in order. Where the attempts
 // may vary, so does who waits how often: then it is the distinct waits of
 // the whole run, under "*".
-func waits(events []lab.Event, p Parity) map[string][]string {
+func waits(events []lab.Event, p lesson.Parity) map[string][]string {
 	out := map[string][]string{}
 	for _, e := range labtest.OfKind(events, lab.Scheduled) {
 		w, key := fmt.Sprintf("%s %dms", e.Via, e.DelayMs), e.Task

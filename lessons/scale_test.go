@@ -9,6 +9,7 @@ import (
 
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lab/labtest"
+	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lesson/lessontest"
 )
 
@@ -50,7 +51,7 @@ func TestScalingLessonsAccountForThousandsInMemory(t *testing.T) {
 		}
 		t.Run(l.ID, func(t *testing.T) {
 			t.Parallel()
-			events, _ := lessontest.RunInMem(t, l, Options{Plan: plan})
+			events, _ := lessontest.RunInMem(t, l, lesson.Options{Plan: plan})
 			assertScaledRun(t, plan, events)
 		})
 	}
@@ -69,7 +70,7 @@ func TestScalingLessonsOnTheBroker(t *testing.T) {
 			t.Parallel()
 			// Fates, not timing, are asserted here: a faster clock than the
 			// lesson's TestSpeed keeps 300 tasks' TTL waits short.
-			events, _ := lessontest.RunRabbit(t, l, Options{Plan: plan, Speed: 20})
+			events, _ := lessontest.RunRabbit(t, l, lesson.Options{Plan: plan, Speed: 20})
 			assertScaledRun(t, plan, events)
 		})
 	}
@@ -85,7 +86,7 @@ func TestArrivalsArePaced(t *testing.T) {
 			continue
 		}
 		t.Run(l.ID, func(t *testing.T) {
-			events, _ := lessontest.RunInMem(t, l, Options{Plan: plan})
+			events, _ := lessontest.RunInMem(t, l, lesson.Options{Plan: plan})
 			first := labtest.FirstAt(t, events, lab.Enqueued, plan.Tasks[0])
 			last := labtest.FirstAt(t, events, lab.Enqueued, plan.Tasks[len(plan.Tasks)-1])
 			assert.Equal(t, int64(7*every/time.Millisecond), last-first)

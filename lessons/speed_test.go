@@ -55,7 +55,7 @@ func TestEverySpeed(t *testing.T) {
 		}
 		for _, speed := range speedsOf(l) {
 			t.Run(fmt.Sprintf("%s/inmem/%g", l.ID, speed), func(t *testing.T) {
-				events, _ := lessontest.RunInMem(t, l, Options{Speed: speed})
+				events, _ := lessontest.RunInMem(t, l, lesson.Options{Speed: speed})
 				labtest.AssertAccounted(t, events)
 				assert.Empty(t, lostBefore(l, lab.InMem, events), "lost")
 			})
@@ -126,7 +126,7 @@ func longestGap(events []lab.Event) time.Duration {
 
 // speedsOf is 1 and two speeds between 1 and the faster of l's own pace
 // and its test speed, evenly apart on a log scale, to a tenth.
-func speedsOf(l Lesson) []float64 {
+func speedsOf(l lesson.Lesson) []float64 {
 	top := max(l.WatchSpeed, l.TestSpeed)
 	if l.TestSpeed == 0 {
 		top = max(top, lessontest.RabbitSpeed)
@@ -143,7 +143,7 @@ func speedsOf(l Lesson) []float64 {
 
 // speedCase is one broker run of TestEverySpeed.
 type speedCase struct {
-	l     Lesson
+	l     lesson.Lesson
 	speed float64
 
 	err    error
@@ -168,7 +168,7 @@ func (c *speedCase) run(url string) {
 	start := time.Now()
 	ended := make(chan error, 1)
 	go func() {
-		_, err := lesson.Run(ctx, c.l, Options{Backend: lab.Rabbit, Broker: url, Speed: c.speed}, &rec)
+		_, err := lesson.Run(ctx, c.l, lesson.Options{Backend: lab.Rabbit, Broker: url, Speed: c.speed}, &rec)
 		ended <- err
 	}()
 	var err error
@@ -205,7 +205,7 @@ func (c *speedCase) check(t *testing.T) {
 
 // lostBefore lists the lost events among events that l does not lose on
 // purpose on backend b.
-func lostBefore(l Lesson, b lab.Backend, events []lab.Event) []string {
+func lostBefore(l lesson.Lesson, b lab.Backend, events []lab.Event) []string {
 	crashLoses := !lesson.FeaturesOf(b).SurvivesCrash
 	var out []string
 	for _, e := range events {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lesson/lessontest"
 	"github.com/queuelab/qlab/render"
 )
@@ -23,7 +24,7 @@ func TestWidth(t *testing.T) {
 		for _, b := range l.Backends() {
 			t.Run(l.ID+"/"+string(b), func(t *testing.T) {
 				t.Parallel()
-				events, res := lessontest.On(t, b, l, Options{})
+				events, res := lessontest.On(t, b, l, lesson.Options{})
 				var out bytes.Buffer
 				page := render.Page{W: &out, Layout: render.LayoutFor(0)}
 				page.Prose(fmt.Sprintf("%s · %s  (%s, speed 1×)", l.ID, l.Title, b), "  ")
@@ -61,5 +62,31 @@ func assertFits(t *testing.T, text string, width int) {
 	t.Helper()
 	for i, line := range strings.Split(text, "\n") {
 		assert.LessOrEqual(t, render.Width(line), width, "line %d is too wide:\n%s", i+1, line)
+	}
+}
+
+// TestPagesFit: what a student reads in Markdown fits 80 columns without
+// a word broken: every line of each lesson's page, the README,
+// exercises/README.md and docs/lessons.md, code blocks included, and the
+// prose of the other docs. A table row (the renderer lays it out) and a
+// line that is one unbreakable word (a long link) are the exceptions.
+func TestPagesFit(t *testing.T) {
+	strict := map[string]bool{"README.md": true, "exercises/README.md": true, "docs/lessons.md": true}
+	for _, doc := range docs(t) {
+		whole := strict[doc] || strings.HasPrefix(doc, "lessons/")
+		for _, l := range readDoc(t, doc) {
+			if l.fenced && !whole {
+				continue
+			}
+			s := strings.TrimSpace(l.text)
+			if render.Width(l.text) <= render.DefaultWidth || strings.HasPrefix(s, "|") && !l.fenced {
+				continue
+			}
+			s = strings.TrimLeft(s, "-*0123456789. ")
+			if !strings.Contains(s, " ") {
+				continue // one word, too long for any line
+			}
+			t.Errorf("%s:%d is %d columns wide, over %d:\n%s", doc, l.n, render.Width(l.text), render.DefaultWidth, l.text)
+		}
 	}
 }

@@ -12,27 +12,14 @@ import (
 
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lessons/q11"
-	"github.com/queuelab/qlab/lessons/raffle"
 	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/seeds/raffle"
 )
-
-// Seed 004's broker names (package raffle holds them for the lessons too).
-const (
-	RaffleExchange      = raffle.Exchange
-	RaffleRetryExchange = raffle.RetryExchange
-	RaffleDLX           = raffle.DLX
-	RaffleQueue         = raffle.Queue
-	RaffleRetryQueue    = raffle.RetryQueue
-	RaffleDLQ           = raffle.DLQ
-)
-
-// RaffleTopology is seed 004's topology, raffle.Topology.
-func RaffleTopology() rabbit.Topology { return raffle.Topology() }
 
 // Topology is everything serve declares: seed 004's RaffleAPI and lesson
 // Q11's scheduled mail.
 func Topology() rabbit.Topology {
-	t := RaffleTopology()
+	t := raffle.Topology()
 	t.Queues = append(slices.Clip(t.Queues), q11.Topology().Queues...)
 	return t
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
+	"github.com/queuelab/qlab/seeds/raffle"
 )
 
 // lockedRecorder keeps events for a test that reads them while the API's
@@ -99,7 +100,7 @@ func TestServeEndToEnd(t *testing.T) {
 		code, _ := post(t, base, UsersPath, bad)
 		assert.Equal(t, http.StatusBadRequest, code, bad)
 	}
-	msgs, err := rabbit.Inspect(ctx, conn, names.Of(RaffleQueue), 0)
+	msgs, err := rabbit.Inspect(ctx, conn, names.Of(raffle.Queue), 0)
 	require.NoError(t, err)
 	require.Len(t, msgs, 1, "one user in raffle_queue, no bad body")
 	var u User
@@ -107,7 +108,7 @@ func TestServeEndToEnd(t *testing.T) {
 	assert.Equal(t, User{ID: id, Name: "John Silva", Email: "john@email.com"}, u)
 	assert.Equal(t, names.Run, msgs[0].AppId, "stamped as the run's")
 	assert.Empty(t, rabbit.TaskProblem(msgs[0]), "a task of the run to its own readers, never foreign")
-	assert.Equal(t, names.Of(RaffleExchange), msgs[0].Exchange, "it came through raffle_exchange")
+	assert.Equal(t, names.Of(raffle.Exchange), msgs[0].Exchange, "it came through raffle_exchange")
 
 	// A mail due now goes straight to mail.queue; one due in 2 s waits in
 	// a level queue, and Q11's router sends it on: the worker sends both.
@@ -137,7 +138,7 @@ func TestServeEndToEnd(t *testing.T) {
 		var missing *rabbit.NoQueueError
 		assert.True(t, errors.As(err, &missing), "queue %s deleted at shutdown (got %v)", q.Name, err)
 	}
-	for _, x := range RaffleTopology().Exchanges {
+	for _, x := range raffle.Topology().Exchanges {
 		assert.False(t, exchangeExists(t, conn, names.Of(x.Name)), "exchange %s deleted at shutdown", x.Name)
 	}
 }
@@ -161,7 +162,7 @@ func TestServeSeedTrapWithoutConfirms(t *testing.T) {
 	b, conn := openTestBroker(t, stream)
 	ch, err := conn.Channel()
 	require.NoError(t, err)
-	_, err = ch.QueueDelete(b.Names().Of(RaffleQueue), false, false, false) // the run's own queue
+	_, err = ch.QueueDelete(b.Names().Of(raffle.Queue), false, false, false) // the run's own queue
 	require.NoError(t, err)
 	require.NoError(t, ch.Close())
 
@@ -180,7 +181,7 @@ func TestServeSeedTrapWithoutConfirms(t *testing.T) {
 	assert.Equal(t, http.StatusOK, code, "the seed's 200, for a user no queue holds")
 	assert.NotEmpty(t, got["id"])
 	assert.Contains(t, rec.last().Note, "WITHOUT a confirm")
-	depth, err := rabbit.QueueDepth(context.Background(), conn, b.Names().Of(RaffleDLQ))
+	depth, err := rabbit.QueueDepth(context.Background(), conn, b.Names().Of(raffle.DLQ))
 	require.NoError(t, err)
 	assert.Zero(t, depth, "not dead-lettered either: dropped")
 }
@@ -228,7 +229,7 @@ func TestServeBrokerGoneIs503AndBackIs200(t *testing.T) {
 	rabbittest.StartProxyOn(t, addr, brokerURL) // the broker is back, at the same address
 	code, got = post(t, base, UsersPath, user)
 	assert.Equal(t, http.StatusOK, code, got["error"])
-	depth, err := rabbit.QueueDepth(context.Background(), conn, b.Names().Of(RaffleQueue))
+	depth, err := rabbit.QueueDepth(context.Background(), conn, b.Names().Of(raffle.Queue))
 	require.NoError(t, err)
 	assert.Equal(t, 2, depth, "the two users answered 200 are there; the 503 one is not")
 }

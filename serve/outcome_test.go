@@ -18,6 +18,7 @@ import (
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
+	"github.com/queuelab/qlab/seeds/raffle"
 )
 
 // postUser posts body as a user and returns the status and the JSON
@@ -70,7 +71,7 @@ func TestServeBrokerStoppedBeforeItsConfirmIsUnknown(t *testing.T) {
 			return -1
 		}
 		defer conn.Close()
-		d, err := rabbit.QueueDepth(context.Background(), conn, names.Of(RaffleQueue))
+		d, err := rabbit.QueueDepth(context.Background(), conn, names.Of(raffle.Queue))
 		if err != nil {
 			return -1
 		}
@@ -101,7 +102,7 @@ func TestServeBrokerStoppedBeforeItsConfirmIsUnknown(t *testing.T) {
 	conn, err := amqp.Dial(n.URL)
 	require.NoError(t, err)
 	defer conn.Close()
-	msgs, err := rabbit.Inspect(stopCtx, conn, names.Of(RaffleQueue), 0)
+	msgs, err := rabbit.Inspect(stopCtx, conn, names.Of(raffle.Queue), 0)
 	require.NoError(t, err)
 	var ids []string
 	for _, m := range msgs {
@@ -211,7 +212,7 @@ func TestServeBrokerStoppedUnderLoadKeepsItsWord(t *testing.T) {
 	conn, err := amqp.Dial(n.URL)
 	require.NoError(t, err)
 	defer conn.Close()
-	msgs, err := rabbit.Inspect(ctl, conn, b.Names().Of(RaffleQueue), 0)
+	msgs, err := rabbit.Inspect(ctl, conn, b.Names().Of(raffle.Queue), 0)
 	require.NoError(t, err)
 	stored := map[string]bool{}
 	for _, m := range msgs {

@@ -18,6 +18,7 @@ import (
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lessons/q11"
 	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/seeds/raffle"
 )
 
 // The API's paths.
@@ -90,12 +91,12 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request) {
 	}
 	u.ID = newUUID()
 	msgBody, _ := json.Marshal(userMessage{Task: u.ID, User: u}) // four strings always marshal
-	route := Route{Exchange: RaffleExchange, Key: RaffleQueue}
+	route := Route{Exchange: raffle.Exchange, Key: raffle.Queue}
 	if !s.publish(w, r, u.ID, route, rabbit.Publishing(u.ID, msgBody)) {
 		return
 	}
-	s.stream.Emit(lab.Event{Kind: lab.Enqueued, Task: u.ID, Queue: RaffleQueue, Actor: Actor,
-		Note: fmt.Sprintf("200 via %s: %s, stored nowhere yet", RaffleExchange, s.promise())})
+	s.stream.Emit(lab.Event{Kind: lab.Enqueued, Task: u.ID, Queue: raffle.Queue, Actor: Actor,
+		Note: fmt.Sprintf("200 via %s: %s, stored nowhere yet", raffle.Exchange, s.promise())})
 	writeJSON(w, http.StatusOK, map[string]string{"id": u.ID})
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lessons/q11"
 	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/seeds/raffle"
 )
 
 // published is one message a recordingPublisher was given.
@@ -90,7 +91,7 @@ func TestServeUserIsPublishedAndAnsweredWithItsID(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	msgs := pub.all()
 	require.Len(t, msgs, 1)
-	assert.Equal(t, Route{Exchange: RaffleExchange, Key: RaffleQueue}, msgs[0].route)
+	assert.Equal(t, Route{Exchange: raffle.Exchange, Key: raffle.Queue}, msgs[0].route)
 	var u User
 	require.NoError(t, json.Unmarshal(msgs[0].msg.Body, &u))
 	assert.Equal(t, User{ID: got["id"], Name: "John Silva", Email: "john@email.com"}, u, "the seed's message body")
@@ -100,7 +101,7 @@ func TestServeUserIsPublishedAndAnsweredWithItsID(t *testing.T) {
 	require.Len(t, rec.Events, 1)
 	assert.Equal(t, lab.Enqueued, rec.Events[0].Kind)
 	assert.Equal(t, got["id"], rec.Events[0].Task)
-	assert.Equal(t, RaffleQueue, rec.Events[0].Queue)
+	assert.Equal(t, raffle.Queue, rec.Events[0].Queue)
 }
 
 func TestServeEachUserGetsItsOwnID(t *testing.T) {

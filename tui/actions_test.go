@@ -14,6 +14,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lessons"
 	"github.com/queuelab/qlab/lessons/q21"
 	"github.com/stretchr/testify/assert"
@@ -22,12 +23,12 @@ import (
 
 // fakeActs is a lesson that exists only in these tests: it takes one key
 // of its own (x), answers it, and ends when x came or its bound passed.
-var fakeActs = lessons.Lesson{
+var fakeActs = lesson.Lesson{
 	ID:      "Q97",
 	Title:   "Test keys: a lesson that takes x",
 	Notice:  "Press x.",
-	Actions: []lessons.Action{{Key: "x", Help: "poke"}},
-	InMem: func(ctx context.Context, env *lessons.Env) error {
+	Actions: []lesson.Action{{Key: "x", Help: "poke"}},
+	InMem: func(ctx context.Context, env *lesson.Env) error {
 		env.Stream.Emit(lab.Event{Kind: lab.Enqueued, Task: "A", Queue: "main", Actor: "Producer"})
 		select {
 		case a := <-env.Act:
@@ -41,14 +42,14 @@ var fakeActs = lessons.Lesson{
 }
 
 // runningOn is a model showing lesson l at w×h with run h as its run.
-func runningOn(t *testing.T, l lessons.Lesson, w, ht int, h *runHandle) Model {
+func runningOn(t *testing.T, l lesson.Lesson, w, ht int, h *runHandle) Model {
 	t.Helper()
-	m, err := New(Config{Lessons: []lessons.Lesson{l}, Start: l.Number(), Backend: l.DefaultBackend(),
+	m, err := New(Config{Lessons: []lesson.Lesson{l}, Start: l.Number(), Backend: l.DefaultBackend(),
 		Broker: func(context.Context) (string, error) { return "", errors.New("not in this test") }})
 	require.NoError(t, err)
 	next, _ := m.Update(tea.WindowSizeMsg{Width: w, Height: ht})
 	m = next.(Model)
-	m.state, m.run, m.gen = running, h, h.gen
+	m.run.state, m.run.h, m.run.gen = running, h, h.gen
 	return m
 }
 
@@ -84,7 +85,7 @@ func helpText(keys []key.Binding) string {
 
 // Q21's view at 80×24 lists k and v, and no line is wider than the screen.
 func TestQ21ViewFitsWithItsKeys(t *testing.T) {
-	h := &runHandle{gen: 1, act: make(chan lessons.Act), finished: make(chan struct{})}
+	h := &runHandle{gen: 1, act: make(chan lesson.Act), finished: make(chan struct{})}
 	for _, size := range [][2]int{{80, 24}, {160, 48}} {
 		m := runningOn(t, q21.Lesson, size[0], size[1], h)
 		lines := strings.Split(m.View(), "\n")
@@ -113,7 +114,7 @@ func TestActionKeysAreTheLessonsOwn(t *testing.T) {
 // A key press becomes an Act on the run's channel, and the lesson's
 // answer comes back to the status line.
 func TestActionKeyReachesTheLesson(t *testing.T) {
-	h, run := startRun(1, fakeActs, lessons.Options{Backend: lab.InMem, Speed: 1})
+	h, run := startRun(1, fakeActs, lesson.Options{Backend: lab.InMem, Speed: 1})
 	require.NotNil(t, h.act, "a lesson with actions gets a channel")
 	done := make(chan tea.Msg, 1)
 	go func() { done <- run() }()
@@ -124,11 +125,11 @@ func TestActionKeyReachesTheLesson(t *testing.T) {
 	m := runningOn(t, fakeActs, 80, 24, h)
 	m, cmd := press(m, "x")
 	require.NotNil(t, cmd, "x is handed to the lesson from a command")
-	assert.Contains(t, m.statusLine(80), "x: handed to the lesson")
+	assert.Contains(t, statusLine(m, 80), "x: handed to the lesson")
 	msg := cmd()
 	assert.Equal(t, actMsg{gen: 1, key: "x", line: "poked"}, msg)
 	next, _ := m.Update(msg)
-	assert.Contains(t, next.(Model).statusLine(80), "x: poked")
+	assert.Contains(t, statusLine(next.(Model), 80), "x: poked")
 	select {
 	case d := <-done:
 		assert.NoError(t, d.(runDoneMsg).err)
@@ -136,7 +137,7 @@ func TestActionKeyReachesTheLesson(t *testing.T) {
 		t.Fatal("the lesson did not end after its key")
 	}
 
-	h2, _ := startRun(2, fakeDLQ, lessons.Options{Backend: lab.InMem})
+	h2, _ := startRun(2, fakeDLQ, lesson.Options{Backend: lab.InMem})
 	assert.Nil(t, h2.act, "a lesson without actions gets none")
 }
 
@@ -144,18 +145,18 @@ func TestActionKeyReachesTheLesson(t *testing.T) {
 // while paused or after the run is not handed on.
 func TestActionKeyNotTaken(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := &runHandle{gen: 1, act: make(chan lessons.Act), finished: make(chan struct{})}
+		h := &runHandle{gen: 1, act: make(chan lesson.Act), finished: make(chan struct{})}
 		msg := actCmd(h, "x")().(actMsg)
 		assert.Contains(t, msg.line, "busy and did not take it")
 	})
-	h := &runHandle{gen: 1, act: make(chan lessons.Act), finished: make(chan struct{})}
+	h := &runHandle{gen: 1, act: make(chan lesson.Act), finished: make(chan struct{})}
 	m := runningOn(t, fakeActs, 80, 24, h)
-	m.paused = true
+	m.run.paused = true
 	m, cmd := press(m, "x")
 	assert.Nil(t, cmd)
-	assert.Contains(t, m.flash, "paused: space resumes, then x")
-	m.paused, m.state = false, finished
+	assert.Contains(t, m.status.flash, "paused: space resumes, then x")
+	m.run.paused, m.run.state = false, finished
 	m, cmd = press(m, "x")
 	assert.Nil(t, cmd)
-	assert.Contains(t, m.flash, "x acts while the lesson runs")
+	assert.Contains(t, m.status.flash, "x acts while the lesson runs")
 }

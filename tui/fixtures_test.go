@@ -8,20 +8,20 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/queuelab/qlab/inmem"
 	"github.com/queuelab/qlab/lab"
-	"github.com/queuelab/qlab/lessons"
+	"github.com/queuelab/qlab/lesson"
 )
 
 // fakeDLQ is a lesson that exists only in these tests: A and B succeed, C
 // is poison, waits 1 s in a retry queue, fails again, lands in the DLQ and
 // triggers an alert. It exercises the whole queue chain.
-var fakeDLQ = lessons.Lesson{
+var fakeDLQ = lesson.Lesson{
 	ID:     "Q98",
 	Title:  "Test chain: retry, DLQ, alert",
 	Notice: "C fails twice and ends in the dead-letter queue; an alert goes out.",
 	InMem:  runFakeDLQ,
 }
 
-func runFakeDLQ(ctx context.Context, env *lessons.Env) error {
+func runFakeDLQ(ctx context.Context, env *lesson.Env) error {
 	sys := inmem.New(ctx, env.Stream, env.Plan)
 	main := sys.Queue("main", 8)
 	retry := sys.Queue("retry", 8)
@@ -85,12 +85,12 @@ func chainEnd() []lab.Event {
 
 // testModel opens lesson l at w×h, colour off, without starting a run:
 // tests feed it events by hand.
-func testModel(l lessons.Lesson, w, h int) Model {
-	m, err := New(Config{Lessons: []lessons.Lesson{l}, Start: l.Number()})
+func testModel(l lesson.Lesson, w, h int) Model {
+	m, err := New(Config{Lessons: []lesson.Lesson{l}, Start: l.Number()})
 	if err != nil {
 		panic(err)
 	}
-	m.state = running
+	m.run.state = running
 	return step1(m, tea.WindowSizeMsg{Width: w, Height: h})
 }
 
@@ -101,7 +101,7 @@ func step1(m Model, msg tea.Msg) Model {
 
 // feed hands the model a batch of events, as the idle wait would.
 func feed(m Model, evs ...lab.Event) Model {
-	return step1(m, eventsMsg{gen: m.gen, events: evs})
+	return step1(m, eventsMsg{gen: m.run.gen, events: evs})
 }
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -109,15 +109,20 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // frames advances n animation frames, frameEvery apart.
 func frames(m Model, n int) Model {
 	for range n {
-		at := epoch.Add(time.Duration(m.frame+1) * frameEvery)
-		m = step1(m, eventsMsg{gen: m.gen, frame: true, at: at})
+		at := epoch.Add(time.Duration(m.scene.frame+1) * frameEvery)
+		m = step1(m, eventsMsg{gen: m.run.gen, frame: true, at: at})
 	}
 	return m
 }
 
-type lessonsLesson = lessons.Lesson
+type lessonsLesson = lesson.Lesson
 
 // findNoBroker is a discovery that finds nothing, as on a machine without one.
 func findNoBroker(context.Context) (string, error) {
 	return "", errors.New("connection refused")
+}
+
+// statusLine is m's status line at width w, as View draws it.
+func statusLine(m Model, w int) string {
+	return m.status.View(m.run, m.lesson(), nextStep(m.lessons, m.cur), w)
 }

@@ -2,7 +2,9 @@ package tui
 
 import (
 	"github.com/charmbracelet/bubbles/key"
-	"github.com/queuelab/qlab/lessons"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lesson"
 )
 
 // keyMap is the lesson view's keys; help renders them from here.
@@ -42,7 +44,7 @@ func newKeyMap() keyMap {
 func (k keyMap) ShortHelp() []key.Binding { return k.helpFor(running, 80, nil) }
 
 // actionKeys are the bindings of a lesson's own keys (Lesson.Actions).
-func actionKeys(actions []lessons.Action) []key.Binding {
+func actionKeys(actions []lesson.Action) []key.Binding {
 	var keys []key.Binding
 	for _, a := range actions {
 		keys = append(keys, key.NewBinding(key.WithKeys(a.Key), key.WithHelp(a.Key, a.Help)))
@@ -110,3 +112,19 @@ func without(keys []key.Binding, drop key.Binding) []key.Binding {
 
 // FullHelp is the same keys in one column group.
 func (k keyMap) FullHelp() [][]key.Binding { return [][]key.Binding{k.ShortHelp()} }
+
+// extra are the keys the help line lists besides the view's own: a
+// lesson's (actions), then, for a run on backend b that is a broker's,
+// the fault keys the lesson's keys leave free.
+func (k keyMap) extra(actions []lesson.Action, b lab.Backend) []key.Binding {
+	acts := actionKeys(actions)
+	if b != lab.Rabbit {
+		return acts
+	}
+	for _, f := range []key.Binding{k.Cut, k.Hold} {
+		if !key.Matches(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(f.Keys()[0])}, acts...) {
+			acts = append(acts, f)
+		}
+	}
+	return acts
+}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lessons"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -17,7 +18,7 @@ import (
 func runQ07(t *testing.T, pauseAt, hold time.Duration) []lab.Event {
 	l, ok := lessons.Find(7)
 	require.True(t, ok)
-	h, run := startRun(1, l, lessons.Options{Backend: lab.InMem, Speed: 1})
+	h, run := startRun(1, l, lesson.Options{Backend: lab.InMem, Speed: 1})
 	done := make(chan struct{})
 	go func() { run(); close(done) }()
 	if pauseAt > 0 {

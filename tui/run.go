@@ -15,7 +15,6 @@ import (
 	"github.com/muesli/termenv"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
-	"github.com/queuelab/qlab/lessons"
 	"github.com/queuelab/qlab/render"
 	"github.com/queuelab/qlab/run"
 )
@@ -35,18 +34,18 @@ const (
 )
 
 // runHandle is one run of a lesson: the channel its events arrive on, the
-// cancel of its context, and a channel closed when lessons.Run returned.
+// cancel of its context, and a channel closed when lesson.Run returned.
 type runHandle struct {
 	gen      int
 	events   chan lab.Event
 	cancel   context.CancelFunc
 	finished chan struct{}
 	gate     *gate
-	pause    *lab.Pause       // holds the run's lesson time while the user pauses
-	act      chan lessons.Act // the lesson's own keys (Lesson.Actions); nil for a lesson without
-	cluster  bool             // the lesson stops nodes of the cluster (Lesson.Cluster)
-	faults   *lab.Faults      // the run's own connections and held channels (the fault keys)
-	notes    chan string      // what the backend logs (a connection lost, a reconnect), for the view
+	pause    *lab.Pause      // holds the run's lesson time while the user pauses
+	act      chan lesson.Act // the lesson's own keys (Lesson.Actions); nil for a lesson without
+	cluster  bool            // the lesson stops nodes of the cluster (Lesson.Cluster)
+	faults   *lab.Faults     // the run's own connections and held channels (the fault keys)
+	notes    chan string     // what the backend logs (a connection lost, a reconnect), for the view
 	// after, when set before the run's command runs, is the finished
 	// channel of a cancelled cluster run: the run waits for it (bounded by
 	// clusterWait), since that run may still be reviving the node it
@@ -141,7 +140,7 @@ type (
 		frame  bool      // it came from a frame tick (else from the idle wait)
 		at     time.Time // when the tick fired
 	}
-	// runDoneMsg says lessons.Run returned, with the measured tables the
+	// runDoneMsg says lesson.Run returned, with the measured tables the
 	// lesson reported.
 	runDoneMsg struct {
 		gen    int
@@ -173,7 +172,7 @@ type (
 // startRun launches lesson l on backend b, its events to the view and to
 // the extra sinks (the metrics); the returned command runs the lesson to its end and closes the
 // events channel behind it.
-func startRun(gen int, l lessons.Lesson, opts lessons.Options, extra ...lab.Sink) (*runHandle, tea.Cmd) {
+func startRun(gen int, l lesson.Lesson, opts lesson.Options, extra ...lab.Sink) (*runHandle, tea.Cmd) {
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &runHandle{gen: gen, events: make(chan lab.Event, eventBuf), cancel: cancel, finished: make(chan struct{}),
 		gate: newGate(), pause: &lab.Pause{}, cluster: l.Cluster, faults: &lab.Faults{},
@@ -182,7 +181,7 @@ func startRun(gen int, l lessons.Lesson, opts lessons.Options, extra ...lab.Sink
 	opts.Pause = h.pause
 	opts.Logger = slog.New(noteHandler{notes: h.notes})
 	if len(l.Actions) > 0 {
-		h.act = make(chan lessons.Act)
+		h.act = make(chan lesson.Act)
 		opts.Act = h.act
 	}
 	run := func() tea.Msg {
@@ -205,10 +204,10 @@ func startRun(gen int, l lessons.Lesson, opts lessons.Options, extra ...lab.Sink
 
 // startLesson runs l through the run API (checked, named), as every front
 // end does; the broker URL is the one the TUI's discovery found.
-func startLesson(ctx context.Context, l lessons.Lesson, opts lessons.Options, sinks ...lab.Sink) (lessons.Result, error) {
+func startLesson(ctx context.Context, l lesson.Lesson, opts lesson.Options, sinks ...lab.Sink) (lesson.Result, error) {
 	ready, err := run.Prepare(ctx, run.Request{Lesson: l, Options: opts})
 	if err != nil {
-		return lessons.Result{}, err
+		return lesson.Result{}, err
 	}
 	return ready.Start(ctx, sinks...)
 }
@@ -327,7 +326,7 @@ func actCmd(h *runHandle, key string) tea.Cmd {
 	return func() tea.Msg {
 		answer := make(chan string, 1)
 		select {
-		case h.act <- lessons.Act{Key: key, Answer: answer}:
+		case h.act <- lesson.Act{Key: key, Answer: answer}:
 		case <-h.finished:
 			return actMsg{gen: h.gen, key: key, line: "the run has ended"}
 		case <-time.After(actWait):
@@ -423,11 +422,11 @@ func Run(ctx context.Context, cfg Config) error {
 	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(ctx))
 	final, err := p.Run()
 	if fm, ok := final.(Model); ok {
-		fm.stop()
-		if !fm.awaitStop(quitWait) && fm.run.cluster {
+		fm.run.stop()
+		if !fm.run.awaitStop(quitWait) && fm.run.h.cluster {
 			fmt.Fprintf(os.Stderr, "qlab: lesson %d is reviving the node it stopped and deleting its "+
 				"queues (up to %.0f min)…\n", fm.lesson().Number(), clusterWait.Minutes())
-			fm.awaitStop(clusterWait)
+			fm.run.awaitStop(clusterWait)
 		}
 	}
 	if err != nil && ctx.Err() != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/queuelab/qlab/class"
 	"github.com/queuelab/qlab/exercises"
+	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lessons"
 	"github.com/queuelab/qlab/render"
 )
@@ -225,7 +226,7 @@ func classReport(ctx context.Context, item string, status class.Status, detail s
 
 // reportLesson reports a lesson run that reached its end (or failed); an
 // interrupted run reports nothing.
-func reportLesson(ctx context.Context, l lessons.Lesson, runErr error, warn io.Writer) {
+func reportLesson(ctx context.Context, l lesson.Lesson, runErr error, warn io.Writer) {
 	switch {
 	case errors.Is(runErr, context.Canceled) || ctx.Err() != nil:
 	case runErr == nil:

@@ -10,11 +10,14 @@ import (
 	"os"
 	"regexp"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/queuelab/qlab/exercises"
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lessons"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/render"
@@ -144,7 +147,7 @@ func cmdList(_ context.Context, args []string, stdout, _ io.Writer) error {
 	fs := newFlagSet("list", listHelp)
 	backend := fs.String("backend", "", "only lessons that run on this backend: inmem or rabbit")
 	numbers := fs.Bool("numbers", false, "print only the lesson numbers, one per line (for scripts)")
-	markdown := fs.Bool("markdown", false, "print the README's lesson table")
+	markdown := fs.Bool("markdown", false, "print the README's lesson table: each lesson's page, backends, exercise and question")
 	pos, err := parseInterspersed(fs, args, stdout)
 	if err != nil {
 		return err
@@ -157,7 +160,7 @@ func cmdList(_ context.Context, args []string, stdout, _ io.Writer) error {
 			return err
 		}
 	}
-	var shown []lessons.Lesson
+	var shown []lesson.Lesson
 	for _, l := range lessons.All {
 		if *backend == "" || l.Runner(lab.Backend(*backend)) != nil {
 			shown = append(shown, l)
@@ -169,7 +172,11 @@ func cmdList(_ context.Context, args []string, stdout, _ io.Writer) error {
 			fmt.Fprintln(stdout, l.Number())
 		}
 	case *markdown:
-		fmt.Fprint(stdout, lessonTable(shown))
+		table, err := lessonTable(shown)
+		if err != nil {
+			return err
+		}
+		fmt.Fprint(stdout, table)
 	default:
 		width := len("LESSON")
 		for _, l := range shown {
@@ -181,11 +188,12 @@ func cmdList(_ context.Context, args []string, stdout, _ io.Writer) error {
 			fmt.Fprintf(stdout, "%-4d %s%s  %s\n", l.Number(), l.Title, strings.Repeat(" ", pad), backendList(l))
 		}
 		fmt.Fprintln(stdout, "\nRun one with: qlab run N   (make lesson-N does the same)")
+		fmt.Fprintln(stdout, "Then read its page, lessons/qNN/README.md, and do its exercise: qlab ex")
 	}
 	return nil
 }
 
-func backendList(l lessons.Lesson) string {
+func backendList(l lesson.Lesson) string {
 	var b []string
 	for _, be := range l.Backends() {
 		b = append(b, string(be))
@@ -193,14 +201,28 @@ func backendList(l lessons.Lesson) string {
 	return strings.Join(b, ", ")
 }
 
-// lessonTable is the README's lesson table, generated from the registry.
-func lessonTable(ls []lessons.Lesson) string {
-	var b strings.Builder
-	b.WriteString("| N | lesson | backends | what to notice |\n| --- | --- | --- | --- |\n")
-	for _, l := range ls {
-		fmt.Fprintf(&b, "| %d | %s | %s | %s |\n", l.Number(), l.Title, backendList(l), l.Notice)
+// lessonTable is the README's lesson table, generated from the registry
+// and the lessons' pages: each lesson's title linked to its page, its
+// backends, its exercise (qlab ex N) and the question its page asks.
+func lessonTable(ls []lesson.Lesson) (string, error) {
+	exercise := map[string][]string{}
+	for _, e := range exercises.All {
+		exercise[e.Lesson] = append(exercise[e.Lesson], strconv.Itoa(e.Number()))
 	}
-	return b.String()
+	var b strings.Builder
+	b.WriteString("| N | lesson | backends | exercise | ask yourself |\n| --- | --- | --- | --- | --- |\n")
+	for _, l := range ls {
+		q, err := lessons.Question(l)
+		if err != nil {
+			return "", err
+		}
+		ex := strings.Join(exercise[l.ID], ", ")
+		if ex == "" {
+			ex = "—"
+		}
+		fmt.Fprintf(&b, "| %d | [%s](%s) | %s | %s | %s |\n", l.Number(), l.Title, lessons.PagePath(l), backendList(l), ex, q)
+	}
+	return b.String(), nil
 }
 
 // newFlagSet returns a flag set that reports errors to the caller instead
@@ -319,7 +341,7 @@ func checkBackend(name string) error {
 // --backend, or, when the flag is not given, the lesson's default (lessons
 // 10 and 11 are about the broker, so `qlab run 10` runs there). A backend
 // named explicitly that l lacks is a usage error.
-func pickBackend(fs *flag.FlagSet, l lessons.Lesson, named string) (lab.Backend, error) {
+func pickBackend(fs *flag.FlagSet, l lesson.Lesson, named string) (lab.Backend, error) {
 	explicit := false
 	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "backend" })
 	if !explicit {
@@ -327,7 +349,7 @@ func pickBackend(fs *flag.FlagSet, l lessons.Lesson, named string) (lab.Backend,
 	}
 	b := lab.Backend(named)
 	if l.Runner(b) == nil {
-		return "", usageError{lessons.ErrNoBackend{Lesson: l, Backend: b}}
+		return "", usageError{lesson.ErrNoBackend{Lesson: l, Backend: b}}
 	}
 	return b, nil
 }
@@ -355,7 +377,7 @@ func explicitFlag(fs *flag.FlagSet, name string) bool {
 // runSpeed is the speed `qlab run` goes at: --speed where given, else the
 // lesson's own pace (Lesson.WatchSpeed) where that is faster than real
 // time, so a long lesson (Q12's 30 s outage) does not take minutes.
-func runSpeed(fs *flag.FlagSet, l lessons.Lesson, given float64) float64 {
+func runSpeed(fs *flag.FlagSet, l lesson.Lesson, given float64) float64 {
 	if explicitFlag(fs, "speed") || l.WatchSpeed <= 1 {
 		return given
 	}
@@ -367,7 +389,7 @@ func runSpeed(fs *flag.FlagSet, l lessons.Lesson, given float64) float64 {
 // a factor on that pace, so --speed 10 makes lesson 18 (600×) slower, and
 // the note says how long the run will take. "" when the speed is not
 // slower, or the lesson does not say its length.
-func slowerNote(l lessons.Lesson, speed float64) string {
+func slowerNote(l lesson.Lesson, speed float64) string {
 	if speed >= l.WatchSpeed || l.Length <= 0 {
 		return ""
 	}
@@ -388,7 +410,7 @@ func aboutDuration(d time.Duration) string {
 
 // ownSpeeds lists the lessons whose own speed (pace) is above usual:
 // "2× for 12, 5× for 13".
-func ownSpeeds(pace func(lessons.Lesson) float64, usual float64) string {
+func ownSpeeds(pace func(lesson.Lesson) float64, usual float64) string {
 	var parts []string
 	for _, l := range lessons.All {
 		if s := pace(l); s > usual {
@@ -399,7 +421,7 @@ func ownSpeeds(pace func(lessons.Lesson) float64, usual float64) string {
 }
 
 // watchSpeed is a lesson's own pace for qlab run and the TUI.
-func watchSpeed(l lessons.Lesson) float64 { return l.WatchSpeed }
+func watchSpeed(l lesson.Lesson) float64 { return l.WatchSpeed }
 
 // defaultingTo lists the lessons whose default backend is b, runs of
 // consecutive numbers as ranges: "10, 11, 14–17".

@@ -10,6 +10,7 @@ import (
 
 	"github.com/queuelab/qlab/compare"
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lessons"
 	"github.com/queuelab/qlab/render"
 	"github.com/queuelab/qlab/run"
@@ -78,7 +79,7 @@ func cmdCompare(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	}
 	// The run API checks the lesson's broker side and finds the broker;
 	// compare then runs it many times, each run under names of its own.
-	ready, err := run.Prepare(ctx, run.Request{Lesson: l, Options: lessons.Options{Backend: lab.Rabbit}, Discover: discoverOptions})
+	ready, err := run.Prepare(ctx, run.Request{Lesson: l, Options: lesson.Options{Backend: lab.Rabbit}, Discover: discoverOptions})
 	if err != nil {
 		return withDetails(fmt.Errorf("compare needs a RabbitMQ broker: %w", err), *verbose)
 	}

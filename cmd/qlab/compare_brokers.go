@@ -11,7 +11,7 @@ import (
 
 	"github.com/queuelab/qlab/compare"
 	"github.com/queuelab/qlab/lab"
-	"github.com/queuelab/qlab/lessons"
+	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/render"
 )
@@ -55,7 +55,7 @@ type compareOutput struct{ json, markdown bool }
 
 // compareBrokers is qlab compare N --broker A --broker B: lesson l on two
 // brokers, probed first so the tables can name their versions.
-func compareBrokers(ctx context.Context, stdout io.Writer, l lessons.Lesson, urls brokerURLs, out compareOutput, cfg compare.BrokerConfig, verbose bool) error {
+func compareBrokers(ctx context.Context, stdout io.Writer, l lesson.Lesson, urls brokerURLs, out compareOutput, cfg compare.BrokerConfig, verbose bool) error {
 	for _, u := range urls {
 		if err := checkBrokerURL(u); err != nil {
 			return err

@@ -15,6 +15,7 @@ import (
 
 	"github.com/charmbracelet/x/term"
 
+	"github.com/queuelab/qlab/exercises"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lessons"
@@ -125,7 +126,7 @@ func (i invocation) anyLesson() (tui, compare string) {
 // nextSteps is what a finished run points to, as commands that work the
 // way qlab was started: the other backend and compare for a lesson that
 // has both, and the next lesson.
-func nextSteps(l lessons.Lesson, ran lab.Backend, how invocation) string {
+func nextSteps(l lesson.Lesson, ran lab.Backend, how invocation) string {
 	var b []string
 	if l.Dual() {
 		other := lab.InMem
@@ -135,6 +136,7 @@ func nextSteps(l lessons.Lesson, ran lab.Backend, how invocation) string {
 		b = append(b, fmt.Sprintf("Try:  %s   (the same flow, the other mechanism), or %s",
 			how.run(l.Number(), "--backend "+string(other)), how.compare(l.Number())))
 	}
+	b = append(b, readNext(l, how))
 	if next, ok := lessons.Next(l); ok {
 		b = append(b, fmt.Sprintf("Next: %s   (%s)", how.run(next.Number(), ""), next.Title))
 	} else {
@@ -144,10 +146,26 @@ func nextSteps(l lessons.Lesson, ran lab.Backend, how invocation) string {
 	return strings.Join(b, "\n")
 }
 
+// readNext points from a run to its lesson's page and then its exercise:
+// the path run, read, write.
+func readNext(l lesson.Lesson, how invocation) string {
+	line := "Read: " + lessons.PagePath(l) + "   (the question, what was measured)"
+	for _, e := range exercises.All {
+		if e.Lesson == l.ID {
+			prog := how.prog
+			if how.make {
+				prog = "bin/qlab"
+			}
+			return line + fmt.Sprintf(", then %s ex %d", prog, e.Number())
+		}
+	}
+	return line
+}
+
 // noBrokerHint adds to a failed broker discovery, for a lesson that runs
 // on the broker by default and in memory too, the command that runs it
 // there.
-func noBrokerHint(err error, l lessons.Lesson, how invocation) error {
+func noBrokerHint(err error, l lesson.Lesson, how invocation) error {
 	var nb *rabbit.NoBrokerError
 	if l.InMem == nil || !errors.As(err, &nb) {
 		return err

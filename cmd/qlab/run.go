@@ -114,7 +114,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	defer met.stop()
 	ready, err := run.Prepare(ctx, run.Request{
 		Lesson:   l,
-		Options:  lessons.Options{Backend: backend, Speed: f.speed, Plan: plan, Keep: f.keep, Logger: logger(stderr)},
+		Options:  lesson.Options{Backend: backend, Speed: f.speed, Plan: plan, Keep: f.keep, Logger: logger(stderr)},
 		Naming:   run.Naming(f.names),
 		Prefix:   f.prefix,
 		Discover: discoverOptions,

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lessons"
 )
 
@@ -36,13 +37,13 @@ func TestRunThatLostTasksExitsOne(t *testing.T) {
 	l, err := lessons.Parse("10")
 	require.NoError(t, err)
 	inner := l.InMem
-	l.InMem = func(ctx context.Context, env *lessons.Env) error {
+	l.InMem = func(ctx context.Context, env *lesson.Env) error {
 		env.Interrupt = 2 * time.Second // an unplanned crash: memory loses what it held
 		return inner(ctx, env)
 	}
 	saved := slices.Clone(lessons.All)
 	t.Cleanup(func() { lessons.All = saved })
-	lessons.All[slices.IndexFunc(lessons.All, func(x lessons.Lesson) bool { return x.ID == l.ID })] = l
+	lessons.All[slices.IndexFunc(lessons.All, func(x lesson.Lesson) bool { return x.ID == l.ID })] = l
 	synctest.Test(t, func(t *testing.T) {
 		code, _, errOut := qlab("run", "10", "--backend", "inmem", "--no-color")
 		assert.Equal(t, exitError, code)

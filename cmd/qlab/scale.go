@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lessons"
 )
 
@@ -33,7 +34,7 @@ func (s *scaleFlags) register(fs *flag.FlagSet) {
 
 // apply checks the values and returns plan grown and paced as asked. It
 // refuses either flag for a lesson that runs a fixed scenario of its own.
-func (s *scaleFlags) apply(fs *flag.FlagSet, l lessons.Lesson, plan *lab.Plan) (*lab.Plan, error) {
+func (s *scaleFlags) apply(fs *flag.FlagSet, l lesson.Lesson, plan *lab.Plan) (*lab.Plan, error) {
 	tasksSet, rateSet := false, false
 	fs.Visit(func(f *flag.Flag) {
 		tasksSet = tasksSet || f.Name == "tasks"

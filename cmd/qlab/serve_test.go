@@ -18,6 +18,7 @@ import (
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
+	"github.com/queuelab/qlab/seeds/raffle"
 	"github.com/queuelab/qlab/serve"
 )
 
@@ -161,7 +162,7 @@ func TestServeCommandEndToEnd(t *testing.T) {
 	conn, err := amqp.Dial(rabbittest.NeedBroker(t))
 	require.NoError(t, err)
 	defer conn.Close()
-	_, err = rabbit.QueueDepth(context.Background(), conn, prefix+"."+serve.RaffleQueue)
+	_, err = rabbit.QueueDepth(context.Background(), conn, prefix+"."+raffle.Queue)
 	assert.Error(t, err, "raffle_queue deleted at shutdown")
 }
 
@@ -179,13 +180,13 @@ func TestServeKeepLeavesTheQueuesForBrokerClean(t *testing.T) {
 	conn, err := amqp.Dial(rabbittest.NeedBroker(t))
 	require.NoError(t, err)
 	defer conn.Close()
-	depth, err := rabbit.QueueDepth(context.Background(), conn, names.Of(serve.RaffleQueue))
+	depth, err := rabbit.QueueDepth(context.Background(), conn, names.Of(raffle.Queue))
 	require.NoError(t, err)
 	assert.Equal(t, 1, depth, "the user is still in raffle_queue")
 
 	code, out, errOut := qlab("broker", "clean", "--prefix", prefix)
 	require.Equal(t, exitOK, code, errOut)
-	assert.Contains(t, out, names.Of(serve.RaffleQueue))
+	assert.Contains(t, out, names.Of(raffle.Queue))
 	for _, q := range serve.Topology().Queues {
 		_, err := rabbit.QueueDepth(context.Background(), conn, names.Of(q.Name))
 		assert.Error(t, err, "broker clean removed %s", q.Name)

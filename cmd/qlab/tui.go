@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lessons"
 	"github.com/queuelab/qlab/run"
 	"github.com/queuelab/qlab/tui"
@@ -75,7 +76,7 @@ func cmdTui(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return usageError{err}
 		}
 		if cfg.Backend != "" && l.Runner(cfg.Backend) == nil {
-			return usageError{lessons.ErrNoBackend{Lesson: l, Backend: cfg.Backend}}
+			return usageError{lesson.ErrNoBackend{Lesson: l, Backend: cfg.Backend}}
 		}
 		cfg.Start = l.Number()
 	}

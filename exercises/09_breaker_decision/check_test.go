@@ -14,7 +14,7 @@ import (
 	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/inmem"
 	"github.com/queuelab/qlab/lab"
-	"github.com/queuelab/qlab/lessons/q12"
+	"github.com/queuelab/qlab/seeds/email"
 )
 
 // scenario is one plan: mails arriving at a steady pace while the mail
@@ -98,7 +98,7 @@ func (w *worker) run(ctx context.Context, s *lab.Stream, sc scenario, plan lab.P
 	w.st, w.calls = s, map[string]int{}
 	b := inmem.NewFlow(ctx, s, sc.mails+1)
 	defer b.Close(context.Background())
-	if err := b.Declare(ctx, q12.EmailLoop(5*time.Second)); err != nil {
+	if err := b.Declare(ctx, email.Loop(5*time.Second)); err != nil {
 		return err
 	}
 	clock := s.Clock()

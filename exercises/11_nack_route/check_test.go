@@ -16,8 +16,8 @@ import (
 
 	"github.com/queuelab/qlab/exercises/check"
 	"github.com/queuelab/qlab/lab"
-	"github.com/queuelab/qlab/lessons/notify"
 	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/seeds/notify"
 )
 
 // scenario is one case: a policy and emails whose first fails[task]

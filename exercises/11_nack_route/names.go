@@ -8,7 +8,7 @@ import (
 )
 
 // Names are one check's names for the document's queues and exchange
-// (lessons/notify's names under the checker's private prefix): use them,
+// (seeds/notify's names under the checker's private prefix): use them,
 // not the document's literals.
 type Names struct {
 	EmailQueue string // email-queue: the API publishes jobs here, the worker consumes them

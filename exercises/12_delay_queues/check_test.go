@@ -16,8 +16,8 @@ import (
 
 	"github.com/queuelab/qlab/exercises/check"
 	"github.com/queuelab/qlab/lab"
-	"github.com/queuelab/qlab/lessons/notify"
 	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/seeds/notify"
 )
 
 // schedule is one case: the delays, and the retries sent, in order.

@@ -14,8 +14,8 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/queuelab/qlab/exercises/check"
-	"github.com/queuelab/qlab/lessons/notify"
 	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/seeds/notify"
 )
 
 // parked are the emails the checker's dead-letter queue holds, in order,

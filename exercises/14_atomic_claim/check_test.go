@@ -17,7 +17,7 @@ import (
 	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/inmem"
 	"github.com/queuelab/qlab/lab"
-	"github.com/queuelab/qlab/lessons/q18"
+	"github.com/queuelab/qlab/seeds/birthday"
 	"github.com/queuelab/qlab/store"
 	"github.com/queuelab/qlab/store/sqlstore"
 )
@@ -171,11 +171,11 @@ func (w *world) kind(id string) string {
 func (w *world) publishAll(ctx context.Context) error {
 	b := inmem.NewFlow(ctx, w.st, len(w.sc.publishes)+1)
 	defer b.Close(context.Background())
-	if err := b.Declare(ctx, q18.Topology()); err != nil {
+	if err := b.Declare(ctx, birthday.Topology()); err != nil {
 		return err
 	}
 	for _, actor := range []string{"Worker-1", "Worker-2"} {
-		c := flow.Consumer{Queue: q18.Queue, Actor: actor, Prefetch: 1, Handle: w.handler(actor)}
+		c := flow.Consumer{Queue: birthday.Queue, Actor: actor, Prefetch: 1, Handle: w.handler(actor)}
 		if err := b.Consume(ctx, c); err != nil {
 			return err
 		}
@@ -188,7 +188,7 @@ func (w *world) publishAll(ctx context.Context) error {
 		w.mu.Lock()
 		w.copies[p.id]++
 		w.mu.Unlock()
-		if err := b.PublishTo(ctx, q18.Scheduler, q18.Exchange, w.kind(p.id), p.id); err != nil {
+		if err := b.PublishTo(ctx, birthday.Scheduler, birthday.Exchange, w.kind(p.id), p.id); err != nil {
 			return err
 		}
 	}
@@ -206,7 +206,7 @@ func (w *world) handler(actor string) flow.Handler {
 		w.mu.Unlock()
 		if n > hotLoop {
 			w.settled(d.Task)
-			return flow.Park(q18.DLQ, fmt.Sprintf("stopped by the checker: delivered %d times", n))
+			return flow.Park(birthday.DLQ, fmt.Sprintf("stopped by the checker: delivered %d times", n))
 		}
 		e.Kind = lab.Started
 		w.st.Emit(e)

@@ -18,8 +18,7 @@ import (
 	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/inmem"
 	"github.com/queuelab/qlab/lab"
-	"github.com/queuelab/qlab/lessons/q18"
-	"github.com/queuelab/qlab/lessons/q19"
+	"github.com/queuelab/qlab/seeds/birthday"
 )
 
 // sendTime is how long one call to the mail API takes (lesson time).
@@ -294,7 +293,7 @@ func (w *world) run(ctx context.Context, s *lab.Stream) error {
 	w.st = s
 	b := inmem.NewFlow(ctx, s, len(w.p.jobs)+1)
 	defer b.Close(context.Background())
-	if err := b.Declare(ctx, q19.Topology()); err != nil {
+	if err := b.Declare(ctx, birthday.RetryTopology()); err != nil {
 		return err
 	}
 	// The worker counts retries in a header of its own (Q19's part a), so
@@ -304,7 +303,7 @@ func (w *world) run(ctx context.Context, s *lab.Stream) error {
 		return err
 	}
 	for _, j := range w.p.jobs {
-		if err := b.PublishTo(ctx, q18.Scheduler, q18.Exchange, "birthday", j.id); err != nil {
+		if err := b.PublishTo(ctx, birthday.Scheduler, birthday.Exchange, "birthday", j.id); err != nil {
 			return err
 		}
 	}

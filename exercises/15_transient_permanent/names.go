@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/queuelab/qlab/lessons/q18"
+	"github.com/queuelab/qlab/seeds/birthday"
 )
 
 // The birthday scheduler's queues (seed 003) and retry policy.
 const (
-	Queue      = q18.Queue       // birthday.messages.queue: the worker consumes it
-	DLQ        = q18.DLQ         // birthday.messages.dlq: where a message is parked
+	Queue      = birthday.Queue  // birthday.messages.queue: the worker consumes it
+	DLQ        = birthday.DLQ    // birthday.messages.dlq: where a message is parked
 	MaxRetries = 5               // QUEUE_MAX_RETRIES: retries after the first attempt
 	FirstDelay = 2 * time.Second // QUEUE_RETRY_DELAY: the wait before the first retry
 )

@@ -13,7 +13,7 @@ import (
 	"github.com/queuelab/qlab/exercises/check"
 	"github.com/queuelab/qlab/inmem"
 	"github.com/queuelab/qlab/lab"
-	"github.com/queuelab/qlab/lessons/q18"
+	"github.com/queuelab/qlab/seeds/birthday"
 	"github.com/queuelab/qlab/store"
 )
 
@@ -26,7 +26,7 @@ const (
 	live      = "Worker-3" // alive, sending the message of the live copy
 	sendTime  = 500 * time.Millisecond
 	slowSend  = 10 * time.Second
-	scheduler = q18.Scheduler
+	scheduler = birthday.Scheduler
 )
 
 // step is how far the dead worker took a message before it was killed.
@@ -125,8 +125,8 @@ type world struct {
 func (w *world) run(ctx context.Context, s *lab.Stream) error {
 	w.sys = inmem.New(ctx, s, w.sc.named().Plan)
 	room := len(w.sc.ids) + 2
-	queue := w.sys.Queue(q18.Queue, room)
-	dlq := w.sys.HoldingQueue(q18.DLQ, room)
+	queue := w.sys.Queue(birthday.Queue, room)
+	dlq := w.sys.HoldingQueue(birthday.DLQ, room)
 	for _, id := range append(append([]string(nil), w.sc.ids...), w.sc.live) {
 		row := store.Row{ID: id, Kind: "birthday", Status: store.Queued}
 		if _, err := w.db.Insert(ctx, row); err != nil {
@@ -144,7 +144,7 @@ func (w *world) run(ctx context.Context, s *lab.Stream) error {
 	}
 	// The live worker's copy comes on a queue of its own, so it (not the
 	// survivor) takes it; the scheduler's second copy follows the five.
-	mine := w.sys.Queue(q18.Queue, 1)
+	mine := w.sys.Queue(birthday.Queue, 1)
 	w.liveSending = true
 	w.sys.Worker(live, mine, func(t *inmem.Task) { w.liveWorker(ctx, mine, t) })
 	mine.Enqueue(scheduler, w.sc.live)
@@ -167,7 +167,7 @@ func (w *world) run(ctx context.Context, s *lab.Stream) error {
 func (w *world) crash(ctx context.Context) error {
 	st := w.sys.Stream()
 	for _, id := range w.sc.ids {
-		st.Emit(lab.Event{Kind: lab.Enqueued, Task: id, Queue: q18.Queue, Actor: scheduler})
+		st.Emit(lab.Event{Kind: lab.Enqueued, Task: id, Queue: birthday.Queue, Actor: scheduler})
 	}
 	for i, id := range w.sc.ids {
 		step := w.sc.steps[i]
@@ -177,7 +177,7 @@ func (w *world) crash(ctx context.Context) error {
 		if won, err := w.db.Claim(ctx, id); err != nil || !won {
 			return fmt.Errorf("the dead worker's claim of %s: won %v, %v", id, won, err)
 		}
-		e := lab.Event{Kind: lab.Started, Task: id, Queue: q18.Queue, Actor: dead, Attempt: 1}
+		e := lab.Event{Kind: lab.Started, Task: id, Queue: birthday.Queue, Actor: dead, Attempt: 1}
 		st.Emit(e) // the claim: SENDING
 		if step == claimed {
 			continue

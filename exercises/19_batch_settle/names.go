@@ -2,11 +2,11 @@ package batchsettle
 
 import (
 	"github.com/queuelab/qlab/flow"
-	"github.com/queuelab/qlab/lessons/raffle"
+	"github.com/queuelab/qlab/seeds/raffle"
 	"github.com/queuelab/qlab/store"
 )
 
-// The seed's queues (seed 004), as lessons/raffle names them.
+// The seed's queues (seed 004), as seeds/raffle names them.
 const (
 	Queue      = raffle.Queue      // the users to insert
 	RetryQueue = raffle.RetryQueue // holds a retry 10 s, then back to Queue

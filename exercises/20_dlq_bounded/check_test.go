@@ -14,8 +14,8 @@ import (
 	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/inmem"
 	"github.com/queuelab/qlab/lab"
-	"github.com/queuelab/qlab/lessons/raffle"
 	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/seeds/raffle"
 	"github.com/queuelab/qlab/store"
 )
 

@@ -4,7 +4,7 @@ import (
 	"errors"
 
 	"github.com/queuelab/qlab/flow"
-	"github.com/queuelab/qlab/lessons/raffle"
+	"github.com/queuelab/qlab/seeds/raffle"
 )
 
 // The queues, as lesson Q24's fix declares them beside the seed's

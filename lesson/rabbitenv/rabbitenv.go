@@ -127,14 +127,30 @@ func TopologyTable(topo rabbit.Topology, s *rabbit.Session) render.Table {
 		},
 	}
 	for _, q := range topo.Queues {
-		ttl, dl := "-", "-"
+		ttl, dl := "-", ""
 		if q.TTL > 0 {
 			ttl = fmt.Sprintf("%d ms (lesson %s)", rabbit.Arguments(q, s.Names, s.Clock)["x-message-ttl"], q.TTL)
 		}
-		if q.DeadLetterTo != "" {
-			dl = q.DeadLetterTo
-		}
+		dl = deadLettersTo(topo, q)
 		t.Rows = append(t.Rows, []string{q.Name, string(q.Role), ttl, dl})
 	}
 	return t
+}
+
+// deadLettersTo says where a queue's rejected and expired messages go: the
+// queue itself, or the exchange and the queue its binding reaches ("-" for
+// none), so a queue that dead-letters through an exchange is not shown as
+// dropping its messages.
+func deadLettersTo(topo flow.Topology, q flow.Queue) string {
+	switch {
+	case q.DeadLetterExchange != "":
+		target := topo.DeadLetterTarget(q.Name)
+		if target == "" {
+			target = "no queue bound"
+		}
+		return q.DeadLetterExchange + " → " + target
+	case q.DeadLetterTo != "":
+		return q.DeadLetterTo
+	}
+	return "-"
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/render"
 )
@@ -43,4 +44,23 @@ func TestTopologyNamesThePrefixOnce(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(b.String(), "qlab-85f1ce."), b.String())
 	assert.Contains(t, b.String(), "  sequential.queue ")
 	assert.Contains(t, b.String(), " sequential.dlq\n")
+}
+
+// TestTopologyShowsExchangeDeadLetters: a queue that dead-letters through
+// an exchange (seed 002's email-dlx) names the exchange and the queue it
+// reaches; it was shown as "-", as if the broker dropped its messages.
+func TestTopologyShowsExchangeDeadLetters(t *testing.T) {
+	topo := flow.Topology{
+		Queues: []flow.Queue{
+			{Name: "email-queue", DeadLetterExchange: "email-dlx"},
+			{Name: "email-dlq"},
+			{Name: "orphan", DeadLetterExchange: "nowhere-dlx"},
+		},
+		Exchanges: []flow.Exchange{{Name: "email-dlx", Kind: flow.Fanout}, {Name: "nowhere-dlx", Kind: flow.Fanout}},
+		Bindings:  []flow.Binding{{Exchange: "email-dlx", Queue: "email-dlq"}},
+	}
+	var b strings.Builder
+	TopologyTable(topo, &rabbit.Session{}).Fit(&b, render.LayoutFor(render.DefaultWidth))
+	assert.Contains(t, b.String(), "email-dlx → email-dlq", b.String())
+	assert.Contains(t, b.String(), "nowhere-dlx → no queue bound", b.String())
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/queuelab/qlab/lesson"
 	_ "github.com/queuelab/qlab/lesson/rabbitenv" // the broker mechanism env.Open uses
 	"github.com/queuelab/qlab/render"
+	"github.com/queuelab/qlab/seeds/email"
 )
 
 var Lesson = lesson.Lesson{
@@ -40,7 +41,7 @@ var Lesson = lesson.Lesson{
 	InMem:      runQ12,
 	Rabbit:     runQ12,
 	Faults:     true, // in the fault suite (lessons/faults)
-	Topologies: func() []flow.Topology { return []flow.Topology{EmailLoop(q12Wait)} },
+	Topologies: func() []flow.Topology { return []flow.Topology{email.Loop(q12Wait)} },
 	// At 40 the 30 s outage takes 0.75 s. At 100 (0.3 s) a stall of a
 	// loaded machine under -race could outlast it: no call failed, so no
 	// mail ever sat out the wait queue (TestParity/Q12, fresh clone, two
@@ -48,29 +49,6 @@ var Lesson = lesson.Lesson{
 	TestSpeed: 40,
 	Parity: lesson.Parity{TimingSensitive: "whether a retry lands inside the outage, what the breaker's window holds, and (with a fail rate) " +
 		"which mails spend their deliveries on fast fails depend on when calls happen: real time on the broker"},
-}
-
-// The NestJS email service's queues (seed 000): one work queue, one wait
-// queue that sends failures back after its TTL, and the DLQ the worker
-// publishes to at the end.
-const (
-	EmailQueue = "email_queue"
-	EmailWait  = "email_queue_wait"
-	EmailDLQ   = "email_queue_dlq"
-)
-
-// EmailLoop is the email service's single wait-queue loop: email_queue
-// dead-letters rejected messages into email_queue_wait, whose TTL
-// dead-letters them back; the worker itself publishes a message that gave
-// up to the DLQ.
-//
-//	email_queue ─reject→ email_queue_wait (TTL) ─→ email_queue … worker ─publish→ email_queue_dlq
-func EmailLoop(wait time.Duration) flow.Topology {
-	return flow.Topology{Queues: []flow.Queue{
-		{Name: EmailQueue, Role: flow.Work, DeadLetterTo: EmailWait},
-		{Name: EmailWait, Role: flow.Wait, TTL: wait, DeadLetterTo: EmailQueue},
-		{Name: EmailDLQ, Role: flow.DLQ},
-	}}
 }
 
 // The seed's settings and the lesson's workload, in lesson time.
@@ -164,7 +142,7 @@ func runQ12Scenario(ctx context.Context, env *lesson.Env, sc q12Scenario) (q12Re
 		return q12Result{}, err
 	}
 	defer env.Close(ctx, b)
-	if err := env.Declare(ctx, b, EmailLoop(q12Wait)); err != nil {
+	if err := env.Declare(ctx, b, email.Loop(q12Wait)); err != nil {
 		return q12Result{}, err
 	}
 	clock := env.Stream.Clock()
@@ -174,7 +152,7 @@ func runQ12Scenario(ctx context.Context, env *lesson.Env, sc q12Scenario) (q12Re
 		w.cb = w.newBreaker(clock)
 		defer w.cb.Close() // stops a pending reset timer
 	}
-	if err := b.Consume(ctx, flow.Consumer{Queue: EmailQueue, Actor: q12Actor, Handle: w.handle}); err != nil {
+	if err := b.Consume(ctx, flow.Consumer{Queue: email.Queue, Actor: q12Actor, Handle: w.handle}); err != nil {
 		return w.res, err
 	}
 	stopInterrupt := env.InterruptOn(b)
@@ -215,10 +193,10 @@ type q12Worker struct {
 // happens, naming no mail (no call caused it); a call's open or closed is
 // reported after that call's outcome, naming its mail.
 func (w *q12Worker) newBreaker(clock lab.Clock) *breaker.Breaker {
-	w.st.Emit(lab.Event{Kind: lab.Breaker, Actor: "breaker", Queue: EmailQueue, Note: breaker.StateClosed.String()})
+	w.st.Emit(lab.Event{Kind: lab.Breaker, Actor: "breaker", Queue: email.Queue, Note: breaker.StateClosed.String()})
 	return breaker.New(q12BreakerSettings(clock, func(_ context.Context, _, to breaker.State) {
 		if to == breaker.StateHalfOpen {
-			w.st.Emit(lab.Event{Kind: lab.Breaker, Actor: "breaker", Queue: EmailQueue, Note: to.String()})
+			w.st.Emit(lab.Event{Kind: lab.Breaker, Actor: "breaker", Queue: email.Queue, Note: to.String()})
 			return
 		}
 		w.moves = append(w.moves, to)
@@ -255,7 +233,7 @@ func (w *q12Worker) handle(ctx context.Context, d *flow.Delivery) flow.Decision 
 // policy is the worker's retry budget (the shared flow.Retries): through
 // the wait queue until sc.maxDeliveries deliveries, then the DLQ.
 func (w *q12Worker) policy() flow.Retries {
-	return flow.Retries{Via: EmailWait, DLQ: EmailDLQ, Max: w.sc.maxDeliveries,
+	return flow.Retries{Via: email.WaitQueue, DLQ: email.DLQ, Max: w.sc.maxDeliveries,
 		GaveUp: func(n int) string { return fmt.Sprintf("gave up after %d deliveries", n) }}
 }
 
@@ -291,7 +269,7 @@ func (w *q12Worker) deliver(ctx context.Context, d *flow.Delivery, budget string
 	}
 	w.st.Emit(e)
 	for _, to := range w.moves {
-		w.st.Emit(lab.Event{Kind: lab.Breaker, Actor: "breaker", Task: d.Task, Queue: EmailQueue, Note: to.String()})
+		w.st.Emit(lab.Event{Kind: lab.Breaker, Actor: "breaker", Task: d.Task, Queue: email.Queue, Note: to.String()})
 	}
 	w.moves = w.moves[:0]
 	return err
@@ -314,7 +292,7 @@ func q12Produce(ctx context.Context, env *lesson.Env, b flow.Backend, sc q12Scen
 				return err
 			}
 		}
-		if err := b.Publish(ctx, "Producer", EmailQueue, fmt.Sprintf("%s%02d", sc.prefix, i)); err != nil {
+		if err := b.Publish(ctx, "Producer", email.Queue, fmt.Sprintf("%s%02d", sc.prefix, i)); err != nil {
 			return err
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lesson/lessontest"
 	"github.com/queuelab/qlab/render"
+	"github.com/queuelab/qlab/seeds/email"
 )
 
 // q12TableCount reads the no-breaker and breaker counts of row name.
@@ -79,8 +80,8 @@ func TestQ12RabbitMQ(t *testing.T) {
 		case lab.Breaker:
 			states = append(states, e.Note)
 		case lab.Scheduled:
-			assert.Equal(t, EmailWait, e.Via)
-			assert.Equal(t, EmailQueue, e.To)
+			assert.Equal(t, email.WaitQueue, e.Via)
+			assert.Equal(t, email.Queue, e.To)
 		}
 	}
 	require.NotEmpty(t, states)

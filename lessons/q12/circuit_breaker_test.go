@@ -15,6 +15,7 @@ import (
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lesson/lessontest"
 	"github.com/queuelab/qlab/render"
+	"github.com/queuelab/qlab/seeds/email"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -211,7 +212,7 @@ func TestQ12FifteenDeliveriesThenTheDLQ(t *testing.T) {
 			assert.Equal(t, 15, deliveries, "mail %s is delivered 15 times (breaker %v)", rec.ID, withBreaker)
 			parked := labtest.Of(events, rec.ID, lab.DeadLettered)
 			require.Len(t, parked, 1)
-			assert.Equal(t, EmailDLQ, parked[0].To)
+			assert.Equal(t, email.DLQ, parked[0].To)
 			assert.Equal(t, "gave up after 15 deliveries", parked[0].Note)
 		}
 		assert.Equal(t, sc.mails, got.dead)

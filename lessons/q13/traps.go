@@ -8,9 +8,9 @@ import (
 
 	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lesson"
-	"github.com/queuelab/qlab/lessons/q12"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/render"
+	"github.com/queuelab/qlab/seeds/email"
 )
 
 // q13Nack is the service's nack(msg). amqplib's nack(message, allUpTo,
@@ -28,7 +28,7 @@ func q13Nack(readings *q13Readings, d *flow.Delivery) flow.Decision {
 		return flow.Requeue() // on the broker: basic.nack, multiple=false, requeue=true
 	}
 	return flow.Drop(fmt.Sprintf("the lab's guard, not the service: %d deliveries, each read as attempt %d, none through %s; "+
-		"the service's nack(msg) would requeue it forever and never reach the DLQ", q13HotLoopGuard, d.Attempt, q12.EmailWait))
+		"the service's nack(msg) would requeue it forever and never reach the DLQ", q13HotLoopGuard, d.Attempt, email.WaitQueue))
 }
 
 // q13Undeclared is what the broker answered to the service's last step,
@@ -52,10 +52,10 @@ func q13Unroutable(ctx context.Context, env *lesson.Env) (*q13Undeclared, error)
 		return nil, err
 	}
 	var u q13Undeclared
-	if u.plain, err = s.PublishUnroutable(ctx, q12.EmailDLQ, "dlq-probe", false); err != nil {
+	if u.plain, err = s.PublishUnroutable(ctx, email.DLQ, "dlq-probe", false); err != nil {
 		return nil, err
 	}
-	if u.mandatory, err = s.PublishUnroutable(ctx, q12.EmailDLQ, "dlq-probe", true); err != nil {
+	if u.mandatory, err = s.PublishUnroutable(ctx, email.DLQ, "dlq-probe", true); err != nil {
 		return nil, err
 	}
 	return &u, nil
@@ -104,7 +104,7 @@ func q13HotLoop(task string, readings *q13Readings, broker bool) string {
 	for _, r := range readings.of(task) {
 		firsts, expired = append(firsts, int(r.first)), append(expired, int(r.expired))
 	}
-	return out + fmt.Sprintf("; x-death[0].count ?? 1 read %s; trips through %s: %s", q13Distinct(firsts), q12.EmailWait, q13Distinct(expired))
+	return out + fmt.Sprintf("; x-death[0].count ?? 1 read %s; trips through %s: %s", q13Distinct(firsts), email.WaitQueue, q13Distinct(expired))
 }
 
 // q13Answer says what the broker answered to one unroutable publish.

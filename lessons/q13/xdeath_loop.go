@@ -20,7 +20,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/queuelab/qlab/lessons/q12"
 	"github.com/queuelab/qlab/lessons/versions"
 
 	"github.com/queuelab/qlab/flow"
@@ -28,6 +27,7 @@ import (
 	_ "github.com/queuelab/qlab/lesson/rabbitenv" // the broker mechanism env.Open uses
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/render"
+	"github.com/queuelab/qlab/seeds/email"
 )
 
 // The NestJS email service's numbers, in lesson time, and the lab's guard.
@@ -60,7 +60,7 @@ var Lesson = lesson.Lesson{
 	InMem:      runQ13,
 	Rabbit:     runQ13,
 	Faults:     true, // in the fault suite (lessons/faults)
-	Topologies: func() []flow.Topology { return []flow.Topology{q12.EmailLoop(q13Wait)} },
+	Topologies: func() []flow.Topology { return []flow.Topology{email.Loop(q13Wait)} },
 	TestSpeed:  200, // the 5 s wait takes 25 ms
 }
 
@@ -141,10 +141,10 @@ func q13Run(ctx context.Context, env *lesson.Env, loop q13Loop, readings *q13Rea
 	}
 	defer env.Close(ctx, b)
 	broker = flow.FactsOf(b)
-	if err := env.Declare(ctx, b, q12.EmailLoop(q13Wait)); err != nil {
+	if err := env.Declare(ctx, b, email.Loop(q13Wait)); err != nil {
 		return nil, broker, err
 	}
-	policy := flow.Retries{Via: q12.EmailWait, DLQ: q12.EmailDLQ, Max: q13MaxAttempts,
+	policy := flow.Retries{Via: email.WaitQueue, DLQ: email.DLQ, Max: q13MaxAttempts,
 		GaveUp: func(attempt int) string { return fmt.Sprintf("%s (counted by %s)", q13GaveUp(attempt), loop.counter) }}
 	lastErr := map[string]string{} // only the worker writes it, until Wait returns
 	handle := func(ctx context.Context, d *flow.Delivery) flow.Decision {
@@ -161,12 +161,12 @@ func q13Run(ctx context.Context, env *lesson.Env, loop q13Loop, readings *q13Rea
 		}
 		return policy.Decide(d, err)
 	}
-	if err := b.Consume(ctx, flow.Consumer{Queue: q12.EmailQueue, Actor: loop.actor, RetryHeader: loop.header, Handle: handle}); err != nil {
+	if err := b.Consume(ctx, flow.Consumer{Queue: email.Queue, Actor: loop.actor, RetryHeader: loop.header, Handle: handle}); err != nil {
 		return nil, broker, err
 	}
 	defer env.InterruptOn(b)()
 	for _, id := range env.Plan.Tasks {
-		if err := b.Publish(ctx, "Producer", q12.EmailQueue, loop.prefix+id); err != nil {
+		if err := b.Publish(ctx, "Producer", email.Queue, loop.prefix+id); err != nil {
 			return nil, broker, err
 		}
 	}
@@ -177,7 +177,7 @@ func q13Run(ctx context.Context, env *lesson.Env, loop q13Loop, readings *q13Rea
 	if !ok {
 		return nil, broker, nil // nothing can read the DLQ back: its table stays empty
 	}
-	dlq, err := in.Peek(ctx, q12.EmailDLQ, 2*len(env.Plan.Tasks))
+	dlq, err := in.Peek(ctx, email.DLQ, 2*len(env.Plan.Tasks))
 	return q13ParkedIn(dlq, lastErr, broker.Broker), broker, err
 }
 

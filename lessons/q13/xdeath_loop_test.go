@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/queuelab/qlab/lessons/q12"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -18,6 +16,7 @@ import (
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
 	"github.com/queuelab/qlab/render"
+	"github.com/queuelab/qlab/seeds/email"
 )
 
 // q13PoisonKinds is what a poison mail goes through: q13MaxAttempts
@@ -49,12 +48,12 @@ func assertQ13Fates(t *testing.T, events []lab.Event) {
 				numbers = append(numbers, e.Attempt)
 			}
 			if e.Task == prefix+"C" && e.Kind == lab.Scheduled {
-				assert.Equal(t, q12.EmailWait, e.Via)
-				assert.Equal(t, q12.EmailQueue, e.To)
+				assert.Equal(t, email.WaitQueue, e.Via)
+				assert.Equal(t, email.Queue, e.To)
 				assert.Equal(t, q13Wait.Milliseconds(), e.DelayMs)
 			}
 			if e.Task == prefix+"C" && e.Kind == lab.DeadLettered {
-				assert.Equal(t, q12.EmailDLQ, e.To)
+				assert.Equal(t, email.DLQ, e.To)
 				assert.Equal(t, q13MaxAttempts, e.Attempt)
 			}
 		}
@@ -84,7 +83,7 @@ func assertQ13HotLoop(t *testing.T, events []lab.Event) {
 	moved := labtest.Of(events, "nC", lab.Moved)
 	require.Len(t, moved, q13HotLoopGuard-1)
 	for _, e := range moved {
-		assert.Equal(t, q12.EmailQueue, e.To, "straight back to email_queue")
+		assert.Equal(t, email.Queue, e.To, "straight back to email_queue")
 	}
 	for _, e := range labtest.Of(events, "nC", lab.Started) {
 		assert.Equal(t, 1, e.Attempt, "a requeue repeats the attempt")
@@ -172,7 +171,7 @@ func TestQ13RabbitMQ(t *testing.T) {
 	traps := lessontest.TableTitled(t, res.Tables, "What happened to the NestJS email service's two traps")
 	require.Len(t, traps.Rows, 3)
 	assert.Equal(t, fmt.Sprintf("nC: %d deliveries in a row, the attempt read all 1; x-death[0].count ?? 1 read all 1; trips through %s: all 0",
-		q13HotLoopGuard, q12.EmailWait), traps.Rows[0][2])
+		q13HotLoopGuard, email.WaitQueue), traps.Rows[0][2])
 	assert.Equal(t, "confirm: ack; basic.return: none; email_queue_dlq afterwards: does not exist → the mail is gone, and the worker acks the original",
 		traps.Rows[1][2], "without mandatory an unroutable publish is confirmed and lost")
 	assert.Equal(t, "confirm: ack; basic.return: 312 NO_ROUTE; email_queue_dlq afterwards: does not exist → the publisher learns that nothing took it",

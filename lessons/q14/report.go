@@ -8,9 +8,9 @@ import (
 
 	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lesson"
-	"github.com/queuelab/qlab/lessons/notify"
 	"github.com/queuelab/qlab/lessons/versions"
 	"github.com/queuelab/qlab/render"
+	"github.com/queuelab/qlab/seeds/notify"
 )
 
 // retryRow is one retry as measured: sent round at sentAt (lesson time)

@@ -6,9 +6,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/queuelab/qlab/lessons/notify"
 	"github.com/queuelab/qlab/lessons/versions"
 	"github.com/queuelab/qlab/render"
+	"github.com/queuelab/qlab/seeds/notify"
 )
 
 // q15RoutesTable shows, per run, where each nacked message was found and

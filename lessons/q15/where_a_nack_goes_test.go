@@ -11,9 +11,9 @@ import (
 	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lesson/lessontest"
-	"github.com/queuelab/qlab/lessons/notify"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
 	"github.com/queuelab/qlab/render"
+	"github.com/queuelab/qlab/seeds/notify"
 )
 
 // q15Row is the routes table's row for the run whose label starts with

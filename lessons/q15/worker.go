@@ -11,8 +11,8 @@ import (
 
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
-	"github.com/queuelab/qlab/lessons/notify"
 	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/seeds/notify"
 )
 
 // q15Worker is the document's EmailWorker, written with amqp091-go's own

@@ -26,9 +26,9 @@ import (
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
 	_ "github.com/queuelab/qlab/lesson/rabbitenv" // the broker mechanism env.Open uses
-	"github.com/queuelab/qlab/lessons/notify"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/render"
+	"github.com/queuelab/qlab/seeds/notify"
 )
 
 var Lesson = lesson.Lesson{

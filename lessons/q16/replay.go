@@ -10,9 +10,9 @@ import (
 	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
-	"github.com/queuelab/qlab/lessons/notify"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/render"
+	"github.com/queuelab/qlab/seeds/notify"
 )
 
 // q16Worker is the seed's processMessage on one delivery: send the mail;

@@ -11,9 +11,9 @@ import (
 
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
-	"github.com/queuelab/qlab/lessons/notify"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
+	"github.com/queuelab/qlab/seeds/notify"
 )
 
 // The benchmarks put the lesson's confirm strategies and prefetch settings

@@ -20,8 +20,8 @@ import (
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lesson/rabbitenv"
-	"github.com/queuelab/qlab/lessons/notify"
 	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/seeds/notify"
 )
 
 // The lesson's sizes. Publishing is measured in real msg/s on real

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/queuelab/qlab/lesson"
+	"github.com/queuelab/qlab/seeds/birthday"
 )
 
 // Part (a): the seed's cron takes every CREATED row due within the next
@@ -29,7 +30,7 @@ const lastDue = 59
 // message's send time against its due time.
 func earlySend(ctx context.Context, env *lesson.Env) error {
 	env.Phase("(a) E1–E5: the seed's cron publishes what is due within the hour, at once")
-	seed, err := runEarly(ctx, env, "early", "E", Horizon, 0)
+	seed, err := runEarly(ctx, env, "early", "E", birthday.Horizon, 0)
 	if err != nil {
 		return err
 	}
@@ -55,7 +56,7 @@ func runEarly(ctx context.Context, env *lesson.Env, name, prefix string,
 		rows, err := v.db.QueueDue(ctx, v.now().Add(lookAhead))
 		for _, r := range rows {
 			if err == nil {
-				err = v.publish(ctx, Scheduler, r)
+				err = v.publish(ctx, birthday.Scheduler, r)
 			}
 		}
 		return err

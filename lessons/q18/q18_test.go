@@ -12,6 +12,7 @@ import (
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lesson/lessontest"
+	"github.com/queuelab/qlab/seeds/birthday"
 	"github.com/queuelab/qlab/store"
 )
 
@@ -48,7 +49,7 @@ func TestEarlySendAndItsFix(t *testing.T) {
 		t.Run(string(b), func(t *testing.T) {
 			var seed, fix outcome
 			runPart(t, b, func(ctx context.Context, env *lesson.Env) (err error) {
-				if seed, err = runEarly(ctx, env, "early", "E", Horizon, 0); err != nil {
+				if seed, err = runEarly(ctx, env, "early", "E", birthday.Horizon, 0); err != nil {
 					return err
 				}
 				fix, err = runEarly(ctx, env, "due", "D", 0, lastDue)
@@ -58,7 +59,7 @@ func TestEarlySendAndItsFix(t *testing.T) {
 				early, sent := seed.earlyBy(r)
 				require.True(t, sent, r.id)
 				if b == lab.InMem { // exact time: one worker, a send every 2 s from 0:00
-					want := time.Duration(r.due)*Tick - time.Duration(i+1)*sendTime
+					want := time.Duration(r.due)*birthday.Tick - time.Duration(i+1)*sendTime
 					assert.Equal(t, want, early.Round(time.Millisecond), r.id)
 				}
 			}
@@ -70,7 +71,7 @@ func TestEarlySendAndItsFix(t *testing.T) {
 				early, sent := fix.earlyBy(r)
 				require.True(t, sent, r.id)
 				assert.LessOrEqual(t, early, time.Duration(0), "%s is sent at or after due", r.id)
-				assert.GreaterOrEqual(t, fix.published[r.id], time.Duration(r.due)*Tick, r.id)
+				assert.GreaterOrEqual(t, fix.published[r.id], time.Duration(r.due)*birthday.Tick, r.id)
 			}
 			assert.Equal(t, 5, seed.counts[store.Sent])
 			assert.Equal(t, 5, fix.counts[store.Sent])

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/queuelab/qlab/render"
+	"github.com/queuelab/qlab/seeds/birthday"
 	"github.com/queuelab/qlab/store"
 )
 
@@ -46,7 +47,7 @@ func (o outcome) earlyBy(r row) (time.Duration, bool) {
 	if len(o.sends[r.id]) == 0 {
 		return 0, false
 	}
-	return time.Duration(r.due)*Tick - o.sends[r.id][0], true
+	return time.Duration(r.due)*birthday.Tick - o.sends[r.id][0], true
 }
 
 // earlyTable is part (a): each message's due, publish and send times.
@@ -68,7 +69,7 @@ func earlyTable(outs []outcome) render.Table {
 				sent = signed(-early)
 			}
 			t.Rows = append(t.Rows, []string{cronName(o.name), r.id, r.kind,
-				clock(time.Duration(r.due) * Tick), clock(o.published[r.id]), o.sendTimes(r.id), sent})
+				clock(time.Duration(r.due) * birthday.Tick), clock(o.published[r.id]), o.sendTimes(r.id), sent})
 		}
 		t.Notes = append(t.Notes, earlyNote(o, worst))
 	}

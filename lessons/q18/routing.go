@@ -9,6 +9,7 @@ import (
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/seeds/birthday"
 	"github.com/queuelab/qlab/store"
 )
 
@@ -62,7 +63,7 @@ func runRouting(ctx context.Context, env *lesson.Env) ([]routed, outcome, string
 	defer v.close(ctx)
 	var told []routed
 	tick := func(ctx context.Context) error {
-		queued, err := v.db.QueueDue(ctx, v.now().Add(Horizon))
+		queued, err := v.db.QueueDue(ctx, v.now().Add(birthday.Horizon))
 		for _, r := range queued {
 			if err != nil {
 				break
@@ -86,7 +87,7 @@ func (v *variant) route(ctx context.Context, r store.Row, rt *routed) error {
 	if !rt.mandatory {
 		return v.publishPlain(ctx, r, rt)
 	}
-	err := v.publish(ctx, Scheduler, r)
+	err := v.publish(ctx, birthday.Scheduler, r)
 	switch {
 	case err == nil:
 		rt.answer, rt.acked = "confirmed", flow.FactsOf(v.b).Broker
@@ -104,7 +105,7 @@ func (v *variant) route(ctx context.Context, r store.Row, rt *routed) error {
 // topology, which routes r's key nowhere. Either way the stream reports
 // the message lost, which the publisher itself never learns.
 func (v *variant) publishPlain(ctx context.Context, r store.Row, rt *routed) error {
-	if routes := Topology().Route(Exchange, r.Kind); len(routes) > 0 {
+	if routes := birthday.Topology().Route(birthday.Exchange, r.Kind); len(routes) > 0 {
 		return fmt.Errorf("q18: key %q routes to %v: not a silent drop", r.Kind, routes)
 	}
 	v.mu.Lock()
@@ -123,11 +124,11 @@ func (v *variant) publishPlain(ctx context.Context, r store.Row, rt *routed) err
 	}
 	// Not refused: the broker took the message (its confirm said so) and
 	// dropped it; only the lab, which knows no binding matched, can say so.
-	at := lab.Event{Task: r.ID, Queue: Exchange, Actor: Scheduler}
+	at := lab.Event{Task: r.ID, Queue: birthday.Exchange, Actor: birthday.Scheduler}
 	enq, lost := at, at
-	enq.Kind, enq.Note = lab.Enqueued, fmt.Sprintf("to exchange %s with key %q", Exchange, r.Kind)
+	enq.Kind, enq.Note = lab.Enqueued, fmt.Sprintf("to exchange %s with key %q", birthday.Exchange, r.Kind)
 	lost.Kind = lab.Lost
-	lost.Note = fmt.Sprintf("unroutable: no binding of %s matches key %q; %s", Exchange, r.Kind, how)
+	lost.Note = fmt.Sprintf("unroutable: no binding of %s matches key %q; %s", birthday.Exchange, r.Kind, how)
 	v.env.Stream.Emit(enq)
 	v.env.Stream.Emit(lost)
 	return nil
@@ -139,6 +140,6 @@ func (v *variant) publishPlain(ctx context.Context, r store.Row, rt *routed) err
 // whether a basic.return came back.
 func publishUnmandatory(ctx context.Context, s *rabbit.Session, key, task string) (
 	confirmed, returned bool, err error) {
-	u, err := s.PublishWatched(ctx, s.Names.Of(Exchange), key, task, false /* mandatory: off */)
+	u, err := s.PublishWatched(ctx, s.Names.Of(birthday.Exchange), key, task, false /* mandatory: off */)
 	return u.Confirmed, u.Returned, err
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
 	_ "github.com/queuelab/qlab/lesson/rabbitenv" // the broker mechanism env.Open uses
+	"github.com/queuelab/qlab/seeds/birthday"
 )
 
 var Lesson = lesson.Lesson{
@@ -53,7 +54,7 @@ var Lesson = lesson.Lesson{
 	WatchSpeed: 600,        // qlab run's and the TUI's: a lesson minute is 100 ms, the ~70 minutes in ~7 s
 	Length:     66 * time.Minute,
 	TestSpeed:  600,
-	Topologies: func() []flow.Topology { return []flow.Topology{Topology()} },
+	Topologies: func() []flow.Topology { return []flow.Topology{birthday.Topology()} },
 	Faults:     true, // in the fault suite (lessons/faults): PublishTo survives a lost channel
 	Parity: lesson.Parity{
 		TimingSensitive: "part (d)'s check-then-act sends twice only when two workers hold both " +
@@ -62,48 +63,13 @@ var Lesson = lesson.Lesson{
 	LosesOnPurpose: []string{"Q2", "R3"}, // (b) the row left QUEUED; (c) the wedding the broker dropped
 }
 
-// The seed's names.
-const (
-	Exchange = "birthday.messages"       // topic: birthday, anniversary
-	Queue    = "birthday.messages.queue" // bound with both keys; the workers consume it
-	DLX      = "birthday.messages.dlx"   // direct: the main queue's dead-letter exchange
-	DLQKey   = "dlq"                     // the DLX's one key
-	DLQ      = "birthday.messages.dlq"   // bound to the DLX with dlq
-)
-
-// The seed's numbers, in lesson time.
-const (
-	Tick     = time.Minute // CRON_MINUTE_SCHEDULE="* * * * *"
-	Horizon  = time.Hour   // "finds messages due in next hour"
-	Prefetch = 5           // QUEUE_CONCURRENCY, the consumer's prefetch
-	// sendTime is how long the external API takes to send one message.
-	sendTime = 2 * time.Second
-)
+// sendTime is how long the external API takes to send one message.
+const sendTime = 2 * time.Second
 
 // The lesson's actors.
 const (
-	Scheduler = "Minute-Scheduler"
-	Relay     = "Outbox-Relay"
+	Relay = "Outbox-Relay"
 )
-
-// Topology is the seed's: the topic exchange binds birthday and
-// anniversary to the main queue, which dead-letters through the direct DLX
-// (key dlq) into the DLQ. The seed declares both queues as quorum queues
-// on three nodes; Q21 does that on a cluster, here they are classic.
-func Topology() flow.Topology {
-	return flow.Topology{
-		Queues: []flow.Queue{
-			{Name: Queue, Role: flow.Work, DeadLetterExchange: DLX, DeadLetterKey: DLQKey},
-			{Name: DLQ, Role: flow.DLQ},
-		},
-		Exchanges: []flow.Exchange{{Name: Exchange, Kind: flow.Topic}, {Name: DLX, Kind: flow.Direct}},
-		Bindings: []flow.Binding{
-			{Exchange: Exchange, Queue: Queue, Key: "birthday"},
-			{Exchange: Exchange, Queue: Queue, Key: "anniversary"},
-			{Exchange: DLX, Queue: DLQ, Key: DLQKey},
-		},
-	}
-}
 
 // runQ18 runs the four parts in order and reports what each measured.
 func runQ18(ctx context.Context, env *lesson.Env) error {

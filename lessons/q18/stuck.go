@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/queuelab/qlab/lesson"
+	"github.com/queuelab/qlab/seeds/birthday"
 	"github.com/queuelab/qlab/store"
 )
 
@@ -88,12 +89,12 @@ func runStuck(ctx context.Context, env *lesson.Env, sv stuckVariant) (outcome, e
 // loop does; the row it failed is lost.
 func queuedFirst(v *variant) func(context.Context) error {
 	return func(ctx context.Context) error {
-		rows, err := v.db.QueueDue(ctx, v.now().Add(Horizon))
+		rows, err := v.db.QueueDue(ctx, v.now().Add(birthday.Horizon))
 		if err != nil {
 			return err
 		}
 		for _, r := range rows {
-			if err := v.publish(ctx, Scheduler, r); err != nil {
+			if err := v.publish(ctx, birthday.Scheduler, r); err != nil {
 				v.lostAfterQueued(r.ID, err)
 			}
 		}
@@ -106,13 +107,13 @@ func queuedFirst(v *variant) func(context.Context) error {
 // so the next tick publishes all of them again.
 func publishFirst(v *variant) func(context.Context) error {
 	return func(ctx context.Context) error {
-		until := v.now().Add(Horizon)
+		until := v.now().Add(birthday.Horizon)
 		due, err := v.dueCreated(ctx, until)
 		if err != nil {
 			return err
 		}
 		for _, r := range due {
-			if err := v.publish(ctx, Scheduler, r); err != nil {
+			if err := v.publish(ctx, birthday.Scheduler, r); err != nil {
 				return ignoreFault(err) // the tick failed: its rows stay CREATED for the next
 			}
 		}
@@ -144,7 +145,7 @@ func (v *variant) dueCreated(ctx context.Context, until time.Time) ([]store.Row,
 // ends the pass, and the entry waits for the next.
 func outboxTick(v *variant) func(context.Context) error {
 	return func(ctx context.Context) error {
-		if _, err := v.db.QueueDueToOutbox(ctx, v.now().Add(Horizon)); err != nil {
+		if _, err := v.db.QueueDueToOutbox(ctx, v.now().Add(birthday.Horizon)); err != nil {
 			return err
 		}
 		pending, err := v.db.PendingOutbox(ctx, len(v.rows))

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/queuelab/qlab/lesson"
+	"github.com/queuelab/qlab/seeds/birthday"
 	"github.com/queuelab/qlab/store"
 )
 
@@ -30,7 +31,7 @@ func twiceRows(prefix string) []row {
 // publishAndPause publishes r and takes publishTime over it, as a real
 // publish does: the broker's dispatch (and memory's) settles in between.
 func (v *variant) publishAndPause(ctx context.Context, r store.Row) error {
-	if err := v.publish(ctx, Scheduler, r); err != nil {
+	if err := v.publish(ctx, birthday.Scheduler, r); err != nil {
 		return err
 	}
 	return v.clock.Wait(ctx, publishTime)
@@ -82,7 +83,7 @@ func runTwice(ctx context.Context, env *lesson.Env, name, prefix string,
 	}
 	defer v.close(ctx)
 	tick := func(ctx context.Context) error {
-		rows, err := v.db.QueueDue(ctx, v.now().Add(Horizon))
+		rows, err := v.db.QueueDue(ctx, v.now().Add(birthday.Horizon))
 		for _, r := range rows {
 			if err == nil {
 				err = v.publishAndPause(ctx, r)

@@ -13,6 +13,7 @@ import (
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lessons/runstore"
+	"github.com/queuelab/qlab/seeds/birthday"
 	"github.com/queuelab/qlab/store"
 )
 
@@ -79,12 +80,12 @@ func open(ctx context.Context, env *lesson.Env, name string, rows []row, w worke
 // setUp declares the topology, starts the workers, then inserts the rows
 // due in minutes from now: the variant's start, once everything runs.
 func (v *variant) setUp(ctx context.Context, consumers int) error {
-	if err := v.env.Declare(ctx, v.b, Topology()); err != nil {
+	if err := v.env.Declare(ctx, v.b, birthday.Topology()); err != nil {
 		return err
 	}
 	for i := range consumers {
 		actor := fmt.Sprintf("Worker-%d", i+1)
-		c := flow.Consumer{Queue: Queue, Actor: actor, Prefetch: Prefetch, Handle: v.handler(actor)}
+		c := flow.Consumer{Queue: birthday.Queue, Actor: actor, Prefetch: birthday.Prefetch, Handle: v.handler(actor)}
 		if err := v.b.Consume(ctx, c); err != nil {
 			return err
 		}
@@ -96,7 +97,7 @@ func (v *variant) setUp(ctx context.Context, consumers int) error {
 	}
 	v.start = v.clock.Elapsed()
 	for _, r := range v.rows {
-		due := v.wall(v.start + time.Duration(r.due)*Tick)
+		due := v.wall(v.start + time.Duration(r.due)*birthday.Tick)
 		if _, err := v.db.Insert(ctx, store.Row{ID: r.id, Kind: r.kind, Due: due}); err != nil {
 			return err
 		}
@@ -124,7 +125,7 @@ func (v *variant) since() time.Duration { return v.clock.Elapsed() - v.start }
 // `* * * * *` schedule does, and stops at its first error.
 func (v *variant) cron(ctx context.Context, last int, tick func(context.Context) error) error {
 	for m := range last + 1 {
-		if err := v.clock.Wait(ctx, time.Duration(m)*Tick-v.since()); err != nil {
+		if err := v.clock.Wait(ctx, time.Duration(m)*birthday.Tick-v.since()); err != nil {
 			return err
 		}
 		if err := tick(ctx); err != nil {
@@ -155,7 +156,7 @@ func (v *variant) publish(ctx context.Context, actor string, r store.Row) error 
 		v.published[r.ID] = v.since()
 	}
 	v.mu.Unlock()
-	return v.b.PublishTo(ctx, actor, Exchange, r.Kind, task)
+	return v.b.PublishTo(ctx, actor, birthday.Exchange, r.Kind, task)
 }
 
 // copyTask names copy n of row id.
@@ -176,7 +177,7 @@ func rowOf(task string) string {
 // row QUEUED) and its publish failed, so no queue has it and no cron will
 // pick its row again.
 func (v *variant) lostAfterQueued(id string, err error) {
-	at := lab.Event{Task: id, Queue: Exchange, Actor: Scheduler}
+	at := lab.Event{Task: id, Queue: birthday.Exchange, Actor: birthday.Scheduler}
 	enq, lost := at, at
 	enq.Kind, enq.Note = lab.Enqueued, "row marked QUEUED, then published"
 	lost.Kind = lab.Lost
@@ -193,7 +194,7 @@ func (v *variant) handler(actor string) flow.Handler {
 		id := rowOf(d.Task)
 		mine, err := v.work.claim(ctx, v, id)
 		if err != nil {
-			return flow.Park(DLQ, err.Error())
+			return flow.Park(birthday.DLQ, err.Error())
 		}
 		if !mine {
 			v.skip(ctx, d, actor, id)
@@ -201,7 +202,7 @@ func (v *variant) handler(actor string) flow.Handler {
 		}
 		err = v.env.Stream.Attempt(d.Event(actor), func() error { return v.send(ctx, id) })
 		if err != nil {
-			return flow.Park(DLQ, err.Error())
+			return flow.Park(birthday.DLQ, err.Error())
 		}
 		return flow.Ack()
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/queuelab/qlab/seeds/birthday"
 	"github.com/queuelab/qlab/store"
 )
 
@@ -87,5 +88,5 @@ var claimWhenQueued = worker{
 // gave, so a copy was parked with its row about to be marked.
 const (
 	queuedPoll = 7 * time.Second
-	queuedWait = 10 * Tick
+	queuedWait = 10 * birthday.Tick
 )

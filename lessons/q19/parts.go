@@ -8,8 +8,8 @@ import (
 
 	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lesson"
-	"github.com/queuelab/qlab/lessons/q18"
 	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/seeds/birthday"
 )
 
 // attemptRow is one attempt as the worker saw it.
@@ -51,12 +51,12 @@ type job struct {
 
 // classified is part (a)'s load: one of each error class.
 var classified = []job{
-	{"N1", ErrNetwork, 2},
-	{"T1", ErrTimeout, 1},
-	{"L1", ErrRateLimit, 0},
-	{"V1", ErrValidation, 0},
-	{"F1", ErrNotFound, 0},
-	{"A1", ErrAuth, 0},
+	{"N1", birthday.ErrNetwork, 2},
+	{"T1", birthday.ErrTimeout, 1},
+	{"L1", birthday.ErrRateLimit, 0},
+	{"V1", birthday.ErrValidation, 0},
+	{"F1", birthday.ErrNotFound, 0},
+	{"A1", birthday.ErrAuth, 0},
 }
 
 // classify is part (a): every class of error through the seed's policy,
@@ -107,12 +107,12 @@ type strategy struct {
 var waitQueues = strategy{
 	name: "TTL wait queues",
 	consumers: func(handle func(string) flow.Handler) []flow.Consumer {
-		return []flow.Consumer{{Queue: q18.Queue, Actor: "Worker", Prefetch: Slots,
+		return []flow.Consumer{{Queue: birthday.Queue, Actor: "Worker", Prefetch: birthday.Prefetch,
 			RetryHeader: rabbit.RetryCountHeader, Handle: handle("Worker")}}
 	},
 	handler: func(w *worker, actor string) flow.Handler {
 		return func(ctx context.Context, d *flow.Delivery) flow.Decision {
-			return Decide(d, w.attempt(ctx, d, actor))
+			return birthday.Decide(d, w.attempt(ctx, d, actor))
 		}
 	},
 }
@@ -125,9 +125,9 @@ var timerNack = strategy{
 	name: "timer, then nack + requeue",
 	consumers: func(handle func(string) flow.Handler) []flow.Consumer {
 		var cs []flow.Consumer
-		for i := range Slots {
+		for i := range birthday.Prefetch {
 			actor := fmt.Sprintf("Slot-%d", i+1)
-			cs = append(cs, flow.Consumer{Queue: q18.Queue, Actor: actor, Prefetch: 1,
+			cs = append(cs, flow.Consumer{Queue: birthday.Queue, Actor: actor, Prefetch: 1,
 				Handle: handle(actor)})
 		}
 		return cs
@@ -136,13 +136,13 @@ var timerNack = strategy{
 		return func(ctx context.Context, d *flow.Delivery) flow.Decision {
 			err := w.attempt(ctx, d, actor)
 			if err == nil || flow.IsPermanent(err) {
-				return Decide(d, err)
+				return birthday.Decide(d, err)
 			}
 			retries := headerCount(d) // a requeue changes no header: always what was published
-			if retries >= MaxRetries {
-				return Decide(d, err)
+			if retries >= birthday.MaxRetries {
+				return birthday.Decide(d, err)
 			}
-			_ = flow.WaitFor(ctx, w.b, w.clock, Delay(retries)) // the slot stays taken; cancelled, requeue now
+			_ = flow.WaitFor(ctx, w.b, w.clock, birthday.Delay(retries)) // the slot stays taken; cancelled, requeue now
 			return flow.Requeue()
 		}
 	},
@@ -182,7 +182,7 @@ func runLoad(ctx context.Context, env *lesson.Env, tasks []string,
 				return nil, err
 			}
 		}
-		if err := b.PublishTo(ctx, "Minute-Scheduler", q18.Exchange, "birthday", task); err != nil {
+		if err := b.PublishTo(ctx, "Minute-Scheduler", birthday.Exchange, "birthday", task); err != nil {
 			return nil, err
 		}
 	}

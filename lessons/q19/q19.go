@@ -20,8 +20,6 @@ package q19
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -30,8 +28,8 @@ import (
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
 	_ "github.com/queuelab/qlab/lesson/rabbitenv" // the broker mechanism env.Open uses
-	"github.com/queuelab/qlab/lessons/q18"
 	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/seeds/birthday"
 )
 
 var Lesson = lesson.Lesson{
@@ -51,63 +49,12 @@ var Lesson = lesson.Lesson{
 	TestSpeed:  20,
 	Parity: lesson.Parity{TimingSensitive: "part (b)'s attempts are how many 2 s holds fit in " +
 		"the 30 s rate limit, which on a broker depends on when the redeliveries land"},
-	Topologies: func() []flow.Topology { return []flow.Topology{Topology(), rabbit.ReturnsTopology()} },
+	Topologies: func() []flow.Topology { return []flow.Topology{birthday.RetryTopology(), rabbit.ReturnsTopology()} },
 	Faults:     true, // in the fault suite (lessons/faults)
 }
 
-// The seed's retry policy.
-const (
-	MaxRetries = 5               // QUEUE_MAX_RETRIES
-	FirstDelay = 2 * time.Second // QUEUE_RETRY_DELAY, doubled on each retry
-	Slots      = 5               // QUEUE_CONCURRENCY: the prefetch
-	sendTime   = 100 * time.Millisecond
-)
-
-// Delay is the seed's wait before retry n (0-based): 2 s·2ⁿ.
-func Delay(retry int) time.Duration { return FirstDelay << retry }
-
-// waitQueue is the TTL wait queue of retry n: birthday.messages.retry.8s.
-func waitQueue(retry int) string {
-	return fmt.Sprintf("%s.retry.%ds", q18.Queue, int(Delay(retry).Seconds()))
-}
-
-// Topology is Q18's (the topic exchange, the main queue, the DLX and the
-// DLQ) with one wait queue per delay, each dead-lettering back to the
-// main queue when its TTL runs out.
-func Topology() flow.Topology {
-	t := q18.Topology()
-	for n := range MaxRetries {
-		t.Queues = append(t.Queues, flow.Queue{Name: waitQueue(n), Role: flow.Wait,
-			TTL: Delay(n), DeadLetterTo: q18.Queue})
-	}
-	return t
-}
-
-// The error classes of the seed's worker.
-var (
-	ErrNetwork    = errors.New("network error: connection reset")
-	ErrTimeout    = errors.New("timeout after 10 s")
-	ErrRateLimit  = errors.New("rate limited (429)")
-	ErrValidation = flow.Permanent(errors.New("validation: birthday message has no recipient"))
-	ErrNotFound   = flow.Permanent(errors.New("not found: no row for this message"))
-	ErrAuth       = flow.Permanent(errors.New("auth: the mail API refused the key (401)"))
-)
-
-// Decide is the seed's verdict on a failed attempt: permanent errors park
-// at once, transient ones retry through retry n's wait queue while fewer
-// than MaxRetries are spent, then park.
-func Decide(d *flow.Delivery, err error) flow.Decision {
-	retries := d.Attempt - 1 // the retries before this attempt
-	switch {
-	case err == nil:
-		return flow.Ack()
-	case flow.IsPermanent(err):
-		return flow.Park(q18.DLQ, "permanent, no retry: "+err.Error())
-	case retries >= MaxRetries:
-		return flow.Park(q18.DLQ, fmt.Sprintf("transient, %d retries spent: %v", retries, err))
-	}
-	return flow.Retry(waitQueue(retries), err)
-}
+// sendTime is how long one attempt takes (lesson time).
+const sendTime = 100 * time.Millisecond
 
 // runQ19 runs both parts.
 func runQ19(ctx context.Context, env *lesson.Env) error {
@@ -133,7 +80,7 @@ func open(ctx context.Context, env *lesson.Env) (flow.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := env.Declare(ctx, b, Topology()); err != nil {
+	if err := env.Declare(ctx, b, birthday.RetryTopology()); err != nil {
 		env.Close(ctx, b)
 		return nil, err
 	}

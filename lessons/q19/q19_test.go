@@ -12,6 +12,7 @@ import (
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lesson/lessontest"
+	"github.com/queuelab/qlab/seeds/birthday"
 )
 
 var backends = []lab.Backend{lab.InMem, lab.Rabbit}
@@ -28,13 +29,13 @@ func runPart(t *testing.T, b lab.Backend, part lesson.RunFunc) []lab.Event {
 // TestDelayIsTheSeeds: 2 s·2ⁿ for the five retries.
 func TestDelayIsTheSeeds(t *testing.T) {
 	var got []time.Duration
-	for n := range MaxRetries {
-		got = append(got, Delay(n))
+	for n := range birthday.MaxRetries {
+		got = append(got, birthday.Delay(n))
 	}
 	want := []time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second,
 		16 * time.Second, 32 * time.Second}
 	assert.Equal(t, want, got)
-	require.NoError(t, Topology().Check())
+	require.NoError(t, birthday.RetryTopology().Check())
 }
 
 // TestTransientBacksOffPermanentParks: transient errors retry after 2, 4,
@@ -76,11 +77,11 @@ func TestTransientBacksOffPermanentParks(t *testing.T) {
 				}
 			}
 			require.Len(t, l1, 6)
-			for n := range MaxRetries {
+			for n := range birthday.MaxRetries {
 				gap := l1[n+1] - l1[n] - sendTime
-				assert.GreaterOrEqual(t, gap, Delay(n), "retry %d waits its delay", n+1)
+				assert.GreaterOrEqual(t, gap, birthday.Delay(n), "retry %d waits its delay", n+1)
 				if b == lab.InMem { // exact lesson time
-					assert.Equal(t, Delay(n), gap.Round(time.Millisecond), "retry %d", n+1)
+					assert.Equal(t, birthday.Delay(n), gap.Round(time.Millisecond), "retry %d", n+1)
 				}
 			}
 		})
@@ -104,7 +105,7 @@ func TestTimerBeforeNackHoldsTheSlots(t *testing.T) {
 				queues, err = runStall(ctx, env, waitQueues, "W")
 				return err
 			})
-			assert.GreaterOrEqual(t, timer.firstH, Delay(0), "H waits for a slot")
+			assert.GreaterOrEqual(t, timer.firstH, birthday.Delay(0), "H waits for a slot")
 			assert.Greater(t, timer.attempts, queues.attempts, "the delay never grows")
 			if b == lab.InMem { // exact lesson time
 				assert.Equal(t, 5, queues.beforeH, "H is tried right after the five first attempts, before any retry")

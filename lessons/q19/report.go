@@ -8,6 +8,7 @@ import (
 
 	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/render"
+	"github.com/queuelab/qlab/seeds/birthday"
 )
 
 // secs is lesson time d in seconds, one decimal.
@@ -22,7 +23,7 @@ func classifyTable(rows []attemptRow) render.Table {
 			secs(sendTime) + ". The next try comes its wait after the failure, through the " +
 			"wait queue of that delay (TTL, then dead-lettered back to the main queue).",
 			"Permanent errors are parked at once with the reason; a transient one after " +
-				strconv.Itoa(MaxRetries) + " retries (6 attempts) is parked with the last error.",
+				strconv.Itoa(birthday.MaxRetries) + " retries (6 attempts) is parked with the last error.",
 		},
 	}
 	for i, r := range rows {
@@ -49,10 +50,10 @@ func outcome(r attemptRow) string {
 	switch retries := r.attempt - 1; {
 	case flow.IsPermanent(r.err):
 		return "DLQ at once (permanent)"
-	case retries >= MaxRetries:
+	case retries >= birthday.MaxRetries:
 		return fmt.Sprintf("DLQ (%d retries spent)", retries)
 	default:
-		return fmt.Sprintf("wait %s (retry %d)", Delay(retries), retries+1)
+		return fmt.Sprintf("wait %s (retry %d)", birthday.Delay(retries), retries+1)
 	}
 }
 

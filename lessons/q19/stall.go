@@ -7,6 +7,7 @@ import (
 
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
+	"github.com/queuelab/qlab/seeds/birthday"
 )
 
 // Part (b): five messages S1–S5 hit the rate limit for limitFor; a
@@ -60,14 +61,14 @@ func stall(ctx context.Context, env *lesson.Env) error {
 // runStall runs the rate-limited load with st and measures it.
 func runStall(ctx context.Context, env *lesson.Env, st strategy, prefix string) (stalled, error) {
 	var tasks []string
-	for i := range Slots {
+	for i := range birthday.Prefetch {
 		tasks = append(tasks, fmt.Sprintf("%s%d", prefix, i+1))
 	}
 	m := stalled{name: st.name, healthy: prefix + "H", firstH: -1}
 	tasks = append(tasks, m.healthy)
 	fails := func(task string, _ int, at time.Duration) error {
 		if task != m.healthy && at < limitFor {
-			return ErrRateLimit
+			return birthday.ErrRateLimit
 		}
 		return nil
 	}

@@ -8,9 +8,9 @@ import (
 
 	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lesson"
-	"github.com/queuelab/qlab/lessons/q18"
 	"github.com/queuelab/qlab/lessons/runstore"
 	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/seeds/birthday"
 )
 
 // crashProcess is a part on the broker: the crashing worker is a process
@@ -28,7 +28,7 @@ func crashProcess(ctx context.Context, env *lesson.Env, p policy) (outcome, erro
 		return outcome{}, err
 	}
 	defer env.Close(ctx, b)
-	if err := env.Declare(ctx, b, q18.Topology()); err != nil {
+	if err := env.Declare(ctx, b, birthday.Topology()); err != nil {
 		return outcome{}, err
 	}
 	defer env.InterruptOn(b)() // the run's planned cut of this process's consumers
@@ -48,14 +48,14 @@ func crashProcess(ctx context.Context, env *lesson.Env, p policy) (outcome, erro
 	}
 	defer proc.kill() // whatever happens: no orphan
 	for _, id := range p.ids() {
-		if err := b.PublishTo(ctx, Scheduler, q18.Exchange, "birthday", id); err != nil {
+		if err := b.PublishTo(ctx, Scheduler, birthday.Exchange, "birthday", id); err != nil {
 			return outcome{}, err
 		}
 	}
 	if err := pt.follow(ctx, proc, holdBound+cfg.workTime()); err != nil {
 		return outcome{}, err
 	}
-	c := flow.Consumer{Queue: q18.Queue, Actor: Survivor, Prefetch: Prefetch, Handle: pt.survivor()}
+	c := flow.Consumer{Queue: birthday.Queue, Actor: Survivor, Prefetch: Prefetch, Handle: pt.survivor()}
 	if err := b.Consume(ctx, c); err != nil {
 		return outcome{}, err
 	}

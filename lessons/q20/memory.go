@@ -6,8 +6,8 @@ import (
 
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
-	"github.com/queuelab/qlab/lessons/q18"
 	"github.com/queuelab/qlab/lessons/runstore"
+	"github.com/queuelab/qlab/seeds/birthday"
 )
 
 // crashInMemory is a part in one process: the queue a Go channel, the
@@ -27,7 +27,7 @@ func crashInMemory(ctx, life context.Context, env *lesson.Env, p policy) (outcom
 	}
 	window := make(chan string, Prefetch) // the worker's hands: prefetch 5
 	for _, id := range p.ids() {
-		env.Stream.Emit(lab.Event{Kind: lab.Enqueued, Task: id, Queue: q18.Queue, Actor: Scheduler,
+		env.Stream.Emit(lab.Event{Kind: lab.Enqueued, Task: id, Queue: birthday.Queue, Actor: Scheduler,
 			Note: "a Go channel in this process's memory"})
 		window <- id
 	}
@@ -50,7 +50,7 @@ func crashInMemory(ctx, life context.Context, env *lesson.Env, p policy) (outcom
 		if o.sends[id] > 0 {
 			continue
 		}
-		env.Stream.Emit(lab.Event{Kind: lab.Lost, Task: id, Queue: q18.Queue, Actor: Crashing,
+		env.Stream.Emit(lab.Event{Kind: lab.Lost, Task: id, Queue: birthday.Queue, Actor: Crashing,
 			Note: "the process died holding it: no broker to hand it out again, and the map " +
 				"that knew its row died too"})
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
-	"github.com/queuelab/qlab/lessons/q18"
+	"github.com/queuelab/qlab/seeds/birthday"
 	"github.com/queuelab/qlab/store"
 )
 
@@ -54,7 +54,7 @@ func (pt *part) steps() map[string]step {
 // claim starts an attempt, a send ends it well.
 func (pt *part) relay(actor string) progress {
 	return func(what, id string) {
-		e := lab.Event{Task: id, Queue: q18.Queue, Actor: actor, Attempt: 1}
+		e := lab.Event{Task: id, Queue: birthday.Queue, Actor: actor, Attempt: 1}
 		switch what {
 		case sayClaimed:
 			e.Kind = lab.Started // the claim: the row is SENDING
@@ -113,7 +113,7 @@ func (pt *part) survivor() flow.Handler {
 			})
 		}
 		if err != nil {
-			return flow.Park(q18.DLQ, err.Error())
+			return flow.Park(birthday.DLQ, err.Error())
 		}
 		pt.note(d.Task, did, d.Redelivered)
 		return flow.Ack()

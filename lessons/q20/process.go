@@ -17,8 +17,8 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/queuelab/qlab/lab"
-	"github.com/queuelab/qlab/lessons/q18"
 	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/seeds/birthday"
 	"github.com/queuelab/qlab/store/sqlstore"
 )
 
@@ -105,7 +105,7 @@ func consume(ctx context.Context, cfg workerConfig) error {
 	if err := ch.Qos(cfg.Prefetch, 0, false); err != nil {
 		return err
 	}
-	deliveries, err := ch.Consume(cfg.Names.Of(q18.Queue), "", false, // autoAck: no, acks are by hand
+	deliveries, err := ch.Consume(cfg.Names.Of(birthday.Queue), "", false, // autoAck: no, acks are by hand
 		false, false, false, nil) // exclusive, noLocal, noWait
 	if err != nil {
 		return err
@@ -122,7 +122,7 @@ func consume(ctx context.Context, cfg workerConfig) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		if !s.Screen(ctx, q18.Queue, d) {
+		if !s.Screen(ctx, birthday.Queue, d) {
 			n-- // someone else's, or unreadable: parked in the run's hold queue
 			continue
 		}

@@ -28,7 +28,7 @@ import (
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
 	_ "github.com/queuelab/qlab/lesson/rabbitenv" // the broker mechanism env.Open uses
-	"github.com/queuelab/qlab/lessons/q18"
+	"github.com/queuelab/qlab/seeds/birthday"
 )
 
 var Lesson = lesson.Lesson{
@@ -51,7 +51,7 @@ var Lesson = lesson.Lesson{
 	WatchSpeed: 2,
 	Length:     3 * time.Second,
 	TestSpeed:  10,
-	Topologies: func() []flow.Topology { return []flow.Topology{q18.Topology()} },
+	Topologies: func() []flow.Topology { return []flow.Topology{birthday.Topology()} },
 	// Not in the fault suite: the crashing worker does not reconnect (it
 	// is there to die), so a fault that closes its connection before the
 	// kill ends the run with an error saying so, within the bound. A
@@ -66,8 +66,8 @@ var Lesson = lesson.Lesson{
 
 // The seed's numbers and the lesson's actors.
 const (
-	Prefetch  = q18.Prefetch // QUEUE_CONCURRENCY: five unacked messages in the worker's hands
-	Scheduler = q18.Scheduler
+	Prefetch  = birthday.Prefetch // QUEUE_CONCURRENCY: five unacked messages in the worker's hands
+	Scheduler = birthday.Scheduler
 	Crashing  = "Worker-1" // the worker that dies
 	Survivor  = "Worker-2" // the worker that takes over
 )

@@ -20,9 +20,9 @@ import (
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lesson/lessontest"
 	"github.com/queuelab/qlab/lesson/rabbitenv"
-	"github.com/queuelab/qlab/lessons/q18"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
+	"github.com/queuelab/qlab/seeds/birthday"
 	"github.com/queuelab/qlab/store"
 	"github.com/queuelab/qlab/store/sqlstore"
 )
@@ -138,7 +138,7 @@ func TestCrashInMemoryLosesWhatItHeld(t *testing.T) {
 func TestWorkerDiesWithTheLesson(t *testing.T) {
 	url := rabbittest.NeedBroker(t)
 	names := rabbit.RunNames()
-	declareQueue(t, url, names.Of(q18.Queue))
+	declareQueue(t, url, names.Of(birthday.Queue))
 	p, err := startWorker(workerConfig{AMQP: url, Names: names,
 		Store: sqlstore.Config{Dir: t.TempDir()}, Prefetch: Prefetch, Steps: map[string]step{},
 		Speed: 1})
@@ -224,6 +224,6 @@ func TestCancelledRunLeavesNoWorker(t *testing.T) {
 	defer conn.Close()
 	ch, err := conn.Channel()
 	require.NoError(t, err)
-	_, err = ch.QueueDeclarePassive(names.Of(q18.Queue), false, false, false, false, nil)
+	_, err = ch.QueueDeclarePassive(names.Of(birthday.Queue), false, false, false, false, nil)
 	assert.Error(t, err, "the run's queue is deleted (404 on a passive declare)")
 }

@@ -10,9 +10,9 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/queuelab/qlab/lab"
-	"github.com/queuelab/qlab/lessons/q18"
 	"github.com/queuelab/qlab/lessons/runstore"
 	"github.com/queuelab/qlab/rabbit/cluster"
+	"github.com/queuelab/qlab/seeds/birthday"
 	"github.com/queuelab/qlab/store"
 )
 
@@ -50,7 +50,7 @@ func (r *runner) failover(ctx context.Context) error {
 		}
 	}
 	res := &failed{store: db.Kind, sends: map[string]int{}}
-	if res.leader, err = r.c.Leader(ctx, r.names.Of(q18.Queue)); err != nil {
+	if res.leader, err = r.c.Leader(ctx, r.names.Of(birthday.Queue)); err != nil {
 		return err
 	}
 	res.newLeader = res.leader
@@ -119,17 +119,17 @@ func (r *runner) failoverTitle(leader cluster.NodeSpec) string {
 // stopLeader stops the leader's node and finds the leader that took over.
 func (r *runner) stopLeader(ctx context.Context, res *failed) (err error) {
 	r.env.Phase(fmt.Sprintf("The leader's node stops: rabbitmqctl stop_app on %s, which leads %s",
-		res.leader.Short, q18.Queue))
+		res.leader.Short, birthday.Queue))
 	if res.stopTook, err = r.kill(ctx, res.leader); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err() // the run ended mid-stop: cleanup revives the node
 		}
 		return err
 	}
-	res.newLeader, err = r.c.Leader(ctx, r.names.Of(q18.Queue))
+	res.newLeader, err = r.c.Leader(ctx, r.names.Of(birthday.Queue))
 	if err == nil { // the TUI's status line follows it
 		r.env.Log().Info(fmt.Sprintf("q21: %s stopped (stop_app took %.1f s); %s leads %s now",
-			res.leader.Short, res.stopTook.Seconds(), res.newLeader.Short, q18.Queue))
+			res.leader.Short, res.stopTook.Seconds(), res.newLeader.Short, birthday.Queue))
 	}
 	return err
 }
@@ -209,9 +209,9 @@ func (r *runner) publishBatch(ctx context.Context, on cluster.NodeSpec, ids []st
 	}
 	defer c.Close()
 	for i, id := range ids {
-		r.env.Stream.Emit(lab.Event{Kind: lab.Enqueued, Task: id, Queue: q18.Queue, Actor: Scheduler,
+		r.env.Stream.Emit(lab.Event{Kind: lab.Enqueued, Task: id, Queue: birthday.Queue, Actor: Scheduler,
 			Note: fmt.Sprintf("key %s, published on %s", routingKey(i), c.node.Short)})
-		if err := confirmed(ctx, ch, r.names.Of(q18.Exchange), routingKey(i), id); err != nil {
+		if err := confirmed(ctx, ch, r.names.Of(birthday.Exchange), routingKey(i), id); err != nil {
 			return fmt.Errorf("publishing %s: %w", id, err)
 		}
 	}
@@ -305,7 +305,7 @@ func (s *shared) awaitSettled(ctx context.Context, r *runner, db store.Statuses,
 	}
 	defer c.Close()
 	for {
-		ready, err := depth(ch, r.names.Of(q18.Queue))
+		ready, err := depth(ch, r.names.Of(birthday.Queue))
 		if err != nil {
 			return err
 		}

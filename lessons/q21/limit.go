@@ -9,8 +9,8 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/queuelab/qlab/lab"
-	"github.com/queuelab/qlab/lessons/q18"
 	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/seeds/birthday"
 )
 
 // DeliveryLimit is part 3's x-delivery-limit: small, so the loop ends soon.
@@ -46,8 +46,8 @@ func (r *runner) deliveryLimit(ctx context.Context) error {
 	for _, p := range ps {
 		args := amqp.Table{"x-queue-type": "quorum", "x-delivery-limit": DeliveryLimit}
 		if p.dlx {
-			args["x-dead-letter-exchange"] = r.names.Of(q18.DLX)
-			args["x-dead-letter-routing-key"] = q18.DLQKey
+			args["x-dead-letter-exchange"] = r.names.Of(birthday.DLX)
+			args["x-dead-letter-routing-key"] = birthday.DLQKey
 		}
 		if err := r.queue(ch, p.queue, args); err != nil {
 			return err
@@ -138,14 +138,14 @@ func (r *runner) whereDidItGo(ctx context.Context, ch *amqp.Channel, p *poison) 
 			Note: "still queued after the requeue loop stopped"})
 		return nil
 	}
-	d, ok, err := ch.Get(r.names.Of(q18.DLQ), false) // autoAck
+	d, ok, err := ch.Get(r.names.Of(birthday.DLQ), false) // autoAck
 	if err != nil {
 		return err
 	}
 	if ok && string(d.Body) == p.task {
 		reason := xDeathReason(d.Headers)
-		p.end = fmt.Sprintf("dead-lettered to %s (x-death reason %s)", q18.DLQ, reason)
-		r.env.Stream.Emit(lab.Event{Kind: lab.DeadLettered, Task: p.task, Queue: p.queue, To: q18.DLQ,
+		p.end = fmt.Sprintf("dead-lettered to %s (x-death reason %s)", birthday.DLQ, reason)
+		r.env.Stream.Emit(lab.Event{Kind: lab.DeadLettered, Task: p.task, Queue: p.queue, To: birthday.DLQ,
 			Actor: "broker", Note: fmt.Sprintf("past x-delivery-limit %d; x-death reason %s", DeliveryLimit, reason)})
 		return d.Ack(false) // multiple
 	}

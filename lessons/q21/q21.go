@@ -35,9 +35,9 @@ import (
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lesson/rabbitenv"
-	"github.com/queuelab/qlab/lessons/q18"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/cluster"
+	"github.com/queuelab/qlab/seeds/birthday"
 )
 
 // Lesson runs on the cluster `qlab broker cluster up` recorded.
@@ -74,8 +74,8 @@ func New(find Finder) lesson.Lesson {
 
 // The seed's numbers and the lesson's actors.
 const (
-	Prefetch  = q18.Prefetch // QUEUE_CONCURRENCY
-	Scheduler = q18.Scheduler
+	Prefetch  = birthday.Prefetch // QUEUE_CONCURRENCY
+	Scheduler = birthday.Scheduler
 	Messages  = 60                     // the scheduler's batch
 	KillAfter = 10                     // the leader's node stops once this many are SENT
 	sendTime  = 500 * time.Millisecond // seed 003: "500ms processing"
@@ -154,7 +154,7 @@ func limitTopology() flow.Topology {
 
 // SeedTopology is seed 003's topology (Q18's) with both queues quorum.
 func SeedTopology() flow.Topology {
-	t := q18.Topology()
+	t := birthday.Topology()
 	for i := range t.Queues {
 		t.Queues[i].Quorum = true
 	}

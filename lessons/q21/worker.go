@@ -11,8 +11,8 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/queuelab/qlab/lab"
-	"github.com/queuelab/qlab/lessons/q18"
 	"github.com/queuelab/qlab/rabbit/cluster"
+	"github.com/queuelab/qlab/seeds/birthday"
 	"github.com/queuelab/qlab/store"
 )
 
@@ -70,7 +70,7 @@ func (w *worker) consume(ctx context.Context, c conn) {
 	if err := ch.Qos(Prefetch, 0, false); err != nil { // prefetchSize, global
 		return
 	}
-	deliveries, err := ch.ConsumeWithContext(ctx, w.r.names.Of(q18.Queue), w.name,
+	deliveries, err := ch.ConsumeWithContext(ctx, w.r.names.Of(birthday.Queue), w.name,
 		false, // autoAck: the seed acks by hand
 		false, // exclusive
 		false, // noLocal
@@ -119,7 +119,7 @@ func (w *worker) handle(ctx context.Context, on cluster.NodeSpec, d amqp.Deliver
 	w.count(func() { w.deliveries++ })
 	if d.Redelivered {
 		w.count(func() { w.redelivered++ })
-		w.r.env.Stream.Emit(lab.Event{Kind: lab.Redelivered, Task: id, Queue: q18.Queue, Actor: w.name,
+		w.r.env.Stream.Emit(lab.Event{Kind: lab.Redelivered, Task: id, Queue: birthday.Queue, Actor: w.name,
 			Note: fmt.Sprintf("redelivered to %s on %s%s", w.name, on.Short, deliveryCount(d))})
 	}
 	won, err := w.shared.db.Claim(ctx, id)
@@ -131,13 +131,13 @@ func (w *worker) handle(ctx context.Context, on cluster.NodeSpec, d amqp.Deliver
 	if !won {
 		if w.awaitSent(ctx, id) {
 			w.count(func() { w.absorbed++ })
-			w.r.env.Stream.Emit(lab.Event{Kind: lab.Duplicate, Task: id, Queue: q18.Queue, Actor: w.name,
+			w.r.env.Stream.Emit(lab.Event{Kind: lab.Duplicate, Task: id, Queue: birthday.Queue, Actor: w.name,
 				Note: "the store says SENT: acked, not sent again"})
 		}
 		w.ack(ctx, on, d)
 		return
 	}
-	e := lab.Event{Task: id, Queue: q18.Queue, Actor: w.name, Attempt: attempt}
+	e := lab.Event{Task: id, Queue: birthday.Queue, Actor: w.name, Attempt: attempt}
 	err = w.r.env.Stream.Attempt(e, func() error {
 		if err := w.r.env.Stream.Clock().Wait(ctx, sendTime); err != nil {
 			return err

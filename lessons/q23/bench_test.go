@@ -10,7 +10,7 @@ import (
 	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
-	"github.com/queuelab/qlab/serve"
+	"github.com/queuelab/qlab/seeds/raffle"
 	"github.com/queuelab/qlab/store"
 	"github.com/queuelab/qlab/store/sqlstore"
 	"github.com/queuelab/qlab/store/sqlstore/sqlstoretest"
@@ -86,14 +86,14 @@ func consumeRound(ctx context.Context, db store.Users, batching bool, r int) err
 			return err
 		}
 		defer env.Close(ctx, bk)
-		if err := env.Declare(ctx, bk, serve.RaffleTopology()); err != nil {
+		if err := env.Declare(ctx, bk, raffle.Topology()); err != nil {
 			return err
 		}
 		if err := startBenchConsumer(ctx, bk, db, users, batching); err != nil {
 			return err
 		}
 		for id := range users {
-			if err := bk.PublishTo(ctx, "RaffleAPI", Exchange, Queue, id); err != nil {
+			if err := bk.PublishTo(ctx, "RaffleAPI", raffle.Exchange, raffle.Queue, id); err != nil {
 				return err
 			}
 		}
@@ -108,12 +108,12 @@ func consumeRound(ctx context.Context, db store.Users, batching bool, r int) err
 // each message on its own; a failed insert fails the round.
 func startBenchConsumer(ctx context.Context, bk flow.Backend, db store.Users,
 	users map[string]store.User, batching bool) error {
-	c := flow.Consumer{Queue: Queue, Actor: "Batcher-1", Prefetch: benchUsers}
+	c := flow.Consumer{Queue: raffle.Queue, Actor: "Batcher-1", Prefetch: benchUsers}
 	if !batching {
 		c.Actor, c.Prefetch = "Consumer-1", 1
 		c.Handle = func(ctx context.Context, d *flow.Delivery) flow.Decision {
 			if err := db.InsertUsers(ctx, []store.User{users[d.Task]}); err != nil {
-				return flow.Park(DLQ, err.Error())
+				return flow.Park(raffle.DLQ, err.Error())
 			}
 			return flow.Ack()
 		}
@@ -134,7 +134,7 @@ func startBenchConsumer(ctx context.Context, bk flow.Backend, db store.Users,
 			for i := range decs {
 				decs[i] = flow.Ack()
 				if err != nil {
-					decs[i] = flow.Park(DLQ, err.Error())
+					decs[i] = flow.Park(raffle.DLQ, err.Error())
 				}
 			}
 			return decs

@@ -10,7 +10,7 @@ import (
 
 	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lesson"
-	"github.com/queuelab/qlab/serve"
+	"github.com/queuelab/qlab/seeds/raffle"
 	"github.com/queuelab/qlab/store"
 )
 
@@ -92,7 +92,7 @@ func (p *part) run(ctx context.Context, env *lesson.Env, db store.Users) error {
 // consume declares the seed's topology (qlab serve's) and starts the
 // batchers, one after the other so that they take turns in a fixed order.
 func (p *part) consume(ctx context.Context, env *lesson.Env, b flow.Backend, db store.Users) error {
-	if err := env.Declare(ctx, b, serve.RaffleTopology()); err != nil {
+	if err := env.Declare(ctx, b, raffle.Topology()); err != nil {
 		return err
 	}
 	batcher, ok := b.(flow.Batcher)
@@ -104,7 +104,7 @@ func (p *part) consume(ctx context.Context, env *lesson.Env, b flow.Backend, db 
 		n = 1
 	}
 	for i := range n {
-		c := flow.Consumer{Queue: Queue, Actor: actor(i), Prefetch: p.Prefetch, RetryHeader: p.header()}
+		c := flow.Consumer{Queue: raffle.Queue, Actor: actor(i), Prefetch: p.Prefetch, RetryHeader: p.header()}
 		err := batcher.ConsumeBatch(ctx, c, flow.Batch{Size: p.size(), Wait: p.wait(),
 			KeepPrefetch: p.Prefetch > 0, Handle: p.handler(env, db, actor(i))})
 		if err != nil {
@@ -148,7 +148,7 @@ func (p *part) publish(ctx context.Context, env *lesson.Env, b flow.Backend) err
 		p.users[u.ID] = u
 		p.published[u.ID] = clock.Elapsed() - p.start
 		p.mu.Unlock()
-		if err := b.PublishTo(ctx, "RaffleAPI", Exchange, Queue, u.ID); err != nil {
+		if err := b.PublishTo(ctx, "RaffleAPI", raffle.Exchange, raffle.Queue, u.ID); err != nil {
 			return err
 		}
 	}

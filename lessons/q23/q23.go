@@ -30,7 +30,7 @@ import (
 	_ "github.com/queuelab/qlab/lesson/rabbitenv" // the broker mechanism env.Open uses
 	"github.com/queuelab/qlab/lessons/runstore"
 	"github.com/queuelab/qlab/rabbit"
-	"github.com/queuelab/qlab/serve"
+	"github.com/queuelab/qlab/seeds/raffle"
 	"github.com/queuelab/qlab/store"
 )
 
@@ -51,7 +51,7 @@ var Lesson = lesson.Lesson{
 	WatchSpeed: 4, // the 10 s retry rounds in 2.5 s
 	Length:     28 * time.Second,
 	TestSpeed:  20, // the whole lesson (about 40 s) in about 2 s
-	Topologies: func() []flow.Topology { return []flow.Topology{serve.RaffleTopology()} },
+	Topologies: func() []flow.Topology { return []flow.Topology{raffle.Topology()} },
 	Faults:     true, // in the fault suite (lessons/faults)
 }
 
@@ -89,14 +89,6 @@ const (
 	// give x- headers a meaning of its own, and 4.0 already ignores an
 	// x-death a client publishes. The fix uses the lab's own.
 	SeedRetryHeader = "x-retries"
-)
-
-// The seed's names, as qlab serve declares them.
-const (
-	Exchange = serve.RaffleExchange
-	Queue    = serve.RaffleQueue
-	RetryVia = serve.RaffleRetryQueue
-	DLQ      = serve.RaffleDLQ
 )
 
 // Taken is the user already in the table when parts (c) and (d) start:
@@ -178,7 +170,7 @@ func (p *part) header() string {
 // policy is the retry budget both handlings share: retry through the 10 s
 // queue, park after attempt MaxAttempts, and park at once a permanent
 // error (which only the fix can tell apart).
-var policy = flow.Retries{Via: RetryVia, DLQ: DLQ, Max: MaxAttempts}
+var policy = flow.Retries{Via: raffle.RetryQueue, DLQ: raffle.DLQ, Max: MaxAttempts}
 
 // actor names batcher i.
 func actor(i int) string { return fmt.Sprintf("Batcher-%d", i+1) }

@@ -8,6 +8,7 @@ import (
 	"github.com/queuelab/qlab/lessons/measure"
 	"github.com/queuelab/qlab/lessons/versions"
 	"github.com/queuelab/qlab/render"
+	"github.com/queuelab/qlab/seeds/raffle"
 )
 
 // Measured is what a part's run gave, read once it is done.
@@ -99,7 +100,7 @@ func poisonTable(parts []*part, db string) render.Table {
 			fmt.Sprintf("The seed counts retries in %s and retries every user of the failed "+
 				"batch through %s (10 s): the healthy ones with the bad one, %d deliveries "+
 				"each, then the DLQ. That header is the RaffleAPI's way; RabbitMQ owns the x- "+
-				"prefix (Q13), so the fix counts in %s.", SeedRetryHeader, RetryVia,
+				"prefix (Q13), so the fix counts in %s.", SeedRetryHeader, raffle.RetryQueue,
 				MaxAttempts, parts[1].header()),
 			"The fix settles each message on its own, as Broadway's Message.failed/2 marks " +
 				"one message of a batch. It inserts row by row with ON CONFLICT DO NOTHING in " +

@@ -8,9 +8,9 @@ import (
 
 	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lesson"
-	"github.com/queuelab/qlab/lessons/raffle"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/render"
+	"github.com/queuelab/qlab/seeds/raffle"
 )
 
 // Part (e)'s numbers, in lesson time.

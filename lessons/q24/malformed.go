@@ -8,8 +8,8 @@ import (
 
 	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lesson"
-	"github.com/queuelab/qlab/lessons/raffle"
 	"github.com/queuelab/qlab/render"
+	"github.com/queuelab/qlab/seeds/raffle"
 )
 
 // The users of part (d): one body cut short for each reading.

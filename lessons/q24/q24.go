@@ -37,9 +37,9 @@ import (
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
 	_ "github.com/queuelab/qlab/lesson/rabbitenv" // the broker mechanism env.Open uses
-	"github.com/queuelab/qlab/lessons/raffle"
 	"github.com/queuelab/qlab/lessons/runstore"
 	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/seeds/raffle"
 	"github.com/queuelab/qlab/store"
 )
 

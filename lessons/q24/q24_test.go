@@ -14,9 +14,9 @@ import (
 	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lesson/lessontest"
-	"github.com/queuelab/qlab/lessons/raffle"
 	"github.com/queuelab/qlab/lessons/runstore"
 	"github.com/queuelab/qlab/render"
+	"github.com/queuelab/qlab/seeds/raffle"
 	"github.com/queuelab/qlab/store"
 )
 

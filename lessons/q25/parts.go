@@ -7,6 +7,7 @@ import (
 
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lessons/q19"
+	"github.com/queuelab/qlab/seeds/birthday"
 )
 
 // Part (a) is Q19 part (b)'s load: D1–D5 rate-limited for q19.LimitFor,
@@ -46,7 +47,7 @@ func workload(ctx context.Context, env *lesson.Env) (measured, error) {
 		settle: func(string) Settle { return Reject },
 		fails: func(task string, _ int, at time.Duration) error {
 			if task != healthy && at < q19.LimitFor {
-				return q19.ErrRateLimit
+				return birthday.ErrRateLimit
 			}
 			return nil
 		},

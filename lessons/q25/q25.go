@@ -43,8 +43,8 @@ import (
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
 	_ "github.com/queuelab/qlab/lesson/rabbitenv" // the broker mechanism env.Open uses
-	"github.com/queuelab/qlab/lessons/q18"
 	"github.com/queuelab/qlab/lessons/q19"
+	"github.com/queuelab/qlab/seeds/birthday"
 )
 
 // Version is the broker the lesson's figures were measured on.
@@ -78,17 +78,17 @@ const MinBroker = "4.3"
 const (
 	// MinDelay is x-delayed-retry-min: the seed's QUEUE_RETRY_DELAY, the
 	// wait after the first failure.
-	MinDelay = q19.FirstDelay
+	MinDelay = birthday.FirstDelay
 	// MaxDelay is x-delayed-retry-max: the seed's longest wait, 2 s × 2⁴.
 	// The linear back-off never gets there in five retries (10 s), but
 	// without a maximum the delay never grows at all (measured: 2 s each
 	// time on 4.3.6).
-	MaxDelay = q19.FirstDelay << (q19.MaxRetries - 1)
+	MaxDelay = birthday.FirstDelay << (birthday.MaxRetries - 1)
 	// DeliveryLimit is x-delivery-limit: the seed's QUEUE_MAX_RETRIES.
 	// Five failed deliveries are retried; the sixth is dead-lettered.
-	DeliveryLimit = q19.MaxRetries
+	DeliveryLimit = birthday.MaxRetries
 	// Slots is the seed's prefetch (QUEUE_CONCURRENCY).
-	Slots = q19.Slots
+	Slots = birthday.Prefetch
 )
 
 // The retry types of x-delayed-retry-type (RabbitMQ 4.3).
@@ -102,10 +102,10 @@ const (
 const (
 	// Queue is seed 003's main queue, a quorum queue as the seed says,
 	// with delayed retry.
-	Queue = q18.Queue
+	Queue = birthday.Queue
 	// DLQ is where the delivery limit sends a message (through the
 	// default exchange: the lesson declares no exchange).
-	DLQ = q18.DLQ
+	DLQ = birthday.DLQ
 	// LimitQueue is part (c)'s queue: Queue's arguments, the poison
 	// messages alone.
 	LimitQueue = "birthday.messages.limit"
@@ -174,7 +174,7 @@ func Topologies() []flow.Topology {
 	for _, c := range cells() {
 		t.Queues = append(t.Queues, flow.Queue{Name: c.queue(), Role: flow.Work, Quorum: true})
 	}
-	return []flow.Topology{t, q19.Topology()}
+	return []flow.Topology{t, birthday.RetryTopology()}
 }
 
 // runQ25 runs the four parts on a 4.3 broker.

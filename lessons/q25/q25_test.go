@@ -14,9 +14,9 @@ import (
 	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lesson/lessontest"
-	"github.com/queuelab/qlab/lessons/q19"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
+	"github.com/queuelab/qlab/seeds/birthday"
 )
 
 // TestBrokerDelayIsTheGuidesRule: min × x-delivery-count up to max; a
@@ -36,7 +36,7 @@ func TestBrokerDelayIsTheGuidesRule(t *testing.T) {
 	assert.Zero(t, BrokerDelay(TypeFailed, Nack, 0, MinDelay, MaxDelay))
 	assert.Zero(t, BrokerDelay(TypeReturned, Reject, 3, MinDelay, MaxDelay))
 	assert.Zero(t, BrokerDelay(TypeReturned, Close, 3, MinDelay, MaxDelay))
-	assert.Equal(t, q19.Delay(q19.MaxRetries-1), MaxDelay, "the seed's longest wait")
+	assert.Equal(t, birthday.Delay(birthday.MaxRetries-1), MaxDelay, "the seed's longest wait")
 }
 
 // tick is one millisecond of real time in lesson time at the test speed:

@@ -10,6 +10,7 @@ import (
 	"github.com/queuelab/qlab/lessons/q19"
 	"github.com/queuelab/qlab/lessons/versions"
 	"github.com/queuelab/qlab/render"
+	"github.com/queuelab/qlab/seeds/birthday"
 )
 
 // secs is lesson time d in seconds, one decimal.
@@ -32,7 +33,7 @@ func count(n int) string {
 }
 
 // seedDelay is the seed's wait before retry n (1-based): 2 s × 2ⁿ⁻¹.
-func seedDelay(n int) time.Duration { return q19.Delay(n - 1) }
+func seedDelay(n int) time.Duration { return birthday.Delay(n - 1) }
 
 // of is task's deliveries, in order.
 func of(rows []delivery, task string) []delivery {
@@ -214,7 +215,7 @@ func besideTable(a measured, w q19.Stall) render.Table {
 		Rows: [][]string{
 			{"delayed retry (4.3)", "1 quorum + DLQ", secs(a.firstH), strconv.Itoa(a.attempts),
 				strconv.Itoa(a.maxCount) + " (x-delivery-count)", secs(a.lastSent)},
-			{"TTL wait queues (Q19)", fmt.Sprintf("1 + %d wait + DLQ", q19.MaxRetries), secs(w.FirstH),
+			{"TTL wait queues (Q19)", fmt.Sprintf("1 + %d wait + DLQ", birthday.MaxRetries), secs(w.FirstH),
 				strconv.Itoa(w.Attempts), strconv.Itoa(w.MaxCount) + " (own header)", secs(w.LastSent)},
 		},
 		Notes: []string{

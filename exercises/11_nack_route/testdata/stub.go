@@ -9,7 +9,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/queuelab/qlab/lessons/notify"
+	"github.com/queuelab/qlab/seeds/notify"
 )
 
 // EmailQueueArgs returns the arguments to declare email-queue with: a

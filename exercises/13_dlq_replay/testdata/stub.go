@@ -7,7 +7,7 @@ package dlqreplay
 import (
 	"context"
 
-	"github.com/queuelab/qlab/lessons/notify"
+	"github.com/queuelab/qlab/seeds/notify"
 )
 
 // Peek returns up to n messages from the head of queue dlq, in order, and

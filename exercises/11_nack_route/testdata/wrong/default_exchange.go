@@ -12,7 +12,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/queuelab/qlab/lessons/notify"
+	"github.com/queuelab/qlab/seeds/notify"
 )
 
 func EmailQueueArgs(n Names) amqp.Table {

@@ -11,7 +11,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/queuelab/qlab/lessons/notify"
+	"github.com/queuelab/qlab/seeds/notify"
 )
 
 // Peek returns up to n messages from the head of queue dlq, in order, and

@@ -11,7 +11,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/queuelab/qlab/lessons/notify"
+	"github.com/queuelab/qlab/seeds/notify"
 )
 
 func Peek(ch Channel, dlq string, n int) ([]notify.Job, error) {
