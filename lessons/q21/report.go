@@ -27,10 +27,11 @@ func failoverTable(f *failed, c *cluster.Cluster) render.Table {
 			never++
 		}
 	}
-	redelivered, absorbed := 0, 0
+	redelivered, absorbed, sending := 0, 0, 0
 	for _, w := range f.workers {
 		redelivered += w.redelivered
 		absorbed += w.absorbed
+		sending += w.sending
 	}
 	if !f.stopped {
 		return notStoppedTable(f, sentOnce, twice, never)
@@ -55,6 +56,10 @@ func failoverTable(f *failed, c *cluster.Cluster) render.Table {
 			"absorbed: a copy redelivered after its worker had sent it and marked it SENT, but " +
 				"its ack went down with the connection; the store's claim refused it (seed 003's " +
 				"idempotency check), so no customer got it twice.",
+			fmt.Sprintf("Copies that found their row SENDING: %d. Such a row's worker lost its "+
+				"channel, not its life, and is still sending: Q20's resend rule (SENDING on a "+
+				"redelivery means the worker died) is false here and would send it twice. This "+
+				"worker waits for the row to turn SENT.", sending),
 			fmt.Sprintf("Cluster %s. The members still up elect the new leader (Raft, on 3.10 "+
 				"and 4.x alike); the rows above say when, in this run, on this cluster's version.", c.ID),
 		},

@@ -34,6 +34,7 @@ type worker struct {
 	deliveries  int
 	redelivered int
 	absorbed    int
+	sending     int // copies whose row was SENDING: the worker that claimed it still sending
 	sentHere    int
 	ackLost     int // acks that went down with the connection
 }
@@ -174,13 +175,18 @@ func (w *worker) ack(ctx context.Context, on cluster.NodeSpec, d amqp.Delivery) 
 
 // awaitSent waits (bounded) for a row another worker claimed to be SENT:
 // a redelivered copy can arrive while the worker that lost its
-// connection is still sending. It reports whether the row is SENT.
+// connection is still sending. So SENDING on a redelivery does not mean
+// its worker died, as Q20's resend rule reads it: resending here would
+// send twice. It reports whether the row is SENT.
 func (w *worker) awaitSent(ctx context.Context, id string) bool {
 	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	for first := true; time.Now().Before(deadline); first = false {
 		row, err := w.shared.db.Get(ctx, id)
 		if err != nil || row.Status == store.Sent {
 			return err == nil
+		}
+		if first && row.Status == store.Sending {
+			w.count(func() { w.sending++ })
 		}
 		select {
 		case <-ctx.Done():
