@@ -29,7 +29,7 @@ lesson-%: $(QLAB)
 	@QLAB_VIA=make $(QLAB) run $* $(if $(SPEED),--speed $(SPEED)) $(FLAGS)
 
 # make compare-10 [COMPARE_SPEED=20]: lesson 10 on both backends, measured
-# side by side (needs a broker; see README "For instructors"). Without
+# side by side (needs a broker; see docs/instructors.md). Without
 # COMPARE_SPEED, the lesson's own speed (20×; 400× for 14).
 compare-%: $(QLAB)
 	@QLAB_VIA=make $(QLAB) compare $* $(if $(COMPARE_SPEED),--speed $(COMPARE_SPEED)) $(FLAGS)

@@ -282,7 +282,7 @@ func PersistenceTable(a, b []Side, at time.Duration) render.Table {
 	}
 	t.Notes = append(t.Notes,
 		"A broker restart (stop and start the node) is not measured by compare: it needs a private",
-		"  node. See the README's Reliability section and the fault suite.")
+		"  node. See the fault suite in CONTRIBUTING.md, under Reliability.")
 	return t
 }
 

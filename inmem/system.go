@@ -381,7 +381,13 @@ func (s *System) emit(e lab.Event) { s.stream.Emit(e) }
 // the mutex guards only the zero channel, touched when the count crosses
 // zero and by idle.
 type tracker struct {
+	// n changes with every put and every handled task, from the producer's
+	// core and the worker's: the pads keep the System's fields that both
+	// only read (its context, Process, stream) off n's cache line, which
+	// would otherwise move between the cores with every change of n.
+	_    [64]byte
 	n    atomic.Int64
+	_    [56]byte
 	mu   sync.Mutex
 	zero chan struct{} // closed once n reached zero; nil or closed while idle
 }

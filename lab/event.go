@@ -1,7 +1,7 @@
 package lab
 
 // Kind names what happened in an Event. The values are part of the public
-// JSON contract (see README "JSON event contract") and never change meaning.
+// JSON contract (see docs/cli.md, "JSON event contract") and never change meaning.
 type Kind string
 
 // The event kinds of the JSON contract.

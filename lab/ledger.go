@@ -1,5 +1,10 @@
 package lab
 
+import (
+	"hash/maphash"
+	"unsafe"
+)
+
 // TaskRecord is what the Ledger knows about one task.
 type TaskRecord struct {
 	ID        string
@@ -19,17 +24,32 @@ type TaskRecord struct {
 // becomes pending until decided again. Ledger is not safe for concurrent
 // use; Stream serialises access. The zero Ledger is empty and ready.
 type Ledger struct {
-	// records holds every task in creation order; index maps an id to its
-	// record. A flat slice keeps the records together and costs no
-	// allocation per task, which matters on the Stream's hot path.
+	// records holds every task in creation order. A flat slice keeps the
+	// records together and costs no allocation per task, which matters on
+	// the Stream's hot path; Finish hands it out as is.
 	records []TaskRecord
-	index   map[string]int
+	// slots is the index from an id to its record: an open-addressed table
+	// (a power of two long, at most three quarters full). A slot holds
+	// the record's position plus one in its low 32 bits (0: empty) and
+	// the high 32 bits of the id's hash above them, so a probe compares
+	// an id only when those agree. The id itself is read from the record:
+	// the index costs 8 bytes a slot (about 20 a task) where a
+	// map[string]int cost 30-60, and a 100,000-task run's memory stays
+	// flatter (docs/benchmarks.md).
+	slots []uint64
+	seed  maphash.Seed
+	// recent are the two records observed last, most recent first, as
+	// positions plus one (0: none): a task's events come in runs (started,
+	// then succeeded or failed, then where it goes), between which another
+	// emitter's may fall, so most lookups end here without hashing the id.
+	recent [2]int
 	// pending counts the records whose fate is pending, and moves counts
 	// every change of a record's attempts or fate (and every new record):
 	// a poller learns whether the run settled or moved at all without
 	// copying every record (Stream.Progress).
 	pending int
 	moves   uint64
+	reasons map[string]string // the reasons records share (intern)
 }
 
 // Observe updates the ledger with e. Events about unknown tasks (other than
@@ -41,23 +61,18 @@ func (l *Ledger) observe(e *Event) {
 	if e.Task == "" || e.Kind == Summary {
 		return
 	}
-	i, ok := l.index[e.Task]
-	if !ok {
+	i, slot, entry := l.find(e.Task)
+	if i < 0 {
 		if e.Kind != Enqueued && e.Kind != Refused {
 			return
 		}
-		if l.index == nil {
-			l.index = map[string]int{}
-		}
-		i = len(l.records)
-		l.index[e.Task] = i
-		l.records = append(l.records, TaskRecord{ID: e.Task, Fate: FatePending, FirstFail: -1, Settled: -1})
-		l.pending++
-		l.moves++
+		i = l.add(e.Task, slot, entry)
+	}
+	if l.recent[0] != i+1 {
+		l.recent[0], l.recent[1] = i+1, l.recent[0]
 	}
 	r := &l.records[i]
 	was := r.Fate
-	defer l.count(was, r)
 	switch e.Kind {
 	case Started:
 		r.Attempts++
@@ -67,25 +82,120 @@ func (l *Ledger) observe(e *Event) {
 			r.FirstFail = e.TMs
 		}
 	case Succeeded, Duplicate:
-		r.settle(FateDone, e)
+		l.settle(r, FateDone, e)
 	case DeadLettered:
-		r.settle(FateDead, e)
+		l.settle(r, FateDead, e)
 	case Dropped:
-		r.settle(FateDropped, e)
+		l.settle(r, FateDropped, e)
 	case Lost:
-		r.settle(FateLost, e)
+		l.settle(r, FateLost, e)
 	case Stranded:
-		r.settle(FateStranded, e)
+		l.settle(r, FateStranded, e)
 	case Refused:
-		r.settle(FateRefused, e)
+		l.settle(r, FateRefused, e)
 	case Enqueued, Moved, Scheduled, Redelivered:
 		if r.Fate != FatePending {
 			r.Fate, r.Settled, r.Reason = FatePending, -1, ""
 		}
 	}
+	l.count(was, r)
 }
 
-func (r *TaskRecord) settle(f Fate, e *Event) { r.Fate, r.Settled, r.Reason = f, e.TMs, e.Note }
+// find returns the position of id's record, or -1, the empty slot
+// where add would index it (-1 while there is no table) and what add
+// stores there.
+func (l *Ledger) find(id string) (i, slot int, entry uint64) {
+	for _, p := range l.recent {
+		// The same string, not only an equal one: a cheap test that may
+		// miss (the table then finds it), and never compares bytes.
+		if p > 0 && same(l.records[p-1].ID, id) {
+			return p - 1, -1, 0
+		}
+	}
+	if len(l.slots) == 0 {
+		return -1, -1, 0
+	}
+	h := maphash.String(l.seed, id)
+	tag := h &^ (1<<32 - 1)
+	mask := len(l.slots) - 1
+	for j := int(h) & mask; ; j = (j + 1) & mask {
+		s := l.slots[j]
+		if s == 0 {
+			return -1, j, tag
+		}
+		if s&^(1<<32-1) == tag && l.records[uint32(s)-1].ID == id {
+			return int(uint32(s) - 1), j, tag
+		}
+	}
+}
+
+// same reports whether a and b are one string: the same bytes in memory.
+func same(a, b string) bool {
+	return len(a) == len(b) && unsafe.StringData(a) == unsafe.StringData(b)
+}
+
+// add appends a pending record for id, indexing it at slot with entry's
+// tag (what find returned) unless the table must grow first, and returns
+// its position.
+func (l *Ledger) add(id string, slot int, entry uint64) int {
+	i := len(l.records)
+	l.records = append(l.records, TaskRecord{ID: id, Fate: FatePending, FirstFail: -1, Settled: -1})
+	l.pending++
+	l.moves++
+	if slot < 0 || (i+1)*4 > len(l.slots)*3 { // no table yet, or too full
+		l.grow()
+		return i
+	}
+	l.slots[slot] = entry | uint64(i+1)
+	return i
+}
+
+// grow doubles the index (16 slots to start with) and indexes every
+// record again.
+func (l *Ledger) grow() {
+	if len(l.slots) == 0 {
+		l.seed = maphash.MakeSeed()
+	}
+	l.slots = make([]uint64, max(16, 2*len(l.slots)))
+	mask := len(l.slots) - 1
+	for i := range l.records {
+		h := maphash.String(l.seed, l.records[i].ID)
+		j := int(h) & mask
+		for l.slots[j] != 0 {
+			j = (j + 1) & mask
+		}
+		l.slots[j] = h&^(1<<32-1) | uint64(i+1)
+	}
+}
+
+// settle gives r its final fate, set by e, with e's note as the reason.
+func (l *Ledger) settle(r *TaskRecord, f Fate, e *Event) {
+	r.Fate, r.Settled, r.Reason = f, e.TMs, l.intern(e.Note)
+}
+
+// maxReasons bounds the reasons a ledger shares (intern): a run's tasks
+// end for a handful of reasons, and one that names its task in each is
+// kept as it is once this many are known.
+const maxReasons = 256
+
+// intern returns the copy of reason the ledger keeps already, if any: a
+// reason is mostly built afresh for every task ("no retries left: " +
+// err.Error()), and 25,000 dropped tasks would each keep their own.
+func (l *Ledger) intern(reason string) string {
+	if reason == "" {
+		return ""
+	}
+	if kept, ok := l.reasons[reason]; ok {
+		return kept
+	}
+	if len(l.reasons) < maxReasons {
+		if l.reasons == nil {
+			l.reasons = map[string]string{}
+		}
+		l.reasons[reason] = reason
+	}
+	return reason
+}
 
 // count keeps pending and moves up to date after r's fate went from was
 // to what it is now.
@@ -111,8 +221,8 @@ func (l *Ledger) Tasks() []TaskRecord {
 
 // Task returns the record for id and whether the task exists.
 func (l *Ledger) Task(id string) (TaskRecord, bool) {
-	i, ok := l.index[id]
-	if !ok {
+	i, _, _ := l.find(id)
+	if i < 0 {
 		return TaskRecord{}, false
 	}
 	return l.records[i], true

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -119,4 +120,65 @@ func TestLedgerCountsFollowItsRecords(t *testing.T) {
 		require.Equal(t, !slices.Equal(before, after), l.moves != moves, "event %d: moves counts a change, only a change", i)
 	}
 	assert.Greater(t, l.moves, uint64(100))
+}
+
+// The index grows from nothing through many doublings; every task must
+// still be found, in any order, and an unknown id never.
+func TestLedgerIndexManyTasks(t *testing.T) {
+	var l Ledger
+	const n = 20000
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("task-%d", i)
+		l.Observe(Event{Kind: Enqueued, Task: ids[i]})
+	}
+	rng := rand.New(rand.NewPCG(3, 5))
+	for _, i := range rng.Perm(n) {
+		l.Observe(Event{Kind: Started, Task: ids[i]})
+		if i%3 == 0 {
+			l.Observe(Event{Kind: Started, Task: ids[i]})
+		}
+	}
+	for i, id := range ids {
+		r, ok := l.Task(id)
+		require.True(t, ok, id)
+		want := 1
+		if i%3 == 0 {
+			want = 2
+		}
+		require.Equal(t, want, r.Attempts, id)
+	}
+	for _, id := range []string{"task-20000", "task-", "", "TASK-1"} {
+		_, ok := l.Task(id)
+		assert.False(t, ok, id)
+	}
+	l.Observe(Event{Kind: Started, Task: "nobody"})
+	got := l.Tasks()
+	require.Len(t, got, n, "an event about an unknown task makes none")
+	for i, r := range got {
+		require.Equal(t, ids[i], r.ID, "creation order")
+	}
+}
+
+// Tasks that end for the same reason share one copy of it, however each
+// reason was built; past maxReasons distinct ones, each is still kept.
+func TestLedgerSharesReasons(t *testing.T) {
+	var l Ledger
+	for i := range maxReasons + 50 {
+		id := fmt.Sprint("T", i)
+		l.Observe(Event{Kind: Enqueued, Task: id})
+		note := fmt.Sprint("no retries left: ", "poison")
+		if i%2 == 1 {
+			note = fmt.Sprint("reason ", i) // distinct
+		}
+		l.Observe(Event{Kind: Dropped, Task: id, Note: note})
+	}
+	a, _ := l.Task("T0")
+	b, _ := l.Task("T2")
+	assert.Equal(t, "no retries left: poison", b.Reason)
+	assert.Same(t, unsafe.StringData(a.Reason), unsafe.StringData(b.Reason), "one copy")
+	for i := 1; i < maxReasons+50; i += 2 {
+		r, _ := l.Task(fmt.Sprint("T", i))
+		require.Equal(t, fmt.Sprint("reason ", i), r.Reason)
+	}
 }

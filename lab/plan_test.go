@@ -119,6 +119,16 @@ func TestScaledPlanPoisonIndexAgreesWithTheList(t *testing.T) {
 	for _, id := range p.Tasks {
 		assert.Equal(t, slices.Contains(p.Poison, id), errors.Is(p.Fails(id, 1), ErrPoison), id)
 	}
+	big, err := ScaledPlan(MaxTasks)
+	require.NoError(t, err)
+	poison := map[string]bool{}
+	for _, id := range big.Poison {
+		poison[id] = true
+	}
+	require.Len(t, poison, MaxTasks/4)
+	for _, id := range big.Tasks {
+		require.Equal(t, poison[id], errors.Is(big.Fails(id, 1), ErrPoison), id)
+	}
 	q := p
 	q.Poison = nil
 	assert.NoError(t, q.Fails(p.Poison[0], 1), "no poison left")
@@ -128,8 +138,8 @@ func TestScaledPlanPoisonIndexAgreesWithTheList(t *testing.T) {
 }
 
 // BenchmarkScaledPlanFails is one attempt's failure check in a
-// 100,000-task plan: constant time, where a scan of its 25,000 poison ids
-// made a --tasks 100000 run quadratic.
+// 100,000-task plan: a binary search of its sorted poison ids, where a
+// scan of its 25,000 poison ids made a --tasks 100000 run quadratic.
 func BenchmarkScaledPlanFails(b *testing.B) {
 	p, err := ScaledPlan(MaxTasks)
 	if err != nil {

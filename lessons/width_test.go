@@ -64,3 +64,29 @@ func assertFits(t *testing.T, text string, width int) {
 		assert.LessOrEqual(t, render.Width(line), width, "line %d is too wide:\n%s", i+1, line)
 	}
 }
+
+// TestPagesFit: what a student reads in Markdown fits 80 columns without
+// a word broken: every line of each lesson's page, the README,
+// exercises/README.md and docs/lessons.md, code blocks included, and the
+// prose of the other docs. A table row (the renderer lays it out) and a
+// line that is one unbreakable word (a long link) are the exceptions.
+func TestPagesFit(t *testing.T) {
+	strict := map[string]bool{"README.md": true, "exercises/README.md": true, "docs/lessons.md": true}
+	for _, doc := range docs(t) {
+		whole := strict[doc] || strings.HasPrefix(doc, "lessons/")
+		for _, l := range readDoc(t, doc) {
+			if l.fenced && !whole {
+				continue
+			}
+			s := strings.TrimSpace(l.text)
+			if render.Width(l.text) <= render.DefaultWidth || strings.HasPrefix(s, "|") && !l.fenced {
+				continue
+			}
+			s = strings.TrimLeft(s, "-*0123456789. ")
+			if !strings.Contains(s, " ") {
+				continue // one word, too long for any line
+			}
+			t.Errorf("%s:%d is %d columns wide, over %d:\n%s", doc, l.n, render.Width(l.text), render.DefaultWidth, l.text)
+		}
+	}
+}

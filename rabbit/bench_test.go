@@ -103,7 +103,7 @@ func BenchmarkRawAMQP(b *testing.B) {
 func BenchmarkPublishConsume(b *testing.B) {
 	s := rabbittest.Session(b, 1)
 	ctx := benchCtx(b)
-	if err := s.Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "bench.lab", Role: rabbit.Work}}}); err != nil {
+	if err := s.Topo().Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "bench.lab", Role: rabbit.Work}}}); err != nil {
 		b.Fatal(err)
 	}
 	pub, err := s.Publisher(ctx)

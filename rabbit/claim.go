@@ -50,27 +50,27 @@ func claimName(n Names) string {
 
 // claim takes the session's claim on its names, once; a second call is a
 // no-op. A *ClaimedError means another run holds it.
-func (s *Session) claim(ctx context.Context) error {
-	name := claimName(s.Names)
+func (g *Guest) claim(ctx context.Context) error {
+	name := claimName(g.s.Names)
 	if name == "" {
 		return nil
 	}
-	s.link.mu.Lock()
-	claimed := s.link.claimed
-	s.link.mu.Unlock()
+	g.s.link.mu.Lock()
+	claimed := g.s.link.claimed
+	g.s.link.mu.Unlock()
 	if claimed {
 		return nil
 	}
-	conn, err := s.live(ctx)
+	conn, err := g.s.link.live(ctx)
 	if err != nil {
 		return err
 	}
-	s.link.mu.Lock()
-	defer s.link.mu.Unlock()
-	if err := claimOn(ctx, conn, s.Names); err != nil {
+	g.s.link.mu.Lock()
+	defer g.s.link.mu.Unlock()
+	if err := claimOn(ctx, conn, g.s.Names); err != nil {
 		return err
 	}
-	s.link.claimed = true
+	g.s.link.claimed = true
 	return nil
 }
 

@@ -42,7 +42,7 @@ func TestExactNamesAreClaimedAtomically(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				errs[i] = s.Declare(testCtx(t), emailLoopTopology(time.Hour))
+				errs[i] = s.Topo().Declare(testCtx(t), emailLoopTopology(time.Hour))
 			}()
 		}
 		wg.Wait()
@@ -69,13 +69,13 @@ func TestClaimIsReleasedWithTheRun(t *testing.T) {
 	names, err := rabbit.PersonNames(rabbit.RunNames().Run + "-next")
 	require.NoError(t, err)
 	first := openAs(t, names)
-	require.NoError(t, first.Declare(testCtx(t), emailLoopTopology(time.Hour)))
+	require.NoError(t, first.Topo().Declare(testCtx(t), emailLoopTopology(time.Hour)))
 	second := openAs(t, names)
 	other := rabbit.Topology{Queues: []rabbit.Queue{{Name: "other", Role: rabbit.Work}}}
 	var claimed *rabbit.ClaimedError
-	require.ErrorAs(t, second.Declare(testCtx(t), other), &claimed, "even queues the first did not declare")
+	require.ErrorAs(t, second.Topo().Declare(testCtx(t), other), &claimed, "even queues the first did not declare")
 	require.NoError(t, first.Close(testCtx(t)))
-	require.NoError(t, second.Declare(testCtx(t), other))
+	require.NoError(t, second.Topo().Declare(testCtx(t), other))
 }
 
 // TestCleanRefusesWhileTheNamesAreClaimed: `qlab broker clean --prefix P`
@@ -87,10 +87,10 @@ func TestCleanRefusesWhileTheNamesAreClaimed(t *testing.T) {
 	require.NoError(t, err)
 	s := openAs(t, names)
 	topo := emailLoopTopology(time.Hour)
-	require.NoError(t, s.Declare(testCtx(t), topo))
+	require.NoError(t, s.Topo().Declare(testCtx(t), topo))
 	_, err = rabbit.Clean(testCtx(t), url, names, []rabbit.Topology{topo}, false)
 	require.ErrorIs(t, err, rabbit.ErrInUse)
-	n, err := s.Depth(testCtx(t), emailWait)
+	n, err := s.Topo().Depth(testCtx(t), emailWait)
 	require.NoError(t, err, "the wait queue is still there")
 	assert.Zero(t, n)
 }
@@ -103,15 +103,15 @@ func TestClaimIsTakenAgainAfterALostConnection(t *testing.T) {
 	names, err := rabbit.PersonNames(rabbit.RunNames().Run + "-again")
 	require.NoError(t, err)
 	s := openAs(t, names)
-	require.NoError(t, s.Declare(testCtx(t), emailLoopTopology(time.Hour)))
+	require.NoError(t, s.Topo().Declare(testCtx(t), emailLoopTopology(time.Hour)))
 	for range 3 {
 		require.NoError(t, s.Connection().Close())
-		_, err := s.Depth(testCtx(t), emailQueue)
+		_, err := s.Topo().Depth(testCtx(t), emailQueue)
 		require.NoError(t, err)
 		require.NoError(t, s.Err())
 	}
 	other := openAs(t, names)
 	var claimed *rabbit.ClaimedError
-	require.ErrorAs(t, other.Declare(testCtx(t), rabbit.Topology{Queues: []rabbit.Queue{{Name: "x", Role: rabbit.Work}}}), &claimed,
+	require.ErrorAs(t, other.Topo().Declare(testCtx(t), rabbit.Topology{Queues: []rabbit.Queue{{Name: "x", Role: rabbit.Work}}}), &claimed,
 		"the run still holds its names")
 }

@@ -75,7 +75,7 @@ type Handler func(ctx context.Context, d *Delivery)
 // A message whose AppId is not the run's (Names.Run) is foreign: the run
 // did not publish it, so it is no task. The consumer never hands it to the
 // handler and reports no event for it; it logs a warning, counts it
-// (Session.Foreign), moves it to the run's hold queue with a reason header
+// (Guest.Foreign), moves it to the run's hold queue with a reason header
 // and acks it (or, if that fails, rejects it without requeue). The hold
 // queue outlives the run while it holds anything. A message with the run's
 // AppId that is no well-formed task (TaskProblem) is parked the same way,
@@ -194,7 +194,7 @@ func (c *Consumer) run(ctx context.Context, deliveries <-chan amqp.Delivery, clo
 		deliveries, closed, err = c.reconnect(ctx)
 		if err != nil {
 			if ctx.Err() == nil {
-				c.s.fail(err)
+				c.s.health.fail(err)
 			}
 			c.closeConn()
 			return
@@ -214,7 +214,7 @@ func (c *Consumer) serve(ctx context.Context, deliveries <-chan amqp.Delivery) {
 			if !ok {
 				return
 			}
-			if !c.s.Screen(ctx, c.opts.Queue, d) {
+			if !c.s.guest.Screen(ctx, c.opts.Queue, d) {
 				continue
 			}
 			dl := &Delivery{Delivery: d, Task: d.MessageId, Queue: c.opts.Queue, Deaths: ReadDeaths(d.Headers), names: c.s.Names}

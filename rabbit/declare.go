@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -14,10 +15,31 @@ import (
 	"github.com/queuelab/qlab/lab"
 )
 
-// The declare/clean part of a Session: declaring the run's queues
-// (refusing any that exist), and deleting them at Close. Lock: owned.mu,
-// held only to read or append the queues declared, never across a
-// broker call.
+// Topo is the declare-and-clean part of a Session (Session.Topo). Its
+// contract: the session owns only what it created. Declare and
+// DeclareArgs refuse a queue that already exists, so a run never
+// consumes, drains or deletes someone else's queue; what they create is
+// remembered, for Session.Close to delete (declare.go, exchange.go), and
+// what the clean-up could not delete is remembered too, for TidyLeft to
+// try again (left.go). Lock: owned.mu, held only to read or change what
+// was declared, never across a broker call.
+type Topo struct {
+	s     *Session
+	owned owned
+}
+
+// owned is what the session created on the broker, for Close to delete
+// and WaitSettled to check. mu guards every field.
+type owned struct {
+	mu       sync.Mutex
+	declared []string                 // broker names of the queues this session created, in order
+	ttls     map[string]time.Duration // their TTLs (lesson time) by broker name, where they have one (see Expect)
+	kept     []string                 // the queues Close left under Keep (DeleteKept)
+	// left and leftExchanges are what the clean-up could not delete
+	// (left.go): still the run's, for TidyLeft to try again.
+	left          []string
+	leftExchanges []string
+}
 
 // PreconditionError explains a 406 PRECONDITION_FAILED: the queue already
 // exists on the broker with other arguments than this run declares.
@@ -80,30 +102,30 @@ func (e *ExistsError) Unwrap() error {
 // dead-letter route, and remembers it for Close. If any of them already
 // exists it declares none and returns an *ExistsError (wrapping a
 // *PreconditionError when one exists with other arguments).
-func (s *Session) Declare(ctx context.Context, t Topology) error {
+func (tp *Topo) Declare(ctx context.Context, t Topology) error {
 	if err := t.Check(); err != nil {
 		return err
 	}
-	if err := checkTTLs(t, s.Clock); err != nil {
+	if err := checkTTLs(t, tp.s.Clock); err != nil {
 		return err
 	}
-	if err := s.claim(ctx); err != nil {
+	if err := tp.s.guest.claim(ctx); err != nil {
 		return err
 	}
-	if err := s.refuseExisting(ctx, t); err != nil {
+	if err := tp.refuseExisting(ctx, t); err != nil {
 		return err
 	}
 	for _, q := range t.Queues {
-		if err := s.declare(ctx, q.Name, s.arguments(q)); err != nil {
+		if err := tp.declare(ctx, q.Name, tp.arguments(q)); err != nil {
 			return err
 		}
 		if q.TTL > 0 {
-			s.owned.mu.Lock()
-			if s.owned.ttls == nil {
-				s.owned.ttls = map[string]time.Duration{}
+			tp.owned.mu.Lock()
+			if tp.owned.ttls == nil {
+				tp.owned.ttls = map[string]time.Duration{}
 			}
-			s.owned.ttls[s.Names.Of(q.Name)] = q.TTL
-			s.owned.mu.Unlock()
+			tp.owned.ttls[tp.s.Names.Of(q.Name)] = q.TTL
+			tp.owned.mu.Unlock()
 		}
 	}
 	return nil
@@ -146,11 +168,11 @@ func checkTTLs(t Topology, clock lab.Clock) error {
 // already on the broker (a passive declare finds them). It re-declares an
 // existing queue with t's arguments only to tell whether they differ: that
 // changes nothing on the broker either way.
-func (s *Session) refuseExisting(ctx context.Context, t Topology) error {
+func (tp *Topo) refuseExisting(ctx context.Context, t Topology) error {
 	var found ExistsError
 	for _, q := range t.Queues {
-		name := s.Names.Of(q.Name)
-		exists, err := s.exists(ctx, name)
+		name := tp.s.Names.Of(q.Name)
+		exists, err := tp.s.link.exists(ctx, name)
 		if err != nil {
 			return fmt.Errorf("checking queue %s: %w", name, err)
 		}
@@ -159,7 +181,7 @@ func (s *Session) refuseExisting(ctx context.Context, t Topology) error {
 		}
 		found.Queues = append(found.Queues, name)
 		var pe *PreconditionError
-		if err := s.queueDeclare(ctx, name, s.arguments(q)); errors.As(err, &pe) && found.Conflict == nil {
+		if err := tp.queueDeclare(ctx, name, tp.arguments(q)); errors.As(err, &pe) && found.Conflict == nil {
 			found.Conflict = pe
 		}
 	}
@@ -171,8 +193,8 @@ func (s *Session) refuseExisting(ctx context.Context, t Topology) error {
 
 // exists reports whether broker queue name exists (a passive declare; the
 // 404 for a missing queue closes only its own channel).
-func (s *Session) exists(ctx context.Context, name string) (bool, error) {
-	_, err := s.inspect(ctx, name)
+func (l *link) exists(ctx context.Context, name string) (bool, error) {
+	_, err := l.inspect(ctx, name)
 	if isNotFound(err) {
 		return false, nil
 	}
@@ -181,8 +203,8 @@ func (s *Session) exists(ctx context.Context, name string) (bool, error) {
 
 // inspect passively declares broker queue name on a channel of its own,
 // waiting for a broker that is away as Retry says.
-func (s *Session) inspect(ctx context.Context, name string) (q amqp.Queue, err error) {
-	err = s.OnConnection(ctx, "inspecting "+name, func(conn *amqp.Connection) (err error) {
+func (l *link) inspect(ctx context.Context, name string) (q amqp.Queue, err error) {
+	err = l.s.OnConnection(ctx, "inspecting "+name, func(conn *amqp.Connection) (err error) {
 		q, err = inspectOn(ctx, conn, name)
 		return err
 	})
@@ -209,9 +231,9 @@ func isNotFound(err error) bool {
 
 // declare declares one durable queue of the session's topology and
 // records it for deletion at Close.
-func (s *Session) declare(ctx context.Context, seedName string, args amqp.Table) error {
-	name := s.Names.Of(seedName)
-	err := s.queueDeclare(ctx, name, args)
+func (tp *Topo) declare(ctx context.Context, seedName string, args amqp.Table) error {
+	name := tp.s.Names.Of(seedName)
+	err := tp.queueDeclare(ctx, name, args)
 	var pre *PreconditionError
 	if errors.As(err, &pre) {
 		return err // created between our check and now, by someone else: not ours
@@ -219,9 +241,9 @@ func (s *Session) declare(ctx context.Context, seedName string, args amqp.Table)
 	// A declare abandoned at its bound (Transient) may still be carried
 	// out: Close deletes the queue all the same (one not there is no error).
 	if err == nil || Transient(err) {
-		s.owned.mu.Lock()
-		s.owned.declared = append(s.owned.declared, name)
-		s.owned.mu.Unlock()
+		tp.owned.mu.Lock()
+		tp.owned.declared = append(tp.owned.declared, name)
+		tp.owned.mu.Unlock()
 	}
 	if err != nil {
 		return fmt.Errorf("declaring queue %s: %w", name, err)
@@ -232,25 +254,25 @@ func (s *Session) declare(ctx context.Context, seedName string, args amqp.Table)
 // Redeclare declares queue q again exactly as Declare would, without
 // recording it. The broker accepts it only if the queue's arguments are
 // equivalent, so this reads the declared arguments back by behaviour.
-func (s *Session) Redeclare(ctx context.Context, q Queue, args amqp.Table) error {
+func (tp *Topo) Redeclare(ctx context.Context, q Queue, args amqp.Table) error {
 	if args == nil {
-		args = s.arguments(q)
+		args = tp.arguments(q)
 	}
-	return s.queueDeclare(ctx, s.Names.Of(q.Name), args)
+	return tp.queueDeclare(ctx, tp.s.Names.Of(q.Name), args)
 }
 
 // arguments are the x-arguments the session declares q with: Arguments,
 // made quorum under Session.Quorum.
-func (s *Session) arguments(q Queue) amqp.Table {
-	q.Quorum = q.Quorum || s.Quorum
-	return Arguments(q, s.Names, s.Clock)
+func (tp *Topo) arguments(q Queue) amqp.Table {
+	q.Quorum = q.Quorum || tp.s.Quorum
+	return Arguments(q, tp.s.Names, tp.s.Clock)
 }
 
 // queueDeclare declares durable queue name on a channel of its own (a 406
 // closes the channel it happens on, and the session must stay usable) and
 // turns a 406 PRECONDITION_FAILED into a *PreconditionError.
-func (s *Session) queueDeclare(ctx context.Context, name string, args amqp.Table) error {
-	err := s.OnConnection(ctx, "declaring "+name, func(conn *amqp.Connection) error {
+func (tp *Topo) queueDeclare(ctx context.Context, name string, args amqp.Table) error {
+	err := tp.s.OnConnection(ctx, "declaring "+name, func(conn *amqp.Connection) error {
 		return onChannel(ctx, conn, func(ch *amqp.Channel) error {
 			_, err := ch.QueueDeclare(name, true, false, false, false, args)
 			return err
@@ -265,15 +287,15 @@ func (s *Session) queueDeclare(ctx context.Context, name string, args amqp.Table
 
 // Depth returns how many messages are ready in seed queue name (a passive
 // declare: it fails if the queue does not exist).
-func (s *Session) Depth(ctx context.Context, name string) (int, error) {
-	q, err := s.inspect(ctx, s.Names.Of(name))
+func (tp *Topo) Depth(ctx context.Context, name string) (int, error) {
+	q, err := tp.s.link.inspect(ctx, tp.s.Names.Of(name))
 	return q.Messages, err
 }
 
 // Consumers returns how many consumers seed queue name has, as the broker
 // counts them (a passive declare).
-func (s *Session) Consumers(ctx context.Context, name string) (int, error) {
-	q, err := s.inspect(ctx, s.Names.Of(name))
+func (tp *Topo) Consumers(ctx context.Context, name string) (int, error) {
+	q, err := tp.s.link.inspect(ctx, tp.s.Names.Of(name))
 	return q.Consumers, err
 }
 
@@ -281,12 +303,12 @@ func (s *Session) Consumers(ctx context.Context, name string) (int, error) {
 // live connection (a fresh one if the broker closed it), waiting for a
 // broker that is restarting as Retry says. The error names every queue
 // left behind.
-func (s *Session) deleteOwned(ctx context.Context, names []string) error {
+func (tp *Topo) deleteOwned(ctx context.Context, names []string) error {
 	var left []string
 	var first error
 	for _, name := range names {
-		err := s.OnConnection(ctx, "deleting queue "+name, func(conn *amqp.Connection) error {
-			if name == s.Names.hold() && s.keepHold(ctx, conn) {
+		err := tp.s.OnConnection(ctx, "deleting queue "+name, func(conn *amqp.Connection) error {
+			if name == tp.s.Names.hold() && tp.s.guest.keepHold(ctx, conn) {
 				return nil
 			}
 			return onChannel(ctx, conn, func(ch *amqp.Channel) error {
@@ -300,7 +322,7 @@ func (s *Session) deleteOwned(ctx context.Context, names []string) error {
 		}
 	}
 	if len(left) > 0 {
-		s.leave(left, nil)
+		tp.leave(left, nil)
 		return fmt.Errorf("the clean-up left the run's queues %s behind (rabbitmqctl delete_queue each, or qlab broker clean): %w",
 			strings.Join(left, ", "), first)
 	}
@@ -311,21 +333,21 @@ func (s *Session) deleteOwned(ctx context.Context, names []string) error {
 // connection of its own (the session's is closed): a later part of the
 // same run declares them again, and only the run's last part is left for
 // the student.
-func (s *Session) DeleteKept(ctx context.Context) error {
-	s.owned.mu.Lock()
-	kept := s.owned.kept
-	s.owned.kept = nil
-	s.owned.mu.Unlock()
+func (tp *Topo) DeleteKept(ctx context.Context) error {
+	tp.owned.mu.Lock()
+	kept := tp.owned.kept
+	tp.owned.kept = nil
+	tp.owned.mu.Unlock()
 	if len(kept) == 0 {
 		return nil
 	}
-	conn, err := dialAs(ctx, s.URL, ConnectionName(s.Names), nil)
+	conn, err := dialAs(ctx, tp.s.URL, ConnectionName(tp.s.Names), nil)
 	if err != nil {
 		return fmt.Errorf("deleting the run's kept queues: %w", err)
 	}
 	defer conn.Close()
 	for _, name := range kept {
-		if name == s.Names.hold() && s.keepHold(ctx, conn) {
+		if name == tp.s.Names.hold() && tp.s.guest.keepHold(ctx, conn) {
 			continue
 		}
 		err := onChannel(ctx, conn, func(ch *amqp.Channel) error {

@@ -15,19 +15,19 @@ import (
 // themselves (406 PRECONDITION_FAILED for a value it does not take) comes
 // back as the *amqp.Error the broker sent, so the caller can show its
 // words.
-func (s *Session) DeclareArgs(ctx context.Context, name string, args amqp.Table) error {
-	if err := s.claim(ctx); err != nil {
+func (tp *Topo) DeclareArgs(ctx context.Context, name string, args amqp.Table) error {
+	if err := tp.s.guest.claim(ctx); err != nil {
 		return err
 	}
-	broker := s.Names.Of(name)
-	exists, err := s.exists(ctx, broker)
+	broker := tp.s.Names.Of(name)
+	exists, err := tp.s.link.exists(ctx, broker)
 	if err != nil {
 		return fmt.Errorf("checking queue %s: %w", broker, err)
 	}
 	if exists {
 		return &ExistsError{Queues: []string{broker}}
 	}
-	err = s.OnConnection(ctx, "declaring "+broker, func(conn *amqp.Connection) error {
+	err = tp.s.OnConnection(ctx, "declaring "+broker, func(conn *amqp.Connection) error {
 		return onChannel(ctx, conn, func(ch *amqp.Channel) error {
 			_, err := ch.QueueDeclare(broker,
 				true,  // durable
@@ -41,8 +41,8 @@ func (s *Session) DeclareArgs(ctx context.Context, name string, args amqp.Table)
 	if err != nil {
 		return err
 	}
-	s.owned.mu.Lock()
-	s.owned.declared = append(s.owned.declared, broker)
-	s.owned.mu.Unlock()
+	tp.owned.mu.Lock()
+	tp.owned.declared = append(tp.owned.declared, broker)
+	tp.owned.mu.Unlock()
 	return nil
 }

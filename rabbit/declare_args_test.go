@@ -20,17 +20,17 @@ func TestDeclareArgs(t *testing.T) {
 	s := rabbittest.Session(t, 1)
 	ctx := testCtx(t)
 	args := amqp.Table{"x-queue-type": "quorum", "x-delivery-limit": int64(3)}
-	require.NoError(t, s.DeclareArgs(ctx, "args.q", args))
+	require.NoError(t, s.Topo().DeclareArgs(ctx, "args.q", args))
 	var exists *rabbit.ExistsError
-	require.ErrorAs(t, s.DeclareArgs(ctx, "args.q", args), &exists, "declared once, it exists")
+	require.ErrorAs(t, s.Topo().DeclareArgs(ctx, "args.q", args), &exists, "declared once, it exists")
 	assert.Equal(t, []string{s.Names.Of("args.q")}, exists.Queues)
 
-	err := s.DeclareArgs(ctx, "args.bad", amqp.Table{"x-queue-type": "quorum", "x-max-priority": "high"})
+	err := s.Topo().DeclareArgs(ctx, "args.bad", amqp.Table{"x-queue-type": "quorum", "x-max-priority": "high"})
 	var amqpErr *amqp.Error
 	require.True(t, errors.As(err, &amqpErr), "the broker's refusal, as it sent it: %v", err)
 	assert.Equal(t, amqp.PreconditionFailed, amqpErr.Code)
 
 	require.NoError(t, s.Close(ctx))
-	n, err := s.Depth(ctx, "args.q")
+	n, err := s.Topo().Depth(ctx, "args.q")
 	assert.Error(t, err, "Close deleted it (depth %d)", n)
 }

@@ -28,8 +28,8 @@ const DefaultURL = "amqp://guest:guest@127.0.0.1:5672/"
 // which a run uses any that answers.
 const EnvURL = "RABBITMQ_URL"
 
-// HowToGetABroker is the short advice printed when no broker answers.
-const HowToGetABroker = "start one with `rabbitmq-server -detached`, or `qlab broker up` where Docker runs"
+// howToGetABroker is the short advice printed when no broker answers.
+const howToGetABroker = "start one with `rabbitmq-server -detached`, or `qlab broker up` where Docker runs"
 
 // probeTimeout bounds each discovery step's dial. RabbitMQ answers a wrong
 // password only after about 3 s, so less would report it as "no answer".
@@ -88,7 +88,7 @@ func (e *NoBrokerError) Error() string {
 	if e.EnvURL {
 		return fmt.Sprintf("%s: %s (RABBITMQ_URL is set, so no other broker is tried: fix or unset it)", ErrNoBroker, strings.Join(tried, "; "))
 	}
-	return fmt.Sprintf("%s (%s); %s", ErrNoBroker, strings.Join(tried, "; "), HowToGetABroker)
+	return fmt.Sprintf("%s (%s); %s", ErrNoBroker, strings.Join(tried, "; "), howToGetABroker)
 }
 
 // Details lists every place tried with the full error, one per line.
@@ -123,7 +123,7 @@ func Discover(ctx context.Context, opts DiscoverOptions) (Broker, error) {
 	}
 	fail := &NoBrokerError{Tried: []Tried{triedURL(Redact(def), err)}}
 	if opts.Docker {
-		b, err := DockerUp(ctx)
+		b, err := dockerUp(ctx)
 		if err == nil {
 			return b, nil
 		}

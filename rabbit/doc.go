@@ -6,12 +6,13 @@
 //     dockertest container where a Docker engine answers); Redact keeps
 //     passwords out of everything printed, and a URL amqp091-go would read
 //     as something else than what was written is refused.
-//   - Session is one run's link to the broker, in parts with a lock each
-//     (see Session): its connection, replaced after a loss; the claim that
-//     makes exact names one run's at a time; the queues it declared
-//     (Declare refuses any that exist, Close deletes them); its health
-//     (Err); and screening, which parks what is no task of the run.
-//   - Session.Retry is the one retry loop (Backoff, Transient): connects,
+//   - Session is one run's link to the broker: its connection, replaced
+//     after a loss, and its health (Err). Its other concerns are parts of
+//     their own: Topo declares the run's queues (refusing any that exist)
+//     and deletes them at Close; Guest claims exact names for one run at a
+//     time and moves what is no task of the run to its hold queue; Watch
+//     tells when the run settled or stalled; Probes runs experiments.
+//   - Session.Retry is the one retry loop (one backoff, Transient): connects,
 //     reconnects, republishes, sibling sessions, probes, and the channels
 //     and connections lessons open for themselves (Dial, DialCuttable,
 //     Reader, OnConnection) wait for a broker that went away, for at most
@@ -29,10 +30,10 @@
 //     header the broker adds on dead-lettering; ReadRetries reads a retry
 //     counter a worker that republishes keeps (qlab-retries, or seed 004's
 //     x-retries) and refuses anything but an integer in [0, MaxRetryCount].
-//   - Session.PublishWatched publishes once and shows what the broker
+//   - Probes.PublishWatched publishes once and shows what the broker
 //     answered: a confirm, and a basic.return only with mandatory;
 //     PublishUnroutable uses it on a queue nobody declared.
-//   - Session.Peek reads the head of a queue and leaves it there; Screen,
+//   - Guest.Peek reads the head of a queue and leaves it there; Screen,
 //     Sift and Empty apply the consumer's foreign and malformed check
 //     (NotATask) for lessons that read queues with amqp091-go's own calls.
 //   - Inspect, Take, Replay and Purge are the DLQ operator's tools (qlab

@@ -16,7 +16,7 @@ import (
 // ContainerName is the name of the container `qlab broker up` starts.
 const ContainerName = "qlab-rabbitmq"
 
-// dockerBootTimeout bounds how long DockerUp waits for a fresh container's
+// dockerBootTimeout bounds how long dockerUp waits for a fresh container's
 // broker to accept connections (RabbitMQ takes ~10 s to boot; a first image
 // pull takes longer and is the reason this is not "a few seconds").
 const dockerBootTimeout = 90 * time.Second
@@ -70,7 +70,7 @@ func DockerImage(version string) (string, error) {
 	return "rabbitmq:" + v + "-management", nil
 }
 
-// dockerRunOptions is the container DockerUp starts from image: named
+// dockerRunOptions is the container dockerUp starts from image: named
 // ContainerName, AMQP and the management UI published on 127.0.0.1 only.
 func dockerRunOptions(image string) *dockertest.RunOptions {
 	repo, tag, _ := strings.Cut(image, ":")
@@ -83,8 +83,8 @@ func dockerRunOptions(image string) *dockertest.RunOptions {
 	}
 }
 
-// DockerUp is DockerUpVersion of DefaultDockerVersion.
-func DockerUp(ctx context.Context) (Broker, error) {
+// dockerUp is DockerUpVersion of DefaultDockerVersion.
+func dockerUp(ctx context.Context) (Broker, error) {
 	return DockerUpVersion(ctx, DefaultDockerVersion)
 }
 
@@ -132,7 +132,7 @@ func DockerUpVersion(ctx context.Context, version string) (Broker, error) {
 	return b, nil
 }
 
-// DockerDown removes the container DockerUp started. It fails fast with
+// DockerDown removes the container dockerUp started. It fails fast with
 // ErrNoDocker where no Docker engine answers.
 func DockerDown(ctx context.Context) error {
 	pool, err := dockerPool(ctx)

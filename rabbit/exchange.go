@@ -19,16 +19,16 @@ import (
 // never answered, every exchange of t: a declare abandoned at its bound
 // may still be carried out, and deleting one that is not there is no
 // error (300 runs at once left 109 exchanges behind before).
-func (s *Session) declareRoutes(ctx context.Context, t flow.Topology) ([]string, error) {
+func (tp *Topo) declareRoutes(ctx context.Context, t flow.Topology) ([]string, error) {
 	var r routesDeclared
-	err := s.OnConnection(ctx, "declaring the exchanges", func(conn *amqp.Connection) (err error) {
-		r, err = s.declareRoutesOn(ctx, conn, t)
+	err := tp.s.OnConnection(ctx, "declaring the exchanges", func(conn *amqp.Connection) (err error) {
+		r, err = tp.declareRoutesOn(ctx, conn, t)
 		return err
 	})
 	if err != nil {
 		var all []string
 		for _, x := range t.Exchanges {
-			all = append(all, s.Names.Of(x.Name))
+			all = append(all, tp.s.Names.Of(x.Name))
 		}
 		return all, err
 	}
@@ -44,7 +44,7 @@ type routesDeclared struct {
 
 // declareRoutesOn is one try of declareRoutes on conn, bounded as
 // withinValue says.
-func (s *Session) declareRoutesOn(ctx context.Context, conn *amqp.Connection, t flow.Topology) (routesDeclared, error) {
+func (tp *Topo) declareRoutesOn(ctx context.Context, conn *amqp.Connection, t flow.Topology) (routesDeclared, error) {
 	type result = routesDeclared
 	// The result comes back through withinValue: a call abandoned at its
 	// bound must not write what this function returns.
@@ -56,7 +56,7 @@ func (s *Session) declareRoutesOn(ctx context.Context, conn *amqp.Connection, t 
 		defer ch.Close()
 		var r result
 		for _, x := range t.Exchanges {
-			name := s.Names.Of(x.Name)
+			name := tp.s.Names.Of(x.Name)
 			err := ch.ExchangeDeclare(name, string(x.Kind),
 				true,  // durable: survives a broker restart, as the queues do
 				false, // autoDelete: no, the run deletes what it declared
@@ -70,8 +70,8 @@ func (s *Session) declareRoutesOn(ctx context.Context, conn *amqp.Connection, t 
 			r.declared = append(r.declared, name)
 		}
 		for _, b := range t.Bindings {
-			if err := ch.QueueBind(s.Names.Of(b.Queue), b.Key, s.Names.Of(b.Exchange), false, nil); err != nil {
-				r.err = fmt.Errorf("binding %s to %s with key %q: %w", s.Names.Of(b.Queue), s.Names.Of(b.Exchange), b.Key, err)
+			if err := ch.QueueBind(tp.s.Names.Of(b.Queue), b.Key, tp.s.Names.Of(b.Exchange), false, nil); err != nil {
+				r.err = fmt.Errorf("binding %s to %s with key %q: %w", tp.s.Names.Of(b.Queue), tp.s.Names.Of(b.Exchange), b.Key, err)
 				return r, nil
 			}
 		}
@@ -82,11 +82,11 @@ func (s *Session) declareRoutesOn(ctx context.Context, conn *amqp.Connection, t 
 // deleteExchanges deletes the named broker exchanges (and so their
 // bindings), waiting for a broker that is restarting as Retry says. The
 // error names every exchange left behind.
-func (s *Session) deleteExchanges(ctx context.Context, names []string) error {
+func (tp *Topo) deleteExchanges(ctx context.Context, names []string) error {
 	var left []string
 	var first error
 	for _, name := range names {
-		err := s.OnConnection(ctx, "deleting exchange "+name, func(conn *amqp.Connection) error {
+		err := tp.s.OnConnection(ctx, "deleting exchange "+name, func(conn *amqp.Connection) error {
 			return onChannel(ctx, conn, func(ch *amqp.Channel) error { return ch.ExchangeDelete(name, false, false) })
 		})
 		if err != nil && !isNotFound(err) {
@@ -94,7 +94,7 @@ func (s *Session) deleteExchanges(ctx context.Context, names []string) error {
 		}
 	}
 	if len(left) > 0 {
-		s.leave(nil, left)
+		tp.leave(nil, left)
 		return fmt.Errorf("the clean-up left the run's exchanges %s behind: %w", strings.Join(left, ", "), first)
 	}
 	return nil

@@ -21,6 +21,17 @@ import (
 // into a wait queue, a publish an exchange routes there); a lesson adds
 // its own timers (Expect, flow.WaitFor).
 
+// Watch is the part of a Session that tells when a run is done
+// (Session.Watch). Its contract: WaitSettled returns once every task has
+// its fate, and gives a run up only when no task moved for the session's
+// patience after the last wait the run scheduled ended (Expect): a run
+// that waits on purpose is not stalled (expect.go, settle.go). Lock: see
+// expected.
+type Watch struct {
+	s     *Session
+	waits expected
+}
+
 // expected is the lesson time by which the last wait the run scheduled
 // ends. mu guards due.
 type expected struct {
@@ -31,41 +42,41 @@ type expected struct {
 // Expect says something the run scheduled happens within lesson duration
 // d from now: WaitSettled counts the wait as progress to come, and its
 // patience starts when the wait ends. A d of zero or less changes nothing.
-func (s *Session) Expect(d time.Duration) {
+func (w *Watch) Expect(d time.Duration) {
 	if d <= 0 {
 		return
 	}
-	due := s.Clock.Elapsed() + d
-	s.waits.mu.Lock()
-	defer s.waits.mu.Unlock()
-	s.waits.due = max(s.waits.due, due)
+	due := w.s.Clock.Elapsed() + d
+	w.waits.mu.Lock()
+	defer w.waits.mu.Unlock()
+	w.waits.due = max(w.waits.due, due)
 }
 
 // scheduledUntil is the lesson time by which the last wait the run
 // scheduled ends (0 for none).
-func (s *Session) scheduledUntil() time.Duration {
-	s.waits.mu.Lock()
-	defer s.waits.mu.Unlock()
-	return s.waits.due
+func (w *Watch) scheduledUntil() time.Duration {
+	w.waits.mu.Lock()
+	defer w.waits.mu.Unlock()
+	return w.waits.due
 }
 
 // expectPublished counts the wait of a message the broker confirmed along
 // r: its own expiration, and the TTL of the run's queue it went straight
 // to (the default exchange; an exchange's routes are the flow's to count,
 // Flow.expectRouted).
-func (s *Session) expectPublished(r route, msg amqp.Publishing) {
+func (w *Watch) expectPublished(r route, msg amqp.Publishing) {
 	if ms, err := strconv.ParseInt(msg.Expiration, 10, 64); err == nil && ms > 0 {
-		s.Expect(s.Clock.Lesson(time.Duration(ms) * time.Millisecond))
+		w.Expect(w.s.Clock.Lesson(time.Duration(ms) * time.Millisecond))
 	}
 	if r.exchange == "" {
-		s.Expect(s.ttlOf(r.key))
+		w.Expect(w.ttlOf(r.key))
 	}
 }
 
 // ttlOf is the TTL (lesson time) the session declared queue name (a
 // broker name) with; 0 for none or a queue it did not declare.
-func (s *Session) ttlOf(name string) time.Duration {
-	s.owned.mu.Lock()
-	defer s.owned.mu.Unlock()
-	return s.owned.ttls[name]
+func (w *Watch) ttlOf(name string) time.Duration {
+	w.s.topo.owned.mu.Lock()
+	defer w.s.topo.owned.mu.Unlock()
+	return w.s.topo.owned.ttls[name]
 }

@@ -25,7 +25,7 @@ func TestScheduledExpirationIsNotAStall(t *testing.T) {
 	t.Parallel() // waits on the broker's timer
 	s := rabbittest.Session(t, 20)
 	ctx := testCtx(t)
-	require.NoError(t, s.Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{
+	require.NoError(t, s.Topo().Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{
 		{Name: emailQueue, Role: rabbit.Work},
 		{Name: emailWait, Role: rabbit.Delay, DeadLetterTo: emailQueue}, // seed 002's retry queue: no TTL of its own
 	}}))
@@ -43,7 +43,7 @@ func TestScheduledExpirationIsNotAStall(t *testing.T) {
 	require.NoError(t, pub.PublishMessage(ctx, emailWait, msg))
 
 	start := time.Now()
-	require.NoError(t, s.WaitSettled(ctx, stream, nil))
+	require.NoError(t, s.Watch().WaitSettled(ctx, stream, nil))
 	assert.GreaterOrEqual(t, time.Since(start), 14*time.Second, "A came back from its 5-minute wait, not before")
 }
 
@@ -57,9 +57,9 @@ func TestStallAfterTimerSaysLessonTime(t *testing.T) {
 	s := rabbittest.Session(t, 10)
 	stream, _ := recorded()
 	stream.Emit(lab.Event{Kind: lab.Enqueued, Task: "A", Queue: "nowhere"})
-	s.Expect(30 * time.Second)
+	s.Watch().Expect(30 * time.Second)
 	start := time.Now()
-	err := s.WaitSettled(testCtx(t), stream, nil)
+	err := s.Watch().WaitSettled(testCtx(t), stream, nil)
 	took := time.Since(start)
 	require.ErrorIs(t, err, rabbit.ErrStalled)
 	assert.Regexp(t, `for 1m40s of lesson time \(10s real at 10×\) after the last wait the run scheduled ended at 3\d(\.\d+)?s; still pending: A;`, err.Error(),

@@ -35,7 +35,7 @@ func TestDelayQueueNeedsADeadLetterRoute(t *testing.T) {
 func TestPerMessageTTLExpiresOnlyAtTheHead(t *testing.T) {
 	s := rabbittest.Session(t, 1)
 	ctx := testCtx(t)
-	require.NoError(t, s.Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{
+	require.NoError(t, s.Topo().Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{
 		{Name: "delay", Role: rabbit.Delay, DeadLetterTo: "target"},
 		{Name: "target", Role: rabbit.Work},
 	}}))

@@ -24,7 +24,7 @@ func TestFaultKeysRedeliver(t *testing.T) {
 			s := rabbittest.Session(t, 1)
 			f := &lab.Faults{}
 			ctx := lab.WithFaults(testCtx(t), f)
-			require.NoError(t, s.Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "work", Role: rabbit.Work}}}))
+			require.NoError(t, s.Topo().Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "work", Role: rabbit.Work}}}))
 			pub, err := s.Publisher(testCtx(t)) // not under the switchboard: never cut
 			require.NoError(t, err)
 
@@ -60,7 +60,7 @@ func TestFaultKeysRedeliver(t *testing.T) {
 				assert.Equal(t, 1, f.CutConnections(), "the consumer's connection, not the session's or the publisher's")
 			}
 			close(broken)
-			require.NoError(t, s.WaitSettled(ctx, stream, nil))
+			require.NoError(t, s.Watch().WaitSettled(ctx, stream, nil))
 			c.Stop()
 
 			tasks := stream.Finish()

@@ -87,12 +87,12 @@ func SessionOf(b flow.Backend) (*Session, error) {
 var ErrNotOnBroker = errors.New("rabbit: this needs a RabbitMQ session")
 
 // Declare declares t on the broker under the session's names: its queues
-// (Session.Declare), then its exchanges and bindings. Close deletes them.
+// (Topo.Declare), then its exchanges and bindings. Close deletes them.
 func (f *Flow) Declare(ctx context.Context, t flow.Topology) error {
-	if err := f.s.Declare(ctx, t); err != nil {
+	if err := f.s.topo.Declare(ctx, t); err != nil {
 		return err
 	}
-	exchanges, err := f.s.declareRoutes(ctx, t)
+	exchanges, err := f.s.topo.declareRoutes(ctx, t)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.topo, f.exchanges = t, append(f.exchanges, exchanges...)
@@ -163,8 +163,8 @@ func (f *Flow) consume(ctx context.Context, c flow.Consumer, window int, deliver
 	// (its ack lost with a connection) must not reopen the task's fate.
 	opts := ConsumerOptions{Queue: c.Queue, Actor: c.Actor, Prefetch: window}
 	_, err := f.s.Consume(ctx, opts, func(ctx context.Context, d *Delivery) {
-		if !f.s.Sealed(d.Delivery) {
-			f.s.Park(ctx, d, fmt.Sprintf("forged: task %q carries the run's app-id but not its seal (%s): "+
+		if !f.s.guest.Sealed(d.Delivery) {
+			f.s.guest.Hold(ctx, d, fmt.Sprintf("forged: task %q carries the run's app-id but not its seal (%s): "+
 				"the run did not publish it", d.Task, SealHeader))
 			return
 		}
@@ -205,7 +205,7 @@ func (f *Flow) notOurs(ctx context.Context, d *Delivery) {
 		_ = d.Ack()
 		return
 	}
-	f.s.Park(ctx, d, fmt.Sprintf("task %q is not waiting in %s: the run never published it there, or has settled it already", d.Task, d.Queue))
+	f.s.guest.Hold(ctx, d, fmt.Sprintf("task %q is not waiting in %s: the run never published it there, or has settled it already", d.Task, d.Queue))
 }
 
 // headersOf is d's headers, never nil: a broker message always has a
@@ -330,7 +330,7 @@ func (f *Flow) apply(ctx context.Context, c flow.Consumer, d *Delivery, fd *flow
 		if brokerCounts {
 			e.Note = fmt.Sprintf("rejected: the broker dead-letters it into %s, x-message-ttl %s", via.Name, via.TTL)
 			f.stream.Emit(e)
-			f.s.Expect(via.TTL) // the broker's move: no publish of the run's counts it
+			f.s.watch.Expect(via.TTL) // the broker's move: no publish of the run's counts it
 			f.move(d, e.To, d.Reject)
 			return
 		}
@@ -344,7 +344,7 @@ func (f *Flow) apply(ctx context.Context, c flow.Consumer, d *Delivery, fd *flow
 			f.move(d, dec.To, d.Reject) // the queue's own dead-letter route; x-death records it
 			return
 		}
-		headers := CopyHeaders(d.Headers)
+		headers := copyHeaders(d.Headers)
 		headers[ReasonHeader] = dec.Reason
 		f.republish(ctx, d, dec.To, dec.To, headers)
 	case flow.ActRequeue:
@@ -438,10 +438,10 @@ func (f *Flow) expect(task, queue string) string {
 
 // Wait blocks until every message the run published or moved into a
 // consumed queue has been handled and every task has a final fate, within
-// the session's bounds (Session.WaitSettled: a queue deleted from outside,
+// the session's bounds (Watch.WaitSettled: a queue deleted from outside,
 // a broker gone, no progress for its patience), or ctx ends.
 func (f *Flow) Wait(ctx context.Context) error {
-	if err := f.s.WaitSettled(ctx, f.stream, func() bool { return f.work.idle(f.isConsumed) }); err != nil {
+	if err := f.s.watch.WaitSettled(ctx, f.stream, func() bool { return f.work.idle(f.isConsumed) }); err != nil {
 		return err
 	}
 	f.mu.Lock()
@@ -451,25 +451,27 @@ func (f *Flow) Wait(ctx context.Context) error {
 
 // Expect says something the run scheduled happens within lesson duration
 // d from now (flow.Expecter): a lesson's own timer, which the session's
-// watchdog counts as progress to come (Session.Expect).
-func (f *Flow) Expect(d time.Duration) { f.s.Expect(d) }
+// watchdog counts as progress to come (Watch.Expect).
+func (f *Flow) Expect(d time.Duration) { f.s.watch.Expect(d) }
 
 // expectWait counts the TTL of queue (seed name) in topo, where a message
 // the run published to an exchange went: the session sees only the
 // exchange.
 func (f *Flow) expectWait(topo flow.Topology, queue string) {
 	if q, ok := topo.Queue(queue); ok {
-		f.s.Expect(q.TTL)
+		f.s.watch.Expect(q.TTL)
 	}
 }
 
 // Depth is how many messages are ready in queue.
-func (f *Flow) Depth(ctx context.Context, queue string) (int, error) { return f.s.Depth(ctx, queue) }
+func (f *Flow) Depth(ctx context.Context, queue string) (int, error) {
+	return f.s.topo.Depth(ctx, queue)
+}
 
 // Peek reads up to n messages at the head of queue with basic.get and
-// leaves them there (Session.Peek).
+// leaves them there (Guest.Peek).
 func (f *Flow) Peek(ctx context.Context, queue string, n int) ([]flow.Delivery, error) {
-	ds, err := f.s.Peek(ctx, queue, n)
+	ds, err := f.s.guest.Peek(ctx, queue, n)
 	out := make([]flow.Delivery, len(ds))
 	for i, d := range ds {
 		out[i] = flow.Delivery{Task: d.Task, Queue: queue, Attempt: d.Attempt(), Body: d.Body, Headers: headersOf(&d)}
@@ -488,7 +490,7 @@ func (f *Flow) Interrupt() { f.s.InterruptConsumers() }
 // queue deleted from outside, a broker gone) or the clean-up failed (the
 // broker out of reach), otherwise because deleting the queues discarded it.
 // It returns the first error of the clean-up; what it could not delete,
-// the session lists (Session.Left) and tries again (Session.TidyLeft).
+// the session lists (Topo.Left) and tries again (Topo.TidyLeft).
 func (f *Flow) Close(ctx context.Context) error {
 	ctx = cleaning(ctx)
 	f.mu.Lock()
@@ -508,7 +510,7 @@ func (f *Flow) Close(ctx context.Context) error {
 	if f.s.Keep {
 		exchanges = nil // the run's queues stay, and the exchanges that route to them
 	}
-	xerr := f.s.deleteExchanges(ctx, exchanges) // the session remembers what it left (Left)
+	xerr := f.s.topo.deleteExchanges(ctx, exchanges) // the session remembers what it left (Left)
 	if xerr != nil {
 		f.s.Logger.Warn("rabbit: clean-up left exchanges behind", "exchanges", exchanges, "err", xerr.Error())
 	}
@@ -533,7 +535,7 @@ func (f *Flow) topology() flow.Topology {
 // withCount returns a copy of headers with header set to count and the
 // last error beside it (reasonHeaderFor).
 func withCount(headers amqp.Table, header string, count int, reason string) amqp.Table {
-	out := CopyHeaders(headers)
+	out := copyHeaders(headers)
 	out[header] = int64(count)
 	out[reasonHeaderFor(header)] = reason
 	return out

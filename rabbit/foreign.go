@@ -4,12 +4,35 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
-// The screening part of a Session: messages that are no task of the run,
-// moved to the hold queue (park) and counted. Locks: see screening.
+// Guest is the part of a Session that shares a broker with others
+// (Session.Guest). Its contract: the run touches only its own messages.
+// It claims the run's names before anything is declared (claim.go); every
+// reader of the run's queues screens what it gets (NotATask, Sealed), and
+// a message that is no task of the run is moved to the run's hold queue
+// with a reason and counted (Hold, Foreign), never handled, deleted or
+// left to be deleted unseen (foreign.go, screen.go, seal.go). Locks: see
+// screening.
+type Guest struct {
+	s      *Session
+	screen screening
+}
+
+// screening counts and holds the messages that are no task of the run.
+// mu guards parked, parking and pub; pubMu serialises creating pub and is
+// held across the broker calls that declare the hold queue, taking mu
+// only briefly inside.
+type screening struct {
+	mu      sync.Mutex
+	parked  int        // messages moved to the hold queue (Foreign)
+	parking int        // parks under way (see parkActivity)
+	pub     *Publisher // publishes to the hold queue; nil until the first one
+	pubMu   sync.Mutex
+}
 
 // ForeignReasonHeader is the header a foreign message carries in the hold
 // queue: why it was moved there and from where.
@@ -18,25 +41,25 @@ const ForeignReasonHeader = "qlab-foreign-reason"
 // Foreign is how many messages the session's consumers parked in the hold
 // queue, each counted once the broker confirmed its copy there: foreign
 // ones the run did not publish (their AppId is not Names.Run) and
-// malformed ones (see TaskProblem and Park), which no handler ever
+// malformed ones (see TaskProblem and Hold), which no handler ever
 // settles.
-func (s *Session) Foreign() int {
-	s.screen.mu.Lock()
-	defer s.screen.mu.Unlock()
-	return s.screen.parked
+func (g *Guest) Foreign() int {
+	g.screen.mu.Lock()
+	defer g.screen.mu.Unlock()
+	return g.screen.parked
 }
 
 // parkActivity is how many messages the session parked so far, and
 // whether it is busy now: parking one (a 10 MB copy takes a while) or
 // publishing again after a lost channel (bounded by Session.GiveUpAfter).
 // WaitSettled counts both as the run moving.
-func (s *Session) parkActivity() (parked int, busy bool) {
-	s.screen.mu.Lock()
-	parked, parking := s.screen.parked, s.screen.parking
-	s.screen.mu.Unlock()
-	s.health.mu.Lock()
-	defer s.health.mu.Unlock()
-	return parked, parking > 0 || s.health.retrying > 0
+func (g *Guest) parkActivity() (parked int, busy bool) {
+	g.screen.mu.Lock()
+	parked, parking := g.screen.parked, g.screen.parking
+	g.screen.mu.Unlock()
+	g.s.health.mu.Lock()
+	defer g.s.health.mu.Unlock()
+	return parked, parking > 0 || g.s.health.retrying > 0
 }
 
 // park takes delivery d, met on seed queue queue, out of the run's way
@@ -46,35 +69,35 @@ func (s *Session) parkActivity() (parked int, busy bool) {
 // copy. If that fails it rejects d without requeue, so the broker
 // dead-letters it along the queue's route or drops it: requeueing would
 // hand it straight back, a hot loop.
-func (s *Session) park(ctx context.Context, queue string, d amqp.Delivery, reason string) {
-	s.screen.mu.Lock()
-	s.screen.parking++
-	s.screen.mu.Unlock()
-	reason += "; found in " + s.Names.Of(queue)
-	err := s.hold(ctx, d, reason)
+func (g *Guest) park(ctx context.Context, queue string, d amqp.Delivery, reason string) {
+	g.screen.mu.Lock()
+	g.screen.parking++
+	g.screen.mu.Unlock()
+	reason += "; found in " + g.s.Names.Of(queue)
+	err := g.copyToHold(ctx, d, reason)
 	if err == nil {
 		err = d.Ack(false)
 	}
-	s.screen.mu.Lock()
-	s.screen.parking--
+	g.screen.mu.Lock()
+	g.screen.parking--
 	if err == nil { // counted once its copy is in the hold queue, as Foreign says
-		s.screen.parked++
+		g.screen.parked++
 	}
-	s.screen.mu.Unlock()
+	g.screen.mu.Unlock()
 	if err != nil {
 		_ = d.Nack(false, false)
-		s.Logger.Warn("rabbit: message rejected (not requeued): holding it failed",
-			"queue", s.Names.Of(queue), "message_id", d.MessageId, "app_id", d.AppId, "reason", reason, "err", err.Error())
+		g.s.Logger.Warn("rabbit: message rejected (not requeued): holding it failed",
+			"queue", g.s.Names.Of(queue), "message_id", d.MessageId, "app_id", d.AppId, "reason", reason, "err", err.Error())
 		return
 	}
-	s.Logger.Warn("rabbit: message moved to the hold queue; it is not a task of this run",
-		"queue", s.Names.Of(queue), "message_id", d.MessageId, "app_id", d.AppId, "reason", reason, "hold", s.Names.hold())
+	g.s.Logger.Warn("rabbit: message moved to the hold queue; it is not a task of this run",
+		"queue", g.s.Names.Of(queue), "message_id", d.MessageId, "app_id", d.AppId, "reason", reason, "hold", g.s.Names.hold())
 }
 
-// hold publishes a copy of d to the hold queue, declaring the queue first
-// if this is the run's first foreign message.
-func (s *Session) hold(ctx context.Context, d amqp.Delivery, reason string) error {
-	pub, err := s.holdPublisher(ctx)
+// copyToHold publishes a copy of d to the hold queue, declaring the
+// queue first if this is the run's first foreign message.
+func (g *Guest) copyToHold(ctx context.Context, d amqp.Delivery, reason string) error {
+	pub, err := g.holdPublisher(ctx)
 	if err != nil {
 		return err
 	}
@@ -84,47 +107,47 @@ func (s *Session) hold(ctx context.Context, d amqp.Delivery, reason string) erro
 	}
 	msg.Headers[ForeignReasonHeader] = reason
 	msg.UserId = "" // the broker refuses (406) a user-id other than the connection's
-	return pub.deliver(ctx, route{key: s.Names.hold()}, msg)
+	return pub.deliver(ctx, route{key: g.s.Names.hold()}, msg)
 }
 
 // holdPublisher declares the hold queue (recorded for Close, which keeps
 // it while it holds anything) and opens its publisher, once.
-func (s *Session) holdPublisher(ctx context.Context) (*Publisher, error) {
-	s.screen.pubMu.Lock()
-	defer s.screen.pubMu.Unlock()
-	s.screen.mu.Lock()
-	pub := s.screen.pub
-	s.screen.mu.Unlock()
+func (g *Guest) holdPublisher(ctx context.Context) (*Publisher, error) {
+	g.screen.pubMu.Lock()
+	defer g.screen.pubMu.Unlock()
+	g.screen.mu.Lock()
+	pub := g.screen.pub
+	g.screen.mu.Unlock()
 	if pub != nil {
 		return pub, nil
 	}
-	name := s.Names.hold()
-	if err := s.queueDeclare(ctx, name, nil); err != nil {
+	name := g.s.Names.hold()
+	if err := g.s.topo.queueDeclare(ctx, name, nil); err != nil {
 		return nil, fmt.Errorf("declaring the hold queue %s: %w", name, err)
 	}
-	pub, err := s.Publisher(ctx)
+	pub, err := g.s.Publisher(ctx)
 	if err != nil {
 		return nil, err
 	}
-	s.owned.mu.Lock()
-	s.owned.declared = append(s.owned.declared, name)
-	s.owned.mu.Unlock()
-	s.screen.mu.Lock()
-	s.screen.pub = pub
-	s.screen.mu.Unlock()
+	g.s.topo.owned.mu.Lock()
+	g.s.topo.owned.declared = append(g.s.topo.owned.declared, name)
+	g.s.topo.owned.mu.Unlock()
+	g.screen.mu.Lock()
+	g.screen.pub = pub
+	g.screen.mu.Unlock()
 	return pub, nil
 }
 
 // keepHold reports whether the hold queue holds messages, and if so logs
 // where they are and how to remove them once inspected.
-func (s *Session) keepHold(ctx context.Context, conn *amqp.Connection) bool {
-	q, _ := inspectOn(ctx, conn, s.Names.hold())
+func (g *Guest) keepHold(ctx context.Context, conn *amqp.Connection) bool {
+	q, _ := inspectOn(ctx, conn, g.s.Names.hold())
 	n := q.Messages
 	if n == 0 {
 		return false
 	}
-	s.Logger.Warn("rabbit: kept the hold queue: it holds messages this run did not publish",
-		"queue", s.Names.hold(), "messages", n, "remove_with", "rabbitmqctl delete_queue "+s.Names.hold())
+	g.s.Logger.Warn("rabbit: kept the hold queue: it holds messages this run did not publish",
+		"queue", g.s.Names.hold(), "messages", n, "remove_with", "rabbitmqctl delete_queue "+g.s.Names.hold())
 	return true
 }
 
@@ -134,19 +157,19 @@ func (s *Session) keepHold(ctx context.Context, conn *amqp.Connection) bool {
 // before Close deletes the queue, never deleted with it unseen. The run's
 // own messages stay, for the deletion to discard (ReportDiscarded says
 // so). Trouble is logged: the clean-up goes on.
-func (s *Session) parkLeftovers(ctx context.Context) {
-	s.owned.mu.Lock()
-	owned := slices.Clone(s.owned.declared)
-	s.owned.mu.Unlock()
+func (g *Guest) parkLeftovers(ctx context.Context) {
+	g.s.topo.owned.mu.Lock()
+	owned := slices.Clone(g.s.topo.owned.declared)
+	g.s.topo.owned.mu.Unlock()
 	for _, name := range owned {
-		if name == s.Names.hold() {
+		if name == g.s.Names.hold() {
 			continue
 		}
-		if q, err := s.inspect(ctx, name); err != nil || q.Messages == 0 {
+		if q, err := g.s.link.inspect(ctx, name); err != nil || q.Messages == 0 {
 			continue
 		}
-		if _, _, err := s.Sift(ctx, s.Names.Seed(name)); err != nil {
-			s.Logger.Warn("rabbit: could not look for foreign messages before deleting a queue", "queue", name, "err", err.Error())
+		if _, _, err := g.Sift(ctx, g.s.Names.Seed(name)); err != nil {
+			g.s.Logger.Warn("rabbit: could not look for foreign messages before deleting a queue", "queue", name, "err", err.Error())
 		}
 	}
 }

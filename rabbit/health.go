@@ -8,21 +8,24 @@ import "fmt"
 
 // fail records why the run cannot go on (a consumed queue was deleted, the
 // broker stayed away); the first reason wins. WaitSettled returns it.
-func (s *Session) fail(err error) {
-	s.health.mu.Lock()
-	defer s.health.mu.Unlock()
-	if s.health.failure == nil {
-		s.health.failure = err
-		close(s.health.failed)
+func (h *health) fail(err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.failure == nil {
+		h.failure = err
+		close(h.failed)
 	}
 }
 
-// Err is why the run cannot go on, or nil.
-func (s *Session) Err() error {
-	s.health.mu.Lock()
-	defer s.health.mu.Unlock()
-	return s.health.failure
+// err is why the run cannot go on, or nil.
+func (h *health) err() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.failure
 }
+
+// Err is why the run cannot go on, or nil.
+func (s *Session) Err() error { return s.health.err() }
 
 // InterruptConsumers cuts every consumer's connection at once, as a killed
 // worker process would (see Consumer.Interrupt): what they held unacked
@@ -44,8 +47,8 @@ func (s *Session) InterruptConsumers() {
 
 // busyRetrying counts a publish that starts (+1) or stops (-1) waiting out
 // a lost channel.
-func (s *Session) busyRetrying(n int) {
-	s.health.mu.Lock()
-	defer s.health.mu.Unlock()
-	s.health.retrying += n
+func (h *health) busyRetrying(n int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.retrying += n
 }

@@ -39,7 +39,7 @@ func MeasureWaitDelay(ctx context.Context, s *Session, ttl time.Duration, n int,
 		{Name: "latency.wait", Role: Wait, TTL: ttl, DeadLetterTo: "latency.target"},
 		{Name: "latency.target", Role: Work},
 	}}
-	if err := s.Declare(ctx, topo); err != nil {
+	if err := s.Topo().Declare(ctx, topo); err != nil {
 		return DelayStats{}, err
 	}
 	var mu sync.Mutex // the broker orders publish before delivery, but the race detector cannot see that

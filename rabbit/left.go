@@ -66,18 +66,18 @@ func (e *LeftError) Command() string {
 }
 
 // leave records queues and exchanges the clean-up could not delete.
-func (s *Session) leave(queues, exchanges []string) {
-	s.owned.mu.Lock()
-	defer s.owned.mu.Unlock()
-	s.owned.left = append(s.owned.left, queues...)
-	s.owned.leftExchanges = append(s.owned.leftExchanges, exchanges...)
+func (tp *Topo) leave(queues, exchanges []string) {
+	tp.owned.mu.Lock()
+	defer tp.owned.mu.Unlock()
+	tp.owned.left = append(tp.owned.left, queues...)
+	tp.owned.leftExchanges = append(tp.owned.leftExchanges, exchanges...)
 }
 
 // Left lists what the session's clean-up could not delete so far.
-func (s *Session) Left() (queues, exchanges []string) {
-	s.owned.mu.Lock()
-	defer s.owned.mu.Unlock()
-	return slices.Clone(s.owned.left), slices.Clone(s.owned.leftExchanges)
+func (tp *Topo) Left() (queues, exchanges []string) {
+	tp.owned.mu.Lock()
+	defer tp.owned.mu.Unlock()
+	return slices.Clone(tp.owned.left), slices.Clone(tp.owned.leftExchanges)
 }
 
 // TidyLeft tries again, within ctx, to delete what the session's clean-up
@@ -85,16 +85,16 @@ func (s *Session) Left() (queues, exchanges []string) {
 // waiting for a broker that is away as long as ctx allows. It returns a
 // *LeftError naming what is still there, with each queue's messages, or
 // nil when nothing is. What it deletes is forgotten.
-func (s *Session) TidyLeft(ctx context.Context) error {
-	queues, exchanges := s.Left()
+func (tp *Topo) TidyLeft(ctx context.Context) error {
+	queues, exchanges := tp.Left()
 	if len(queues) == 0 && len(exchanges) == 0 {
 		return nil
 	}
 	ctx = cleaning(ctx)
-	left := &LeftError{Names: s.Names}
+	left := &LeftError{Names: tp.s.Names}
 	var conn *amqp.Connection
-	left.Err = s.Retry(ctx, "dialling the broker to clean up", func() (err error) {
-		conn, err = dialAs(ctx, s.URL, ConnectionName(s.Names), nil)
+	left.Err = tp.s.Retry(ctx, "dialling the broker to clean up", func() (err error) {
+		conn, err = dialAs(ctx, tp.s.URL, ConnectionName(tp.s.Names), nil)
 		return err
 	})
 	if left.Err != nil {
@@ -106,7 +106,7 @@ func (s *Session) TidyLeft(ctx context.Context) error {
 	}
 	defer conn.Close()
 	for _, name := range queues {
-		if name == s.Names.hold() && s.keepHold(ctx, conn) {
+		if name == tp.s.Names.hold() && tp.s.guest.keepHold(ctx, conn) {
 			continue // foreign messages: never the run's to delete
 		}
 		if q, err := tidyQueue(ctx, conn, name); err != nil {
@@ -119,10 +119,10 @@ func (s *Session) TidyLeft(ctx context.Context) error {
 			left.Exchanges, left.Err = append(left.Exchanges, name), err
 		}
 	}
-	s.owned.mu.Lock()
-	s.owned.left = names(left.Queues)
-	s.owned.leftExchanges = left.Exchanges
-	s.owned.mu.Unlock()
+	tp.owned.mu.Lock()
+	tp.owned.left = names(left.Queues)
+	tp.owned.leftExchanges = left.Exchanges
+	tp.owned.mu.Unlock()
 	if len(left.Queues) == 0 && len(left.Exchanges) == 0 {
 		return nil
 	}

@@ -4,19 +4,32 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
 // The connection part of a Session: its own connection, replaced after a
 // loss (live), and the connections a worker dials of its own (Dial).
-// Lock: link.mu, see link.
+
+// link is the session's own connection. Its contract: live always hands
+// out an open connection, dialling (and re-claiming the run's names) after
+// a loss, until closeConn; after that it dials no more. mu guards conn,
+// closed and claimed; it is held while live dials a replacement (so two
+// callers never dial two) and never while the connection is used.
+type link struct {
+	s       *Session
+	mu      sync.Mutex
+	conn    *amqp.Connection
+	closed  bool // Close has run: live dials no more
+	claimed bool // the run's names are claimed on conn (claim.go)
+}
 
 // logClose drains the connection's close notification and logs a close
 // the session did not ask for.
-func (s *Session) logClose(conn *amqp.Connection) {
+func (l *link) logClose(conn *amqp.Connection) {
 	if err, ok := <-conn.NotifyClose(make(chan *amqp.Error, 1)); ok && err != nil {
-		s.Logger.Warn("rabbit: session connection lost", "url", Redact(s.URL), "err", redactIn(err.Error(), s.URL))
+		l.s.Logger.Warn("rabbit: session connection lost", "url", Redact(l.s.URL), "err", redactIn(err.Error(), l.s.URL))
 	}
 }
 
@@ -34,38 +47,38 @@ var ErrSessionClosed = errors.New("rabbit: the session is closed")
 // live returns the session's connection, dialling a new one within ctx if
 // the broker closed it (close_all_connections, a restart, a network cut),
 // so a run's declares, publishes and clean-up outlive a drop.
-func (s *Session) live(ctx context.Context) (*amqp.Connection, error) {
-	s.link.mu.Lock()
-	defer s.link.mu.Unlock()
-	if !s.link.conn.IsClosed() {
-		return s.link.conn, nil
+func (l *link) live(ctx context.Context) (*amqp.Connection, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.conn.IsClosed() {
+		return l.conn, nil
 	}
-	if s.link.closed { // a late probe (a depth sample) must not dial a connection nobody closes
+	if l.closed { // a late probe (a depth sample) must not dial a connection nobody closes
 		return nil, ErrSessionClosed
 	}
-	conn, err := dialAs(ctx, s.URL, ConnectionName(s.Names), nil)
+	conn, err := dialAs(ctx, l.s.URL, ConnectionName(l.s.Names), nil)
 	if err != nil {
 		return nil, err
 	}
-	if s.link.claimed { // the claim went with the old connection: take it again
-		if err := reclaim(ctx, conn, s.Names); err != nil {
+	if l.claimed { // the claim went with the old connection: take it again
+		if err := reclaim(ctx, conn, l.s.Names); err != nil {
 			_ = conn.Close()
 			var claimed *ClaimedError
 			if errors.As(err, &claimed) {
-				s.fail(fmt.Errorf("the run lost its claim on its names while its connection was down: %w", err))
+				l.s.health.fail(fmt.Errorf("the run lost its claim on its names while its connection was down: %w", err))
 			}
 			return nil, err
 		}
 	}
-	s.Logger.Info("rabbit: session reconnected", "url", Redact(s.URL))
-	s.link.conn = conn
-	go s.logClose(conn)
+	l.s.Logger.Info("rabbit: session reconnected", "url", Redact(l.s.URL))
+	l.conn = conn
+	go l.logClose(conn)
 	return conn, nil
 }
 
 // channel opens a channel on the session's live connection.
-func (s *Session) channel(ctx context.Context) (*amqp.Channel, error) {
-	conn, err := s.live(ctx)
+func (l *link) channel(ctx context.Context) (*amqp.Channel, error) {
+	conn, err := l.live(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -74,11 +87,11 @@ func (s *Session) channel(ctx context.Context) (*amqp.Channel, error) {
 
 // closeConn closes the session's connection for good: live dials no new
 // one after it.
-func (s *Session) closeConn() error {
-	s.link.mu.Lock()
-	defer s.link.mu.Unlock()
-	s.link.closed = true
-	return s.link.conn.Close()
+func (l *link) closeConn() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	return l.conn.Close()
 }
 
 // Dial opens a new connection to the session's broker, named as the run's

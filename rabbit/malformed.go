@@ -37,11 +37,12 @@ func TaskProblem(d amqp.Delivery) string {
 	return ""
 }
 
-// Park moves a delivery the run cannot handle to its hold queue, like a
+// Hold moves a delivery the run cannot handle to its hold queue, like a
 // foreign one (see Consumer), with reason in ForeignReasonHeader, and acks
 // it; no handler sees it and no event reports it, so the accounting of
 // the run's tasks is untouched. A handler that finds a body it cannot use
-// (a mail with no recipient) calls it instead of settling d.
-func (s *Session) Park(ctx context.Context, d *Delivery, reason string) {
-	s.park(ctx, d.Queue, d.Delivery, reason)
+// (a mail with no recipient) calls it instead of settling d. (flow.Park
+// is another thing: it sends a task of the run to its DLQ, with an event.)
+func (g *Guest) Hold(ctx context.Context, d *Delivery, reason string) {
+	g.park(ctx, d.Queue, d.Delivery, reason)
 }

@@ -21,7 +21,7 @@ import (
 func TestPeekShowsOnlyTheRunsTasks(t *testing.T) {
 	s := rabbittest.Session(t, 1)
 	ctx := testCtx(t)
-	require.NoError(t, s.Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "dlq", Role: rabbit.DLQ}}}))
+	require.NoError(t, s.Topo().Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "dlq", Role: rabbit.DLQ}}}))
 	other := outsider(t)
 	publish := func(m amqp.Publishing) {
 		publishConfirmed(ctx, t, other, s.Names.Of("dlq"), m)
@@ -32,7 +32,7 @@ func TestPeekShowsOnlyTheRunsTasks(t *testing.T) {
 	require.NoError(t, pub.Publish(ctx, "dlq", "A", nil))
 	publish(amqp.Publishing{MessageId: "", AppId: s.Names.Run, ContentType: "application/json", Body: []byte(`{"task":""}`)})
 
-	got, err := s.Peek(ctx, "dlq", 10)
+	got, err := s.Guest().Peek(ctx, "dlq", 10)
 	require.NoError(t, err)
 	require.Len(t, got, 1)
 	assert.Equal(t, "A", got[0].Task)
@@ -54,7 +54,7 @@ func TestPeekShowsOnlyTheRunsTasks(t *testing.T) {
 func TestMalformedTaskOfTheRunIsParked(t *testing.T) {
 	s := parkedBeforeA(t, amqp.Publishing{ContentType: "application/json", Body: []byte(`{"task":""}`)},
 		"malformed: no message id")
-	assert.Equal(t, 1, s.Foreign())
+	assert.Equal(t, 1, s.Guest().Foreign())
 }
 
 // TestHugeMessageIsParked: 10 MB with the run's app-id is parked by its
@@ -73,7 +73,7 @@ func parkedBeforeA(t *testing.T, m amqp.Publishing, reason string) *rabbit.Sessi
 	t.Helper()
 	s := rabbittest.Session(t, 1)
 	ctx := testCtx(t)
-	require.NoError(t, s.Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "work", Role: rabbit.Work}}}))
+	require.NoError(t, s.Topo().Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "work", Role: rabbit.Work}}}))
 	other := outsider(t)
 	m.AppId = s.Names.Run
 	publishConfirmed(ctx, t, other, s.Names.Of("work"), m)

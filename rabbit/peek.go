@@ -19,7 +19,7 @@ const peekScan = 10_000
 // (TaskProblem) is skipped and left in place, so a table of what the DLQ
 // holds never shows it (Sift parks them instead). At most peekScan
 // messages are read in all.
-func (s *Session) Peek(ctx context.Context, queue string, max int) ([]Delivery, error) {
-	out, _, err := s.scan(ctx, queue, max, false)
+func (g *Guest) Peek(ctx context.Context, queue string, max int) ([]Delivery, error) {
+	out, _, err := g.scan(ctx, queue, max, false)
 	return out, err
 }

@@ -48,7 +48,7 @@ type Publisher struct {
 func (s *Session) Publisher(ctx context.Context) (*Publisher, error) {
 	var ch *amqp.Channel
 	err := s.Retry(ctx, "opening a publisher", func() (err error) {
-		ch, err = s.confirmChannel(ctx)
+		ch, err = s.link.confirmChannel(ctx)
 		return err
 	})
 	if err != nil {
@@ -108,9 +108,9 @@ func (p *Publisher) wasReturned(exchange, key, msgID, appID string) bool {
 }
 
 // confirmChannel opens a channel in confirm mode on the live connection.
-func (s *Session) confirmChannel(ctx context.Context) (*amqp.Channel, error) {
+func (l *link) confirmChannel(ctx context.Context) (*amqp.Channel, error) {
 	ch, err := withinValue(ctx, func() (*amqp.Channel, error) {
-		ch, err := s.channel(ctx)
+		ch, err := l.channel(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -139,7 +139,7 @@ func (p *Publisher) live(ctx context.Context) (*amqp.Channel, error) {
 	if failure := p.s.Err(); failure != nil {
 		return nil, fmt.Errorf("the publish channel is lost and the run cannot go on: %w", failure)
 	}
-	fresh, err := p.s.confirmChannel(ctx)
+	fresh, err := p.s.link.confirmChannel(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +188,7 @@ func (p *Publisher) deliver(ctx context.Context, r route, msg amqp.Publishing) e
 		case r.mandatory && p.wasReturned(r.exchange, r.key, msg.MessageId, msg.AppId):
 			return ErrReturned
 		}
-		p.s.expectPublished(r, msg)
+		p.s.watch.expectPublished(r, msg)
 		return nil
 	})
 }

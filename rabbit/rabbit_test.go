@@ -74,7 +74,7 @@ func TestTopologyDeclaresTTLAndDeadLetterRoutes(t *testing.T) {
 	s := rabbittest.Session(t, speed)
 	ctx := testCtx(t)
 	topo := sequentialTopology()
-	require.NoError(t, s.Declare(ctx, topo))
+	require.NoError(t, s.Topo().Declare(ctx, topo))
 
 	wait, _ := topo.Queue(sequentialRetryWait)
 	args := rabbit.Arguments(wait, s.Names, s.Clock)
@@ -85,11 +85,11 @@ func TestTopologyDeclaresTTLAndDeadLetterRoutes(t *testing.T) {
 	// The broker accepts a redeclaration only with equivalent arguments:
 	// that reads back what was really declared.
 	for _, q := range topo.Queues {
-		assert.NoError(t, s.Redeclare(ctx, q, nil), q.Name)
+		assert.NoError(t, s.Topo().Redeclare(ctx, q, nil), q.Name)
 	}
 	other := rabbit.Arguments(wait, s.Names, s.Clock)
 	other["x-message-ttl"] = int64(51)
-	err := s.Redeclare(ctx, wait, other)
+	err := s.Topo().Redeclare(ctx, wait, other)
 	var pe *rabbit.PreconditionError
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, s.Names.Of(sequentialRetryWait), pe.Queue)
@@ -105,14 +105,14 @@ func TestDeclareExplainsPreconditionFailed(t *testing.T) {
 	first, err := rabbit.Open(ctx, url, names, lab.NewClock(1), rabbittest.Logger(t))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = first.Close(context.Background()) })
-	require.NoError(t, first.Declare(ctx, emailLoopTopology(5*time.Second)))
+	require.NoError(t, first.Topo().Declare(ctx, emailLoopTopology(5*time.Second)))
 
 	// The same names at another speed mean another TTL: a 406 for the wait
 	// queue, and the run refuses all three queues it did not create.
 	second, err := rabbit.Open(ctx, url, names, lab.NewClock(10), rabbittest.Logger(t))
 	require.NoError(t, err)
 	defer second.Close(ctx)
-	err = second.Declare(ctx, emailLoopTopology(5*time.Second))
+	err = second.Topo().Declare(ctx, emailLoopTopology(5*time.Second))
 	var pe *rabbit.PreconditionError
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, names.Of(emailWait), pe.Queue)
@@ -123,7 +123,7 @@ func TestDeclareExplainsPreconditionFailed(t *testing.T) {
 	assert.NotContains(t, err.Error(), "\n", "one line")
 
 	// The session is still usable after the broker closed that channel.
-	n, err := second.Depth(ctx, emailQueue)
+	n, err := second.Topo().Depth(ctx, emailQueue)
 	require.NoError(t, err)
 	assert.Equal(t, 0, n)
 }
@@ -131,7 +131,7 @@ func TestDeclareExplainsPreconditionFailed(t *testing.T) {
 func TestPublishConsumeWithConfirmsAndManualAck(t *testing.T) {
 	s := rabbittest.Session(t, 1)
 	ctx := testCtx(t)
-	require.NoError(t, s.Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "work", Role: rabbit.Work}}}))
+	require.NoError(t, s.Topo().Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "work", Role: rabbit.Work}}}))
 	pub, err := s.Publisher(ctx)
 	require.NoError(t, err)
 	defer pub.Close()
@@ -160,7 +160,7 @@ func TestPublishConsumeWithConfirmsAndManualAck(t *testing.T) {
 func TestPublishMessageKeepsHeadersAndExpiration(t *testing.T) {
 	s := rabbittest.Session(t, 1)
 	ctx := testCtx(t)
-	require.NoError(t, s.Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{
+	require.NoError(t, s.Topo().Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{
 		{Name: "work", Role: rabbit.Work, DeadLetterTo: "dlq"}, {Name: "dlq", Role: rabbit.DLQ},
 	}}))
 	pub, err := s.Publisher(ctx)
@@ -199,7 +199,7 @@ func TestXDeathCountsTheWaitLoop(t *testing.T) {
 	const speed = 20
 	s := rabbittest.Session(t, speed)
 	ctx := testCtx(t)
-	require.NoError(t, s.Declare(ctx, emailLoopTopology(time.Second)))
+	require.NoError(t, s.Topo().Declare(ctx, emailLoopTopology(time.Second)))
 	pub, err := s.Publisher(ctx)
 	require.NoError(t, err)
 	require.NoError(t, pub.Publish(ctx, emailQueue, "mail-1", nil))
@@ -245,7 +245,7 @@ func TestXDeathCountsTheWaitLoop(t *testing.T) {
 func TestDroppedConnectionRedelivers(t *testing.T) {
 	s := rabbittest.Session(t, 1)
 	ctx := testCtx(t)
-	require.NoError(t, s.Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "work", Role: rabbit.Work}}}))
+	require.NoError(t, s.Topo().Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "work", Role: rabbit.Work}}}))
 	pub, err := s.Publisher(ctx)
 	require.NoError(t, err)
 
@@ -275,7 +275,7 @@ func TestDroppedConnectionRedelivers(t *testing.T) {
 	require.NoError(t, err)
 	<-holding
 	c.Interrupt()
-	require.NoError(t, s.WaitSettled(ctx, stream, nil))
+	require.NoError(t, s.Watch().WaitSettled(ctx, stream, nil))
 	c.Stop()
 
 	tasks := stream.Finish()
@@ -291,7 +291,7 @@ func TestDroppedConnectionRedelivers(t *testing.T) {
 		kinds = append(kinds, e.Kind)
 	}
 	assert.Equal(t, []lab.Kind{lab.Enqueued, lab.Started, lab.Redelivered, lab.Started, lab.Succeeded, lab.Summary}, kinds)
-	n, err := s.Depth(ctx, "work")
+	n, err := s.Topo().Depth(ctx, "work")
 	require.NoError(t, err)
 	assert.Equal(t, 0, n, "acked once, gone from the queue")
 }
@@ -326,7 +326,7 @@ func TestClosedSessionDialsNoMore(t *testing.T) {
 	s, err := rabbit.Open(ctx, url, rabbit.RunNames(), lab.NewClock(1), rabbittest.Logger(t))
 	require.NoError(t, err)
 	require.NoError(t, s.Close(ctx))
-	_, err = s.Depth(ctx, "anything")
+	_, err = s.Topo().Depth(ctx, "anything")
 	require.ErrorIs(t, err, rabbit.ErrSessionClosed)
 	assert.True(t, s.Connection().IsClosed(), "no new connection was dialled")
 }
@@ -336,12 +336,12 @@ func TestQuorumSessionDeclaresEveryQueueQuorum(t *testing.T) {
 	s.Quorum = true
 	ctx := testCtx(t)
 	topo := sequentialTopology() // classic in the topology, TTL wait queues included
-	require.NoError(t, s.Declare(ctx, topo), "3.10 quorum queues take x-message-ttl and dead-letter routes")
+	require.NoError(t, s.Topo().Declare(ctx, topo), "3.10 quorum queues take x-message-ttl and dead-letter routes")
 	for _, q := range topo.Queues {
 		require.False(t, q.Quorum, q.Name)
-		assert.NoError(t, s.Redeclare(ctx, q, nil), "%s: the session's own arguments are what it declared", q.Name)
+		assert.NoError(t, s.Topo().Redeclare(ctx, q, nil), "%s: the session's own arguments are what it declared", q.Name)
 		var pe *rabbit.PreconditionError
-		require.ErrorAs(t, s.Redeclare(ctx, q, rabbit.Arguments(q, s.Names, s.Clock)), &pe,
+		require.ErrorAs(t, s.Topo().Redeclare(ctx, q, rabbit.Arguments(q, s.Names, s.Clock)), &pe,
 			"%s: the broker refuses it as a classic queue", q.Name)
 		assert.Contains(t, pe.Error(), "x-queue-type")
 	}

@@ -50,7 +50,7 @@ func (r *Reader) channel(ctx context.Context) (*amqp.Channel, error) {
 	if r.ch != nil && !r.ch.IsClosed() {
 		return r.ch, nil
 	}
-	ch, err := withinValue(ctx, func() (*amqp.Channel, error) { return r.s.channel(ctx) })
+	ch, err := withinValue(ctx, func() (*amqp.Channel, error) { return r.s.link.channel(ctx) })
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +76,7 @@ func (r *Reader) Close() {
 // connection-level helpers (Inspect, Replay, Take) on the run's broker.
 func (s *Session) OnConnection(ctx context.Context, what string, f func(conn *amqp.Connection) error) error {
 	return s.Retry(ctx, what, func() error {
-		conn, err := s.live(ctx)
+		conn, err := s.link.live(ctx)
 		if err != nil {
 			return err
 		}

@@ -75,7 +75,7 @@ func TestRepublishedXDeathOnThisBroker(t *testing.T) {
 // wait queue on s's broker, with the headers it came with and without,
 // and holds what that broker's version does with the copied x-death.
 func assertRepublishedXDeath(t *testing.T, s *rabbit.Session) {
-	require.NoError(t, s.Declare(testCtx(t), emailLoopTopology(time.Second)))
+	require.NoError(t, s.Topo().Declare(testCtx(t), emailLoopTopology(time.Second)))
 	wait := s.Names.Of(emailWait)
 	version, _ := s.Connection().Properties["version"].(string)
 	t.Logf("RabbitMQ %s", version)
@@ -125,7 +125,7 @@ func supportsClientXDeath(version string) bool {
 func TestPeekLeavesMessagesInPlace(t *testing.T) {
 	s := rabbittest.Session(t, 1)
 	ctx := testCtx(t)
-	require.NoError(t, s.Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "dlq", Role: rabbit.DLQ}}}))
+	require.NoError(t, s.Topo().Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "dlq", Role: rabbit.DLQ}}}))
 	pub, err := s.Publisher(ctx)
 	require.NoError(t, err)
 	defer pub.Close()
@@ -133,7 +133,7 @@ func TestPeekLeavesMessagesInPlace(t *testing.T) {
 		require.NoError(t, pub.Publish(ctx, "dlq", id, nil))
 	}
 	for range 2 { // twice: the first peek must have put everything back
-		got, err := s.Peek(ctx, "dlq", 2)
+		got, err := s.Guest().Peek(ctx, "dlq", 2)
 		require.NoError(t, err)
 		require.Len(t, got, 2, "at most max messages")
 		assert.Equal(t, []string{"A", "B"}, []string{got[0].Task, got[1].Task})
@@ -141,11 +141,11 @@ func TestPeekLeavesMessagesInPlace(t *testing.T) {
 		// The broker requeues what a closed channel held as it closes it,
 		// which a loaded broker may finish just after close-ok: wait.
 		assert.Eventually(t, func() bool {
-			n, err := s.Depth(ctx, "dlq")
+			n, err := s.Topo().Depth(ctx, "dlq")
 			return err == nil && n == 3
 		}, 5*time.Second, 10*time.Millisecond, "peeking takes nothing away")
 	}
-	all, err := s.Peek(ctx, "dlq", 10)
+	all, err := s.Guest().Peek(ctx, "dlq", 10)
 	require.NoError(t, err)
 	assert.Len(t, all, 3, "an emptied queue ends the peek early")
 }
@@ -178,7 +178,7 @@ func BenchmarkRetryHandoff(b *testing.B) {
 		b.Run(mode, func(b *testing.B) {
 			s := rabbittest.Session(b, 1)
 			ctx := context.Background()
-			require.NoError(b, s.Declare(ctx, emailLoopTopology(time.Hour))) // nothing comes back during the run
+			require.NoError(b, s.Topo().Declare(ctx, emailLoopTopology(time.Hour))) // nothing comes back during the run
 			pub, err := s.Publisher(ctx)
 			require.NoError(b, err)
 			defer pub.Close()
@@ -204,7 +204,7 @@ func BenchmarkRetryHandoff(b *testing.B) {
 			require.NoError(b, err)
 			<-done
 			for { // the last reject is asynchronous: wait until the broker has moved them all
-				n, err := s.Depth(ctx, emailWait)
+				n, err := s.Topo().Depth(ctx, emailWait)
 				require.NoError(b, err)
 				if n == b.N {
 					break

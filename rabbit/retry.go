@@ -12,41 +12,42 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
-// Backoff is the package's one retry policy: the first pause after a
+// backoff is the package's one retry policy: the first pause after a
 // failure, the longest pause (each pause doubles up to it) and how long a
 // broker may stay away before the run is given up. Every wait for a broker
 // that went away uses it: a session's first connection to it mid-run
 // (Sibling, Dial), a consumer's connect and reconnect, a publish that lost
 // its channel, and the connections and channels lessons open for
 // themselves (Session.Dial, Session.Retry).
-type Backoff struct {
+type backoff struct {
 	Initial     time.Duration
 	Max         time.Duration
 	GiveUpAfter time.Duration
 }
 
-// DefaultBackoff is the policy a session uses: 50 ms doubling to 1 s,
+// defaultBackoff is the policy a session uses: 50 ms doubling to 1 s,
 // given up after the session's GiveUpAfter (DefaultGiveUpAfter unless set).
-var DefaultBackoff = Backoff{Initial: 50 * time.Millisecond, Max: time.Second, GiveUpAfter: DefaultGiveUpAfter}
+var defaultBackoff = backoff{Initial: 50 * time.Millisecond, Max: time.Second, GiveUpAfter: DefaultGiveUpAfter}
 
-// backoff is DefaultBackoff bounded by the session's GiveUpAfter.
-func (s *Session) backoff() Backoff {
-	b := DefaultBackoff
-	b.GiveUpAfter = cmp.Or(s.GiveUpAfter, b.GiveUpAfter)
+// backoffFor is defaultBackoff bounded by a session's GiveUpAfter (0 for
+// the default).
+func backoffFor(giveUpAfter time.Duration) backoff {
+	b := defaultBackoff
+	b.GiveUpAfter = cmp.Or(giveUpAfter, b.GiveUpAfter)
 	return b
 }
 
 // Retry runs try until it succeeds or fails with an error that is not
-// Transient. Between tries it pauses as the session's Backoff says, warns
+// Transient. Between tries it pauses as the session's backoff says, warns
 // (throttled, see Warn) and counts the run as moving (WaitSettled). It
 // stops early when ctx ends or the session fails (Err), and after
-// Backoff.GiveUpAfter of failures it fails the session with an error that
+// backoff.GiveUpAfter of failures it fails the session with an error that
 // names what. Under a clean-up context (cleaning) only ctx bounds it: a
 // run that gave the broker up still deletes what it created if the
 // broker comes back in time. It is the one retry loop of the package;
 // lessons that open a channel or a connection for themselves use it too.
 func (s *Session) Retry(ctx context.Context, what string, try func() error) error {
-	b := s.backoff()
+	b := backoffFor(s.GiveUpAfter)
 	giveUp := time.Now().Add(b.GiveUpAfter)
 	pause := b.Initial
 	failed, clean := s.health.failed, isCleaning(ctx)
@@ -63,13 +64,13 @@ func (s *Session) Retry(ctx context.Context, what string, try func() error) erro
 		}
 		if !clean && time.Now().After(giveUp) {
 			err = fmt.Errorf("%s: the broker stayed away for %v: %w", what, b.GiveUpAfter, err)
-			s.fail(err)
+			s.health.fail(err)
 			return err
 		}
 		if !waiting {
 			waiting = true
-			s.busyRetrying(1)
-			defer s.busyRetrying(-1)
+			s.health.busyRetrying(1)
+			defer s.health.busyRetrying(-1)
 		}
 		s.Warn("rabbit: the broker is away; trying again", "what", what, "err", redactIn(err.Error(), s.URL))
 		select {

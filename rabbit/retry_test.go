@@ -14,6 +14,8 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/queuelab/qlab/lab"
 )
 
 func TestTransientTellsAbsenceFromRefusal(t *testing.T) {
@@ -47,8 +49,8 @@ func TestTransientTellsAbsenceFromRefusal(t *testing.T) {
 // idleSession is a session that never dialled: enough for Retry,
 // which only waits, counts and fails.
 func idleSession(giveUp time.Duration) *Session {
-	s := &Session{Logger: slog.New(slog.DiscardHandler), GiveUpAfter: giveUp}
-	s.health.failed = make(chan struct{})
+	s := newSession("", Names{}, lab.Clock{}, slog.New(slog.DiscardHandler))
+	s.GiveUpAfter = giveUp
 	return s
 }
 
@@ -58,7 +60,7 @@ func TestRetryWaitsForABrokerThatComesBack(t *testing.T) {
 	err := s.Retry(context.Background(), "opening a publisher", func() error {
 		tries++
 		if tries > 1 {
-			_, busy := s.parkActivity()
+			_, busy := s.guest.parkActivity()
 			assert.True(t, busy, "waiting for the broker counts as the run moving (WaitSettled)")
 		}
 		if tries < 3 {
@@ -69,7 +71,7 @@ func TestRetryWaitsForABrokerThatComesBack(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 3, tries)
 	assert.NoError(t, s.Err())
-	_, busy := s.parkActivity()
+	_, busy := s.guest.parkActivity()
 	assert.False(t, busy, "the wait is over: the run no longer counts as busy retrying")
 }
 

@@ -128,14 +128,14 @@ func reasonHeaderFor(header string) string {
 // retries and x-retry-reason to reason; every other header, x-death
 // included, is copied as it is. headers itself is not changed.
 func WithRetry(headers amqp.Table, retries int, reason string) amqp.Table {
-	out := CopyHeaders(headers)
+	out := copyHeaders(headers)
 	out[RetriesHeader] = int64(retries)
 	out[RetryReasonHeader] = reason
 	return out
 }
 
-// CopyHeaders returns a shallow copy of headers, never nil.
-func CopyHeaders(headers amqp.Table) amqp.Table {
+// copyHeaders returns a shallow copy of headers, never nil.
+func copyHeaders(headers amqp.Table) amqp.Table {
 	out := make(amqp.Table, len(headers)+2)
 	for k, v := range headers {
 		out[k] = v
@@ -147,7 +147,7 @@ func CopyHeaders(headers amqp.Table) amqp.Table {
 // broker writes when it dead-letters a message (x-death and the
 // x-first-death-* trio), so a republished copy starts a fresh history.
 func WithoutBrokerHeaders(headers amqp.Table) amqp.Table {
-	out := CopyHeaders(headers)
+	out := copyHeaders(headers)
 	for _, k := range []string{"x-death", "x-first-death-queue", "x-first-death-reason", "x-first-death-exchange"} {
 		delete(out, k)
 	}

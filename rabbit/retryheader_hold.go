@@ -15,5 +15,5 @@ import (
 // ForeignReasonHeader, a warning), and the task's own message is still
 // expected.
 func (f *Flow) holdUncounted(ctx context.Context, d *Delivery, cause error) {
-	f.s.park(ctx, d.Queue, d.Delivery, fmt.Sprintf("its attempt count cannot be trusted (%v)", cause))
+	f.s.guest.park(ctx, d.Queue, d.Delivery, fmt.Sprintf("its attempt count cannot be trusted (%v)", cause))
 }

@@ -147,7 +147,7 @@ func TestUntrustedAttemptCountIsHeld(t *testing.T) {
 			for _, r := range stream.Tasks() {
 				assert.Equal(t, lab.FateDone, r.Fate, "task %s", r.ID)
 			}
-			assert.Equal(t, 1, s.Foreign())
+			assert.Equal(t, 1, s.Guest().Foreign())
 			held, ok, err := other.Get(hold, true)
 			require.NoError(t, err)
 			require.True(t, ok, "the message waits in %s", hold)
@@ -165,11 +165,11 @@ func TestUntrustedAttemptCountIsHeld(t *testing.T) {
 func TestUnroutablePublishIsConfirmedAndGone(t *testing.T) {
 	s := rabbittest.Session(t, 1)
 	ctx := testCtx(t)
-	lost, err := s.PublishUnroutable(ctx, "email_queue_dlq", "C", false)
+	lost, err := s.Probes().PublishUnroutable(ctx, "email_queue_dlq", "C", false)
 	require.NoError(t, err)
 	assert.Equal(t, rabbit.Unroutable{Confirmed: true}, lost, "acked, not returned, no queue: gone")
 
-	back, err := s.PublishUnroutable(ctx, "email_queue_dlq", "C", true)
+	back, err := s.Probes().PublishUnroutable(ctx, "email_queue_dlq", "C", true)
 	require.NoError(t, err)
 	assert.True(t, back.Confirmed)
 	assert.True(t, back.Returned)
@@ -177,8 +177,8 @@ func TestUnroutablePublishIsConfirmedAndGone(t *testing.T) {
 	assert.Equal(t, "NO_ROUTE", back.ReplyText)
 	assert.False(t, back.QueueExists)
 
-	require.NoError(t, s.Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "email_queue_dlq", Role: rabbit.DLQ}}}))
-	_, err = s.PublishUnroutable(ctx, "email_queue_dlq", "C", false)
+	require.NoError(t, s.Topo().Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "email_queue_dlq", Role: rabbit.DLQ}}}))
+	_, err = s.Probes().PublishUnroutable(ctx, "email_queue_dlq", "C", false)
 	assert.ErrorContains(t, err, "must not exist", "it never publishes into an existing queue")
 }
 
@@ -229,7 +229,7 @@ func TestForgedCopyOfAFinishedTaskIsParked(t *testing.T) {
 		m.AppId, m.ContentType = s.Names.Run, "application/json"
 		publishConfirmed(ctx, t, other, s.Names.Of("work"), m)
 	}
-	require.Eventually(t, func() bool { return s.Foreign() == 3 }, 10*time.Second, 10*time.Millisecond, "all three parked")
+	require.Eventually(t, func() bool { return s.Guest().Foreign() == 3 }, 10*time.Second, 10*time.Millisecond, "all three parked")
 	select {
 	case task := <-handled:
 		t.Fatalf("the handler got %s again", task)
@@ -293,6 +293,6 @@ func TestRedeliveredCopyOfASettledTaskKeepsItsFate(t *testing.T) {
 		assert.Equal(t, lab.FateDone, r.Fate, "task %s", r.ID)
 	}
 	assert.Empty(t, labtest.Of(events(), "A", lab.Redelivered), "the copy is no delivery of the run's")
-	assert.Zero(t, s.Foreign(), "a redelivered copy is acked, not parked")
+	assert.Zero(t, s.Guest().Foreign(), "a redelivered copy is acked, not parked")
 	require.NoError(t, b.Close(ctx))
 }

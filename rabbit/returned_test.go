@@ -23,7 +23,7 @@ func TestPublishToADeletedQueueIsReturned(t *testing.T) {
 	s := rabbittest.Session(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	require.NoError(t, s.Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "kept", Role: rabbit.Work}, {Name: "gone", Role: rabbit.Work}}}))
+	require.NoError(t, s.Topo().Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "kept", Role: rabbit.Work}, {Name: "gone", Role: rabbit.Work}}}))
 	pub, err := s.Publisher(ctx)
 	require.NoError(t, err)
 	require.NoError(t, pub.Publish(ctx, "gone", "before", nil))
@@ -37,7 +37,7 @@ func TestPublishToADeletedQueueIsReturned(t *testing.T) {
 	require.NoError(t, pub.Close()) // the next publish finds its channel closed and reopens it
 	err = pub.Publish(ctx, "gone", "reopened", nil)
 	assert.True(t, errors.Is(err, rabbit.ErrReturned), "after a reopen: got %v", err)
-	depth, err := s.Depth(ctx, "kept")
+	depth, err := s.Topo().Depth(ctx, "kept")
 	require.NoError(t, err)
 	assert.Equal(t, 1, depth)
 }
@@ -61,7 +61,7 @@ func TestRepublishReopensAClosedChannel(t *testing.T) {
 	s := rabbittest.Session(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	require.NoError(t, s.Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "src", Role: rabbit.Work}, {Name: "dst", Role: rabbit.Work}}}))
+	require.NoError(t, s.Topo().Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "src", Role: rabbit.Work}, {Name: "dst", Role: rabbit.Work}}}))
 	pub, err := s.Publisher(ctx)
 	require.NoError(t, err)
 	require.NoError(t, pub.Publish(ctx, "src", "x", nil))
@@ -76,7 +76,7 @@ func TestRepublishReopensAClosedChannel(t *testing.T) {
 
 	require.NoError(t, pub.Close()) // as a closed connection leaves it
 	require.NoError(t, pub.Republish(ctx, "dst", &rabbit.Delivery{Delivery: got, Task: "x"}, amqp.Table{"k": "v"}))
-	depth, err := s.Depth(ctx, "dst")
+	depth, err := s.Topo().Depth(ctx, "dst")
 	require.NoError(t, err)
 	assert.Equal(t, 1, depth)
 }
@@ -89,7 +89,7 @@ func TestPublishGivesUpWithAFailedRun(t *testing.T) {
 	s := rabbittest.Session(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	require.NoError(t, s.Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "work", Role: rabbit.Work}, {Name: "kept", Role: rabbit.Work}}}))
+	require.NoError(t, s.Topo().Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "work", Role: rabbit.Work}, {Name: "kept", Role: rabbit.Work}}}))
 	_, err := s.Consume(ctx, rabbit.ConsumerOptions{Queue: "work", Actor: "W", Prefetch: 1}, func(context.Context, *rabbit.Delivery) {})
 	require.NoError(t, err)
 	pub, err := s.Publisher(ctx)

@@ -22,17 +22,28 @@ import (
 // is a plain return and does not; x-acquired-count counts every time a
 // consumer took the message. Before 4.3 every return counted.
 
+// Probes is the part of a Session that runs one-off experiments on the
+// broker (Session.Probes): what a quorum queue counts when a message comes
+// back (Returns, Limit), and what the broker answers to a message no
+// queue takes (PublishUnroutable, PublishWatched). Its contract: each
+// experiment uses queues of the run's own, declared through the session
+// (and so deleted at Close), or none, and reports what the broker did
+// without trying again. It holds no state of its own.
+type Probes struct {
+	s *Session
+}
+
 // A Return is one way a consumer gives a message back to its queue.
 type Return string
 
-// The ways ProbeReturns measures.
+// The ways Probes.Returns measures.
 const (
 	NackRequeue   Return = "basic.nack, requeue"
 	RejectRequeue Return = "basic.reject, requeue"
 	ChannelClosed Return = "channel closed, unacked"
 )
 
-// Returns are the ways, in the order ProbeReturns measures them.
+// Returns are the ways, in the order Probes.Returns measures them.
 var Returns = []Return{NackRequeue, RejectRequeue, ChannelClosed}
 
 // Returned is what the deliveries of one message read after it came back
@@ -44,14 +55,14 @@ type Returned struct {
 	Acquired      []int64
 }
 
-// ProbeReturns declares a quorum queue of the run's, publishes one
+// Returns declares a quorum queue of the run's, publishes one
 // message per way into it and, for each, takes it with basic.get and
 // gives it back that way rounds times, reading the counters on each
 // delivery (rounds+1 of them).
-func (s *Session) ProbeReturns(ctx context.Context, rounds int) ([]Returned, error) {
+func (pr *Probes) Returns(ctx context.Context, rounds int) ([]Returned, error) {
 	var out []Returned
 	for _, way := range Returns {
-		r, err := s.probeReturn(ctx, way, rounds)
+		r, err := pr.probeReturn(ctx, way, rounds)
 		if err != nil {
 			return out, fmt.Errorf("probing %s: %w", way, err)
 		}
@@ -60,7 +71,7 @@ func (s *Session) ProbeReturns(ctx context.Context, rounds int) ([]Returned, err
 	return out, nil
 }
 
-// ReturnsTopology is what ProbeReturns declares: a quorum queue per way.
+// ReturnsTopology is what Probes.Returns declares: a quorum queue per way.
 // A lesson that probes lists it in its Topologies, so qlab broker clean
 // finds the queues of a run that was killed.
 func ReturnsTopology() Topology {
@@ -71,7 +82,7 @@ func ReturnsTopology() Topology {
 	return t
 }
 
-// LimitQueue is the seed name of ProbeLimit's quorum queue for way.
+// LimitQueue is the seed name of Limit's quorum queue for way.
 func LimitQueue(way Return) string {
 	return "probe.limit." + strings.TrimPrefix(probeQueue(way), "probe.returns.")
 }
@@ -87,16 +98,16 @@ func probeQueue(way Return) string {
 	return "probe.returns.close"
 }
 
-func (s *Session) probeReturn(ctx context.Context, way Return, rounds int) (Returned, error) {
+func (pr *Probes) probeReturn(ctx context.Context, way Return, rounds int) (Returned, error) {
 	r := Returned{Way: way}
 	queue := probeQueue(way)
-	ch, err := s.probeQueue(ctx, queue)
+	ch, err := pr.probeQueue(ctx, queue)
 	if err != nil {
 		return r, err
 	}
 	defer func() { _ = ch.Close() }()
 	for i := 0; i <= rounds; i++ {
-		d, err := getOne(ctx, ch, s.Names.Of(queue))
+		d, err := getOne(ctx, ch, pr.s.Names.Of(queue))
 		if err != nil {
 			return r, err
 		}
@@ -105,7 +116,7 @@ func (s *Session) probeReturn(ctx context.Context, way Return, rounds int) (Retu
 		if i == rounds {
 			return r, d.Ack(false) // multiple
 		}
-		if ch, err = s.giveBack(ctx, ch, d, way); err != nil {
+		if ch, err = pr.giveBack(ctx, ch, d, way); err != nil {
 			return r, err
 		}
 	}
@@ -114,7 +125,7 @@ func (s *Session) probeReturn(ctx context.Context, way Return, rounds int) (Retu
 
 // giveBack returns d to its queue way; closing the channel takes a new
 // one, which it returns.
-func (s *Session) giveBack(ctx context.Context, ch *amqp.Channel, d amqp.Delivery, way Return) (*amqp.Channel, error) {
+func (pr *Probes) giveBack(ctx context.Context, ch *amqp.Channel, d amqp.Delivery, way Return) (*amqp.Channel, error) {
 	switch way {
 	case NackRequeue:
 		return ch, d.Nack(false, true) // multiple, requeue
@@ -122,23 +133,23 @@ func (s *Session) giveBack(ctx context.Context, ch *amqp.Channel, d amqp.Deliver
 		return ch, d.Reject(true) // requeue
 	}
 	_ = ch.Close() // the unacked delivery goes back to the queue
-	return s.channel(ctx)
+	return pr.s.link.channel(ctx)
 }
 
-// ProbeLimit measures the delivery limit a quorum queue declared without
+// Limit measures the delivery limit a quorum queue declared without
 // x-delivery-limit gets (the broker's default) against one way of giving
 // a message back: one message taken and given back way up to max times.
 // It returns how many deliveries the message had and whether the queue
 // then dropped it (gone) or still holds it after max returns.
-func (s *Session) ProbeLimit(ctx context.Context, way Return, max int) (deliveries int, gone bool, err error) {
+func (pr *Probes) Limit(ctx context.Context, way Return, max int) (deliveries int, gone bool, err error) {
 	queue := LimitQueue(way)
-	ch, err := s.probeQueue(ctx, queue)
+	ch, err := pr.probeQueue(ctx, queue)
 	if err != nil {
 		return 0, false, err
 	}
 	defer func() { _ = ch.Close() }()
 	for deliveries < max {
-		d, err := getOne(ctx, ch, s.Names.Of(queue))
+		d, err := getOne(ctx, ch, pr.s.Names.Of(queue))
 		if errors.Is(err, errNotBack) {
 			return deliveries, true, nil
 		}
@@ -146,11 +157,11 @@ func (s *Session) ProbeLimit(ctx context.Context, way Return, max int) (deliveri
 			return deliveries, false, err
 		}
 		deliveries++
-		if ch, err = s.giveBack(ctx, ch, d, way); err != nil {
+		if ch, err = pr.giveBack(ctx, ch, d, way); err != nil {
 			return deliveries, false, err
 		}
 	}
-	d, err := getOne(ctx, ch, s.Names.Of(queue)) // still there after max returns?
+	d, err := getOne(ctx, ch, pr.s.Names.Of(queue)) // still there after max returns?
 	if errors.Is(err, errNotBack) {
 		return deliveries, true, nil
 	}
@@ -163,12 +174,12 @@ func (s *Session) ProbeLimit(ctx context.Context, way Return, max int) (deliveri
 // probeQueue declares seed queue name as a quorum queue of the run,
 // publishes one message of the run into it with a confirm, and opens a
 // channel to read it.
-func (s *Session) probeQueue(ctx context.Context, name string) (*amqp.Channel, error) {
+func (pr *Probes) probeQueue(ctx context.Context, name string) (*amqp.Channel, error) {
 	q := flow.Queue{Name: name, Role: flow.Work, Quorum: true}
-	if err := s.Declare(ctx, Topology{Queues: []flow.Queue{q}}); err != nil {
+	if err := pr.s.topo.Declare(ctx, Topology{Queues: []flow.Queue{q}}); err != nil {
 		return nil, err
 	}
-	p, err := s.Publisher(ctx)
+	p, err := pr.s.Publisher(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +187,7 @@ func (s *Session) probeQueue(ctx context.Context, name string) (*amqp.Channel, e
 	if err := p.Publish(ctx, name, name, nil); err != nil {
 		return nil, err
 	}
-	return s.channel(ctx)
+	return pr.s.link.channel(ctx)
 }
 
 // probePoll is how often getOne asks again for a message not yet back:

@@ -63,14 +63,14 @@ func TestQuorumReturnsByVersion(t *testing.T) {
 			s := sessionOn(t, url, 1)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			rs, err := s.ProbeReturns(ctx, rounds)
+			rs, err := s.Probes().Returns(ctx, rounds)
 			require.NoError(t, err)
 			for _, r := range rs {
 				assert.Equal(t, w.count[r.Way], r.DeliveryCount, "x-delivery-count after %s", r.Way)
 				assert.Equal(t, w.acquired[r.Way], r.Acquired, "x-acquired-count after %s", r.Way)
 			}
 			for way, limit := range w.limit {
-				n, gone, err := s.ProbeLimit(ctx, way, max)
+				n, gone, err := s.Probes().Limit(ctx, way, max)
 				require.NoError(t, err)
 				assert.Equal(t, limit, n, "deliveries with %s", way)
 				assert.Equal(t, limit < max, gone, "dropped after %d deliveries with %s", n, way)

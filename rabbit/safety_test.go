@@ -84,7 +84,7 @@ func TestDeclareLeavesSomeoneElsesQueueAlone(t *testing.T) {
 
 	s, err := rabbit.Open(ctx, url, names, lab.NewClock(20), rabbittest.Logger(t))
 	require.NoError(t, err)
-	err = s.Declare(ctx, sequentialTopology())
+	err = s.Topo().Declare(ctx, sequentialTopology())
 	var ee *rabbit.ExistsError
 	require.ErrorAs(t, err, &ee)
 	assert.Equal(t, []string{theirs}, ee.Queues)
@@ -108,7 +108,7 @@ func TestDeclareLeavesSomeoneElsesQueueAlone(t *testing.T) {
 func TestForeignMessageIsHeldNotHandled(t *testing.T) {
 	s := rabbittest.Session(t, 1)
 	ctx := testCtx(t)
-	require.NoError(t, s.Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "work", Role: rabbit.Work}}}))
+	require.NoError(t, s.Topo().Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "work", Role: rabbit.Work}}}))
 	other := outsider(t)
 	publishConfirmed(ctx, t, other, s.Names.Of("work"), amqp.Publishing{MessageId: "", AppId: "someone-else", Body: []byte("not json")})
 	pub, err := s.Publisher(ctx)
@@ -123,7 +123,7 @@ func TestForeignMessageIsHeldNotHandled(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "A", <-handled)
 	hold := s.Names.Run + ".foreign"
-	require.Eventually(t, func() bool { return s.Foreign() == 1 }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return s.Guest().Foreign() == 1 }, 10*time.Second, 10*time.Millisecond)
 	select {
 	case task := <-handled:
 		t.Fatalf("the handler got a foreign message as task %q", task)
@@ -150,7 +150,7 @@ func TestForeignMessageIsHeldNotHandled(t *testing.T) {
 func TestForeignMessageInAWaitQueueIsParkedAtClose(t *testing.T) {
 	s := rabbittest.Session(t, 1)
 	ctx := testCtx(t)
-	require.NoError(t, s.Declare(ctx, emailLoopTopology(time.Hour)))
+	require.NoError(t, s.Topo().Declare(ctx, emailLoopTopology(time.Hour)))
 	other := outsider(t)
 	publishConfirmed(ctx, t, other, s.Names.Of(emailWait), amqp.Publishing{MessageId: "theirs", AppId: "someone-else", Body: []byte("{}")})
 	pub, err := s.Publisher(ctx)
@@ -174,7 +174,7 @@ func TestForeignMessageInAWaitQueueIsParkedAtClose(t *testing.T) {
 func TestDeletedConsumedQueueEndsTheRun(t *testing.T) {
 	s := rabbittest.Session(t, 20)
 	ctx := testCtx(t)
-	require.NoError(t, s.Declare(ctx, emailLoopTopology(time.Hour)))
+	require.NoError(t, s.Topo().Declare(ctx, emailLoopTopology(time.Hour)))
 	stream, _ := recorded()
 	_, err := s.Consume(ctx, rabbit.ConsumerOptions{Queue: emailQueue, Actor: "W", Stream: stream}, func(_ context.Context, d *rabbit.Delivery) {
 		_ = d.Reject() // off to the wait queue, for an hour
@@ -188,7 +188,7 @@ func TestDeletedConsumedQueueEndsTheRun(t *testing.T) {
 	_, err = outsider(t).QueueDelete(s.Names.Of(emailQueue), false, false, false)
 	require.NoError(t, err)
 	start := time.Now()
-	err = s.WaitSettled(ctx, stream, nil)
+	err = s.Watch().WaitSettled(ctx, stream, nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "queue "+s.Names.Of(emailQueue)+" was deleted")
 	assert.Less(t, time.Since(start), 5*time.Second, "ends within the bound, not after a minute of retries")
@@ -200,7 +200,7 @@ func TestDeletedConsumedQueueEndsTheRun(t *testing.T) {
 func TestDeletedWaitQueueEndsTheRun(t *testing.T) {
 	s := rabbittest.Session(t, 1)
 	ctx := testCtx(t)
-	require.NoError(t, s.Declare(ctx, emailLoopTopology(time.Hour)))
+	require.NoError(t, s.Topo().Declare(ctx, emailLoopTopology(time.Hour)))
 	stream, _ := recorded()
 	pub, err := s.Publisher(ctx)
 	require.NoError(t, err)
@@ -209,7 +209,7 @@ func TestDeletedWaitQueueEndsTheRun(t *testing.T) {
 	_, err = outsider(t).QueueDelete(s.Names.Of(emailWait), false, false, false)
 	require.NoError(t, err)
 
-	err = s.WaitSettled(ctx, stream, nil)
+	err = s.Watch().WaitSettled(ctx, stream, nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "queue "+s.Names.Of(emailWait)+" was deleted")
 	rabbit.ReportLost(stream, "Cleanup", err.Error())
@@ -227,7 +227,7 @@ func TestStalledRunGivesUp(t *testing.T) {
 	stream, _ := recorded()
 	stream.Emit(lab.Event{Kind: lab.Enqueued, Task: "A", Queue: "nowhere"})
 	start := time.Now()
-	err := s.WaitSettled(testCtx(t), stream, nil)
+	err := s.Watch().WaitSettled(testCtx(t), stream, nil)
 	require.ErrorIs(t, err, rabbit.ErrStalled)
 	assert.Contains(t, err.Error(), "still pending: A")
 	assert.Less(t, time.Since(start), 20*time.Second, "the patience's real-time floor (10 s), and no more than double")
@@ -247,7 +247,7 @@ func TestPausedRunIsNotStalled(t *testing.T) {
 	stream.Emit(lab.Event{Kind: lab.Enqueued, Task: "A", Queue: "nowhere"})
 	pause.Hold()
 	waited := make(chan error, 1)
-	go func() { waited <- s.WaitSettled(testCtx(t), stream, nil) }()
+	go func() { waited <- s.Watch().WaitSettled(testCtx(t), stream, nil) }()
 	select {
 	case err := <-waited:
 		t.Fatalf("the wait ended while the run was paused: %v", err)

@@ -12,9 +12,9 @@ import (
 // one: foreign (its AppId is not Names.Run: the run did not publish it) or
 // malformed (TaskProblem). It is the one check every reader of the run's
 // queues applies, the Consumer's and Peek's included.
-func (s *Session) NotATask(d amqp.Delivery) string {
-	if d.AppId != s.Names.Run {
-		return fmt.Sprintf("not published by run %s (app-id %q)", s.Names.Run, d.AppId)
+func (g *Guest) NotATask(d amqp.Delivery) string {
+	if d.AppId != g.s.Names.Run {
+		return fmt.Sprintf("not published by run %s (app-id %q)", g.s.Names.Run, d.AppId)
 	}
 	if problem := TaskProblem(d); problem != "" {
 		return "malformed: " + problem
@@ -30,8 +30,8 @@ func (s *Session) NotATask(d amqp.Delivery) string {
 // must come from a channel that acknowledges by hand (basic.consume or
 // basic.get without no-ack). It is for lessons that read a queue with
 // amqp091-go's own calls rather than through a Consumer.
-func (s *Session) Screen(ctx context.Context, queue string, d amqp.Delivery, also ...func(body []byte) error) bool {
-	reason := s.NotATask(d)
+func (g *Guest) Screen(ctx context.Context, queue string, d amqp.Delivery, also ...func(body []byte) error) bool {
+	reason := g.NotATask(d)
 	for _, check := range also {
 		if reason != "" {
 			break
@@ -41,12 +41,12 @@ func (s *Session) Screen(ctx context.Context, queue string, d amqp.Delivery, als
 		}
 	}
 	if reason == "" {
-		if s.Observe != nil {
-			s.Observe(queue, d)
+		if g.s.Observe != nil {
+			g.s.Observe(queue, d)
 		}
 		return true
 	}
-	s.park(ctx, queue, d, reason)
+	g.park(ctx, queue, d, reason)
 	return false
 }
 
@@ -60,8 +60,8 @@ func (s *Session) Screen(ctx context.Context, queue string, d amqp.Delivery, als
 //
 // The run's messages it read go back when its channel closes, marked
 // redelivered, as after any read that leaves messages in place.
-func (s *Session) Sift(ctx context.Context, queue string) ([]Delivery, int, error) {
-	return s.scan(ctx, queue, peekScan, true)
+func (g *Guest) Sift(ctx context.Context, queue string) ([]Delivery, int, error) {
+	return g.scan(ctx, queue, peekScan, true)
 }
 
 // scan basic.gets up to max of the run's tasks from seed queue, reading
@@ -69,34 +69,34 @@ func (s *Session) Sift(ctx context.Context, queue string) ([]Delivery, int, erro
 // channel. Each message that is no task is parked (park) or stepped over
 // and left in place. Parking runs outside the bound of one broker call:
 // a 10 MB copy may take longer, and park bounds each of its own steps.
-func (s *Session) scan(ctx context.Context, queue string, max int, park bool) ([]Delivery, int, error) {
+func (g *Guest) scan(ctx context.Context, queue string, max int, park bool) ([]Delivery, int, error) {
 	var ch *amqp.Channel
-	err := s.Retry(ctx, "reading "+s.Names.Of(queue), func() (err error) {
-		ch, err = withinValue(ctx, func() (*amqp.Channel, error) { return s.channel(ctx) })
+	err := g.s.Retry(ctx, "reading "+g.s.Names.Of(queue), func() (err error) {
+		ch, err = withinValue(ctx, func() (*amqp.Channel, error) { return g.s.link.channel(ctx) })
 		return err
 	})
 	if err != nil {
-		return nil, 0, fmt.Errorf("reading %s: %w", s.Names.Of(queue), err)
+		return nil, 0, fmt.Errorf("reading %s: %w", g.s.Names.Of(queue), err)
 	}
 	defer ch.Close() // returns every unacknowledged get to the queue
 	var out []Delivery
 	parked := 0
 	for read := 0; len(out) < max && read < peekScan; read++ {
-		d, ok, err := withinValueOK(ctx, func() (amqp.Delivery, bool, error) { return ch.Get(s.Names.Of(queue), false) })
+		d, ok, err := withinValueOK(ctx, func() (amqp.Delivery, bool, error) { return ch.Get(g.s.Names.Of(queue), false) })
 		if err != nil {
-			return out, parked, fmt.Errorf("reading %s: %w", s.Names.Of(queue), err)
+			return out, parked, fmt.Errorf("reading %s: %w", g.s.Names.Of(queue), err)
 		}
 		if !ok {
 			break
 		}
-		if reason := s.NotATask(d); reason != "" {
+		if reason := g.NotATask(d); reason != "" {
 			if park {
-				s.park(ctx, queue, d, reason)
+				g.park(ctx, queue, d, reason)
 				parked++
 			}
 			continue
 		}
-		out = append(out, Delivery{Delivery: d, Task: d.MessageId, Queue: queue, Deaths: ReadDeaths(d.Headers), names: s.Names})
+		out = append(out, Delivery{Delivery: d, Task: d.MessageId, Queue: queue, Deaths: ReadDeaths(d.Headers), names: g.s.Names})
 	}
 	return out, parked, nil
 }
@@ -112,9 +112,9 @@ const emptyWindow = 256
 // someone else published there. It waits at most a few seconds for each
 // message; deliveries past the n-th go back to the queue when its channel
 // closes.
-func (s *Session) Empty(ctx context.Context, queue string, n int) (int, error) {
-	name := s.Names.Of(queue)
-	ch, deliveries, err := s.consumeAll(ctx, name)
+func (g *Guest) Empty(ctx context.Context, queue string, n int) (int, error) {
+	name := g.s.Names.Of(queue)
+	ch, deliveries, err := g.consumeAll(ctx, name)
 	if err != nil {
 		return 0, fmt.Errorf("emptying %s: %w", name, err)
 	}
@@ -126,7 +126,7 @@ func (s *Session) Empty(ctx context.Context, queue string, n int) (int, error) {
 			if !ok {
 				return tasks, fmt.Errorf("emptying %s: the channel closed after %d of %d messages", name, got, n)
 			}
-			if !s.Screen(ctx, queue, d) {
+			if !g.Screen(ctx, queue, d) {
 				continue
 			}
 			if err := d.Ack(false); err != nil {
@@ -144,13 +144,13 @@ func (s *Session) Empty(ctx context.Context, queue string, n int) (int, error) {
 
 // consumeAll opens a channel on the session's connection and consumes
 // broker queue name on it with manual acks and emptyWindow's prefetch.
-func (s *Session) consumeAll(ctx context.Context, name string) (*amqp.Channel, <-chan amqp.Delivery, error) {
+func (g *Guest) consumeAll(ctx context.Context, name string) (*amqp.Channel, <-chan amqp.Delivery, error) {
 	type consuming struct {
 		ch         *amqp.Channel
 		deliveries <-chan amqp.Delivery
 	}
 	c, err := withinValue(ctx, func() (consuming, error) {
-		ch, err := s.channel(ctx)
+		ch, err := g.s.link.channel(ctx)
 		if err != nil {
 			return consuming{}, err
 		}

@@ -19,7 +19,7 @@ import (
 func strangersAround(ctx context.Context, t *testing.T, q string) (*rabbit.Session, *amqp.Channel, string) {
 	t.Helper()
 	s := rabbittest.Session(t, 1)
-	require.NoError(t, s.Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: q, Role: rabbit.DLQ}}}))
+	require.NoError(t, s.Topo().Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: q, Role: rabbit.DLQ}}}))
 	other := outsider(t)
 	hold := s.Names.Run + ".foreign"
 	t.Cleanup(func() { _, _ = outsider(t).QueueDelete(hold, false, false, false) })
@@ -38,7 +38,7 @@ func strangersAround(ctx context.Context, t *testing.T, q string) (*rabbit.Sessi
 func TestSiftParksStrangersAndLeavesTheRunsTasks(t *testing.T) {
 	ctx := testCtx(t)
 	s, other, hold := strangersAround(ctx, t, "dlq")
-	got, parked, err := s.Sift(ctx, "dlq")
+	got, parked, err := s.Guest().Sift(ctx, "dlq")
 	require.NoError(t, err)
 	require.Len(t, got, 2)
 	assert.Equal(t, []string{"A", "B"}, []string{got[0].Task, got[1].Task})
@@ -52,7 +52,7 @@ func TestSiftParksStrangersAndLeavesTheRunsTasks(t *testing.T) {
 func TestEmptyCountsOnlyTheRunsTasks(t *testing.T) {
 	ctx := testCtx(t)
 	s, other, hold := strangersAround(ctx, t, "work")
-	n, err := s.Empty(ctx, "work", 4)
+	n, err := s.Guest().Empty(ctx, "work", 4)
 	require.NoError(t, err)
 	assert.Equal(t, 2, n)
 	assert.Equal(t, 0, depthOf(t, other, s.Names.Of("work")))

@@ -64,7 +64,7 @@ func Stamp(msg *amqp.Publishing, names Names) {
 
 // Sealed reports whether d carries the run's seal for its message-id:
 // only this process, publishing for the run, could have written it.
-func (s *Session) Sealed(d amqp.Delivery) bool {
+func (g *Guest) Sealed(d amqp.Delivery) bool {
 	got, _ := d.Headers[SealHeader].(string)
-	return hmac.Equal([]byte(got), []byte(sealOf(s.Names.Run, d.MessageId)))
+	return hmac.Equal([]byte(got), []byte(sealOf(g.s.Names.Run, d.MessageId)))
 }

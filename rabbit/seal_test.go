@@ -64,6 +64,6 @@ func TestForgedCopyOfALiveTaskIsParked(t *testing.T) {
 	mu.Lock()
 	assert.Equal(t, []int{1, 2}, attempts, "a forged copy was handled as an attempt")
 	mu.Unlock()
-	assert.Equal(t, 1, s.Foreign(), "the forged copy is parked in the hold queue")
+	assert.Equal(t, 1, s.Guest().Foreign(), "the forged copy is parked in the hold queue")
 	require.NoError(t, f.Close(context.WithoutCancel(ctx)))
 }

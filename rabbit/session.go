@@ -24,19 +24,29 @@ const opTimeout = 5 * time.Second
 // declare, publish or clean-up dials a new connection (see live).
 // Create it with Open; Close deletes every queue the session created.
 //
-// A session owns only what it created: Declare refuses queues that already
-// exist, so a run never consumes, drains or deletes someone else's queue.
+// A session owns only what it created: Topo.Declare refuses queues that
+// already exist, so a run never consumes, drains or deletes someone
+// else's queue.
 //
-// Its state is in four parts, each behind a lock of its own, taken only
-// to read or change that part and never while calling the broker or
-// holding another part's lock, with two exceptions: link.mu is held while
-// live dials (and re-claims the names), and health.mu is a leaf that may
-// be taken under it; screen.pubMu, see screening. The parts:
-// link, the session's connection (link.go); owned, what it declared, for
-// Close (declare.go); health, whether the run can go on and what keeps
-// it busy (health.go); screen, messages that are no task of the run
-// (foreign.go); waits, when the last wait the run scheduled ends
-// (expect.go). The exported fields are settings: set them before use.
+// Session itself is the link (link.go, health.go, retry.go): the
+// connection, replaced after a loss, whether the run can go on (Err), and
+// what lessons do on it (Dial, Retry, OnConnection, Consume, Publisher).
+// Its other concerns are types of their own, reached through accessors:
+//   - Topo (declare.go, exchange.go, left.go): declaring the run's queues
+//     and exchanges, and deleting them again;
+//   - Guest (claim.go, screen.go, foreign.go, seal.go): being a guest on a
+//     shared broker: the claim on the names, screening out what is no task
+//     of the run, and the hold queue;
+//   - Watch (expect.go, settle.go): when the run is settled or stalled;
+//   - Probes (returns.go, unroutable.go): one-off experiments that show what
+//     the broker does.
+//
+// Each part's state has a lock of its own, taken only to read or change
+// that state and never while calling the broker or holding another
+// part's lock, with two exceptions: link.mu is held while live dials
+// (and re-claims the names), and health.mu is a leaf that may be taken
+// under it; screening.pubMu, see screening. The exported fields are
+// settings: set them before use.
 type Session struct {
 	URL    string
 	Names  Names
@@ -76,35 +86,36 @@ type Session struct {
 	Channels func(opened bool)
 
 	link   link
-	owned  owned
 	health health
-	screen screening
 	warns  warnings
-	waits  expected
+	topo   Topo
+	guest  Guest
+	watch  Watch
+	probe  Probes
 }
 
-// link is the session's own connection. mu guards conn and closed; it is
-// held while live dials a replacement (so two callers never dial two) and
-// never while the connection is used.
-type link struct {
-	mu      sync.Mutex
-	conn    *amqp.Connection
-	closed  bool // Close has run: live dials no more
-	claimed bool // the run's names are claimed on conn (claim.go)
+// newSession is a session with its parts wired to it and no connection
+// yet: Open dials one. Every Session is made here, so no part is without
+// its session.
+func newSession(url string, names Names, clock lab.Clock, logger *slog.Logger) *Session {
+	s := &Session{URL: url, Names: names, Clock: clock, Logger: logger}
+	s.link.s, s.topo.s, s.guest.s, s.watch.s, s.probe.s = s, s, s, s, s
+	s.health.failed = make(chan struct{})
+	return s
 }
 
-// owned is what the session created on the broker, for Close to delete
-// and WaitSettled to check. mu guards both fields.
-type owned struct {
-	mu       sync.Mutex
-	declared []string                 // broker names of the queues this session created, in order
-	ttls     map[string]time.Duration // their TTLs (lesson time) by broker name, where they have one (see Expect)
-	kept     []string                 // the queues Close left under Keep (DeleteKept)
-	// left and leftExchanges are what the clean-up could not delete
-	// (left.go): still the run's, for TidyLeft to try again.
-	left          []string
-	leftExchanges []string
-}
+// Topo is the session's declare-and-clean part.
+func (s *Session) Topo() *Topo { return &s.topo }
+
+// Guest is the session's part for sharing a broker with others: the
+// claim, screening and the hold queue.
+func (s *Session) Guest() *Guest { return &s.guest }
+
+// Watch is the session's part that tells when the run settled or stalled.
+func (s *Session) Watch() *Watch { return &s.watch }
+
+// Probes is the session's part for one-off experiments on the broker.
+func (s *Session) Probes() *Probes { return &s.probe }
 
 // health is whether the run can go on and what keeps it busy. mu guards
 // every field; failed is closed (once) by fail, so waits can select on it.
@@ -114,18 +125,6 @@ type health struct {
 	failed    chan struct{} // closed by fail
 	retrying  int           // Retry loops waiting for the broker (see busyRetrying)
 	consumers []*Consumer
-}
-
-// screening counts and holds the messages that are no task of the run
-// (foreign.go). mu guards parked, parking and pub; pubMu serialises
-// creating pub and is held across the broker calls that declare the hold
-// queue, taking mu only briefly inside.
-type screening struct {
-	mu      sync.Mutex
-	parked  int        // messages moved to the hold queue (Foreign)
-	parking int        // parks under way (see parkActivity)
-	pub     *Publisher // publishes to the hold queue; nil until the first one
-	pubMu   sync.Mutex
 }
 
 // warnings throttles repeated warnings (Warn). mu guards seen.
@@ -186,9 +185,9 @@ func Open(ctx context.Context, url string, names Names, clock lab.Clock, logger 
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{URL: url, Names: names, Clock: clock, Logger: logger}
-	s.link.conn, s.health.failed = conn, make(chan struct{})
-	go s.logClose(conn)
+	s := newSession(url, names, clock, logger)
+	s.link.conn = conn
+	go s.link.logClose(conn)
 	return s, nil
 }
 
@@ -235,29 +234,29 @@ func (s *Session) Close(ctx context.Context) error {
 		c.Stop()
 	}
 	if !s.Keep { // kept queues keep whatever they hold: nothing is deleted with them
-		s.parkLeftovers(ctx)
+		s.guest.parkLeftovers(ctx)
 	}
-	s.screen.mu.Lock()
-	holdPub := s.screen.pub
-	s.screen.pub = nil
-	s.screen.mu.Unlock()
+	s.guest.screen.mu.Lock()
+	holdPub := s.guest.screen.pub
+	s.guest.screen.pub = nil
+	s.guest.screen.mu.Unlock()
 	if holdPub != nil {
 		_ = holdPub.Close()
 	}
-	s.owned.mu.Lock()
-	declared := s.owned.declared
-	s.owned.declared = nil
-	s.owned.mu.Unlock()
+	s.topo.owned.mu.Lock()
+	declared := s.topo.owned.declared
+	s.topo.owned.declared = nil
+	s.topo.owned.mu.Unlock()
 	var first error
 	switch {
 	case s.Keep:
-		s.owned.mu.Lock()
-		s.owned.kept = declared
-		s.owned.mu.Unlock()
+		s.topo.owned.mu.Lock()
+		s.topo.owned.kept = declared
+		s.topo.owned.mu.Unlock()
 	case len(declared) > 0:
-		first = s.deleteOwned(ctx, declared)
+		first = s.topo.deleteOwned(ctx, declared)
 	}
-	if err := s.closeConn(); first == nil && err != nil && !errors.Is(err, amqp.ErrClosed) {
+	if err := s.link.closeConn(); first == nil && err != nil && !errors.Is(err, amqp.ErrClosed) {
 		first = err
 	}
 	return first

@@ -42,12 +42,12 @@ var ErrStalled = errors.New("no task made progress")
 // patience is the real time WaitSettled allows without progress after the
 // last scheduled wait: Session.Patience (or minPatience) of lesson time,
 // at least minRealPatience.
-func (s *Session) patience() time.Duration {
-	lesson := s.Patience
+func (w *Watch) patience() time.Duration {
+	lesson := w.s.Patience
 	if lesson <= 0 {
 		lesson = minPatience
 	}
-	return max(s.Clock.Real(lesson), minRealPatience)
+	return max(w.s.Clock.Real(lesson), minRealPatience)
 }
 
 // WaitSettled blocks until every task the stream has seen has a final fate
@@ -59,18 +59,18 @@ func (s *Session) patience() time.Duration {
 // after the last wait the run scheduled ended (Expect). Broker runs have
 // no idle signal like inmem.System's, so it polls the ledger every few
 // milliseconds (PollUntil).
-func (s *Session) WaitSettled(ctx context.Context, stream *lab.Stream, extra func() bool) error {
-	realPatience := s.patience()
+func (w *Watch) WaitSettled(ctx context.Context, stream *lab.Stream, extra func() bool) error {
+	realPatience := w.patience()
 	// moved is read on the lesson clock, which stands still while the
 	// run is paused: a student who pauses the TUI for a minute has not
 	// stalled the run (measured in real time, a 16 s pause of Q10 ended
 	// it with "no task made progress").
-	clock := s.Clock
+	clock := w.s.Clock
 	// Stream.Progress, not Tasks: a copy of every record each poll made a
 	// 100,000-task run quadratic in CPU (and held the stream's lock).
 	_, _, last := stream.Progress()
 	moved := clock.Elapsed()
-	parked, _ := s.parkActivity()
+	parked, _ := w.s.guest.parkActivity()
 	nextCheck := time.Now().Add(checkEvery)
 	settled := func() bool {
 		tasks, pending, _ := stream.Progress()
@@ -81,7 +81,7 @@ func (s *Session) WaitSettled(ctx context.Context, stream *lab.Stream, extra fun
 			return true, nil
 		}
 		_, _, moves := stream.Progress()
-		if err := s.Err(); err != nil {
+		if err := w.s.Err(); err != nil {
 			return false, err
 		}
 		if time.Now().Before(nextCheck) {
@@ -91,20 +91,20 @@ func (s *Session) WaitSettled(ctx context.Context, stream *lab.Stream, extra fun
 		// A consumer busy parking messages from outside (Foreign), or
 		// a publisher waiting out a lost channel, is moving too: the
 		// run's tasks wait behind them, not lost.
-		p, busy := s.parkActivity()
+		p, busy := w.s.guest.parkActivity()
 		if moves != last || p != parked || busy {
 			last, parked, moved = moves, p, clock.Elapsed()
 		}
-		if err := s.checkQueues(ctx); err != nil {
+		if err := w.checkQueues(ctx); err != nil {
 			return false, err
 		}
-		due := s.scheduledUntil()
+		due := w.scheduledUntil()
 		if clock.Real(clock.Elapsed()-max(moved, due)) > realPatience {
 			if settled() { // the last task settled since the poll above: not a stall
 				return true, nil
 			}
-			s.fail(stalled(clock, realPatience, due, stream.Tasks()))
-			return false, s.Err()
+			w.s.health.fail(stalled(clock, realPatience, due, stream.Tasks()))
+			return false, w.s.Err()
 		}
 		return false, nil
 	})
@@ -127,14 +127,14 @@ func stalled(clock lab.Clock, patience, due time.Duration, tasks []lab.TaskRecor
 }
 
 // checkQueues fails the session if a queue it created is gone.
-func (s *Session) checkQueues(ctx context.Context) error {
-	s.owned.mu.Lock()
-	owned := slices.Clone(s.owned.declared)
-	s.owned.mu.Unlock()
+func (w *Watch) checkQueues(ctx context.Context) error {
+	w.s.topo.owned.mu.Lock()
+	owned := slices.Clone(w.s.topo.owned.declared)
+	w.s.topo.owned.mu.Unlock()
 	for _, name := range owned {
-		if _, err := s.inspect(ctx, name); isNotFound(err) {
-			s.fail(fmt.Errorf("queue %s was deleted while the run used it (not by this run)", name))
-			return s.Err()
+		if _, err := w.s.link.inspect(ctx, name); isNotFound(err) {
+			w.s.health.fail(fmt.Errorf("queue %s was deleted while the run used it (not by this run)", name))
+			return w.s.Err()
 		}
 	}
 	return nil

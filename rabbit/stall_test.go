@@ -44,7 +44,7 @@ func TestExchangeDeclaredLateIsDeleted(t *testing.T) {
 		Exchanges: []flow.Exchange{{Name: "notify", Kind: flow.Topic}},
 		Bindings:  []flow.Binding{{Exchange: "notify", Queue: "mail", Key: "mail.*"}},
 	}
-	require.NoError(t, s.Declare(ctx, topo))
+	require.NoError(t, s.Topo().Declare(ctx, topo))
 
 	require.NoError(t, syscall.Kill(pid, syscall.SIGSTOP))
 	go func() {

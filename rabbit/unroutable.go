@@ -22,30 +22,17 @@ type Unroutable struct {
 // confirm channel of its own with mandatory as given (PublishWatched),
 // then checks that the queue still does not exist. It refuses when the
 // queue exists: the message would land in someone's queue.
-func (s *Session) PublishUnroutable(ctx context.Context, queue, task string, mandatory bool) (Unroutable, error) {
-	name := s.Names.Of(queue)
-	if exists, err := s.queueExists(ctx, name); err != nil || exists {
+func (pr *Probes) PublishUnroutable(ctx context.Context, queue, task string, mandatory bool) (Unroutable, error) {
+	name := pr.s.Names.Of(queue)
+	if exists, err := pr.s.link.exists(ctx, name); err != nil || exists {
 		return Unroutable{}, fmt.Errorf("queue %s must not exist for this demonstration (exists %v, err %v)", name, exists, err)
 	}
-	u, err := s.PublishWatched(ctx, "", name, task, mandatory)
+	u, err := pr.PublishWatched(ctx, "", name, task, mandatory)
 	if err != nil {
 		return u, fmt.Errorf("publishing %s to the undeclared %s: %w", task, name, err)
 	}
-	u.QueueExists, err = s.queueExists(ctx, name)
+	u.QueueExists, err = pr.s.link.exists(ctx, name)
 	return u, err
-}
-
-// queueExists reports whether broker queue name exists (a passive declare;
-// 404 is "no").
-func (s *Session) queueExists(ctx context.Context, name string) (bool, error) {
-	_, err := s.inspect(ctx, name)
-	switch {
-	case err == nil:
-		return true, nil
-	case isNotFound(err):
-		return false, nil
-	}
-	return false, err
 }
 
 // PublishWatched publishes task's message (stamped with the run's id) to
@@ -60,11 +47,11 @@ func (s *Session) queueExists(ctx context.Context, name string) (bool, error) {
 // amqp091-go hands a basic.return to the NotifyReturn channel before it
 // processes the confirm that follows it on the same channel, so once the
 // confirm is in, a return for the message is already in the channel.
-func (s *Session) PublishWatched(ctx context.Context, exchange, key, task string, mandatory bool) (Unroutable, error) {
+func (pr *Probes) PublishWatched(ctx context.Context, exchange, key, task string, mandatory bool) (Unroutable, error) {
 	// The answer comes back through withinValue: a publish abandoned at
 	// its bound must not write what this function returns.
 	var u Unroutable
-	err := s.OnConnection(ctx, "publishing "+task+" once", func(conn *amqp.Connection) (err error) {
+	err := pr.s.OnConnection(ctx, "publishing "+task+" once", func(conn *amqp.Connection) (err error) {
 		u, err = withinValue(ctx, func() (u Unroutable, err error) {
 			ch, err := conn.Channel()
 			if err != nil {
@@ -76,7 +63,7 @@ func (s *Session) PublishWatched(ctx context.Context, exchange, key, task string
 			}
 			returns := ch.NotifyReturn(make(chan amqp.Return, 1))
 			msg := Publishing(task, nil)
-			Stamp(&msg, s.Names)
+			Stamp(&msg, pr.s.Names)
 			dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, exchange, key, mandatory, false /* immediate */, msg)
 			if err != nil {
 				return u, err

@@ -43,9 +43,9 @@ func TestAListOfNodesUsesOneThatAnswers(t *testing.T) {
 	s, err := rabbit.Open(testCtx(t), b.URL, rabbit.RunNames(), lab.NewClock(1), rabbittest.Logger(t))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close(context.Background()) })
-	require.NoError(t, s.Declare(testCtx(t), emailLoopTopology(time.Hour)))
+	require.NoError(t, s.Topo().Declare(testCtx(t), emailLoopTopology(time.Hour)))
 	require.NoError(t, s.Connection().Close()) // lost: the next probe dials the list again
-	_, err = s.Depth(testCtx(t), emailQueue)
+	_, err = s.Topo().Depth(testCtx(t), emailQueue)
 	require.NoError(t, err)
 
 	_, err = rabbit.Probe(testCtx(t), "amqp://guest:deadpw@127.0.0.1:1/,amqp://guest:deadpw@127.0.0.1:2/", "test")

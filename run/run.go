@@ -1,9 +1,9 @@
 // Package run is the one way a front end starts a lesson: `qlab run`,
-// `qlab tui`, `qlab compare` and the coming `qlab serve` all go through
-// it. It checks a Request (backend, names, prefix), finds a broker for a
-// broker run, picks the names the run declares under, and starts the
-// lesson with lesson.Run, the caller's logger and sinks. Package main
-// keeps only flags and output.
+// `qlab tui` and `qlab compare` all go through it, and `qlab serve` takes
+// its queue names from it (NamesFor). It checks a Request (backend,
+// names, prefix), finds a broker for a broker run, picks the names the run
+// declares under, and starts the lesson with lesson.Run, the caller's
+// logger and sinks. Package main keeps only flags and output.
 //
 //	req := run.Request{Lesson: l, Options: lesson.Options{Speed: 10, Logger: log}}
 //	ready, err := run.Prepare(ctx, req) // checked, broker found, names picked

@@ -1,7 +1,7 @@
 #!/bin/sh
 # ex-timing.sh: how long `qlab ex` takes to re-check an in-memory exercise
 # after a save, with a warm build cache. Not a test: it prints figures for
-# the README. It edits exercise 1's file (a comment line) and restores it.
+# exercises/README.md. It edits exercise 1's file (a comment line) and restores it.
 set -eu
 cd "$(dirname "$0")/.."
 go build -o bin/qlab ./cmd/qlab

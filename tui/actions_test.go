@@ -49,7 +49,7 @@ func runningOn(t *testing.T, l lesson.Lesson, w, ht int, h *runHandle) Model {
 	require.NoError(t, err)
 	next, _ := m.Update(tea.WindowSizeMsg{Width: w, Height: ht})
 	m = next.(Model)
-	m.state, m.run, m.gen = running, h, h.gen
+	m.run.state, m.run.h, m.run.gen = running, h, h.gen
 	return m
 }
 
@@ -125,11 +125,11 @@ func TestActionKeyReachesTheLesson(t *testing.T) {
 	m := runningOn(t, fakeActs, 80, 24, h)
 	m, cmd := press(m, "x")
 	require.NotNil(t, cmd, "x is handed to the lesson from a command")
-	assert.Contains(t, m.statusLine(80), "x: handed to the lesson")
+	assert.Contains(t, statusLine(m, 80), "x: handed to the lesson")
 	msg := cmd()
 	assert.Equal(t, actMsg{gen: 1, key: "x", line: "poked"}, msg)
 	next, _ := m.Update(msg)
-	assert.Contains(t, next.(Model).statusLine(80), "x: poked")
+	assert.Contains(t, statusLine(next.(Model), 80), "x: poked")
 	select {
 	case d := <-done:
 		assert.NoError(t, d.(runDoneMsg).err)
@@ -151,12 +151,12 @@ func TestActionKeyNotTaken(t *testing.T) {
 	})
 	h := &runHandle{gen: 1, act: make(chan lesson.Act), finished: make(chan struct{})}
 	m := runningOn(t, fakeActs, 80, 24, h)
-	m.paused = true
+	m.run.paused = true
 	m, cmd := press(m, "x")
 	assert.Nil(t, cmd)
-	assert.Contains(t, m.flash, "paused: space resumes, then x")
-	m.paused, m.state = false, finished
+	assert.Contains(t, m.status.flash, "paused: space resumes, then x")
+	m.run.paused, m.run.state = false, finished
 	m, cmd = press(m, "x")
 	assert.Nil(t, cmd)
-	assert.Contains(t, m.flash, "x acts while the lesson runs")
+	assert.Contains(t, m.status.flash, "x acts while the lesson runs")
 }

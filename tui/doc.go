@@ -10,4 +10,10 @@
 // are coalesced into one redraw per frame. The queue boxes are the queues
 // the events name, in order of first appearance, unless Config.Topology
 // gives them.
+//
+// Model composes components in the manner of the bubbles library, each
+// with its own state, an Update and a pure View: menu (menu.go), session
+// (the run's life, session.go), stage (the scene, stage.go), logView
+// (the pane, log.go), statusBar (status.go) and panels (panels.go).
+// Model itself only routes messages and does what spans them (model.go).
 package tui

@@ -27,7 +27,7 @@ type driver struct {
 func newDriver(t *testing.T, m Model) *driver {
 	d := &driver{t: t, m: m, msgs: make(chan tea.Msg, 64)}
 	d.run(m.Init())
-	t.Cleanup(func() { d.m.stop(); d.m.awaitStop(30 * time.Second) })
+	t.Cleanup(func() { d.m.run.stop(); d.m.run.awaitStop(30 * time.Second) })
 	return d
 }
 
@@ -55,7 +55,7 @@ func (d *driver) until(what string, bound time.Duration, done func(Model) bool) 
 			_ = d.m.View()
 			d.run(cmd)
 		case <-deadline:
-			d.t.Fatalf("%s: not within %v; status line %q", what, bound, d.m.flash)
+			d.t.Fatalf("%s: not within %v; status line %q", what, bound, d.m.status.flash)
 		}
 	}
 }
@@ -70,7 +70,7 @@ func (d *driver) press(k string) {
 // logged counts the log's entries of kind k whose text has sub.
 func logged(m Model, k lab.Kind, sub string) int {
 	n := 0
-	for _, e := range m.logged {
+	for _, e := range m.log.logged {
 		if e.Kind == k && strings.Contains(e.Note, sub) {
 			n++
 		}
@@ -90,7 +90,7 @@ func TestFaultKeysOnABrokerRun(t *testing.T) {
 	require.NoError(t, err)
 	m = step1(m, tea.WindowSizeMsg{Width: 80, Height: 24})
 	d := newDriver(t, m)
-	d.until("the run starts", 30*time.Second, func(m Model) bool { return m.state == running && len(m.logged) > 0 })
+	d.until("the run starts", 30*time.Second, func(m Model) bool { return m.run.state == running && len(m.log.logged) > 0 })
 	assert.Contains(t, d.m.View(), "x cut conns • c close chan", "the help line lists the fault keys")
 
 	// c first: at the start every worker has work, so one soon holds a
@@ -99,26 +99,26 @@ func TestFaultKeysOnABrokerRun(t *testing.T) {
 	for held == "" {
 		d.press(holdKey)
 		d.until("c answers", 30*time.Second, func(m Model) bool {
-			return strings.HasPrefix(m.flash, "c: closed") || strings.HasPrefix(m.flash, "c: no worker")
+			return strings.HasPrefix(m.status.flash, "c: closed") || strings.HasPrefix(m.status.flash, "c: no worker")
 		})
-		if strings.HasPrefix(d.m.flash, "c: closed") {
-			held = d.m.flash
+		if strings.HasPrefix(d.m.status.flash, "c: closed") {
+			held = d.m.status.flash
 		}
-		require.Equal(t, running, d.m.state, "the run ended before a worker held a delivery")
+		require.Equal(t, running, d.m.run.state, "the run ended before a worker held a delivery")
 	}
 	d.until("the broker redelivers", 30*time.Second, func(m Model) bool { return logged(m, lab.Redelivered, "") > 0 })
 	d.until("the consumer reconnects", 30*time.Second, func(m Model) bool { return logged(m, noteKind, "channel closed") > 0 })
 
-	require.Equal(t, running, d.m.state, "the run ended before x")
+	require.Equal(t, running, d.m.run.state, "the run ended before x")
 	d.press(cutKey)
-	d.until("x cuts the connections", 30*time.Second, func(m Model) bool { return strings.HasPrefix(m.flash, "x: cut ") })
-	cut := d.m.flash
+	d.until("x cuts the connections", 30*time.Second, func(m Model) bool { return strings.HasPrefix(m.status.flash, "x: cut ") })
+	cut := d.m.status.flash
 	d.until("the connections come back", 30*time.Second, func(m Model) bool { return logged(m, noteKind, "reconnected") > 0 })
 	t.Log(held, "\n", cut)
 
-	d.until("the run ends", 2*time.Minute, func(m Model) bool { return m.state == finished || m.state == failed })
-	require.Equal(t, finished, d.m.state, "the run failed: %v", d.m.runErr)
-	assert.Equal(t, 0, d.m.sc.pending(), "every task accounted for")
+	d.until("the run ends", 2*time.Minute, func(m Model) bool { return m.run.state == finished || m.run.state == failed })
+	require.Equal(t, finished, d.m.run.state, "the run failed: %v", d.m.run.runErr)
+	assert.Equal(t, 0, d.m.scene.sc.pending(), "every task accounted for")
 	assert.Contains(t, held, "holding task ")
 	assert.Equal(t, 1, logged(d.m, noteKind, "c: closed"), "what c broke is in the log, whole")
 	assert.Equal(t, 1, logged(d.m, noteKind, "x: cut"))
@@ -129,22 +129,22 @@ func TestFaultKeysOnABrokerRun(t *testing.T) {
 // help line leaves them out.
 func TestFaultKeysInMemory(t *testing.T) {
 	m := testModel(fakeDLQ, 80, 24)
-	m.backend = lab.InMem
+	m.run.backend = lab.InMem
 	m, cmd := press(m, cutKey)
 	assert.Nil(t, cmd)
-	assert.Contains(t, m.flash, "runs in memory")
+	assert.Contains(t, m.status.flash, "runs in memory")
 	assert.NotContains(t, m.View(), "cut conns")
 }
 
 // A line the backend logs shows in the status line and in the log.
 func TestBackendNotesShow(t *testing.T) {
 	m := testModel(fakeDLQ, 80, 24)
-	m.run = &runHandle{gen: m.gen, notes: make(chan string, 1), finished: make(chan struct{})}
-	m = step1(m, noteMsg{gen: m.gen, line: "q21: n1 stopped (stop_app took 3.1 s); n2 leads birthday now"})
-	assert.Equal(t, "q21: n1 stopped (stop_app took 3.1 s); n2 leads birthday now", m.flash)
+	m.run.h = &runHandle{gen: m.run.gen, notes: make(chan string, 1), finished: make(chan struct{})}
+	m = step1(m, noteMsg{gen: m.run.gen, line: "q21: n1 stopped (stop_app took 3.1 s); n2 leads birthday now"})
+	assert.Equal(t, "q21: n1 stopped (stop_app took 3.1 s); n2 leads birthday now", m.status.flash)
 	assert.Contains(t, m.View(), "n2 leads birthday now")
 	assert.Equal(t, 1, logged(m, noteKind, "n2 leads"))
-	m = step1(m, noteMsg{gen: m.gen + 1, line: "another run's"})
+	m = step1(m, noteMsg{gen: m.run.gen + 1, line: "another run's"})
 	assert.Equal(t, 0, logged(m, noteKind, "another run's"), "an old run's note is dropped")
 }
 
@@ -152,12 +152,12 @@ func TestBackendNotesShow(t *testing.T) {
 // run's last passing note.
 func TestFinishClearsTheLastNote(t *testing.T) {
 	m := testModel(fakeDLQ, 80, 24)
-	m.run = &runHandle{gen: m.gen, notes: make(chan string, 1), finished: make(chan struct{})}
-	m = step1(m, noteMsg{gen: m.gen, line: "rabbit: consumer reconnected · actor W"})
-	m.runDone, m.closed = true, true
+	m.run.h = &runHandle{gen: m.run.gen, notes: make(chan string, 1), finished: make(chan struct{})}
+	m = step1(m, noteMsg{gen: m.run.gen, line: "rabbit: consumer reconnected · actor W"})
+	m.run.runDone, m.scene.closed = true, true
 	m.settle()
-	assert.Equal(t, finished, m.state)
-	assert.Contains(t, m.statusLine(80), "finished")
+	assert.Equal(t, finished, m.run.state)
+	assert.Contains(t, statusLine(m, 80), "finished")
 }
 
 // A passing message too long for the status line is cut at a space.

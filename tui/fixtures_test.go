@@ -90,7 +90,7 @@ func testModel(l lesson.Lesson, w, h int) Model {
 	if err != nil {
 		panic(err)
 	}
-	m.state = running
+	m.run.state = running
 	return step1(m, tea.WindowSizeMsg{Width: w, Height: h})
 }
 
@@ -101,7 +101,7 @@ func step1(m Model, msg tea.Msg) Model {
 
 // feed hands the model a batch of events, as the idle wait would.
 func feed(m Model, evs ...lab.Event) Model {
-	return step1(m, eventsMsg{gen: m.gen, events: evs})
+	return step1(m, eventsMsg{gen: m.run.gen, events: evs})
 }
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -109,8 +109,8 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // frames advances n animation frames, frameEvery apart.
 func frames(m Model, n int) Model {
 	for range n {
-		at := epoch.Add(time.Duration(m.frame+1) * frameEvery)
-		m = step1(m, eventsMsg{gen: m.gen, frame: true, at: at})
+		at := epoch.Add(time.Duration(m.scene.frame+1) * frameEvery)
+		m = step1(m, eventsMsg{gen: m.run.gen, frame: true, at: at})
 	}
 	return m
 }
@@ -120,4 +120,9 @@ type lessonsLesson = lesson.Lesson
 // findNoBroker is a discovery that finds nothing, as on a machine without one.
 func findNoBroker(context.Context) (string, error) {
 	return "", errors.New("connection refused")
+}
+
+// statusLine is m's status line at width w, as View draws it.
+func statusLine(m Model, w int) string {
+	return m.status.View(m.run, m.lesson(), nextStep(m.lessons, m.cur), w)
 }

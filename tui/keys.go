@@ -2,6 +2,8 @@ package tui
 
 import (
 	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
 )
 
@@ -110,3 +112,19 @@ func without(keys []key.Binding, drop key.Binding) []key.Binding {
 
 // FullHelp is the same keys in one column group.
 func (k keyMap) FullHelp() [][]key.Binding { return [][]key.Binding{k.ShortHelp()} }
+
+// extra are the keys the help line lists besides the view's own: a
+// lesson's (actions), then, for a run on backend b that is a broker's,
+// the fault keys the lesson's keys leave free.
+func (k keyMap) extra(actions []lesson.Action, b lab.Backend) []key.Binding {
+	acts := actionKeys(actions)
+	if b != lab.Rabbit {
+		return acts
+	}
+	for _, f := range []key.Binding{k.Cut, k.Hold} {
+		if !key.Matches(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(f.Keys()[0])}, acts...) {
+			acts = append(acts, f)
+		}
+	}
+	return acts
+}

@@ -52,7 +52,7 @@ func TestEveryLessonFitsAndTheLogFollows(t *testing.T) {
 // every frame, then ends the run and checks the results.
 func replay(t *testing.T, l lesson.Lesson, b lab.Backend, events []lab.Event, res lesson.Result, w, h int) {
 	m := testModel(l, w, h)
-	m.backend = b
+	m.run.backend = b
 	for i := 0; i < len(events); {
 		j := i + 1
 		for j < len(events) && events[j].TMs == events[i].TMs && j-i < 8 {
@@ -64,10 +64,10 @@ func replay(t *testing.T, l lesson.Lesson, b lab.Backend, events []lab.Event, re
 		}
 		i = j
 	}
-	m = step1(m, eventsMsg{gen: m.gen, closed: true})
-	m = step1(m, runDoneMsg{gen: m.gen, tables: res.Tables})
-	require.Equal(t, resultsPane, m.pane)
-	for _, line := range strings.Split(m.results(), "\n") {
+	m = step1(m, eventsMsg{gen: m.run.gen, closed: true})
+	m = step1(m, runDoneMsg{gen: m.run.gen, tables: res.Tables})
+	require.Equal(t, resultsPane, m.log.pane)
+	for _, line := range strings.Split(m.log.page, "\n") {
 		assert.LessOrEqual(t, ansi.StringWidth(line), w, "the results pane would cut this line:\n%s", line)
 	}
 	checkFrame(t, m, w, h)
@@ -87,13 +87,13 @@ func checkFrame(t *testing.T, m Model, w, h int) bool {
 	}
 	for _, line := range lines { // the tally keeps the clock, however many fates it counts
 		if strings.HasPrefix(line, "done ") {
-			ok = assert.Contains(t, line, render.Stamp(m.clockMs), "the tally cut the clock:\n%s", line) && ok
+			ok = assert.Contains(t, line, render.Stamp(m.scene.clock), "the tally cut the clock:\n%s", line) && ok
 		}
 	}
-	if m.pane != logPane || len(m.logLines) == 0 {
+	if m.log.pane != logPane || len(m.log.lines) == 0 {
 		return ok
 	}
-	logged := strings.Split(strings.Join(m.logLines, "\n"), "\n")
+	logged := strings.Split(strings.Join(m.log.lines, "\n"), "\n")
 	newest := strings.TrimRight(ansi.Truncate(sanitize(logged[len(logged)-1]), w, ""), " ")
 	shown := ""
 	for i := len(lines) - 2; i >= 0 && !strings.HasPrefix(lines[i], "── "); i-- {
@@ -116,20 +116,20 @@ func TestNoticeReadsInFull(t *testing.T) {
 	frame := m.View()
 	assert.Contains(t, frame, "(i: read all)")
 	m = step1(m, keyMsg("i"))
-	require.Equal(t, noticePane, m.pane)
+	require.Equal(t, noticePane, m.log.pane)
 	var read []string
 	for range 20 { // scroll down through it
 		read = append(read, strings.Split(m.View(), "\n")...)
 		m = step1(m, keyMsg("down"))
 	}
 	flat := strings.Join(strings.Fields(strings.Join(read, "\n")), " ")
-	for _, word := range strings.Fields(l.NoticeFor(m.backend)) {
+	for _, word := range strings.Fields(l.NoticeFor(m.run.backend)) {
 		assert.Contains(t, flat, word)
 	}
-	assert.Contains(t, flat, strings.Join(strings.Fields(l.NoticeFor(m.backend))[len(strings.Fields(l.NoticeFor(m.backend)))-8:], " "), "its last words too")
+	assert.Contains(t, flat, strings.Join(strings.Fields(l.NoticeFor(m.run.backend))[len(strings.Fields(l.NoticeFor(m.run.backend)))-8:], " "), "its last words too")
 	checkFrame(t, m, 80, 24)
 	m = step1(m, keyMsg("i"))
-	assert.Equal(t, logPane, m.pane)
+	assert.Equal(t, logPane, m.log.pane)
 	assert.Contains(t, m.View(), "Enqueued task dA")
 }
 

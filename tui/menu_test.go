@@ -33,8 +33,8 @@ func TestMenuFilterFilters(t *testing.T) {
 	}, teatest.WithDuration(10*time.Second))
 	tm.Send(tea.KeyMsg{Type: tea.KeyCtrlC})
 	final := tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(Model)
-	require.Equal(t, list.FilterApplied, final.menu.FilterState())
-	visible := final.menu.VisibleItems()
+	require.Equal(t, list.FilterApplied, final.menu.list.FilterState())
+	visible := final.menu.list.VisibleItems()
 	require.NotEmpty(t, visible)
 	assert.Less(t, len(visible), len(lessons.All), "the filter hides lessons without the word")
 	for _, it := range visible {
@@ -45,7 +45,7 @@ func TestMenuFilterFilters(t *testing.T) {
 	first := visible[0].(lessonItem).l
 	next, _ := final.menuKey(tea.KeyMsg{Type: tea.KeyEnter})
 	opened := next.(Model)
-	opened.stop()
+	opened.run.stop()
 	assert.Equal(t, lessonScreen, opened.screen)
 	assert.Equal(t, first.ID, opened.lesson().ID, "enter opens the filtered list's first lesson")
 }
@@ -76,19 +76,19 @@ func TestMenuEscDoesNotQuit(t *testing.T) {
 // fast typist sends them) are each applied, in order.
 func TestQueuedKeysAreAllApplied(t *testing.T) {
 	m := testModel(fakeDLQ, 80, 24)
-	m.nextSpeed = 0.25
+	m.run.nextSpeed = 0.25
 	m, _ = press(m, "+++")
-	assert.Equal(t, 2.0, m.nextSpeed, "three steps up from 0.25×: 0.5, 1, 2")
+	assert.Equal(t, 2.0, m.run.nextSpeed, "three steps up from 0.25×: 0.5, 1, 2")
 	m, _ = press(m, "--")
-	assert.Equal(t, 0.5, m.nextSpeed, "two steps down")
+	assert.Equal(t, 0.5, m.run.nextSpeed, "two steps down")
 
 	menu, err := New(Config{Lessons: []lesson.Lesson{fakeDLQ, stressLesson(3)}})
 	require.NoError(t, err)
 	menu = step1(menu, tea.WindowSizeMsg{Width: 80, Height: 24})
 	menu, _ = press(menu, "jk")
-	assert.Equal(t, 0, menu.menu.Index(), "down then up")
+	assert.Equal(t, 0, menu.menu.list.Index(), "down then up")
 	menu, _ = press(menu, "jj")
-	assert.Equal(t, 1, menu.menu.Index(), "down twice, on a list of two")
+	assert.Equal(t, 1, menu.menu.list.Index(), "down twice, on a list of two")
 }
 
 // failingStart is a lesson whose run fails before its first event, with a
@@ -108,7 +108,7 @@ func TestFailedStartShowsWholeMessage(t *testing.T) {
 	m, err := New(Config{Lessons: []lesson.Lesson{failingStart}, Start: 96})
 	require.NoError(t, err)
 	m = step1(m, tea.WindowSizeMsg{Width: 80, Height: 24})
-	m, _ = drive(t, m, func(m Model) bool { return m.state == failed })
+	m, _ = drive(t, m, func(m Model) bool { return m.run.state == failed })
 	view := m.View()
 	assert.NotContains(t, view, "waiting for the first event")
 	flat := strings.Join(strings.Fields(view), " ")

@@ -33,12 +33,12 @@ func TestMetricsPanelTogglesAndFits(t *testing.T) {
 	for _, size := range sizes {
 		w, h := size[0], size[1]
 		m := testModel(l, w, h)
-		m.met = metrics.New()
+		m.panels.met = metrics.New()
 		closed := m.View()
 		m = step1(m, keyMsg("m"))
-		require.True(t, m.metricsOn)
+		require.True(t, m.panels.on)
 		for i, e := range events {
-			m.met.Emit(e)
+			m.panels.met.Emit(e)
 			m = feed(m, e)
 			if i%5 == 0 || i == len(events)-1 {
 				checkFrame(t, m, w, h)
@@ -56,7 +56,7 @@ func TestMetricsPanelTogglesAndFits(t *testing.T) {
 		assert.NotContains(t, m.View(), "metrics · ack")
 		assert.Equal(t, len(strings.Split(closed, "\n")), len(strings.Split(m.View(), "\n")))
 		m = step1(m, keyMsg("m"))
-		m.state = finished
+		m.run.state = finished
 		m.showPane(resultsPane)
 		checkFrame(t, m, w, h)
 		assert.Contains(t, m.View(), "metrics · ack")
@@ -70,7 +70,7 @@ func TestMetricsPanelShowsWhereToScrape(t *testing.T) {
 	require.NoError(t, err)
 	m, err := New(Config{Lessons: []lesson.Lesson{l}, Start: 1, MetricsURL: "http://127.0.0.1:9100/metrics"})
 	require.NoError(t, err)
-	m.state = running
+	m.run.state = running
 	m = step1(step1(m, tea.WindowSizeMsg{Width: 160, Height: 48}), keyMsg("m"))
 	assert.Contains(t, m.View(), "http://127.0.0.1:9100/metrics")
 	m = step1(m, tea.WindowSizeMsg{Width: 80, Height: 24})

@@ -23,7 +23,7 @@ func TestNoBrokerAdviceFitsAt80Columns(t *testing.T) {
 	require.NoError(t, err)
 	m = discover(t, m)
 	m = step1(m, tea.WindowSizeMsg{Width: 80, Height: 24})
-	require.Equal(t, noBroker, m.state)
+	require.Equal(t, noBroker, m.run.state)
 	frame := m.View()
 	for _, l := range strings.Split(frame, "\n") {
 		assert.LessOrEqual(t, utf8.RuneCountInString(l), 80, "%q", l)

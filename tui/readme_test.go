@@ -15,12 +15,15 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// readmeFrameMarker is the README line the example frame follows.
+// readmeFrameMarker is the line of docs/cli.md the example frame follows.
 const readmeFrameMarker = "Lesson 1 at 80×24, as C goes back to the tail of its queue"
 
-// TestReadmeFrame draws the README's example frame from a real run of
+// framePage is the page that shows the frame, from this package.
+const framePage = "../docs/cli.md"
+
+// TestReadmeFrame draws docs/cli.md's example frame from a real run of
 // lesson 1 (in a synctest bubble, so its events are exact): the frame
-// cannot drift from the TUI. -update rewrites the README's block.
+// cannot drift from the TUI. -update rewrites the page's block.
 func TestReadmeFrame(t *testing.T) {
 	l, err := lessons.Parse("1")
 	require.NoError(t, err)
@@ -44,18 +47,18 @@ func TestReadmeFrame(t *testing.T) {
 	m := feed(testModel(l, 80, 24), rec.Events[:end+1]...)
 	frame := trimLines(frames(m, 5).View())
 
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile(framePage)
 	require.NoError(t, err)
 	start, stop := readmeBlock(t, string(readme), readmeFrameMarker)
 	if labtest.Updating() {
 		out := string(readme[:start]) + frame + "\n" + string(readme[stop:])
-		require.NoError(t, os.WriteFile("../README.md", []byte(out), 0o644))
+		require.NoError(t, os.WriteFile(framePage, []byte(out), 0o644))
 		return
 	}
-	assert.Equal(t, string(readme[start:stop]), frame+"\n", "README's TUI frame is stale: go test ./tui -run ReadmeFrame -update")
+	assert.Equal(t, string(readme[start:stop]), frame+"\n", "docs/cli.md's TUI frame is stale: go test ./tui -run ReadmeFrame -update")
 }
 
-// trimLines drops the spaces the view pads lines with: the README has none.
+// trimLines drops the spaces the view pads lines with: the page has none.
 func trimLines(frame string) string {
 	lines := strings.Split(frame, "\n")
 	for i, l := range lines {
@@ -65,11 +68,11 @@ func trimLines(frame string) string {
 }
 
 // readmeBlock finds the body of the fenced block that follows marker in
-// readme: its first and one-past-last byte.
+// the page: its first and one-past-last byte.
 func readmeBlock(t *testing.T, readme, marker string) (start, stop int) {
 	t.Helper()
 	i := strings.Index(readme, marker)
-	require.GreaterOrEqual(t, i, 0, "README has no %q", marker)
+	require.GreaterOrEqual(t, i, 0, "%s has no %q", framePage, marker)
 	open := strings.Index(readme[i:], "```")
 	require.GreaterOrEqual(t, open, 0)
 	start = i + open + strings.Index(readme[i+open:], "\n") + 1

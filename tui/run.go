@@ -422,11 +422,11 @@ func Run(ctx context.Context, cfg Config) error {
 	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(ctx))
 	final, err := p.Run()
 	if fm, ok := final.(Model); ok {
-		fm.stop()
-		if !fm.awaitStop(quitWait) && fm.run.cluster {
+		fm.run.stop()
+		if !fm.run.awaitStop(quitWait) && fm.run.h.cluster {
 			fmt.Fprintf(os.Stderr, "qlab: lesson %d is reviving the node it stopped and deleting its "+
 				"queues (up to %.0f min)…\n", fm.lesson().Number(), clusterWait.Minutes())
-			fm.awaitStop(clusterWait)
+			fm.run.awaitStop(clusterWait)
 		}
 	}
 	if err != nil && ctx.Err() != nil {

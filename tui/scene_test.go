@@ -176,7 +176,7 @@ func TestQ06TallyCountsEachTaskOnce(t *testing.T) {
 	}
 	assert.Empty(t, sc.members["queue"])
 	m := testModel(fakeDLQ, 80, 24)
-	m.sc = sc
+	m.scene.sc = sc
 	assert.Contains(t, m.View(), "done 4 · dead 0 · dropped 0 · lost 0 · pending 0 · attempts 8")
 }
 
@@ -289,16 +289,16 @@ func TestSceneHasARuleForEveryKind(t *testing.T) {
 // the mails and closed channels that are no fate, only once they happen.
 func TestStatsLineCountsTheNewKinds(t *testing.T) {
 	m := testModel(fakeDLQ, 160, 48)
-	assert.NotContains(t, m.statsLine(160), "stranded")
+	assert.NotContains(t, m.scene.statsLine(160), "stranded")
 	for _, e := range []lab.Event{
 		ev(0, lab.Enqueued, "C", "q", ""), ev(0, lab.Stranded, "C", "q", "retry"),
 		ev(0, lab.Refused, "R", "q", ""), ev(0, lab.Mailed, "A", "", ""), ev(0, lab.ChannelClosed, "C", "q", ""),
 	} {
-		m.sc.apply(e, 0)
+		m.scene.sc.apply(e, 0)
 	}
-	line := m.statsLine(160)
+	line := m.scene.statsLine(160)
 	assert.Contains(t, line, "pending 0 · stranded 1 · refused 1 · attempts 0")
 	assert.Contains(t, line, "· mails sent 1 · channels closed 1")
 	// At 80 columns the fates still at zero give way, and the clock stays.
-	assert.Equal(t, "done 0 · stranded 1 · refused 1 · attempts 0 · 00:00.000 · mails sent 1 · chann…", m.statsLine(80))
+	assert.Equal(t, "done 0 · stranded 1 · refused 1 · attempts 0 · 00:00.000 · mails sent 1 · chann…", m.scene.statsLine(80))
 }

@@ -28,13 +28,13 @@ func TestStorePanelShowsTheStoresCounts(t *testing.T) {
 	m = step1(m, tea.WindowSizeMsg{Width: 80, Height: 24})
 	var during []string
 	final, _ := drive(t, m, func(m Model) bool {
-		if m.storeRows() > 0 && m.state == running {
-			during = append(during, m.storePanel(80)...)
+		if m.panels.storeRows() > 0 && m.run.state == running {
+			during = append(during, m.panels.storePanel(80)...)
 			checkFrame(t, m, 80, 24)
 		}
-		return m.runDone && m.closed && m.storesFinal
+		return m.run.runDone && m.scene.closed && m.panels.final
 	})
-	assert.True(t, allClosed(final.storeStates), "%+v", final.storeStates)
+	assert.True(t, allClosed(final.panels.states), "%+v", final.panels.states)
 	open := 0
 	for _, line := range during {
 		if !strings.Contains(line, " ended · ") {
@@ -44,13 +44,13 @@ func TestStorePanelShowsTheStoresCounts(t *testing.T) {
 	assert.NotZero(t, open, "the panel showed a store of a part under way:\n%s", strings.Join(during, "\n"))
 
 	byName := map[string]lesson.StoreState{}
-	for _, s := range final.storeStates {
+	for _, s := range final.panels.states {
 		byName[s.Name] = s
 	}
 	seed := byName["queued_first"]
-	assert.Equal(t, 1, seed.Counts[store.Queued], "%+v", final.storeStates)
+	assert.Equal(t, 1, seed.Counts[store.Queued], "%+v", final.panels.states)
 	assert.Equal(t, 3, seed.Counts[store.Sent])
-	shown := strings.Join(final.storePanel(80), "\n")
+	shown := strings.Join(final.panels.storePanel(80), "\n")
 	assert.Contains(t, shown, "store check_then_act ended · a map · SENT 5")
 	checkFrame(t, final, 80, 24)
 }
@@ -63,8 +63,8 @@ func TestStorePanelOnlyForStoreLessons(t *testing.T) {
 	m, err := New(Config{Lessons: []lesson.Lesson{l}, Start: 7, Speed: 50})
 	require.NoError(t, err)
 	m = step1(m, tea.WindowSizeMsg{Width: 80, Height: 24})
-	final, _ := drive(t, m, func(m Model) bool { return m.runDone && m.closed })
-	assert.Zero(t, final.storeRows())
+	final, _ := drive(t, m, func(m Model) bool { return m.run.runDone && m.scene.closed })
+	assert.Zero(t, final.panels.storeRows())
 	assert.NotContains(t, final.View(), "store ")
 }
 

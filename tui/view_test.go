@@ -145,23 +145,23 @@ func TestPauseHoldsEventsUntilResume(t *testing.T) {
 	m := testModel(fakeDLQ, 80, 24)
 	m = feed(m, chainStart()[:3]...)
 	m = step1(m, tea.KeyMsg{Type: tea.KeySpace, Runes: []rune{' '}})
-	require.True(t, m.paused)
+	require.True(t, m.run.paused)
 	m = feed(m, chainStart()[3:]...)
 	assert.Contains(t, m.View(), "paused")
-	assert.Equal(t, 0, m.sc.attempts, "paused: nothing applied")
+	assert.Equal(t, 0, m.scene.sc.attempts, "paused: nothing applied")
 	m = step1(m, tea.KeyMsg{Type: tea.KeySpace, Runes: []rune{' '}})
-	assert.Equal(t, 3, m.sc.attempts, "resumed: the held events are applied")
+	assert.Equal(t, 3, m.scene.sc.attempts, "resumed: the held events are applied")
 }
 
 func TestSpeedKeysStepAndApplyOnRestart(t *testing.T) {
 	m := testModel(fakeDLQ, 80, 24)
 	m = step1(m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'+'}})
-	assert.Equal(t, 0.25, m.speed)
-	assert.Equal(t, 0.5, m.nextSpeed)
+	assert.Equal(t, 0.25, m.run.speed)
+	assert.Equal(t, 0.5, m.run.nextSpeed)
 	assert.Contains(t, m.View(), "speed 0.25× (next run 0.5×)")
 	m = step1(m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'-'}})
 	m = step1(m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'-'}})
-	assert.Equal(t, 0.1, m.nextSpeed)
+	assert.Equal(t, 0.1, m.run.nextSpeed)
 }
 
 // A lesson's own speed above the steps (Q14 starts at 100×): + never
@@ -179,16 +179,16 @@ func TestBackendSwitchWithoutBrokerSaysSo(t *testing.T) {
 	require.NoError(t, err)
 	m = step1(m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'b'}})
 	assert.Contains(t, m.View(), "needs RabbitMQ for that, which is not available in this build")
-	assert.Equal(t, lab.InMem, m.backend)
+	assert.Equal(t, lab.InMem, m.run.backend)
 
 	m, err = New(Config{Lessons: []lessonsLesson{both}, Start: 98, Broker: findNoBroker})
 	require.NoError(t, err)
 	next, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'b'}})
 	require.NotNil(t, cmd, "discovery runs in a command")
 	m = step1(next.(Model), cmd())
-	t.Cleanup(func() { m.stop() }) // its run command is never executed here
+	t.Cleanup(func() { m.run.stop() }) // its run command is never executed here
 	assert.Contains(t, m.View(), "no RabbitMQ broker, so this stays in memory · i: why")
-	assert.Equal(t, lab.InMem, m.backend)
+	assert.Equal(t, lab.InMem, m.run.backend)
 	m = step1(m, keyMsg("i"))
 	assert.Contains(t, m.View(), "no RabbitMQ broker answered: connection refused")
 
@@ -203,13 +203,13 @@ func TestNextAndPreviousLessonWrapAround(t *testing.T) {
 	second.ID, second.Title = "Q99", "Second fake"
 	m, err := New(Config{Lessons: []lessonsLesson{fakeDLQ, second}, Start: 98})
 	require.NoError(t, err)
-	t.Cleanup(func() { m.stop() }) // its run command is never executed here
+	t.Cleanup(func() { m.run.stop() }) // its run command is never executed here
 	for _, want := range []string{"Q99 · Second fake", "Q98 · Test chain"} {
-		m.stop()
+		m.run.stop()
 		m = step1(m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'n'}})
 		assert.Contains(t, m.View(), want)
 	}
-	m.stop()
+	m.run.stop()
 	m = step1(m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'p'}})
 	assert.Contains(t, m.View(), "Q99 · Second fake")
 	m = step1(m, tea.KeyMsg{Type: tea.KeyEsc})
@@ -238,9 +238,9 @@ func brokerLesson(inmem bool) lessonsLesson {
 // discover runs the model's discovery command and hands back its answer.
 func discover(t *testing.T, m Model) Model {
 	t.Helper()
-	require.Equal(t, seeking, m.state)
+	require.Equal(t, seeking, m.run.state)
 	m = step1(m, m.Init()())
-	t.Cleanup(func() { m.stop() })
+	t.Cleanup(func() { m.run.stop() })
 	return m
 }
 
@@ -258,9 +258,9 @@ func TestNoBrokerIsAStateNotARun(t *testing.T) {
 			m, err := New(Config{Lessons: []lessonsLesson{c.lesson}, Start: 98, Backend: c.backend, Broker: findNoBroker})
 			require.NoError(t, err)
 			m = discover(t, m)
-			assert.Equal(t, noBroker, m.state)
-			assert.Nil(t, m.run, "nothing runs")
-			assert.Equal(t, lab.Rabbit, m.backend, "the backend asked for is not replaced")
+			assert.Equal(t, noBroker, m.run.state)
+			assert.Nil(t, m.run.h, "nothing runs")
+			assert.Equal(t, lab.Rabbit, m.run.backend, "the backend asked for is not replaced")
 			frame := m.View()
 			assert.Contains(t, frame, "rabbit · speed 0.25× · ✗ no broker")
 			assert.NotContains(t, frame, "running")
@@ -280,9 +280,9 @@ func TestDefaultBrokerFallsBackToTheTwinAndSaysSo(t *testing.T) {
 	require.NoError(t, err)
 	m = step1(m, tea.WindowSizeMsg{Width: 80, Height: 24})
 	m = discover(t, m)
-	assert.Equal(t, running, m.state)
-	assert.Equal(t, lab.InMem, m.backend)
-	status := m.statusLine(80)
+	assert.Equal(t, running, m.run.state)
+	assert.Equal(t, lab.InMem, m.run.backend)
+	status := statusLine(m, 80)
 	assert.Equal(t, "no RabbitMQ broker, so Q98 runs its in-memory twin (start one, then b) · i: why", status)
 	m = step1(m, keyMsg("i"))
 	flat := strings.Join(strings.Fields(m.View()), " ")
@@ -295,14 +295,14 @@ func TestFinishedShowsResultsAndNext(t *testing.T) {
 	second.ID = "Q99"
 	m, err := New(Config{Lessons: []lessonsLesson{fakeDLQ, second}, Start: 98})
 	require.NoError(t, err)
-	m.state = running
+	m.run.state = running
 	m = step1(m, tea.WindowSizeMsg{Width: 80, Height: 30})
 	m = feed(m, append(chainStart(), chainEnd()...)...)
 	m = feed(m, lab.Event{Kind: lab.Summary, Task: "C", Fate: lab.FateDead, Attempt: 2})
-	m = step1(m, runDoneMsg{gen: m.gen, tables: []render.Table{{Title: "Measured thing", Header: []string{"x", "y"}, Rows: [][]string{{"1", "2"}}}}})
-	assert.Equal(t, running, m.state, "not finished while events may still come")
-	m = step1(m, eventsMsg{gen: m.gen, closed: true})
-	assert.Equal(t, finished, m.state)
+	m = step1(m, runDoneMsg{gen: m.run.gen, tables: []render.Table{{Title: "Measured thing", Header: []string{"x", "y"}, Rows: [][]string{{"1", "2"}}}}})
+	assert.Equal(t, running, m.run.state, "not finished while events may still come")
+	m = step1(m, eventsMsg{gen: m.run.gen, closed: true})
+	assert.Equal(t, finished, m.run.state)
 	frame := m.View()
 	assert.Contains(t, frame, "■ finished")
 	assert.Contains(t, frame, "finished · Next: qlab tui 99 (n)")
@@ -391,24 +391,24 @@ func TestViewShowsTheNoticeOfItsBackend(t *testing.T) {
 func TestFinishedSaysWhatTheViewMissed(t *testing.T) {
 	m, err := New(Config{Lessons: []lessonsLesson{fakeDLQ}, Start: 98})
 	require.NoError(t, err)
-	m.state = running
+	m.run.state = running
 	m = step1(m, tea.WindowSizeMsg{Width: 100, Height: 30})
 	m = feed(m, append(chainStart(), chainEnd()...)...)
-	m = step1(m, runDoneMsg{gen: m.gen, missed: 1234})
-	m = step1(m, eventsMsg{gen: m.gen, closed: true})
-	require.Equal(t, finished, m.state)
+	m = step1(m, runDoneMsg{gen: m.run.gen, missed: 1234})
+	m = step1(m, eventsMsg{gen: m.run.gen, closed: true})
+	require.Equal(t, finished, m.run.state)
 	assert.Contains(t, m.View(), "the view fell behind and missed 1234 events")
-	assert.NotContains(t, m.statusLine(80), "…", "read whole at 80 columns")
+	assert.NotContains(t, statusLine(m, 80), "…", "read whole at 80 columns")
 }
 
 // The status line's own words are read whole at 80 columns: paused on
 // either backend, where the broker's TTLs are the catch.
 func TestPausedReadsWholeAt80(t *testing.T) {
 	m := testModel(fakeDLQ, 80, 24)
-	m.paused = true
+	m.run.paused = true
 	for _, b := range []lab.Backend{lab.InMem, lab.Rabbit} {
-		m.backend = b
-		line := m.statusLine(80)
+		m.run.backend = b
+		line := statusLine(m, 80)
 		assert.Contains(t, line, "(space resumes)", "on %s:\n%s", b, line)
 		assert.NotContains(t, line, "…", "on %s", b)
 	}

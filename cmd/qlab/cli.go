@@ -10,10 +10,12 @@ import (
 	"os"
 	"regexp"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/queuelab/qlab/exercises"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lessons"
@@ -145,7 +147,7 @@ func cmdList(_ context.Context, args []string, stdout, _ io.Writer) error {
 	fs := newFlagSet("list", listHelp)
 	backend := fs.String("backend", "", "only lessons that run on this backend: inmem or rabbit")
 	numbers := fs.Bool("numbers", false, "print only the lesson numbers, one per line (for scripts)")
-	markdown := fs.Bool("markdown", false, "print the README's lesson table")
+	markdown := fs.Bool("markdown", false, "print the README's lesson table: each lesson's page, backends, exercise and question")
 	pos, err := parseInterspersed(fs, args, stdout)
 	if err != nil {
 		return err
@@ -170,7 +172,11 @@ func cmdList(_ context.Context, args []string, stdout, _ io.Writer) error {
 			fmt.Fprintln(stdout, l.Number())
 		}
 	case *markdown:
-		fmt.Fprint(stdout, lessonTable(shown))
+		table, err := lessonTable(shown)
+		if err != nil {
+			return err
+		}
+		fmt.Fprint(stdout, table)
 	default:
 		width := len("LESSON")
 		for _, l := range shown {
@@ -182,6 +188,7 @@ func cmdList(_ context.Context, args []string, stdout, _ io.Writer) error {
 			fmt.Fprintf(stdout, "%-4d %s%s  %s\n", l.Number(), l.Title, strings.Repeat(" ", pad), backendList(l))
 		}
 		fmt.Fprintln(stdout, "\nRun one with: qlab run N   (make lesson-N does the same)")
+		fmt.Fprintln(stdout, "Then read its page, lessons/qNN/README.md, and do its exercise: qlab ex")
 	}
 	return nil
 }
@@ -194,14 +201,28 @@ func backendList(l lesson.Lesson) string {
 	return strings.Join(b, ", ")
 }
 
-// lessonTable is the README's lesson table, generated from the registry.
-func lessonTable(ls []lesson.Lesson) string {
-	var b strings.Builder
-	b.WriteString("| N | lesson | backends | what to notice |\n| --- | --- | --- | --- |\n")
-	for _, l := range ls {
-		fmt.Fprintf(&b, "| %d | %s | %s | %s |\n", l.Number(), l.Title, backendList(l), l.Notice)
+// lessonTable is the README's lesson table, generated from the registry
+// and the lessons' pages: each lesson's title linked to its page, its
+// backends, its exercise (qlab ex N) and the question its page asks.
+func lessonTable(ls []lesson.Lesson) (string, error) {
+	exercise := map[string][]string{}
+	for _, e := range exercises.All {
+		exercise[e.Lesson] = append(exercise[e.Lesson], strconv.Itoa(e.Number()))
 	}
-	return b.String()
+	var b strings.Builder
+	b.WriteString("| N | lesson | backends | exercise | ask yourself |\n| --- | --- | --- | --- | --- |\n")
+	for _, l := range ls {
+		q, err := lessons.Question(l)
+		if err != nil {
+			return "", err
+		}
+		ex := strings.Join(exercise[l.ID], ", ")
+		if ex == "" {
+			ex = "—"
+		}
+		fmt.Fprintf(&b, "| %d | [%s](%s) | %s | %s | %s |\n", l.Number(), l.Title, lessons.PagePath(l), backendList(l), ex, q)
+	}
+	return b.String(), nil
 }
 
 // newFlagSet returns a flag set that reports errors to the caller instead

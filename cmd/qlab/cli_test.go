@@ -5,12 +5,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lab/labtest"
+	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lesson/lessontest"
 	"github.com/queuelab/qlab/lessons"
 	"github.com/stretchr/testify/assert"
@@ -120,12 +122,16 @@ func TestListShowsEveryLesson(t *testing.T) {
 	code, out, _ := qlab("list", "--numbers")
 	require.Equal(t, exitOK, code)
 	assert.Equal(t, len(lessons.All), strings.Count(out, "\n"))
+	code, out, _ = qlab("list")
+	require.Equal(t, exitOK, code)
+	assert.Contains(t, out, "lessons/qNN/README.md", "the list says where a lesson's page is")
 }
 
 // TestReadmeLessonTable keeps the README's lesson table generated from the
-// registry: `go test ./cmd/qlab -run ReadmeLessonTable -update` rewrites
-// it (`qlab list --markdown` prints the same rows). A stale table fails
-// with its first stale row, not the whole table.
+// registry and the lessons' pages (their questions):
+// `go test ./cmd/qlab -run ReadmeLessonTable -update` rewrites it (`qlab
+// list --markdown` prints the same rows). A stale table fails with a short
+// diff, the rows that differ cut near where they differ, and that command.
 func TestReadmeLessonTable(t *testing.T) {
 	readme, err := os.ReadFile("../../README.md")
 	require.NoError(t, err)
@@ -133,21 +139,49 @@ func TestReadmeLessonTable(t *testing.T) {
 	s := string(readme)
 	i, j := strings.Index(s, begin), strings.Index(s, end)
 	require.True(t, i >= 0 && j > i, "README needs the lessons:begin/end markers")
-	want, got := lessonTable(lessons.All), s[i+len(begin):j]
+	want, err := lessonTable(lessons.All)
+	require.NoError(t, err)
+	got := s[i+len(begin) : j]
 	if labtest.Updating() {
 		require.NoError(t, os.WriteFile("../../README.md", []byte(s[:i+len(begin)]+want+s[j:]), 0o644))
 		return
 	}
 	if got != want {
-		wantRows, gotRows := strings.Split(want, "\n"), strings.Split(got, "\n")
-		for k := range max(len(wantRows), len(gotRows)) {
-			w, g := row(wantRows, k), row(gotRows, k)
-			if w != g {
-				t.Fatalf("README lesson table is stale from row %d:\n  README:   %s\n  registry: %s\n"+
-					"rewrite it with: go test ./cmd/qlab -run ReadmeLessonTable -update", k+1, around(g, w), around(w, g))
-			}
-		}
+		t.Fatalf("README lesson table is stale (- README, + registry and pages):\n%s"+
+			"rewrite it with: go test ./cmd/qlab -run ReadmeLessonTable -update", rowDiff(got, want, 5))
 	}
+}
+
+// rowDiff lists, for up to limit rows where got and want differ, both
+// versions cut to the text around their first difference, and how many
+// more rows differ.
+func rowDiff(got, want string, limit int) string {
+	gotRows, wantRows := strings.Split(got, "\n"), strings.Split(want, "\n")
+	var b strings.Builder
+	shown, more := 0, 0
+	for k := range max(len(wantRows), len(gotRows)) {
+		g, w := row(gotRows, k), row(wantRows, k)
+		if g == w {
+			continue
+		}
+		if shown == limit {
+			more++
+			continue
+		}
+		shown++
+		fmt.Fprintf(&b, "row %d:\n  - %s\n  + %s\n", k+1, around(g, w), around(w, g))
+	}
+	if more > 0 {
+		fmt.Fprintf(&b, "and %d more rows\n", more)
+	}
+	return b.String()
+}
+
+// q11 is lesson 11, which has no exercise.
+func q11(t *testing.T) lesson.Lesson {
+	l, err := lessons.Parse("11")
+	require.NoError(t, err)
+	return l
 }
 
 // around is a's text near where it first differs from b: 60 bytes either
@@ -167,6 +201,23 @@ func row(rows []string, k int) string {
 		return rows[k]
 	}
 	return "(none)"
+}
+
+// TestReadmeLessonTableDiffIsShort: a stale table's failure names the rows
+// that differ, each cut short, not the whole table twice.
+func TestReadmeLessonTableDiffIsShort(t *testing.T) {
+	want, err := lessonTable(lessons.All)
+	require.NoError(t, err)
+	stale := strings.Replace(want, "Where does C go", "Where did C go", 1)
+	stale = strings.Replace(stale, "| 25 |", "| 26 |", 1)
+	d := rowDiff(stale, want, 5)
+	assert.Contains(t, d, "row 3:\n  - …")
+	assert.Contains(t, d, "Where did C go")
+	assert.Contains(t, d, "row 27:")
+	assert.Equal(t, 6, strings.Count(d, "\n"), d)
+	assert.Less(t, len(d), 1200, "the diff stays short")
+	rows := strings.Repeat("| x |\n", 30)
+	assert.Contains(t, rowDiff(rows, strings.ReplaceAll(rows, "x", "y"), 5), "and 25 more rows")
 }
 
 func TestRunMermaidPrintsADiagram(t *testing.T) {
@@ -258,6 +309,9 @@ func TestRunEndsWithWhatToDoNext(t *testing.T) {
 	assert.Contains(t, steps, "go run ./cmd/qlab run 12 --backend rabbit")
 	assert.Contains(t, steps, "go run ./cmd/qlab compare 12")
 	assert.Contains(t, steps, "Next: go run ./cmd/qlab run 13")
+	assert.Contains(t, steps, "Read: lessons/q12/README.md   (the question, what was measured), then go run ./cmd/qlab ex 9\n",
+		"run, read, write: the page, then the lesson's exercise")
+	assert.NotContains(t, nextSteps(q11(t), lab.Rabbit, invoked()), ", then", "lesson 11 has no exercise")
 
 	steps = nextSteps(q12, lab.InMem, invocation{make: true})
 	assert.Contains(t, steps, `make lesson-12 FLAGS="--backend rabbit"`)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/charmbracelet/x/term"
 
+	"github.com/queuelab/qlab/exercises"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lessons"
@@ -135,6 +136,7 @@ func nextSteps(l lesson.Lesson, ran lab.Backend, how invocation) string {
 		b = append(b, fmt.Sprintf("Try:  %s   (the same flow, the other mechanism), or %s",
 			how.run(l.Number(), "--backend "+string(other)), how.compare(l.Number())))
 	}
+	b = append(b, readNext(l, how))
 	if next, ok := lessons.Next(l); ok {
 		b = append(b, fmt.Sprintf("Next: %s   (%s)", how.run(next.Number(), ""), next.Title))
 	} else {
@@ -142,6 +144,22 @@ func nextSteps(l lesson.Lesson, ran lab.Backend, how invocation) string {
 		b = append(b, fmt.Sprintf("Next: you have run every lesson; %s replays lesson N, %s measures its two backends", tui, compare))
 	}
 	return strings.Join(b, "\n")
+}
+
+// readNext points from a run to its lesson's page and then its exercise:
+// the path run, read, write.
+func readNext(l lesson.Lesson, how invocation) string {
+	line := "Read: " + lessons.PagePath(l) + "   (the question, what was measured)"
+	for _, e := range exercises.All {
+		if e.Lesson == l.ID {
+			prog := how.prog
+			if how.make {
+				prog = "bin/qlab"
+			}
+			return line + fmt.Sprintf(", then %s ex %d", prog, e.Number())
+		}
+	}
+	return line
 }
 
 // noBrokerHint adds to a failed broker discovery, for a lesson that runs

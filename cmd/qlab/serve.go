@@ -39,7 +39,7 @@ is a 503 (send it again); one whose confirm never came is a 504 with its id
 (the broker may have it: sending it again may store it twice).
 --confirms=false answers 200 anyway, as the seed does. Ctrl-C lets the
 requests in flight finish (10 s at most) and deletes the queues and
-exchanges the run declared (--keep leaves them). See the README for a curl
+exchanges the run declared (--keep leaves them). docs/broker.md has a curl
 walk-through.`
 
 // serveFlags are the flags of `qlab serve`.

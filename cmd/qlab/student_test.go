@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"log/slog"
-	"os"
 	"regexp"
 	"runtime/debug"
 	"strings"
@@ -92,19 +91,6 @@ func TestVersion(t *testing.T) {
 	assert.Equal(t, "qlab v0.3.0, commit 54bdcc3f00d1 with uncommitted changes, 2026-11-24T10:00:00Z, go1.25.0 linux/amd64", versionLine(info))
 	info.Settings = nil
 	assert.Contains(t, versionLine(info), "commit unknown")
-}
-
-// TestReadmeAsksAQuestionOfEveryLesson: the "ask yourself" table of Start
-// here has a row for every lesson of the registry.
-func TestReadmeAsksAQuestionOfEveryLesson(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
-	require.NoError(t, err)
-	_, table, ok := strings.Cut(string(readme), "| lesson | ask yourself |")
-	require.True(t, ok, "README has the ask-yourself table")
-	table, _, _ = strings.Cut(table, "\n\n")
-	for _, l := range lessons.All {
-		assert.Contains(t, table, fmt.Sprintf("| `qlab run %d` | ", l.Number()), "no question for %s", l.ID)
-	}
 }
 
 // TestRunOutputFitsTheScreen: everything qlab run prints where stdout is

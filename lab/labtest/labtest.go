@@ -30,7 +30,7 @@ var updateFlag = func() flag.Value {
 
 // Updating reports whether the test run was asked to rewrite its golden
 // files (go test -update), for a test that keeps a golden of its own kind
-// (the README's TUI frame).
+// (docs/cli.md's TUI frame).
 func Updating() bool { return updateFlag.String() == "true" }
 
 // Recorder is a lab.Sink that keeps every event; safe for concurrent use

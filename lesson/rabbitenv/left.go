@@ -63,11 +63,11 @@ func sessionsOf(env *lesson.Env) *sessions {
 // that says it is the run's own and how to remove it.
 func tidyEarlier(ctx context.Context, env *lesson.Env) error {
 	for _, s := range sessionsOf(env).all() {
-		if queues, exchanges := s.Left(); len(queues)+len(exchanges) == 0 {
+		if queues, exchanges := s.Topo().Left(); len(queues)+len(exchanges) == 0 {
 			continue
 		}
 		tidy, cancel := context.WithTimeout(ctx, TidyBound)
-		err := s.TidyLeft(tidy)
+		err := s.Topo().TidyLeft(tidy)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("this run's earlier part could not delete what it declared, and the next part "+
@@ -85,7 +85,7 @@ func leftovers(ctx context.Context, env *lesson.Env) error {
 	defer cancel()
 	var all *rabbit.LeftError
 	for _, s := range sessionsOf(env).all() {
-		err := s.TidyLeft(ctx)
+		err := s.Topo().TidyLeft(ctx)
 		left, ok := err.(*rabbit.LeftError)
 		if !ok {
 			continue

@@ -80,7 +80,7 @@ type keptKey struct{}
 // stranger's (see tidyEarlier).
 func Session(ctx context.Context, env *lesson.Env) (*rabbit.Session, error) {
 	if kept, ok := env.Held(keptKey{}).(*rabbit.Session); ok {
-		if err := kept.DeleteKept(ctx); err != nil {
+		if err := kept.Topo().DeleteKept(ctx); err != nil {
 			return nil, err
 		}
 	}

@@ -74,7 +74,7 @@ func TestQ10ExplainsAStaleQueue(t *testing.T) {
 	s := rabbittest.Session(t, lessontest.RabbitSpeed)
 	wait, _ := q10Topology.Queue(q10RetryWait)
 	wait.TTL = 7 * wait.TTL
-	require.NoError(t, s.Declare(t.Context(), rabbit.Topology{Queues: []rabbit.Queue{
+	require.NoError(t, s.Topo().Declare(t.Context(), rabbit.Topology{Queues: []rabbit.Queue{
 		{Name: q10Retry, Role: rabbit.Work}, wait,
 	}}))
 

@@ -24,7 +24,7 @@ func TestQ11RouterGivesUpOnAHopThatKeepsFailing(t *testing.T) {
 	s := rabbittest.Session(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	require.NoError(t, s.Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: q11RouterQueue, Role: rabbit.Work}}}))
+	require.NoError(t, s.Topo().Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: q11RouterQueue, Role: rabbit.Work}}}))
 	var rec labtest.Recorder
 	stream := lab.NewStream("q11", lab.Rabbit, lab.NewClock(1), &rec)
 	ls := &levelScheduler{l: &q11Lesson{env: &lesson.Env{Stream: stream}, s: s}, gen: 1, s: s}
@@ -59,7 +59,7 @@ func TestQ11RouterGivesUpOnAHopThatKeepsFailing(t *testing.T) {
 		t.Fatalf("the router tried again after giving up")
 	case <-time.After(300 * time.Millisecond): // the rejected mail would be back within a round trip
 	}
-	depth, err := s.Depth(ctx, q11RouterQueue)
+	depth, err := s.Topo().Depth(ctx, q11RouterQueue)
 	require.NoError(t, err)
 	assert.Zero(t, depth, "the rejected mail left mail.router")
 }

@@ -107,7 +107,7 @@ func runQ11Rabbit(ctx context.Context, env *lesson.Env) error {
 		return err
 	}
 	defer rabbitenv.CloseSession(ctx, env, s)
-	if err := s.Declare(ctx, q11Topology()); err != nil {
+	if err := s.Topo().Declare(ctx, q11Topology()); err != nil {
 		return err
 	}
 	l := &q11Lesson{env: env, s: s, cal: newCalendar(env.Stream.Clock()), book: &mailBook{}}
@@ -127,7 +127,7 @@ func runQ11Rabbit(ctx context.Context, env *lesson.Env) error {
 		if err := st.run(ctx); err != nil {
 			return fmt.Errorf("strategy (%s): %w", st.name, err)
 		}
-		if err := s.WaitSettled(ctx, env.Stream, nil); err != nil {
+		if err := s.Watch().WaitSettled(ctx, env.Stream, nil); err != nil {
 			return fmt.Errorf("strategy (%s): waiting for its mails: %w", st.name, err)
 		}
 	}
@@ -158,7 +158,7 @@ func (l *q11Lesson) startWorker(ctx context.Context) error {
 	_, err := l.s.Consume(ctx, opts, func(ctx context.Context, d *rabbit.Delivery) {
 		req, err := decodeMail(d.Body)
 		if err != nil { // never "send" a mail nobody could read: park it with the reason
-			l.s.Park(ctx, d, err.Error())
+			l.s.Guest().Hold(ctx, d, err.Error())
 			return
 		}
 		stream.Emit(lab.Event{Kind: lab.Started, Task: d.Task, Queue: q11MailQueue, Actor: q11Worker, Attempt: d.Attempt()})
@@ -294,7 +294,7 @@ func (ts *timerScheduler) schedule(ctx context.Context, req q11Request) error {
 	defer ts.mu.Unlock()
 	clock := l.env.Stream.Clock()
 	ts.pending[req.Task] = timedMail{clock.AfterFunc(delay, func() { ts.fire(ctx, req) }), clock.Elapsed() + delay, req}
-	l.s.Expect(delay) // the mail moves again when the timer fires: not a stall
+	l.s.Watch().Expect(delay) // the mail moves again when the timer fires: not a stall
 	return nil
 }
 
@@ -446,7 +446,7 @@ func (l *q11Lesson) runLevels(ctx context.Context) error {
 	}
 	defer second.stop(context.WithoutCancel(ctx))
 	l.restartStart = clock.Elapsed()
-	return l.s.WaitSettled(ctx, l.env.Stream, nil)
+	return l.s.Watch().WaitSettled(ctx, l.env.Stream, nil)
 }
 
 // startLevelScheduler opens scheduler process gen: its connection, its

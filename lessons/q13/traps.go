@@ -52,10 +52,10 @@ func q13Unroutable(ctx context.Context, env *lesson.Env) (*q13Undeclared, error)
 		return nil, err
 	}
 	var u q13Undeclared
-	if u.plain, err = s.PublishUnroutable(ctx, email.DLQ, "dlq-probe", false); err != nil {
+	if u.plain, err = s.Probes().PublishUnroutable(ctx, email.DLQ, "dlq-probe", false); err != nil {
 		return nil, err
 	}
-	if u.mandatory, err = s.PublishUnroutable(ctx, email.DLQ, "dlq-probe", true); err != nil {
+	if u.mandatory, err = s.Probes().PublishUnroutable(ctx, email.DLQ, "dlq-probe", true); err != nil {
 		return nil, err
 	}
 	return &u, nil

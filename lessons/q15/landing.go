@@ -229,7 +229,7 @@ func q15Find(ctx context.Context, s *rabbit.Session, nacked []string) (map[strin
 	_, err := rabbit.PollUntil(ctx, 20*time.Millisecond, q15Landing, func() (bool, error) {
 		found = map[string]rabbit.Delivery{}
 		for _, q := range []string{notify.DLQ, notify.RetryQueue} {
-			ds, err := s.Peek(ctx, q, len(nacked)+1)
+			ds, err := s.Guest().Peek(ctx, q, len(nacked)+1)
 			if err != nil {
 				return false, err
 			}

@@ -172,7 +172,7 @@ func (w *q15Worker) consume(ctx context.Context, ch *amqp.Channel, deliveries <-
 			if !ok {
 				return amqp.ErrClosed
 			}
-			if !w.s.Screen(ctx, notify.EmailQueue, d, isJob) {
+			if !w.s.Guest().Screen(ctx, notify.EmailQueue, d, isJob) {
 				continue // parked in the run's hold queue: someone else's, or no email job
 			}
 			w.book.busy()

@@ -157,7 +157,7 @@ func q16OverflowRun(ctx context.Context, env *lesson.Env, o q16Overflow, inspect
 			env.Stream.Emit(lab.Event{Kind: lab.Enqueued, Task: task, Queue: notify.EmailQueue, Actor: "API", Note: "confirmed"})
 		}
 	}
-	kept, parked, err := s.Sift(ctx, notify.EmailQueue)
+	kept, parked, err := s.Guest().Sift(ctx, notify.EmailQueue)
 	if err != nil {
 		return nil, "", err
 	}
@@ -212,7 +212,7 @@ func q16Send(ctx context.Context, env *lesson.Env, s *rabbit.Session) ([]string,
 		if err != nil || !ok {
 			return ids, err
 		}
-		if !s.Screen(ctx, notify.EmailQueue, d, isJob) {
+		if !s.Guest().Screen(ctx, notify.EmailQueue, d, isJob) {
 			continue
 		}
 		ids = append(ids, d.MessageId)
@@ -242,7 +242,7 @@ func q16Landed(ctx context.Context, s *rabbit.Session, want int) ([]rabbit.Deliv
 	_, err := rabbit.PollUntil(ctx, 20*time.Millisecond, q16Landing, func() (bool, error) {
 		var n int
 		var err error
-		dead, n, err = s.Sift(ctx, notify.DLQ)
+		dead, n, err = s.Guest().Sift(ctx, notify.DLQ)
 		parked += n
 		return len(dead) >= want, err
 	})
@@ -263,7 +263,7 @@ const q16Landing = 30 * time.Second
 // deleted by the lesson.
 func q16TakeLikeTheSeed(ctx context.Context, env *lesson.Env, s *rabbit.Session, inspect *render.Table) error {
 	dlq := s.Names.Of(notify.DLQ)
-	if _, _, err := s.Sift(ctx, notify.DLQ); err != nil { // what is not the run's is parked, not deleted
+	if _, _, err := s.Guest().Sift(ctx, notify.DLQ); err != nil { // what is not the run's is parked, not deleted
 		return err
 	}
 	var before, after int
@@ -286,7 +286,7 @@ func q16TakeLikeTheSeed(ctx context.Context, env *lesson.Env, s *rabbit.Session,
 		return err
 	}
 	for _, d := range shown {
-		if reason := s.NotATask(d); reason != "" { // published between the sift and the read
+		if reason := s.Guest().NotATask(d); reason != "" { // published between the sift and the read
 			s.Logger.Warn("q16: the seed's read removed a message the run did not publish", "message_id", d.MessageId, "reason", reason)
 			continue
 		}

@@ -92,7 +92,7 @@ func (w *q16Worker) serve(ctx context.Context) error {
 			return err
 		}
 		if ok {
-			if !w.s.Screen(ctx, notify.EmailQueue, d, isJob) {
+			if !w.s.Guest().Screen(ctx, notify.EmailQueue, d, isJob) {
 				continue // parked in the run's hold queue: someone else's, or no email job
 			}
 			if err := w.handle(ctx, d); err != nil && !w.lostChannel(err) {

@@ -28,7 +28,7 @@ func benchQueue(b *testing.B) (*rabbit.Session, string) {
 	s := rabbittest.Session(b, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := s.Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: notify.EmailQueue, Role: rabbit.Work}}}); err != nil {
+	if err := s.Topo().Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: notify.EmailQueue, Role: rabbit.Work}}}); err != nil {
 		b.Fatal(err)
 	}
 	return s, s.Names.Of(notify.EmailQueue)

@@ -220,7 +220,7 @@ func publishOnce(ctx context.Context, s *rabbit.Session, queue string, st confir
 	if err != nil {
 		return run, depth, allIn, err
 	}
-	held, err := s.Empty(ctx, notify.EmailQueue, depth)
+	held, err := s.Guest().Empty(ctx, notify.EmailQueue, depth)
 	return run, held, allIn, err
 }
 
@@ -231,7 +231,7 @@ func settledDepth(ctx context.Context, s *rabbit.Session, want int) (int, error)
 	const depthSettle = 10 * time.Second
 	depth, last := 0, -1
 	_, err := rabbit.PollUntil(ctx, 20*time.Millisecond, depthSettle, func() (bool, error) {
-		d, err := s.Depth(ctx, notify.EmailQueue)
+		d, err := s.Topo().Depth(ctx, notify.EmailQueue)
 		if err != nil {
 			return false, err
 		}
@@ -263,9 +263,9 @@ type unroutable struct{ plain, mandatory rabbit.Unroutable }
 func publishUndeclared(ctx context.Context, s *rabbit.Session) (unroutable, error) {
 	var u unroutable
 	var err error
-	if u.plain, err = s.PublishUnroutable(ctx, notify.EmailQueue, "early-job", false); err != nil {
+	if u.plain, err = s.Probes().PublishUnroutable(ctx, notify.EmailQueue, "early-job", false); err != nil {
 		return u, fmt.Errorf("%w: %v", errNoQueue, err)
 	}
-	u.mandatory, err = s.PublishUnroutable(ctx, notify.EmailQueue, "early-job", true)
+	u.mandatory, err = s.Probes().PublishUnroutable(ctx, notify.EmailQueue, "early-job", true)
 	return u, err
 }

@@ -45,7 +45,7 @@ type jobRun struct {
 // amqp091-go hands them over, before the handler runs, so maxHeld is what
 // the broker pushed ahead of the acks, not what the handler happened to
 // be doing. A message that is no task of the run is parked in the run's
-// hold queue as it arrives (rabbit.Session.Screen): no handler sees it
+// hold queue as it arrives (rabbit.Guest.Screen): no handler sees it
 // and no count includes it.
 func (w *worker) consume(ctx context.Context, env *lesson.Env, s *rabbit.Session, done func()) (stop func(), err error) {
 	ch, err := s.Connection().Channel()
@@ -68,7 +68,7 @@ func (w *worker) consume(ctx context.Context, env *lesson.Env, s *rabbit.Session
 		defer wg.Done()
 		defer close(inbox)
 		for d := range deliveries {
-			if !s.Screen(ctx, notify.EmailQueue, d) {
+			if !s.Guest().Screen(ctx, notify.EmailQueue, d) {
 				continue // parked in the run's hold queue: no job of the run, held by nobody
 			}
 			held := w.arrived.Add(1) - w.acked.Load()

@@ -74,7 +74,7 @@ func runQ17(ctx context.Context, env *lesson.Env) error {
 	if err != nil {
 		return err
 	}
-	if err := s.Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: notify.EmailQueue, Role: rabbit.Work}}}); err != nil {
+	if err := s.Topo().Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: notify.EmailQueue, Role: rabbit.Work}}}); err != nil {
 		return err
 	}
 

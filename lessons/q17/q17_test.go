@@ -27,7 +27,7 @@ func testCtx(t *testing.T) context.Context {
 // emailQueue is a session with the run's email-queue declared.
 func emailQueue(t *testing.T, speed float64) *rabbit.Session {
 	s := rabbittest.Session(t, speed)
-	require.NoError(t, s.Declare(testCtx(t), rabbit.Topology{Queues: []rabbit.Queue{{Name: notify.EmailQueue, Role: rabbit.Work}}}))
+	require.NoError(t, s.Topo().Declare(testCtx(t), rabbit.Topology{Queues: []rabbit.Queue{{Name: notify.EmailQueue, Role: rabbit.Work}}}))
 	return s
 }
 

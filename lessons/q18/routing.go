@@ -136,10 +136,10 @@ func (v *variant) publishPlain(ctx context.Context, r store.Row, rt *routed) err
 
 // publishUnmandatory publishes task to the session's topic exchange with
 // key, mandatory off, as the seed's publisher does, on a confirm channel of
-// its own (rabbit.Session.PublishWatched), and reports the confirm and
+// its own (rabbit.Probes.PublishWatched), and reports the confirm and
 // whether a basic.return came back.
 func publishUnmandatory(ctx context.Context, s *rabbit.Session, key, task string) (
 	confirmed, returned bool, err error) {
-	u, err := s.PublishWatched(ctx, s.Names.Of(birthday.Exchange), key, task, false /* mandatory: off */)
+	u, err := s.Probes().PublishWatched(ctx, s.Names.Of(birthday.Exchange), key, task, false /* mandatory: off */)
 	return u.Confirmed, u.Returned, err
 }

@@ -35,7 +35,7 @@ func quorumReturns(ctx context.Context, env *lesson.Env) (render.Table, error) {
 	if err != nil {
 		return render.Table{}, err
 	}
-	rs, err := s.ProbeReturns(ctx, quorumRounds)
+	rs, err := s.Probes().Returns(ctx, quorumRounds)
 	if err != nil {
 		return render.Table{}, err
 	}

@@ -122,7 +122,7 @@ func consume(ctx context.Context, cfg workerConfig) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		if !s.Screen(ctx, birthday.Queue, d) {
+		if !s.Guest().Screen(ctx, birthday.Queue, d) {
 			n-- // someone else's, or unreadable: parked in the run's hold queue
 			continue
 		}

@@ -33,13 +33,13 @@ func (r *runner) whatCounts(ctx context.Context) error {
 		return err
 	}
 	defer func() { _ = s.Close(ctx) }()
-	rs, err := s.ProbeReturns(ctx, countsRounds)
+	rs, err := s.Probes().Returns(ctx, countsRounds)
 	if err != nil {
 		return err
 	}
 	var limits []string
 	for _, way := range []rabbit.Return{rabbit.RejectRequeue, rabbit.NackRequeue} {
-		n, gone, err := s.ProbeLimit(ctx, way, limitMax)
+		n, gone, err := s.Probes().Limit(ctx, way, limitMax)
 		if err != nil {
 			return err
 		}

@@ -34,7 +34,7 @@ func RoundTrip(ctx context.Context, conn *amqp.Connection, sent time.Time) (Stam
 
 // AmqplibVersion is the amqplib release the seeds' stack was measured
 // with: it writes the timestamp property as the number it is given, and
-// the seeds give it Date.now(), milliseconds (docs/lessons.md, Q22).
+// the seeds give it Date.now(), milliseconds (lessons/q22/README.md).
 const AmqplibVersion = versions.Amqplib
 
 // AmqplibStamp is what amqplib puts on the wire for `timestamp:

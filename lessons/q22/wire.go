@@ -74,7 +74,7 @@ func (w *wire) consume(ctx context.Context, b flow.Backend, c flow.Consumer) err
 	if w.broker != nil {
 		// A gauge is no reason to fail the run: a broker restarting just
 		// now (the fault suite) leaves the count at the one attached.
-		if counted, err := w.broker.Consumers(ctx, c.Queue); err == nil {
+		if counted, err := w.broker.Topo().Consumers(ctx, c.Queue); err == nil {
 			n = counted
 		}
 	} else {

@@ -10,8 +10,8 @@ import (
 // What the seeds' libraries do with part (e)'s reject-and-requeue loop.
 // The lab's consumer above costs 50 ms a delivery by the lab's own choice
 // (stepTime); these are the libraries', measured with Node 20.20.2 and
-// amqplib 2.3.1 against this project's brokers (scripts/amqplib; docs/
-// lessons.md, Q24), or quoted from their source. The machine had two
+// amqplib 2.3.1 against this project's brokers (scripts/amqplib;
+// lessons/q24/README.md), or quoted from their source. The machine had two
 // cores and a load average near 40, so the rates spread widely: the
 // tables give the range of four runs.
 const (

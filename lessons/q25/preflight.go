@@ -47,7 +47,7 @@ func Preflight(ctx context.Context, url string) error {
 // a rejected message comes back.
 func trial(ctx context.Context, s *rabbit.Session) string {
 	args := Arguments(TypeFailed, trialDelay, trialDelay, DeliveryLimit, "")
-	if err := s.DeclareArgs(ctx, Queue, args); err != nil {
+	if err := s.Topo().DeclareArgs(ctx, Queue, args); err != nil {
 		var amqpErr *amqp.Error
 		if errors.As(err, &amqpErr) {
 			return fmt.Sprintf("refused the declaration (%d %s)", amqpErr.Code, amqpErr.Reason)

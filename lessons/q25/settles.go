@@ -71,7 +71,7 @@ func settles(ctx context.Context, env *lesson.Env) ([]*cell, error) {
 	cs := cells()
 	for _, c := range cs {
 		args := Arguments(c.retryType, clock.Real(settleLo), clock.Real(settleHi), DeliveryLimit, "")
-		if err := s.DeclareArgs(ctx, c.queue(), args); err != nil {
+		if err := s.Topo().DeclareArgs(ctx, c.queue(), args); err != nil {
 			return nil, fmt.Errorf("declaring %s: %w", s.Names.Of(c.queue()), err)
 		}
 	}
@@ -134,7 +134,7 @@ func runCell(ctx context.Context, env *lesson.Env, s *rabbit.Session, conn *amqp
 			if !ok {
 				return fmt.Errorf("%s: the consumer's channel closed", queue)
 			}
-			if !s.Screen(ctx, c.queue(), got) {
+			if !s.Guest().Screen(ctx, c.queue(), got) {
 				n-- // not the run's message: parked, and no attempt of the cell
 				continue
 			}

@@ -98,11 +98,11 @@ func runJob(ctx context.Context, env *lesson.Env, j job) (outcome, error) {
 	}
 	defer rabbitenv.CloseSession(ctx, env, s)
 	clock := env.Stream.Clock()
-	if err := s.DeclareArgs(ctx, DLQ, nil); err != nil {
+	if err := s.Topo().DeclareArgs(ctx, DLQ, nil); err != nil {
 		return outcome{}, err
 	}
 	args := Arguments(j.retryType, clock.Real(j.lo), clock.Real(j.hi), DeliveryLimit, s.Names.Of(DLQ))
-	if err := s.DeclareArgs(ctx, j.queue, args); err != nil {
+	if err := s.Topo().DeclareArgs(ctx, j.queue, args); err != nil {
 		return outcome{}, fmt.Errorf("declaring %s with delayed retry: %w", s.Names.Of(j.queue), err)
 	}
 	conn, err := s.Dial(ctx)
@@ -204,7 +204,7 @@ func (w *worker) consume(ctx context.Context, conn *amqp.Connection, queue strin
 	go func() {
 		defer close(w.consumed)
 		for d := range deliveries {
-			if !w.s.Screen(ctx, w.j.queue, d) {
+			if !w.s.Guest().Screen(ctx, w.j.queue, d) {
 				continue // not a message of the run: parked in its hold queue
 			}
 			w.held.Add(1)
@@ -309,7 +309,7 @@ func (w *worker) watchDLQ(ctx context.Context, conn *amqp.Connection, dlq string
 	}
 	go func() {
 		for d := range deaths {
-			if !w.s.Screen(ctx, DLQ, d) {
+			if !w.s.Guest().Screen(ctx, DLQ, d) {
 				continue
 			}
 			reason := deathReason(d.Headers)
@@ -355,7 +355,7 @@ func (w *worker) lookLater(ctx context.Context, s *rabbit.Session) <-chan look {
 			}
 		}
 		w.mu.Unlock()
-		ready, err := s.Depth(ctx, w.j.queue)
+		ready, err := s.Topo().Depth(ctx, w.j.queue)
 		if err != nil {
 			l.ready = -1
 		} else {

@@ -1,9 +1,9 @@
 // Package versions holds what the lab measured on each RabbitMQ version
 // where a lesson depends on the version: a lesson names the version it
 // runs on, says what that version does, and what the other one did, with
-// figures from real runs. docs/lessons.md records the runs; the tests of
-// package rabbit and of the lessons hold each version's behaviour on a
-// broker of that version (rabbittest.NeedVersion).
+// figures from real runs. The lessons' pages and docs/broker.md record
+// the runs; the tests of package rabbit and of the lessons hold each
+// version's behaviour on a broker of that version (rabbittest.NeedVersion).
 package versions
 
 import (
@@ -21,7 +21,7 @@ const (
 // The seeds' libraries, at the releases the lab ran (amqplib, with Node
 // 20.20.2: scripts/amqplib) or quoted from source (Broadway and
 // broadway_rabbitmq): a lesson that says what the seed's library does
-// names the release (docs/lessons.md, Q22 to Q24).
+// names the release (lessons/q22/README.md to q24).
 const (
 	Amqplib          = "2.3.1"
 	Broadway         = "1.3.0"
@@ -97,7 +97,7 @@ func upper(s string) string {
 }
 
 // The facts the lessons use, measured here on RabbitMQ 3.10.8 and 4.3.6
-// (docs/lessons.md, "Measured on two brokers").
+// (docs/broker.md, "Measured on two brokers").
 var (
 	// XDeathRepublished: Q13's run 2, Q14's and Q19's republished retries.
 	XDeathRepublished = Fact{

@@ -6,12 +6,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
+	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/render"
-	"github.com/queuelab/qlab/store"
 )
 
 // Box geometry: a box is boxRows lines high (its name in the top border,
@@ -74,25 +75,114 @@ func (sc *scene) slots(width int) []slot {
 // no queue, only in a time.AfterFunc of the process.
 const timerTitle = "timers (memory)"
 
-// stage draws the boxes, the arrows between them and, under each row of
-// boxes, the lane where tokens travel.
-func (m Model) stage(width int) []string {
-	sc := m.sc
+// stage is the scene component: the boxes of the lesson's queues with
+// the tokens in them and travelling between them, the fates line and the
+// breaker light (View), and the tally with the lesson clock (statsLine,
+// which stays when the pane takes the stage's rows), all drawn from the
+// scene the run's events build. Update takes a batch of events (the
+// model routes eventsMsg here unless the user paused): a frame tick
+// moves the lesson clock and the animation on. pump says what reads the
+// run's channel next, so exactly one read is outstanding (pumping). View
+// and statsLine are pure functions of the stage.
+type stage struct {
+	st      styles
+	sc      *scene
+	frame   int       // animation frames so far
+	clock   int64     // lesson time the view shows, in ms
+	lastAt  time.Time // when the previous frame ticked; zero while idle
+	pumping bool      // a wait or frame command of this run is outstanding
+	closed  bool      // the run's channel is drained
+}
+
+func newStage(explicit []Node, st styles) stage {
+	return stage{st: st, sc: newScene(explicit)}
+}
+
+// Update applies a batch of events. A frame tick moves the clock by the
+// real time since the last one at speed (lesson time per real time).
+func (v stage) Update(msg eventsMsg, speed float64) stage {
+	if msg.frame {
+		v.frame++
+		if !v.lastAt.IsZero() {
+			v.clock += int64(float64(msg.at.Sub(v.lastAt).Milliseconds()) * speed)
+		}
+		v.lastAt = msg.at
+	}
+	v.apply(msg.events)
+	v.sc.advance(v.clock, v.frame)
+	return v
+}
+
+// apply folds events into the scene and the clock.
+func (v *stage) apply(evs []lab.Event) {
+	for _, e := range evs {
+		v.sc.apply(e, v.frame)
+		v.clock = max(v.clock, e.TMs)
+	}
+}
+
+// pump returns the command that next reads run r's channel, or nil:
+// a frame tick while anything moves, a blocking wait when all is still,
+// nothing while paused or after the end. fresh says events just came.
+func (v *stage) pump(r session, fresh bool) tea.Cmd {
+	if v.pumping || r.paused || r.h == nil {
+		return nil
+	}
+	moving := v.sc.prune(v.frame)
+	var cmd tea.Cmd
+	switch {
+	case moving || (fresh && !v.closed):
+		cmd = frameCmd(r.h, frameEvery) // coalesce what comes next on the frame clock
+	case v.sc.counting(v.clock):
+		cmd = frameCmd(r.h, countEvery)
+	case v.closed:
+		return nil
+	default:
+		v.lastAt = time.Time{} // idle: no ticks; the next event sets the clock
+		cmd = waitCmd(r.h)
+	}
+	v.pumping = true
+	return cmd
+}
+
+// View draws the stage at width: the part's title, if the lesson has
+// parts; the boxes, the arrows between them and, under each row of
+// boxes, the lane where tokens travel (idle, before the first box); the
+// fates line; the breaker light, once a breaker reported.
+func (v stage) View(width int, idle string) string {
+	lines := v.boxes(width, idle)
+	lines = append(lines, v.fates(width))
+	if v.sc.breaker.seen {
+		lines = append(lines, clip(v.breakerLine(), width))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// height is how many lines View draws.
+func (v stage) height(width int, idle string) int {
+	n := 1 + strings.Count(idle, "\n") // no boxes: the idle text
+	if s := v.sc.slots(width); len(s) > 0 {
+		n = (s[len(s)-1].row + 1) * (boxRows + 1)
+	}
+	if v.sc.phases > 0 {
+		n++
+	}
+	if v.sc.breaker.seen {
+		n++
+	}
+	return n + 1 // the fates
+}
+
+// boxes draws the part's title and the boxes with their lanes, or idle.
+func (v stage) boxes(width int, idle string) []string {
+	sc := v.sc
 	var lines []string
 	if sc.phases > 0 {
-		lines = append(lines, m.st.paint(warn, clip(fmt.Sprintf("━━ part %d: %s ━━", sc.phases, sc.phase), width)))
+		lines = append(lines, v.st.paint(warn, clip(fmt.Sprintf("━━ part %d: %s ━━", sc.phases, sc.phase), width)))
 	}
 	slots := sc.slots(width)
-	switch {
-	case len(slots) == 0 && (m.state == noBroker || m.state == failed):
-		if more := m.whyLines(width)[1:]; len(more) > 0 {
-			return append(lines, m.st.paint(bad, strings.Join(more, "\n")))
-		}
-		return append(lines, "")
-	case len(slots) == 0 && (m.state == running || m.state == seeking):
-		return append(lines, m.st.paint(faint, "  (waiting for the first event…)"))
-	case len(slots) == 0:
-		return append(lines, "")
+	if len(slots) == 0 {
+		return append(lines, idle)
 	}
 	where := make(map[string]int, len(slots))
 	for i, s := range slots {
@@ -100,7 +190,7 @@ func (m Model) stage(width int) []string {
 	}
 	arriving := map[string]int{}
 	for _, mv := range sc.movers {
-		if !mv.ghost && !mv.trail && mv.live(m.frame) && mv.tok.queue == mv.to {
+		if !mv.ghost && !mv.trail && mv.live(v.frame) && mv.tok.queue == mv.to {
 			arriving[mv.to]++
 		}
 	}
@@ -114,7 +204,7 @@ func (m Model) stage(width int) []string {
 			if s.row != r {
 				continue
 			}
-			m.drawBox(cv, s, arriving[s.name])
+			v.drawBox(cv, s, arriving[s.name])
 			if i+1 < len(slots) && slots[i+1].row == r {
 				arrow := "──▶"
 				if slots[i+1].name == alertNode {
@@ -123,9 +213,9 @@ func (m Model) stage(width int) []string {
 				cv[1].put(s.x+s.w, arrow, faint)
 			}
 		}
-		m.drawLane(cv[boxRows], slots, where, r)
+		v.drawLane(cv[boxRows], slots, where, r)
 		for _, c := range cv {
-			lines = append(lines, c.render(m.st))
+			lines = append(lines, c.render(v.st))
 		}
 	}
 	return lines
@@ -133,24 +223,24 @@ func (m Model) stage(width int) []string {
 
 // drawBox draws one box: its name in the top border, the tokens in it on
 // the middle line, counts and wait time in the bottom border.
-func (m Model) drawBox(cv []canvas, s slot, arriving int) {
+func (v stage) drawBox(cv []canvas, s slot, arriving int) {
 	inner := s.w - 2
 	var info string
 	cw := inner - 2
 	if s.name == alertNode {
-		info = render.Count(len(m.sc.alerts), "mail")
+		info = render.Count(len(v.sc.alerts), "mail")
 	} else {
-		info = m.boxInfo(s.name, len(m.sc.members[s.name])-arriving, arriving, inner-3)
+		info = v.boxInfo(s.name, len(v.sc.members[s.name])-arriving, arriving, inner-3)
 	}
 	cv[0].put(s.x, border("╭", s.title, inner, "╮"), faint)
 	cv[1].put(s.x, "│", faint)
 	cv[1].put(s.x+s.w-1, "│", faint)
 	cv[2].put(s.x, border("╰", info, inner, "╯"), faint)
 	if s.name == alertNode {
-		m.drawIDs(cv[1], s.x+2, cw, m.sc.alerts, warn)
+		v.drawIDs(cv[1], s.x+2, cw, v.sc.alerts, warn)
 		return
 	}
-	m.drawTokens(cv[1], s.x+2, cw, s.name, len(m.sc.members[s.name])-arriving)
+	v.drawTokens(cv[1], s.x+2, cw, s.name, len(v.sc.members[s.name])-arriving)
 }
 
 // border is a box's top or bottom edge with text set into it.
@@ -176,14 +266,14 @@ func abbreviate(name string, n int) string {
 
 // drawTokens writes the tokens sitting in queue q (not those still on
 // their way in), as many as fit, then "+N" for the rest.
-func (m Model) drawTokens(c canvas, x, cw int, q string, present int) {
+func (v stage) drawTokens(c canvas, x, cw int, q string, present int) {
 	reserve := len(strconv.Itoa(present)) + 2
 	used, shown := 0, 0
-	for _, t := range m.sc.members[q] {
-		if t.inTransit(m.frame) {
+	for _, t := range v.sc.members[q] {
+		if t.inTransit(v.frame) {
 			continue
 		}
-		text, tn := m.tokenText(t)
+		text, tn := v.tokenText(t)
 		need := len([]rune(text))
 		if used > 0 {
 			need++
@@ -204,7 +294,7 @@ func (m Model) drawTokens(c canvas, x, cw int, q string, present int) {
 }
 
 // drawIDs writes the last ids of list that fit in cw columns.
-func (m Model) drawIDs(c canvas, x, cw int, list []string, tn tone) {
+func (v stage) drawIDs(c canvas, x, cw int, list []string, tn tone) {
 	var parts []string
 	used := 0
 	for i := len(list) - 1; i >= 0; i-- {
@@ -219,7 +309,7 @@ func (m Model) drawIDs(c canvas, x, cw int, list []string, tn tone) {
 }
 
 // tokenText is how token t reads inside a box (see legend).
-func (m Model) tokenText(t *token) (string, tone) {
+func (v stage) tokenText(t *token) (string, tone) {
 	id := label(t.id)
 	switch {
 	case t.status == working:
@@ -228,8 +318,8 @@ func (m Model) tokenText(t *token) (string, tone) {
 		return "✗" + id, bad
 	case t.rejected:
 		return "⊘" + id, warn
-	case t.status == delayed && t.due > m.clockMs:
-		return id + " " + seconds(t.due-m.clockMs), warn
+	case t.status == delayed && t.due > v.clock:
+		return id + " " + seconds(t.due-v.clock), warn
 	case t.status == received:
 		return "✉" + id, bad
 	case t.status == dead, t.status == stranded:
@@ -245,10 +335,10 @@ const legend = "▸ working · ✗ failed · ⊘ rejected · C 0.6s due in · �
 // holds, how many are on their way in and what its tasks wait there (a
 // wait queue's TTL, the timers' delays). The wait is the box's identity,
 // so the counts give way first.
-func (m Model) boxInfo(q string, present, arriving, n int) string {
+func (v stage) boxInfo(q string, present, arriving, n int) string {
 	var counts []string
 	switch {
-	case present > 0 && m.allDead(q):
+	case present > 0 && v.allDead(q):
 		counts = append(counts, fmt.Sprintf("%d dead", present))
 	case present > 0:
 		counts = append(counts, fmt.Sprintf("%d in", present))
@@ -257,7 +347,7 @@ func (m Model) boxInfo(q string, present, arriving, n int) string {
 		counts = append(counts, fmt.Sprintf("%d coming", arriving))
 	}
 	wait := ""
-	if d := m.sc.nodes[m.sc.index[q]].Delays; len(d) > 0 {
+	if d := v.sc.nodes[v.sc.index[q]].Delays; len(d) > 0 {
 		waits := make([]string, 0, 3)
 		for i, ms := range d {
 			if i == 3 {
@@ -285,8 +375,8 @@ func (m Model) boxInfo(q string, present, arriving, n int) string {
 }
 
 // allDead reports whether every token in queue q is dead-lettered: a DLQ.
-func (m Model) allDead(q string) bool {
-	for _, t := range m.sc.members[q] {
+func (v stage) allDead(q string) bool {
+	for _, t := range v.sc.members[q] {
 		if t.status != dead && t.status != received {
 			return false
 		}
@@ -298,12 +388,12 @@ func (m Model) allDead(q string) bool {
 // path from where they left to where they go, and the token on it at the
 // point the animation has reached. Tokens never overwrite each other: one
 // that would is set beside the others, or counted in a "+N" at the end.
-func (m Model) drawLane(c canvas, slots []slot, where map[string]int, r int) {
+func (v stage) drawLane(c canvas, slots []slot, where map[string]int, r int) {
 	taken := make([]bool, len(c))
 	hidden := 0
-	for _, mv := range m.sc.movers {
+	for _, mv := range v.sc.movers {
 		to, ok := where[mv.to]
-		if !ok || slots[to].row != r || !mv.live(m.frame) {
+		if !ok || slots[to].row != r || !mv.live(v.frame) {
 			continue
 		}
 		x0, x1 := lanePath(slots, where, mv.from, to, r)
@@ -319,7 +409,7 @@ func (m Model) drawLane(c canvas, slots []slot, where map[string]int, r int) {
 			}
 			continue
 		}
-		step := min(m.frame-mv.start+1, moveFrames)
+		step := min(v.frame-mv.start+1, moveFrames)
 		x := x0 + (x1-x0)*step/moveFrames
 		text := label(mv.label)
 		if mv.ghost {
@@ -408,26 +498,6 @@ func freeSpan(taken []bool, x, n, lo, hi int) (int, bool) {
 	return 0, false
 }
 
-// header is the title line: lesson, backend, speed and run state.
-func (m Model) header(width int) string {
-	l := m.lesson()
-	state := map[runState]string{
-		seeking: "… finding a broker", noBroker: "✗ no broker", running: "▶ running",
-		finished: "■ finished", failed: "✗ failed",
-	}[m.state]
-	if m.paused {
-		state = "❚❚ paused"
-	}
-	speed := "speed " + speedText(m.speed)
-	if m.nextSpeed != m.speed {
-		speed += " (next run " + speedText(m.nextSpeed) + ")"
-	}
-	right := fmt.Sprintf("%s · %s · %s", m.backend, speed, state)
-	left := clip(l.ID+" · "+l.Title, max(width-len([]rune(right))-2, 8))
-	gap := max(width-len([]rune(left))-len([]rune(right)), 1)
-	return m.st.titled(left) + strings.Repeat(" ", gap) + m.st.paint(faint, right)
-}
-
 // noticeLines wraps the lesson's "what to notice" text into at most n lines.
 func noticeLines(text string, width, n int) []string {
 	wrapped := strings.Split(lipgloss.NewStyle().Width(max(width, 20)).Render("Notice: "+text), "\n")
@@ -444,18 +514,18 @@ func noticeLines(text string, width, n int) []string {
 }
 
 // fates is the line where tokens end: done, dropped and lost.
-func (m Model) fates(width int) string {
+func (v stage) fates(width int) string {
 	c := newCanvas(width)
 	x := c.put(0, "✔ done:", good)
-	x = m.tail(c, x+1, width/2-x-2, m.sc.doneIDs.ids, m.sc.count[lab.FateDone], good)
+	x = v.tail(c, x+1, width/2-x-2, v.sc.doneIDs.ids, v.sc.count[lab.FateDone], good)
 	x = max(x+2, width/2)
 	x = c.put(x, "✗ dropped/lost:", bad)
-	m.tail(c, x+1, width-x-1, m.sc.goneIDs.ids, m.sc.count[lab.FateDropped]+m.sc.count[lab.FateLost], bad)
-	return c.render(m.st)
+	v.tail(c, x+1, width-x-1, v.sc.goneIDs.ids, v.sc.count[lab.FateDropped]+v.sc.count[lab.FateLost], bad)
+	return c.render(v.st)
 }
 
 // tail writes "(N) … X Y Z": the count and the latest ids that fit.
-func (m Model) tail(c canvas, x, room int, ids []string, n int, tn tone) int {
+func (v stage) tail(c canvas, x, room int, ids []string, n int, tn tone) int {
 	if n == 0 {
 		return c.put(x, "—", faint)
 	}
@@ -478,8 +548,8 @@ func (m Model) tail(c canvas, x, room int, ids []string, n int, tn tone) int {
 
 // breakerLine shows the breaker light and its counts, once a lesson has
 // a breaker.
-func (m Model) breakerLine() string {
-	b := m.sc.breaker
+func (v stage) breakerLine() string {
+	b := v.sc.breaker
 	glyph, tn := "●", good // closed, and before the breaker first reports
 	switch b.state {
 	case "open":
@@ -495,9 +565,9 @@ func (m Model) breakerLine() string {
 	case "half_open":
 		counts = fmt.Sprintf("  trial calls: %d failed of %d", b.fails, b.calls)
 	}
-	line := m.st.paint(tn, "breaker "+glyph+" "+name) + counts + fmt.Sprintf(" · rejected %d", b.rejected)
+	line := v.st.paint(tn, "breaker "+glyph+" "+name) + counts + fmt.Sprintf(" · rejected %d", b.rejected)
 	if ids := b.recent.ids; len(ids) > 0 {
-		line += m.st.paint(warn, " (latest "+strings.Join(ids, " ")+")")
+		line += v.st.paint(warn, " (latest "+strings.Join(ids, " ")+")")
 	}
 	return line
 }
@@ -506,10 +576,10 @@ func (m Model) breakerLine() string {
 // closing summary counts them; the rarer fates and counts show once they
 // happen. Where the whole tally is wider than w, the fates that are still
 // zero (done aside) go, so the clock stays on screen.
-func (m Model) statsLine(w int) string {
-	c := m.sc.count
+func (v stage) statsLine(w int) string {
+	c := v.sc.count
 	rare := nonZero(count{"stranded", c[lab.FateStranded]}, count{"refused", c[lab.FateRefused]})
-	tail := rare + fmt.Sprintf(" · attempts %d · %s", m.sc.attempts, render.Stamp(m.clockMs))
+	tail := rare + fmt.Sprintf(" · attempts %d · %s", v.sc.attempts, render.Stamp(v.clock))
 	line := fmt.Sprintf("done %d · dead %d · dropped %d · lost %d · pending %d",
 		c[lab.FateDone], c[lab.FateDead], c[lab.FateDropped], c[lab.FateLost], c[lab.FatePending]) + tail
 	if render.Width(line) > w {
@@ -517,83 +587,7 @@ func (m Model) statsLine(w int) string {
 			count{"dropped", c[lab.FateDropped]}, count{"lost", c[lab.FateLost]}, count{"pending", c[lab.FatePending]}) + tail
 	}
 	// Counts that are no fate come last: a narrow screen cuts them first.
-	return clip(line+nonZero(count{"mails sent", m.sc.mails}, count{"channels closed", m.sc.closes}), w)
-}
-
-// panelRows is how many rows the store and metrics panels take.
-func (m Model) panelRows() int {
-	n := m.storeRows()
-	if m.metricsOn {
-		n += 2
-	}
-	return n
-}
-
-// maxStoreRows is how many stores the store panel shows: the latest a
-// run opened (Q18 opens one per variant, Q20 one per policy).
-const maxStoreRows = 2
-
-// storeRows is how many rows the store panel takes: none for a run that
-// opened no status store.
-func (m Model) storeRows() int { return min(len(m.storeStates), maxStoreRows) }
-
-// storePanel is the store panel, shown for the lessons with a status
-// store (Q18, Q20, Q23, Q24): how many rows each of the latest stores
-// holds in each status, and its users, as the store itself counts them.
-func (m Model) storePanel(w int) []string {
-	states := m.storeStates[len(m.storeStates)-m.storeRows():]
-	lines := make([]string, len(states))
-	for i, s := range states {
-		name := s.Name
-		if s.Closed {
-			name += " ended"
-		}
-		line := fmt.Sprintf("store %s · %s ·", name, s.Kind)
-		rows := 0
-		for _, st := range store.AllStatuses { // a status no row is in is left out: 80 columns
-			if n := s.Counts[st]; n > 0 {
-				line += fmt.Sprintf(" %s %d", st, n)
-				rows += n
-			}
-		}
-		if s.Users > 0 {
-			line += fmt.Sprintf(" users %d", s.Users)
-		} else if rows == 0 {
-			line += " no rows yet"
-		}
-		lines[i] = m.st.paint(faint, clip(line, w))
-	}
-	return lines
-}
-
-// metricsPanel is the metrics panel (m): this run's seed-003 figures as
-// /metrics has them, counted from the stream on either backend.
-func (m Model) metricsPanel(w int) []string {
-	if !m.metricsOn {
-		return nil
-	}
-	t := m.metTotals
-	head := fmt.Sprintf("metrics · ack %g · nack %g · redelivery %g", t.Acks, t.Nacks, t.Redeliveries)
-	if t.Publishes > 0 { // only a backend that times its publishes reports them
-		head += fmt.Sprintf(" · publish n=%d", t.Publishes)
-	}
-	if m.cfg.MetricsURL != "" {
-		head += " · " + m.cfg.MetricsURL
-	}
-	times := fmt.Sprintf("consume n=%d avg %s · wait n=%d avg %s",
-		t.Attempts, avg(t.ConsumeSeconds, t.Attempts), t.Waits, avg(t.WaitSeconds, t.Waits))
-	if t.Gauges {
-		times += fmt.Sprintf(" · depth %g · consumers %g", t.Depth, t.Consumers)
-	}
-	return []string{m.st.paint(faint, clip(head, w)), m.st.paint(faint, clip(times, w))}
-}
-
-// avg is sum/n seconds as "0.125s", or "-" before any sample.
-func avg(sum float64, n uint64) string {
-	if n == 0 {
-		return "-"
-	}
-	return strconv.FormatFloat(sum/float64(n), 'f', 3, 64) + "s"
+	return clip(line+nonZero(count{"mails sent", v.sc.mails}, count{"channels closed", v.sc.closes}), w)
 }
 
 // count is one named number of the stats line.

@@ -1,0 +1,70 @@
+package tui
+
+import (
+	"go/ast"
+	"go/parser"
+	gotoken "go/token"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// maxModelMethods is how many methods Model may have: it composes the
+// view's components (menu, session, stage, logView, statusBar, panels)
+// and routes messages among them; what one component does belongs in
+// that component.
+const maxModelMethods = 20
+
+// TestModelStaysSmall counts Model's whole method set, exported and
+// unexported, value and pointer receivers, from the package's source
+// (reflect sees only the exported ones). A field embedded in Model would
+// add its methods to Model's, so the test refuses one.
+func TestModelStaysSmall(t *testing.T) {
+	mt := reflect.TypeFor[Model]()
+	for i := range mt.NumField() {
+		f := mt.Field(i)
+		assert.False(t, f.Anonymous, "Model embeds %s: its methods would be Model's; name the field", f.Name)
+	}
+	entries, err := os.ReadDir(".")
+	require.NoError(t, err)
+	fset := gotoken.NewFileSet()
+	var names []string
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, e.Name(), nil, 0)
+		require.NoError(t, err)
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Recv == nil {
+				continue
+			}
+			recv := fn.Recv.List[0].Type
+			if star, ok := recv.(*ast.StarExpr); ok {
+				recv = star.X
+			}
+			if id, ok := recv.(*ast.Ident); ok && id.Name == "Model" {
+				names = append(names, fn.Name.Name)
+			}
+		}
+	}
+	// The exported ones the source shows are the ones the program sees.
+	assert.Equal(t, reflect.TypeFor[*Model]().NumMethod(), exported(names), "methods: %v", names)
+	assert.LessOrEqual(t, len(names), maxModelMethods, "Model's methods: %s", strings.Join(names, " "))
+}
+
+// exported counts the exported names.
+func exported(names []string) int {
+	n := 0
+	for _, name := range names {
+		if ast.IsExported(name) {
+			n++
+		}
+	}
+	return n
+}
