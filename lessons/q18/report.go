@@ -167,6 +167,10 @@ func twiceTable(outs []outcome) render.Table {
 		Notes: []string{
 			"Check-then-act reads the row, then sends: two copies in two workers' hands both read " +
 				"QUEUED. The atomic claim is one UPDATE … WHERE status='QUEUED': one copy wins.",
+			"The lab holds each worker between its check and its send until both copies of the " +
+				"row are checked: the race's window, held open so it shows every run. (The seed " +
+				"runs five handlers at once; at 600× a send takes 3 ms real and the copies seldom " +
+				"overlap: three runs without the hold sent 0, 0 and 1 of 5 twice.)",
 		},
 	}
 	for _, o := range outs {

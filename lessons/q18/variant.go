@@ -40,6 +40,7 @@ type variant struct {
 	start time.Duration // lesson time the variant began
 	rows  []row
 	work  worker
+	gate  *gate // part (d): holds each check open until every copy of its row is checked; nil elsewhere
 	// dropStore deletes the store; stop disarms the run's planned crash
 	// (Options.Interrupt). Both are set by open.
 	dropStore, stop func()
@@ -56,7 +57,7 @@ type variant struct {
 // inserted as CREATED, and `consumers` workers on the main queue. Call
 // close when done.
 func open(ctx context.Context, env *lesson.Env, name string, rows []row, w worker,
-	consumers int) (*variant, error) {
+	consumers int, opts ...func(*variant)) (*variant, error) {
 	db, err := runstore.Open(ctx, env, name)
 	if err != nil {
 		return nil, err
@@ -69,6 +70,9 @@ func open(ctx context.Context, env *lesson.Env, name string, rows []row, w worke
 		return nil, err
 	}
 	v.dropStore, v.stop = db.Drop, func() {}
+	for _, o := range opts {
+		o(v) // before the workers start
+	}
 	if err := v.setUp(ctx, consumers); err != nil {
 		v.close(ctx)
 		return nil, err
@@ -195,6 +199,9 @@ func (v *variant) handler(actor string) flow.Handler {
 		mine, err := v.work.claim(ctx, v, id)
 		if err != nil {
 			return flow.Park(birthday.DLQ, err.Error())
+		}
+		if v.gate != nil {
+			v.gate.pass(ctx, id)
 		}
 		if !mine {
 			v.skip(ctx, d, actor, id)
