@@ -82,7 +82,9 @@ func TestEarlySendAndItsFix(t *testing.T) {
 // TestQueuedBeforePublishIsStuck: with the seed's order the row whose
 // publish failed stays QUEUED, unsent, and its task ends lost; publish
 // first and the outbox both send every row exactly once, the first by
-// absorbing the copy it published again.
+// absorbing the copy it published again. Through amqp-connection-manager
+// (the seed's library) the same fault loses nothing: the publish waits
+// out the reconnect in memory.
 func TestQueuedBeforePublishIsStuck(t *testing.T) {
 	for _, b := range backends {
 		t.Run(string(b), func(t *testing.T) {
@@ -118,6 +120,18 @@ func TestQueuedBeforePublishIsStuck(t *testing.T) {
 					assert.Equal(t, lab.FateDone, e.Fate, "%s: no fix loses a message", e.Task)
 				}
 			}
+
+			// The seed's own library takes the same fault: it holds M2's
+			// publish through its reconnect and sends it a minute late.
+			require.Len(t, out, 4)
+			lib := out[3]
+			assert.Equal(t, 4, lib.counts[store.Sent], "amqp-connection-manager loses nothing")
+			assert.Zero(t, lib.counts[store.Queued])
+			assert.Equal(t, 4, lib.sentOnce())
+			assert.Equal(t, 4, lib.messages())
+			assert.GreaterOrEqual(t, lib.published["M2"]-lib.published["M1"], birthday.ReconnectTime,
+				"M2 left after the library's reconnect")
+			assert.Equal(t, lab.FateDone, fate(events, "M2"))
 		})
 	}
 }

@@ -121,10 +121,18 @@ func stuckTable(outs []outcome) render.Table {
 			"Outbox: rows and entries in one transaction; the relay marks an entry relayed only " +
 				"after the broker confirmed it, so a failed publish is retried, not lost. A relay " +
 				"that dies between the confirm and the mark publishes again: the claim absorbs it.",
+			"amqp-connection-manager: the seed's library does not fail a publish on a dropped " +
+				"channel. Its ChannelWrapper keeps the message in memory and publishes it after " +
+				"the reconnect, 60 s later with the seed's settings (src/ChannelWrapper.ts, tag " +
+				"v5.0.0: \"Leave the message in the queue and we'll try again when we reconnect\"; " +
+				"only a publishTimeout rejects it). The row is QUEUED meanwhile and the message " +
+				"only in the process's memory: a scheduler that dies in that minute loses it, as " +
+				"the seed's order does. Q2's outright failure is the one the library lets through.",
 		},
 	}
 	names := map[string]string{"queued_first": "QUEUED, then publish (seed)",
-		"publish_first": "publish, then QUEUED", "outbox": "outbox + relay"}
+		"publish_first": "publish, then QUEUED", "outbox": "outbox + relay",
+		"library_buffer": "seed's order + its library"}
 	for _, o := range outs {
 		t.Rows = append(t.Rows, []string{names[o.name], strconv.Itoa(o.messages()),
 			strconv.Itoa(o.sentOnce()), strconv.Itoa(o.sentTwice()), strconv.Itoa(o.absorbed),

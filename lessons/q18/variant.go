@@ -51,6 +51,9 @@ type variant struct {
 	sends     map[string][]time.Duration // row → each send, from start
 	absorbed  int                        // copies the claim skipped
 	failing   map[string]bool            // rows whose next publish fails (the lab's fault)
+	// buffered, when set, is the seed's library taking the fault: the
+	// failing publish is held that long (its reconnect), then sent.
+	buffered time.Duration
 }
 
 // open starts a variant: its store, its backend and topology, its rows
@@ -149,6 +152,16 @@ var errPublish = errors.New("publish failed: connection reset (the lab's fault)"
 // duplicate is accounted for too. A row marked failing fails once.
 func (v *variant) publish(ctx context.Context, actor string, r store.Row) error {
 	v.mu.Lock()
+	if v.failing[r.ID] && v.buffered > 0 {
+		delete(v.failing, r.ID)
+		v.mu.Unlock()
+		v.env.Log().Info(fmt.Sprintf("q18: %s: the channel dropped; amqp-connection-manager keeps "+
+			"the publish in memory and sends it after its reconnect, %s on", r.ID, v.buffered))
+		if err := v.clock.Wait(ctx, v.buffered); err != nil {
+			return err
+		}
+		v.mu.Lock()
+	}
 	if v.failing[r.ID] {
 		delete(v.failing, r.ID)
 		v.mu.Unlock()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/cluster"
+	"github.com/queuelab/qlab/seeds/birthday"
 )
 
 // How seed 003's workers reconnect: through amqp-connection-manager
@@ -28,7 +29,7 @@ import (
 
 // ReconnectTime is amqp-connection-manager's wait before each reconnect
 // with the seed's settings (lesson time).
-const ReconnectTime = 60 * time.Second
+const ReconnectTime = birthday.ReconnectTime
 
 // pacing is how a worker finds a node again after its connection died.
 type pacing struct {
