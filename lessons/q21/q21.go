@@ -30,6 +30,12 @@
 //
 // Broker-only: memory has no nodes, no leader and no replicas, so an
 // in-memory twin would show a queue that cannot fail the way this one does.
+//
+// Why so long: four parts on a three-node cluster, each a file: the
+// failover (failover.go, worker.go), publish latency (latency.go), the
+// delivery limit (limit.go, counts.go) and dead-lettering (strategy.go);
+// cluster.go stops and revives a node, keys.go answers the student's k and
+// v.
 package q21
 
 import (
@@ -57,16 +63,12 @@ func New(find Finder) lesson.Lesson {
 	return lesson.Lesson{
 		ID:    "Q21",
 		Title: "Quorum queues and a node failure",
-		Notice: "Seed 003's queues as quorum queues on a three-node cluster: sixty birthday " +
-			"messages published with confirms, four workers (prefetch 5) sending them, and the " +
-			"leader's node stopped mid-run. Watch a new leader take over, the messages the dead " +
-			"node's workers held come back redelivered and the store skip those already SENT: " +
-			"sixty sent, none twice. Those workers reconnect as the seed's amqp-connection-manager " +
-			"does, 60 s after the close (lesson time): Worker-1, given all three nodes, moves to " +
-			"a live one; Worker-3, given the one RABBITMQ_URL, waits until its node is back; " +
-			"Lab-Worker, the lab's own loop, is back at once. Then what the replicas cost " +
-			"(publish latency against a classic queue), the delivery limit, and at-least-once " +
-			"dead-lettering against the default at-most-once.",
+		Notice: "Seed 003's quorum queues on three nodes: sixty birthday messages, four workers " +
+			"(prefetch 5), the leader's node stopped mid-run. A new leader takes over, held messages " +
+			"come back redelivered, the store skips those SENT; the workers reconnect as the seed's " +
+			"amqp-connection-manager does, 60 s later (Worker-1, three URLs) or once the node is back " +
+			"(Worker-3, one URL), the lab's loop (Lab-Worker) at once. Then what the replicas cost, " +
+			"the delivery limit, and at-least-once dead-lettering.",
 		Rabbit:  func(ctx context.Context, env *lesson.Env) error { return run(ctx, env, find) },
 		Default: lab.Rabbit,
 		Cluster: true,
