@@ -426,7 +426,7 @@ func (f *Flow) fail(d *Delivery, e lab.Event, err error) {
 }
 
 // expect records one more message of task on its way to queue, under the
-// consumed queue it settles in (Topology.Settle), and returns that queue
+// consumed queue it settles in (flow.Topology.Settle), and returns that queue
 // for work.done should the move fail.
 func (f *Flow) expect(task, queue string) string {
 	at := f.topology().Settle(queue)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
 )
@@ -21,7 +22,7 @@ import (
 func TestPeekShowsOnlyTheRunsTasks(t *testing.T) {
 	s := rabbittest.Session(t, 1)
 	ctx := testCtx(t)
-	require.NoError(t, s.Topo().Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "dlq", Role: rabbit.DLQ}}}))
+	require.NoError(t, s.Topo().Declare(ctx, flow.Topology{Queues: []flow.Queue{{Name: "dlq", Role: flow.DLQ}}}))
 	other := outsider(t)
 	publish := func(m amqp.Publishing) {
 		publishConfirmed(ctx, t, other, s.Names.Of("dlq"), m)
@@ -73,7 +74,7 @@ func parkedBeforeA(t *testing.T, m amqp.Publishing, reason string) *rabbit.Sessi
 	t.Helper()
 	s := rabbittest.Session(t, 1)
 	ctx := testCtx(t)
-	require.NoError(t, s.Topo().Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "work", Role: rabbit.Work}}}))
+	require.NoError(t, s.Topo().Declare(ctx, flow.Topology{Queues: []flow.Queue{{Name: "work", Role: flow.Work}}}))
 	other := outsider(t)
 	m.AppId = s.Names.Run
 	publishConfirmed(ctx, t, other, s.Names.Of("work"), m)

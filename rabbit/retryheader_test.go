@@ -177,7 +177,7 @@ func TestUnroutablePublishIsConfirmedAndGone(t *testing.T) {
 	assert.Equal(t, "NO_ROUTE", back.ReplyText)
 	assert.False(t, back.QueueExists)
 
-	require.NoError(t, s.Topo().Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "email_queue_dlq", Role: rabbit.DLQ}}}))
+	require.NoError(t, s.Topo().Declare(ctx, flow.Topology{Queues: []flow.Queue{{Name: "email_queue_dlq", Role: flow.DLQ}}}))
 	_, err = s.Probes().PublishUnroutable(ctx, "email_queue_dlq", "C", false)
 	assert.ErrorContains(t, err, "must not exist", "it never publishes into an existing queue")
 }

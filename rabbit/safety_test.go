@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
@@ -108,7 +109,7 @@ func TestDeclareLeavesSomeoneElsesQueueAlone(t *testing.T) {
 func TestForeignMessageIsHeldNotHandled(t *testing.T) {
 	s := rabbittest.Session(t, 1)
 	ctx := testCtx(t)
-	require.NoError(t, s.Topo().Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "work", Role: rabbit.Work}}}))
+	require.NoError(t, s.Topo().Declare(ctx, flow.Topology{Queues: []flow.Queue{{Name: "work", Role: flow.Work}}}))
 	other := outsider(t)
 	publishConfirmed(ctx, t, other, s.Names.Of("work"), amqp.Publishing{MessageId: "", AppId: "someone-else", Body: []byte("not json")})
 	pub, err := s.Publisher(ctx)

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
 )
@@ -19,7 +20,7 @@ import (
 func strangersAround(ctx context.Context, t *testing.T, q string) (*rabbit.Session, *amqp.Channel, string) {
 	t.Helper()
 	s := rabbittest.Session(t, 1)
-	require.NoError(t, s.Topo().Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: q, Role: rabbit.DLQ}}}))
+	require.NoError(t, s.Topo().Declare(ctx, flow.Topology{Queues: []flow.Queue{{Name: q, Role: flow.DLQ}}}))
 	other := outsider(t)
 	hold := s.Names.Run + ".foreign"
 	t.Cleanup(func() { _, _ = outsider(t).QueueDelete(hold, false, false, false) })

@@ -10,6 +10,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/seeds/mail"
@@ -18,7 +19,7 @@ import (
 
 // Topology is everything serve declares: seed 004's RaffleAPI and seed
 // 001's scheduled mail (seeds/mail, as lesson Q11's strategy (c) runs it).
-func Topology() rabbit.Topology {
+func Topology() flow.Topology {
 	t := raffle.Topology()
 	t.Queues = append(slices.Clip(t.Queues), mail.Topology().Queues...)
 	return t

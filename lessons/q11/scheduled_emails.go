@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lesson/rabbitenv"
@@ -33,7 +34,7 @@ var Lesson = lesson.Lesson{
 		"The seed's native answer, the rabbitmq-delayed-message-exchange plugin, is not used: its team no longer maintains it beyond new builds, and it keeps delayed messages on one node only, so they are lost with that node.",
 	Rabbit:     runQ11Rabbit,
 	Faults:     true, // in the fault suite (lessons/faults)
-	Topologies: func() []rabbit.Topology { return []rabbit.Topology{q11Topology()} },
+	Topologies: func() []flow.Topology { return []flow.Topology{q11Topology()} },
 	// (a): the 5 s mail's only copy is the timer the stopped scheduler held.
 	LosesOnPurpose: []string{"a-5s"},
 }
@@ -123,9 +124,9 @@ func runQ11Rabbit(ctx context.Context, env *lesson.Env) error {
 
 // q11Topology is the mail queue, (b)'s delay queue, and (c)'s level wait
 // queues, which all dead-letter into the router's queue.
-func q11Topology() rabbit.Topology {
+func q11Topology() flow.Topology {
 	t := mail.Topology()
-	delay := rabbit.Queue{Name: q11DelayQueue, Role: rabbit.Delay, DeadLetterTo: mail.MailQueue}
+	delay := flow.Queue{Name: q11DelayQueue, Role: flow.Delay, DeadLetterTo: mail.MailQueue}
 	t.Queues = slices.Insert(t.Queues, 1, delay) // after mail.queue, as the lesson declared it
 	return t
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/queuelab/qlab/rabbit"
@@ -23,7 +24,7 @@ func TestRouterGivesUpOnAHopThatKeepsFailing(t *testing.T) {
 	s := rabbittest.Session(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	require.NoError(t, s.Topo().Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: RouterQueue, Role: rabbit.Work}}}))
+	require.NoError(t, s.Topo().Declare(ctx, flow.Topology{Queues: []flow.Queue{{Name: RouterQueue, Role: flow.Work}}}))
 	var rec labtest.Recorder
 	stream := lab.NewStream("q11", lab.Rabbit, lab.NewClock(1), &rec)
 	r := &Router{gen: 1, s: s, stream: stream}
