@@ -38,8 +38,9 @@ func forgeries(run, bq string, big bool) []amqp.Publishing {
 	}
 	if big {
 		// 1 MB here: 10 MB took a prefetch-1 consumer 3 to 6 s to receive
-		// and park under -race on a loaded machine, long enough for the
-		// run's stall bound; rabbit's TestHugeMessageIsParked parks 10 MB.
+		// and copy to the hold queue under -race on a loaded machine, long
+		// enough for the run's stall bound; rabbit's TestHugeMessageIsHeld
+		// holds 10 MB.
 		pad := strings.Repeat("x", 1<<20)
 		ms = append(ms, amqp.Publishing{MessageId: forgedPrefix + "1MB", AppId: run, ContentType: "application/json",
 			Body: []byte(`{"task":"` + forgedPrefix + `1MB","pad":"` + pad + `"}`)})
@@ -49,14 +50,14 @@ func forgeries(run, bq string, big bool) []amqp.Publishing {
 		// so), and one with per-message TTLs (Q11's mail.delay) expires
 		// only its head: a forgery with no TTL there would hold the run's
 		// own mails behind it for ever. Expiring, it moves on along the
-		// queue's dead-letter route to a consumer, which parks it.
+		// queue's dead-letter route to a consumer, which holds it.
 		for i := range ms {
 			ms[i].Expiration = "1000"
 		}
 	}
 	if bq == run+".mail.queue" {
 		// Q11's mail worker reads the body: a task of the right shape with
-		// no recipient must be parked, not "sent" to nobody. mail.queue is
+		// no recipient must be held, not "sent" to nobody. mail.queue is
 		// consumed throughout, so this one needs no TTL.
 		ms = append(ms, amqp.Publishing{MessageId: forgedPrefix + "no-recipient", AppId: run, ContentType: "application/json",
 			Body: []byte(`{"task":"` + forgedPrefix + `no-recipient","to":"","scheduledTime":"2026-02-08T11:39:51Z"}`)})
@@ -129,14 +130,14 @@ func (in *injector) run(t *testing.T, url string, finished chan<- struct{}) {
 	}
 }
 
-// TestForeignAndMalformedMessagesAreParked publishes, into every queue of
+// TestForeignAndMalformedMessagesAreHeld publishes, into every queue of
 // every broker lesson while it runs, messages the run did not publish or
 // cannot read: not JSON, JSON with fields missing, a wrong content type,
 // no message id, a forged x-death, 1 MB. The run must end without error
 // (no worker crashed), every task of its own accounted for, no event and
-// no measured table about a forged message, and what was parked must wait
+// no measured table about a forged message, and what was held must wait
 // in the run's hold queue with a reason.
-func TestForeignAndMalformedMessagesAreParked(t *testing.T) {
+func TestForeignAndMalformedMessagesAreHeld(t *testing.T) {
 	t.Parallel() // beside the package's other broker suites: the runs mostly wait on the broker's timers
 	for _, l := range All {
 		if l.Rabbit == nil {
@@ -177,7 +178,7 @@ func TestForeignAndMalformedMessagesAreParked(t *testing.T) {
 }
 
 // assertHeld checks that the hold queue holds at least one message and
-// that each is a forgery with the reason it was parked.
+// that each is a forgery with the reason it was held.
 func assertHeld(t *testing.T, url, hold string) {
 	t.Helper()
 	conn, err := amqp.Dial(url)
@@ -198,7 +199,7 @@ func assertHeld(t *testing.T, url, hold string) {
 		assert.NotEmpty(t, reason, "held message %q has no reason", d.MessageId)
 		assert.True(t, d.MessageId == "" || strings.HasPrefix(d.MessageId, forgedPrefix), "held a message of the run: %q", d.MessageId)
 	}
-	assert.Positive(t, held, "nothing was parked in %s", hold)
+	assert.Positive(t, held, "nothing was held in %s", hold)
 }
 
 // deleteQueue deletes queue, which the test's run created.

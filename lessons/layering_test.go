@@ -1,6 +1,7 @@
 package lessons
 
 import (
+	"fmt"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -43,7 +44,10 @@ func under(p, root string) bool { return p == root || strings.HasPrefix(p, root+
 
 // TestLayering holds the import rules of docs/architecture.md: no arrow
 // runs from a lower layer up, no lesson imports serve, seeds/ imports no
-// lesson, and a lesson imports another only beside its design. It reads
+// lesson, a lesson imports another only beside its design, serve imports
+// no lesson (a seed system it runs lives in seeds/), and the tools above
+// the lessons reach them only through package lessons, outside their
+// tests, which may run one lesson as a fixture. It reads
 // every .go file's imports, tests included, from the module root. An
 // external test package (package metrics_test) stands above the package it
 // tests, as any importer does, so the lower layers' rule skips it.
@@ -74,6 +78,13 @@ func TestLayering(t *testing.T) {
 						"and running a lesson beside another needs a line in besideDesign", p, q)
 				}
 			}
+			if under(p, "serve") {
+				require(!lessonPkg.MatchString(q), "%s imports %s: serve runs seed systems from seeds/, not from a lesson", p, q)
+			}
+			for _, tool := range []string{"cmd", "tui", "compare", "run"} {
+				require(!under(p, tool) || im.test || !lessonPkg.MatchString(q),
+					"%s imports %s: %s reaches a lesson through package lessons, and a seed system through seeds/", p, q, tool)
+			}
 			if under(p, "seeds") {
 				for _, up := range []string{"lesson", "lessons", "serve", "cmd", "tui", "compare", "run"} {
 					require(!under(q, up), "%s imports %s: seeds/ stands below the lessons", p, q)
@@ -91,11 +102,13 @@ func TestLayering(t *testing.T) {
 	}
 }
 
-// anImport is one module package imported in a directory, and whether
-// only an external test package (package x_test) imports it.
+// anImport is one module package imported in a directory, whether only
+// an external test package (package x_test) imports it, and whether only
+// test files (_test.go) do.
 type anImport struct {
 	path     string
 	external bool
+	test     bool
 }
 
 // moduleImports maps each package directory under root (relative, with
@@ -130,12 +143,13 @@ func moduleImports(t *testing.T, root string) map[string][]anImport {
 		}
 		pkg := filepath.ToSlash(dir)
 		external := strings.HasSuffix(f.Name.Name, "_test")
+		test := strings.HasSuffix(name, "_test.go")
 		for _, imp := range f.Imports {
 			q, err := strconv.Unquote(imp.Path.Value)
-			key := pkg + " " + q + " " + strconv.FormatBool(external)
+			key := fmt.Sprint(pkg, " ", q, " ", external, " ", test)
 			if err == nil && strings.HasPrefix(q, module) && !seen[key] {
 				seen[key] = true
-				out[pkg] = append(out[pkg], anImport{strings.TrimPrefix(q, module), external})
+				out[pkg] = append(out[pkg], anImport{strings.TrimPrefix(q, module), external, test})
 			}
 		}
 		return nil

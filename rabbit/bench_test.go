@@ -8,6 +8,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
 )
@@ -103,7 +104,7 @@ func BenchmarkRawAMQP(b *testing.B) {
 func BenchmarkPublishConsume(b *testing.B) {
 	s := rabbittest.Session(b, 1)
 	ctx := benchCtx(b)
-	if err := s.Topo().Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "bench.lab", Role: rabbit.Work}}}); err != nil {
+	if err := s.Topo().Declare(ctx, flow.Topology{Queues: []flow.Queue{{Name: "bench.lab", Role: flow.Work}}}); err != nil {
 		b.Fatal(err)
 	}
 	pub, err := s.Publisher(ctx)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
@@ -71,7 +72,7 @@ func TestClaimIsReleasedWithTheRun(t *testing.T) {
 	first := openAs(t, names)
 	require.NoError(t, first.Topo().Declare(testCtx(t), emailLoopTopology(time.Hour)))
 	second := openAs(t, names)
-	other := rabbit.Topology{Queues: []rabbit.Queue{{Name: "other", Role: rabbit.Work}}}
+	other := flow.Topology{Queues: []flow.Queue{{Name: "other", Role: flow.Work}}}
 	var claimed *rabbit.ClaimedError
 	require.ErrorAs(t, second.Topo().Declare(testCtx(t), other), &claimed, "even queues the first did not declare")
 	require.NoError(t, first.Close(testCtx(t)))
@@ -88,7 +89,7 @@ func TestCleanRefusesWhileTheNamesAreClaimed(t *testing.T) {
 	s := openAs(t, names)
 	topo := emailLoopTopology(time.Hour)
 	require.NoError(t, s.Topo().Declare(testCtx(t), topo))
-	_, err = rabbit.Clean(testCtx(t), url, names, []rabbit.Topology{topo}, false)
+	_, err = rabbit.Clean(testCtx(t), url, names, []flow.Topology{topo}, false)
 	require.ErrorIs(t, err, rabbit.ErrInUse)
 	n, err := s.Topo().Depth(testCtx(t), emailWait)
 	require.NoError(t, err, "the wait queue is still there")
@@ -112,6 +113,6 @@ func TestClaimIsTakenAgainAfterALostConnection(t *testing.T) {
 	}
 	other := openAs(t, names)
 	var claimed *rabbit.ClaimedError
-	require.ErrorAs(t, other.Topo().Declare(testCtx(t), rabbit.Topology{Queues: []rabbit.Queue{{Name: "x", Role: rabbit.Work}}}), &claimed,
+	require.ErrorAs(t, other.Topo().Declare(testCtx(t), flow.Topology{Queues: []flow.Queue{{Name: "x", Role: flow.Work}}}), &claimed,
 		"the run still holds its names")
 }

@@ -78,7 +78,7 @@ type Handler func(ctx context.Context, d *Delivery)
 // (Guest.Foreign), moves it to the run's hold queue with a reason header
 // and acks it (or, if that fails, rejects it without requeue). The hold
 // queue outlives the run while it holds anything. A message with the run's
-// AppId that is no well-formed task (TaskProblem) is parked the same way,
+// AppId that is no well-formed task (TaskProblem) is held the same way,
 // so no event ever carries an empty or made-up task id.
 //
 // Why a small loop and not amqp091-go's opt-in recovery (Config.Recovery,

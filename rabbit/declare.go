@@ -12,6 +12,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lab"
 )
 
@@ -102,7 +103,7 @@ func (e *ExistsError) Unwrap() error {
 // dead-letter route, and remembers it for Close. If any of them already
 // exists it declares none and returns an *ExistsError (wrapping a
 // *PreconditionError when one exists with other arguments).
-func (tp *Topo) Declare(ctx context.Context, t Topology) error {
+func (tp *Topo) Declare(ctx context.Context, t flow.Topology) error {
 	if err := t.Check(); err != nil {
 		return err
 	}
@@ -155,7 +156,7 @@ func (e *SpeedError) Error() string {
 
 // checkTTLs returns a *SpeedError for the first queue of t whose TTL at
 // clock's speed is under MinRealTTL.
-func checkTTLs(t Topology, clock lab.Clock) error {
+func checkTTLs(t flow.Topology, clock lab.Clock) error {
 	for _, q := range t.Queues {
 		if q.TTL > 0 && clock.Real(q.TTL) < MinRealTTL {
 			return &SpeedError{Queue: q.Name, TTL: q.TTL, Speed: clock.Speed(), MaxSpeed: math.Floor(float64(q.TTL) / float64(MinRealTTL))}
@@ -168,7 +169,7 @@ func checkTTLs(t Topology, clock lab.Clock) error {
 // already on the broker (a passive declare finds them). It re-declares an
 // existing queue with t's arguments only to tell whether they differ: that
 // changes nothing on the broker either way.
-func (tp *Topo) refuseExisting(ctx context.Context, t Topology) error {
+func (tp *Topo) refuseExisting(ctx context.Context, t flow.Topology) error {
 	var found ExistsError
 	for _, q := range t.Queues {
 		name := tp.s.Names.Of(q.Name)
@@ -254,7 +255,7 @@ func (tp *Topo) declare(ctx context.Context, seedName string, args amqp.Table) e
 // Redeclare declares queue q again exactly as Declare would, without
 // recording it. The broker accepts it only if the queue's arguments are
 // equivalent, so this reads the declared arguments back by behaviour.
-func (tp *Topo) Redeclare(ctx context.Context, q Queue, args amqp.Table) error {
+func (tp *Topo) Redeclare(ctx context.Context, q flow.Queue, args amqp.Table) error {
 	if args == nil {
 		args = tp.arguments(q)
 	}
@@ -263,7 +264,7 @@ func (tp *Topo) Redeclare(ctx context.Context, q Queue, args amqp.Table) error {
 
 // arguments are the x-arguments the session declares q with: Arguments,
 // made quorum under Session.Quorum.
-func (tp *Topo) arguments(q Queue) amqp.Table {
+func (tp *Topo) arguments(q flow.Queue) amqp.Table {
 	q.Quorum = q.Quorum || tp.s.Quorum
 	return Arguments(q, tp.s.Names, tp.s.Clock)
 }

@@ -8,7 +8,7 @@ import (
 )
 
 // DeclareArgs declares seed queue name as a durable queue with exactly
-// args, for an argument a Topology has no field for (Q25's quorum queue
+// args, for an argument a flow.Topology has no field for (Q25's quorum queue
 // with x-delayed-retry-*). Like Declare it refuses a queue that already
 // exists (an *ExistsError: the run did not create it) and remembers the
 // one it creates for Close. A refusal of the broker's for the arguments

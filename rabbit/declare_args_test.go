@@ -12,7 +12,7 @@ import (
 	"github.com/queuelab/qlab/rabbit/rabbittest"
 )
 
-// TestDeclareArgs: a queue with arguments a Topology has no field for is
+// TestDeclareArgs: a queue with arguments a flow.Topology has no field for is
 // declared as given, refused when it already exists (the run did not
 // create it), deleted at Close, and a refusal of the broker's comes back
 // in the broker's own words (an *amqp.Error).

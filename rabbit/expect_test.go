@@ -25,9 +25,9 @@ func TestScheduledExpirationIsNotAStall(t *testing.T) {
 	t.Parallel() // waits on the broker's timer
 	s := rabbittest.Session(t, 20)
 	ctx := testCtx(t)
-	require.NoError(t, s.Topo().Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{
-		{Name: emailQueue, Role: rabbit.Work},
-		{Name: emailWait, Role: rabbit.Delay, DeadLetterTo: emailQueue}, // seed 002's retry queue: no TTL of its own
+	require.NoError(t, s.Topo().Declare(ctx, flow.Topology{Queues: []flow.Queue{
+		{Name: emailQueue, Role: flow.Work},
+		{Name: emailWait, Role: flow.Delay, DeadLetterTo: emailQueue}, // seed 002's retry queue: no TTL of its own
 	}}))
 	stream, _ := recorded()
 	_, err := s.Consume(ctx, rabbit.ConsumerOptions{Queue: emailQueue, Actor: "W"}, func(_ context.Context, d *rabbit.Delivery) {

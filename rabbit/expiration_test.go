@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
@@ -22,9 +23,9 @@ func TestExpirationIsRealMilliseconds(t *testing.T) {
 }
 
 func TestDelayQueueNeedsADeadLetterRoute(t *testing.T) {
-	assert.Error(t, rabbit.Topology{Queues: []rabbit.Queue{{Name: "d", Role: rabbit.Delay}}}.Check())
-	assert.NoError(t, rabbit.Topology{Queues: []rabbit.Queue{
-		{Name: "d", Role: rabbit.Delay, DeadLetterTo: "w"}, {Name: "w", Role: rabbit.Work},
+	assert.Error(t, flow.Topology{Queues: []flow.Queue{{Name: "d", Role: flow.Delay}}}.Check())
+	assert.NoError(t, flow.Topology{Queues: []flow.Queue{
+		{Name: "d", Role: flow.Delay, DeadLetterTo: "w"}, {Name: "w", Role: flow.Work},
 	}}.Check())
 }
 
@@ -35,9 +36,9 @@ func TestDelayQueueNeedsADeadLetterRoute(t *testing.T) {
 func TestPerMessageTTLExpiresOnlyAtTheHead(t *testing.T) {
 	s := rabbittest.Session(t, 1)
 	ctx := testCtx(t)
-	require.NoError(t, s.Topo().Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{
-		{Name: "delay", Role: rabbit.Delay, DeadLetterTo: "target"},
-		{Name: "target", Role: rabbit.Work},
+	require.NoError(t, s.Topo().Declare(ctx, flow.Topology{Queues: []flow.Queue{
+		{Name: "delay", Role: flow.Delay, DeadLetterTo: "target"},
+		{Name: "target", Role: flow.Work},
 	}}))
 	pub, err := s.Publisher(ctx)
 	require.NoError(t, err)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
@@ -24,7 +25,7 @@ func TestFaultKeysRedeliver(t *testing.T) {
 			s := rabbittest.Session(t, 1)
 			f := &lab.Faults{}
 			ctx := lab.WithFaults(testCtx(t), f)
-			require.NoError(t, s.Topo().Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "work", Role: rabbit.Work}}}))
+			require.NoError(t, s.Topo().Declare(ctx, flow.Topology{Queues: []flow.Queue{{Name: "work", Role: flow.Work}}}))
 			pub, err := s.Publisher(testCtx(t)) // not under the switchboard: never cut
 			require.NoError(t, err)
 

@@ -3,7 +3,7 @@ package rabbit_test
 import (
 	"time"
 
-	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/flow"
 )
 
 // The lessons own their topologies (lessons/q10, lessons/q12); these are
@@ -23,14 +23,14 @@ const (
 // dead-letters (on a reject) into a wait queue, whose TTL (1 s, then 2 s)
 // dead-letters into the next processing queue; the last one dead-letters
 // into the DLQ. The broker does every move; workers only ack or reject.
-func sequentialTopology() rabbit.Topology {
-	return rabbit.Topology{Queues: []rabbit.Queue{
-		{Name: sequentialQueue, Role: rabbit.Work, DeadLetterTo: sequentialRetryWait},
-		{Name: sequentialRetryWait, Role: rabbit.Wait, TTL: time.Second, DeadLetterTo: sequentialRetryProcessing},
-		{Name: sequentialRetryProcessing, Role: rabbit.Work, DeadLetterTo: sequentialSecondRetryWait},
-		{Name: sequentialSecondRetryWait, Role: rabbit.Wait, TTL: 2 * time.Second, DeadLetterTo: sequentialSecondProcessing},
-		{Name: sequentialSecondProcessing, Role: rabbit.Work, DeadLetterTo: sequentialDLQ},
-		{Name: sequentialDLQ, Role: rabbit.DLQ},
+func sequentialTopology() flow.Topology {
+	return flow.Topology{Queues: []flow.Queue{
+		{Name: sequentialQueue, Role: flow.Work, DeadLetterTo: sequentialRetryWait},
+		{Name: sequentialRetryWait, Role: flow.Wait, TTL: time.Second, DeadLetterTo: sequentialRetryProcessing},
+		{Name: sequentialRetryProcessing, Role: flow.Work, DeadLetterTo: sequentialSecondRetryWait},
+		{Name: sequentialSecondRetryWait, Role: flow.Wait, TTL: 2 * time.Second, DeadLetterTo: sequentialSecondProcessing},
+		{Name: sequentialSecondProcessing, Role: flow.Work, DeadLetterTo: sequentialDLQ},
+		{Name: sequentialDLQ, Role: flow.DLQ},
 	}}
 }
 
@@ -46,10 +46,10 @@ const (
 // seed uses 5 s) dead-letters them back into email_queue; the x-death
 // count tells the worker how often a message went round. email_queue_dlq
 // is where the worker publishes a message after its last retry.
-func emailLoopTopology(wait time.Duration) rabbit.Topology {
-	return rabbit.Topology{Queues: []rabbit.Queue{
-		{Name: emailQueue, Role: rabbit.Work, DeadLetterTo: emailWait},
-		{Name: emailWait, Role: rabbit.Wait, TTL: wait, DeadLetterTo: emailQueue},
-		{Name: emailDLQ, Role: rabbit.DLQ},
+func emailLoopTopology(wait time.Duration) flow.Topology {
+	return flow.Topology{Queues: []flow.Queue{
+		{Name: emailQueue, Role: flow.Work, DeadLetterTo: emailWait},
+		{Name: emailWait, Role: flow.Wait, TTL: wait, DeadLetterTo: emailQueue},
+		{Name: emailDLQ, Role: flow.DLQ},
 	}}
 }

@@ -196,7 +196,7 @@ func (f *Flow) consume(ctx context.Context, c flow.Consumer, window int, deliver
 // One the broker hands out again (its ack was lost with a connection) is
 // a copy of a message the run settled: it is acked, and the task's fate
 // stands. Any other (a copy with the run's app-id from outside, say) is
-// parked with the reason: it is no task of the run, and handling it could
+// held with the reason: it is no task of the run, and handling it could
 // change a finished task's fate.
 func (f *Flow) notOurs(ctx context.Context, d *Delivery) {
 	if d.Redelivered {
@@ -428,7 +428,7 @@ func (f *Flow) fail(d *Delivery, e lab.Event, err error) {
 }
 
 // expect records one more message of task on its way to queue, under the
-// consumed queue it settles in (Topology.Settle), and returns that queue
+// consumed queue it settles in (flow.Topology.Settle), and returns that queue
 // for work.done should the move fail.
 func (f *Flow) expect(task, queue string) string {
 	at := f.topology().Settle(queue)

@@ -23,13 +23,13 @@ type Guest struct {
 }
 
 // screening counts and holds the messages that are no task of the run.
-// mu guards parked, parking and pub; pubMu serialises creating pub and is
+// mu guards held, holding and pub; pubMu serialises creating pub and is
 // held across the broker calls that declare the hold queue, taking mu
 // only briefly inside.
 type screening struct {
 	mu      sync.Mutex
-	parked  int        // messages moved to the hold queue (Foreign)
-	parking int        // parks under way (see parkActivity)
+	held    int        // messages moved to the hold queue (Foreign)
+	holding int        // holds under way (see holdActivity)
 	pub     *Publisher // publishes to the hold queue; nil until the first one
 	pubMu   sync.Mutex
 }
@@ -38,7 +38,7 @@ type screening struct {
 // queue: why it was moved there and from where.
 const ForeignReasonHeader = "qlab-foreign-reason"
 
-// Foreign is how many messages the session's consumers parked in the hold
+// Foreign is how many messages the session's consumers moved to the hold
 // queue, each counted once the broker confirmed its copy there: foreign
 // ones the run did not publish (their AppId is not Names.Run) and
 // malformed ones (see TaskProblem and Hold), which no handler ever
@@ -46,32 +46,32 @@ const ForeignReasonHeader = "qlab-foreign-reason"
 func (g *Guest) Foreign() int {
 	g.screen.mu.Lock()
 	defer g.screen.mu.Unlock()
-	return g.screen.parked
+	return g.screen.held
 }
 
-// parkActivity is how many messages the session parked so far, and
-// whether it is busy now: parking one (a 10 MB copy takes a while) or
+// holdActivity is how many messages the session held so far, and
+// whether it is busy now: holding one (a 10 MB copy takes a while) or
 // publishing again after a lost channel (bounded by Session.GiveUpAfter).
 // WaitSettled counts both as the run moving.
-func (g *Guest) parkActivity() (parked int, busy bool) {
+func (g *Guest) holdActivity() (held int, busy bool) {
 	g.screen.mu.Lock()
-	parked, parking := g.screen.parked, g.screen.parking
+	held, holding := g.screen.held, g.screen.holding
 	g.screen.mu.Unlock()
 	g.s.health.mu.Lock()
 	defer g.s.health.mu.Unlock()
-	return parked, parking > 0 || g.s.health.retrying > 0
+	return held, holding > 0 || g.s.health.retrying > 0
 }
 
-// park takes delivery d, met on seed queue queue, out of the run's way
+// moveToHold takes delivery d, met on seed queue queue, out of the run's way
 // (see Screen for when): it logs it with reason, counts it, publishes a
 // copy (properties and headers kept, plus ForeignReasonHeader) to the
 // run's hold queue, and acks the original once the broker confirmed the
 // copy. If that fails it rejects d without requeue, so the broker
 // dead-letters it along the queue's route or drops it: requeueing would
 // hand it straight back, a hot loop.
-func (g *Guest) park(ctx context.Context, queue string, d amqp.Delivery, reason string) {
+func (g *Guest) moveToHold(ctx context.Context, queue string, d amqp.Delivery, reason string) {
 	g.screen.mu.Lock()
-	g.screen.parking++
+	g.screen.holding++
 	g.screen.mu.Unlock()
 	reason += "; found in " + g.s.Names.Of(queue)
 	err := g.copyToHold(ctx, d, reason)
@@ -79,9 +79,9 @@ func (g *Guest) park(ctx context.Context, queue string, d amqp.Delivery, reason 
 		err = d.Ack(false)
 	}
 	g.screen.mu.Lock()
-	g.screen.parking--
+	g.screen.holding--
 	if err == nil { // counted once its copy is in the hold queue, as Foreign says
-		g.screen.parked++
+		g.screen.held++
 	}
 	g.screen.mu.Unlock()
 	if err != nil {
@@ -151,13 +151,13 @@ func (g *Guest) keepHold(ctx context.Context, conn *amqp.Connection) bool {
 	return true
 }
 
-// parkLeftovers sifts every queue the session declared that still holds
+// holdLeftovers sifts every queue the session declared that still holds
 // messages (Sift), so that a message someone else put there (one waiting
-// out a wait queue's TTL, say) is parked in the hold queue with a reason
+// out a wait queue's TTL, say) is moved to the hold queue with a reason
 // before Close deletes the queue, never deleted with it unseen. The run's
 // own messages stay, for the deletion to discard (ReportDiscarded says
 // so). Trouble is logged: the clean-up goes on.
-func (g *Guest) parkLeftovers(ctx context.Context) {
+func (g *Guest) holdLeftovers(ctx context.Context) {
 	g.s.topo.owned.mu.Lock()
 	owned := slices.Clone(g.s.topo.owned.declared)
 	g.s.topo.owned.mu.Unlock()

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/queuelab/qlab/flow"
 )
 
 // DelayStats summarise how late a wait queue delivered: the error is the
@@ -35,9 +37,9 @@ func MeasureWaitDelay(ctx context.Context, s *Session, ttl time.Duration, n int,
 	if n <= 0 || ttl <= 0 {
 		return DelayStats{}, errors.New("latency: need n > 0 and a positive TTL")
 	}
-	topo := Topology{Queues: []Queue{
-		{Name: "latency.wait", Role: Wait, TTL: ttl, DeadLetterTo: "latency.target"},
-		{Name: "latency.target", Role: Work},
+	topo := flow.Topology{Queues: []flow.Queue{
+		{Name: "latency.wait", Role: flow.Wait, TTL: ttl, DeadLetterTo: "latency.target"},
+		{Name: "latency.target", Role: flow.Work},
 	}}
 	if err := s.Topo().Declare(ctx, topo); err != nil {
 		return DelayStats{}, err

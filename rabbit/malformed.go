@@ -10,7 +10,7 @@ import (
 
 // MaxTaskBody bounds the body of a lab task. The lab's bodies are tens of
 // bytes ({"task":"A"}, a Q11 mail request); a larger one did not come
-// from a lesson, and is parked before anything reads it.
+// from a lesson, and is held before anything reads it.
 const MaxTaskBody = 64 << 10
 
 // TaskProblem says why d, which carries the run's AppId, is still no lab
@@ -44,5 +44,5 @@ func TaskProblem(d amqp.Delivery) string {
 // (a mail with no recipient) calls it instead of settling d. (flow.Park
 // is another thing: it sends a task of the run to its DLQ, with an event.)
 func (g *Guest) Hold(ctx context.Context, d *Delivery, reason string) {
-	g.park(ctx, d.Queue, d.Delivery, reason)
+	g.moveToHold(ctx, d.Queue, d.Delivery, reason)
 }

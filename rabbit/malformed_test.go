@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
 )
@@ -21,7 +22,7 @@ import (
 func TestPeekShowsOnlyTheRunsTasks(t *testing.T) {
 	s := rabbittest.Session(t, 1)
 	ctx := testCtx(t)
-	require.NoError(t, s.Topo().Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "dlq", Role: rabbit.DLQ}}}))
+	require.NoError(t, s.Topo().Declare(ctx, flow.Topology{Queues: []flow.Queue{{Name: "dlq", Role: flow.DLQ}}}))
 	other := outsider(t)
 	publish := func(m amqp.Publishing) {
 		publishConfirmed(ctx, t, other, s.Names.Of("dlq"), m)
@@ -41,39 +42,39 @@ func TestPeekShowsOnlyTheRunsTasks(t *testing.T) {
 	assert.Eventually(t, func() bool { return depthOf(t, other, s.Names.Of("dlq")) == 3 }, 5*time.Second, 10*time.Millisecond,
 		"Peek leaves every message in place")
 
-	// At the end the two strangers are parked, not deleted with the DLQ.
+	// At the end the two strangers are held, not deleted with the DLQ.
 	hold := s.Names.Run + ".foreign"
 	defer func() { _, _ = other.QueueDelete(hold, false, false, false) }()
 	require.NoError(t, s.Close(ctx))
 	assert.Equal(t, 2, depthOf(t, other, hold))
 }
 
-// TestMalformedTaskOfTheRunIsParked: a message with the run's app-id but
+// TestMalformedTaskOfTheRunIsHeld: a message with the run's app-id but
 // no message id never reaches the handler (no event with an empty task);
 // it waits in the hold queue with the reason.
-func TestMalformedTaskOfTheRunIsParked(t *testing.T) {
-	s := parkedBeforeA(t, amqp.Publishing{ContentType: "application/json", Body: []byte(`{"task":""}`)},
+func TestMalformedTaskOfTheRunIsHeld(t *testing.T) {
+	s := heldBeforeA(t, amqp.Publishing{ContentType: "application/json", Body: []byte(`{"task":""}`)},
 		"malformed: no message id")
 	assert.Equal(t, 1, s.Guest().Foreign())
 }
 
-// TestHugeMessageIsParked: 10 MB with the run's app-id is parked by its
+// TestHugeMessageIsHeld: 10 MB with the run's app-id is held by its
 // size, whole, and the run's next task is handled after it.
-func TestHugeMessageIsParked(t *testing.T) {
+func TestHugeMessageIsHeld(t *testing.T) {
 	body := `{"task":"big","pad":"` + strings.Repeat("x", 10<<20) + `"}`
-	parkedBeforeA(t, amqp.Publishing{MessageId: "big", ContentType: "application/json", Body: []byte(body)},
+	heldBeforeA(t, amqp.Publishing{MessageId: "big", ContentType: "application/json", Body: []byte(body)},
 		fmt.Sprintf("malformed: a body of %d bytes", len(body)))
 }
 
-// parkedBeforeA publishes m (with the run's app-id) and then task A into
+// heldBeforeA publishes m (with the run's app-id) and then task A into
 // a queue of a fresh session, consumes it, and checks that the handler
 // sees only A and that m waits in the hold queue, whole, with a reason
 // containing reason.
-func parkedBeforeA(t *testing.T, m amqp.Publishing, reason string) *rabbit.Session {
+func heldBeforeA(t *testing.T, m amqp.Publishing, reason string) *rabbit.Session {
 	t.Helper()
 	s := rabbittest.Session(t, 1)
 	ctx := testCtx(t)
-	require.NoError(t, s.Topo().Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "work", Role: rabbit.Work}}}))
+	require.NoError(t, s.Topo().Declare(ctx, flow.Topology{Queues: []flow.Queue{{Name: "work", Role: flow.Work}}}))
 	other := outsider(t)
 	m.AppId = s.Names.Run
 	publishConfirmed(ctx, t, other, s.Names.Of("work"), m)
@@ -86,14 +87,14 @@ func parkedBeforeA(t *testing.T, m amqp.Publishing, reason string) *rabbit.Sessi
 		handled <- d.Task
 	})
 	require.NoError(t, err)
-	assert.Equal(t, "A", <-handled, "the malformed message came first and was parked")
+	assert.Equal(t, "A", <-handled, "the malformed message came first and was held")
 	hold := s.Names.Run + ".foreign"
 	t.Cleanup(func() { _, _ = outsider(t).QueueDelete(hold, false, false, false) })
 	held, ok, err := other.Get(hold, true)
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Contains(t, held.Headers[rabbit.ForeignReasonHeader], reason)
-	assert.Equal(t, len(m.Body), len(held.Body), "parked whole")
+	assert.Equal(t, len(m.Body), len(held.Body), "held whole")
 	assert.Empty(t, handled)
 	return s
 }

@@ -89,7 +89,7 @@ func (n Names) Seed(name string) string {
 	return name
 }
 
-// hold is the broker name of the run's hold queue, where consumers park
+// hold is the broker name of the run's hold queue, where consumers hold
 // foreign messages. It carries the run id, never a seed name, so it cannot
 // belong to anyone else.
 func (n Names) hold() string { return n.Run + ".foreign" }

@@ -17,7 +17,7 @@ const peekScan = 10_000
 // Only the run's tasks count: a message someone else published there
 // (its AppId is not the run's) or one that is no well-formed task
 // (TaskProblem) is skipped and left in place, so a table of what the DLQ
-// holds never shows it (Sift parks them instead). At most peekScan
+// holds never shows it (Sift holds them instead). At most peekScan
 // messages are read in all.
 func (g *Guest) Peek(ctx context.Context, queue string, max int) ([]Delivery, error) {
 	out, _, err := g.scan(ctx, queue, max, false)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
@@ -131,7 +132,7 @@ func TestDeclareExplainsPreconditionFailed(t *testing.T) {
 func TestPublishConsumeWithConfirmsAndManualAck(t *testing.T) {
 	s := rabbittest.Session(t, 1)
 	ctx := testCtx(t)
-	require.NoError(t, s.Topo().Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "work", Role: rabbit.Work}}}))
+	require.NoError(t, s.Topo().Declare(ctx, flow.Topology{Queues: []flow.Queue{{Name: "work", Role: flow.Work}}}))
 	pub, err := s.Publisher(ctx)
 	require.NoError(t, err)
 	defer pub.Close()
@@ -160,8 +161,8 @@ func TestPublishConsumeWithConfirmsAndManualAck(t *testing.T) {
 func TestPublishMessageKeepsHeadersAndExpiration(t *testing.T) {
 	s := rabbittest.Session(t, 1)
 	ctx := testCtx(t)
-	require.NoError(t, s.Topo().Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{
-		{Name: "work", Role: rabbit.Work, DeadLetterTo: "dlq"}, {Name: "dlq", Role: rabbit.DLQ},
+	require.NoError(t, s.Topo().Declare(ctx, flow.Topology{Queues: []flow.Queue{
+		{Name: "work", Role: flow.Work, DeadLetterTo: "dlq"}, {Name: "dlq", Role: flow.DLQ},
 	}}))
 	pub, err := s.Publisher(ctx)
 	require.NoError(t, err)
@@ -245,7 +246,7 @@ func TestXDeathCountsTheWaitLoop(t *testing.T) {
 func TestDroppedConnectionRedelivers(t *testing.T) {
 	s := rabbittest.Session(t, 1)
 	ctx := testCtx(t)
-	require.NoError(t, s.Topo().Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "work", Role: rabbit.Work}}}))
+	require.NoError(t, s.Topo().Declare(ctx, flow.Topology{Queues: []flow.Queue{{Name: "work", Role: flow.Work}}}))
 	pub, err := s.Publisher(ctx)
 	require.NoError(t, err)
 
@@ -297,10 +298,10 @@ func TestDroppedConnectionRedelivers(t *testing.T) {
 }
 
 func TestTopologyCheckCatchesMistakes(t *testing.T) {
-	bad := []rabbit.Topology{
-		{Queues: []rabbit.Queue{{Name: "a", DeadLetterTo: "nowhere"}}},
-		{Queues: []rabbit.Queue{{Name: "a"}, {Name: "a"}}},
-		{Queues: []rabbit.Queue{{Name: "w", Role: rabbit.Wait, DeadLetterTo: "w"}}},
+	bad := []flow.Topology{
+		{Queues: []flow.Queue{{Name: "a", DeadLetterTo: "nowhere"}}},
+		{Queues: []flow.Queue{{Name: "a"}, {Name: "a"}}},
+		{Queues: []flow.Queue{{Name: "w", Role: flow.Wait, DeadLetterTo: "w"}}},
 	}
 	for _, topo := range bad {
 		assert.Error(t, topo.Check(), "%+v", topo)

@@ -125,7 +125,7 @@ func supportsClientXDeath(version string) bool {
 func TestPeekLeavesMessagesInPlace(t *testing.T) {
 	s := rabbittest.Session(t, 1)
 	ctx := testCtx(t)
-	require.NoError(t, s.Topo().Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "dlq", Role: rabbit.DLQ}}}))
+	require.NoError(t, s.Topo().Declare(ctx, flow.Topology{Queues: []flow.Queue{{Name: "dlq", Role: flow.DLQ}}}))
 	pub, err := s.Publisher(ctx)
 	require.NoError(t, err)
 	defer pub.Close()

@@ -60,7 +60,7 @@ func TestRetryWaitsForABrokerThatComesBack(t *testing.T) {
 	err := s.Retry(context.Background(), "opening a publisher", func() error {
 		tries++
 		if tries > 1 {
-			_, busy := s.guest.parkActivity()
+			_, busy := s.guest.holdActivity()
 			assert.True(t, busy, "waiting for the broker counts as the run moving (WaitSettled)")
 		}
 		if tries < 3 {
@@ -71,7 +71,7 @@ func TestRetryWaitsForABrokerThatComesBack(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 3, tries)
 	assert.NoError(t, s.Err())
-	_, busy := s.guest.parkActivity()
+	_, busy := s.guest.holdActivity()
 	assert.False(t, busy, "the wait is over: the run no longer counts as busy retrying")
 }
 

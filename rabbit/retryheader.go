@@ -36,7 +36,7 @@ const MaxRetryCount = 100
 
 // ErrBadCount means a header meant to hold a retry count holds something
 // else: not an integer, negative, or above MaxRetryCount. Such a message
-// cannot say which attempt it is; the flow parks it unprocessed.
+// cannot say which attempt it is; the flow holds it unprocessed.
 var ErrBadCount = errors.New("not a valid retry count")
 
 // ReadRetries reads retry header name of headers, validated: 0 when the

@@ -177,7 +177,7 @@ func TestUnroutablePublishIsConfirmedAndGone(t *testing.T) {
 	assert.Equal(t, "NO_ROUTE", back.ReplyText)
 	assert.False(t, back.QueueExists)
 
-	require.NoError(t, s.Topo().Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "email_queue_dlq", Role: rabbit.DLQ}}}))
+	require.NoError(t, s.Topo().Declare(ctx, flow.Topology{Queues: []flow.Queue{{Name: "email_queue_dlq", Role: flow.DLQ}}}))
 	_, err = s.Probes().PublishUnroutable(ctx, "email_queue_dlq", "C", false)
 	assert.ErrorContains(t, err, "must not exist", "it never publishes into an existing queue")
 }
@@ -194,13 +194,13 @@ func TestDeathsDescribe(t *testing.T) {
 	assert.Equal(t, "none", rabbit.Deaths(nil).Describe(seed))
 }
 
-// TestForgedCopyOfAFinishedTaskIsParked: once task A is done, a copy of A
+// TestForgedCopyOfAFinishedTaskIsHeld: once task A is done, a copy of A
 // with the run's app-id (well formed, or with a forged retry count), and a
 // message under an id the run never published (ZZ), reach no handler:
-// each is parked in the hold queue with a reason, and A stays done. On
+// each is moved to the hold queue with a reason, and A stays done. On
 // the old code the handler processed the copy as A's next attempt and ZZ
 // as a task with no summary, and the forged count turned A dead.
-func TestForgedCopyOfAFinishedTaskIsParked(t *testing.T) {
+func TestForgedCopyOfAFinishedTaskIsHeld(t *testing.T) {
 	s := rabbittest.Session(t, 20)
 	ctx := testCtx(t)
 	stream, events := recorded()
@@ -229,7 +229,7 @@ func TestForgedCopyOfAFinishedTaskIsParked(t *testing.T) {
 		m.AppId, m.ContentType = s.Names.Run, "application/json"
 		publishConfirmed(ctx, t, other, s.Names.Of("work"), m)
 	}
-	require.Eventually(t, func() bool { return s.Guest().Foreign() == 3 }, 10*time.Second, 10*time.Millisecond, "all three parked")
+	require.Eventually(t, func() bool { return s.Guest().Foreign() == 3 }, 10*time.Second, 10*time.Millisecond, "all three held")
 	select {
 	case task := <-handled:
 		t.Fatalf("the handler got %s again", task)
@@ -293,6 +293,6 @@ func TestRedeliveredCopyOfASettledTaskKeepsItsFate(t *testing.T) {
 		assert.Equal(t, lab.FateDone, r.Fate, "task %s", r.ID)
 	}
 	assert.Empty(t, labtest.Of(events(), "A", lab.Redelivered), "the copy is no delivery of the run's")
-	assert.Zero(t, s.Guest().Foreign(), "a redelivered copy is acked, not parked")
+	assert.Zero(t, s.Guest().Foreign(), "a redelivered copy is acked, not held")
 	require.NoError(t, b.Close(ctx))
 }

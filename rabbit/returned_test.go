@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
 )
@@ -23,7 +24,7 @@ func TestPublishToADeletedQueueIsReturned(t *testing.T) {
 	s := rabbittest.Session(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	require.NoError(t, s.Topo().Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "kept", Role: rabbit.Work}, {Name: "gone", Role: rabbit.Work}}}))
+	require.NoError(t, s.Topo().Declare(ctx, flow.Topology{Queues: []flow.Queue{{Name: "kept", Role: flow.Work}, {Name: "gone", Role: flow.Work}}}))
 	pub, err := s.Publisher(ctx)
 	require.NoError(t, err)
 	require.NoError(t, pub.Publish(ctx, "gone", "before", nil))
@@ -61,7 +62,7 @@ func TestRepublishReopensAClosedChannel(t *testing.T) {
 	s := rabbittest.Session(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	require.NoError(t, s.Topo().Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "src", Role: rabbit.Work}, {Name: "dst", Role: rabbit.Work}}}))
+	require.NoError(t, s.Topo().Declare(ctx, flow.Topology{Queues: []flow.Queue{{Name: "src", Role: flow.Work}, {Name: "dst", Role: flow.Work}}}))
 	pub, err := s.Publisher(ctx)
 	require.NoError(t, err)
 	require.NoError(t, pub.Publish(ctx, "src", "x", nil))
@@ -89,7 +90,7 @@ func TestPublishGivesUpWithAFailedRun(t *testing.T) {
 	s := rabbittest.Session(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	require.NoError(t, s.Topo().Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "work", Role: rabbit.Work}, {Name: "kept", Role: rabbit.Work}}}))
+	require.NoError(t, s.Topo().Declare(ctx, flow.Topology{Queues: []flow.Queue{{Name: "work", Role: flow.Work}, {Name: "kept", Role: flow.Work}}}))
 	_, err := s.Consume(ctx, rabbit.ConsumerOptions{Queue: "work", Actor: "W", Prefetch: 1}, func(context.Context, *rabbit.Delivery) {})
 	require.NoError(t, err)
 	pub, err := s.Publisher(ctx)

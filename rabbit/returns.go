@@ -74,8 +74,8 @@ func (pr *Probes) Returns(ctx context.Context, rounds int) ([]Returned, error) {
 // ReturnsTopology is what Probes.Returns declares: a quorum queue per way.
 // A lesson that probes lists it in its Topologies, so qlab broker clean
 // finds the queues of a run that was killed.
-func ReturnsTopology() Topology {
-	var t Topology
+func ReturnsTopology() flow.Topology {
+	var t flow.Topology
 	for _, way := range Returns {
 		t.Queues = append(t.Queues, flow.Queue{Name: probeQueue(way), Role: flow.Work, Quorum: true})
 	}
@@ -176,7 +176,7 @@ func (pr *Probes) Limit(ctx context.Context, way Return, max int) (deliveries in
 // channel to read it.
 func (pr *Probes) probeQueue(ctx context.Context, name string) (*amqp.Channel, error) {
 	q := flow.Queue{Name: name, Role: flow.Work, Quorum: true}
-	if err := pr.s.topo.Declare(ctx, Topology{Queues: []flow.Queue{q}}); err != nil {
+	if err := pr.s.topo.Declare(ctx, flow.Topology{Queues: []flow.Queue{q}}); err != nil {
 		return nil, err
 	}
 	p, err := pr.s.Publisher(ctx)

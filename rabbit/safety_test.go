@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
@@ -108,7 +109,7 @@ func TestDeclareLeavesSomeoneElsesQueueAlone(t *testing.T) {
 func TestForeignMessageIsHeldNotHandled(t *testing.T) {
 	s := rabbittest.Session(t, 1)
 	ctx := testCtx(t)
-	require.NoError(t, s.Topo().Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: "work", Role: rabbit.Work}}}))
+	require.NoError(t, s.Topo().Declare(ctx, flow.Topology{Queues: []flow.Queue{{Name: "work", Role: flow.Work}}}))
 	other := outsider(t)
 	publishConfirmed(ctx, t, other, s.Names.Of("work"), amqp.Publishing{MessageId: "", AppId: "someone-else", Body: []byte("not json")})
 	pub, err := s.Publisher(ctx)
@@ -142,12 +143,12 @@ func TestForeignMessageIsHeldNotHandled(t *testing.T) {
 	assert.Equal(t, 1, depthOf(t, other, hold))
 }
 
-// TestForeignMessageInAWaitQueueIsParkedAtClose: a message someone else
+// TestForeignMessageInAWaitQueueIsHeldAtClose: a message someone else
 // put in one of the run's wait queues is still waiting out its TTL when
-// the run ends. Close parks it in the hold queue with a reason instead of
+// the run ends. Close moves it to the hold queue with a reason instead of
 // deleting it with the queue (it once deleted it silently); the run's own
 // message there goes with the queue.
-func TestForeignMessageInAWaitQueueIsParkedAtClose(t *testing.T) {
+func TestForeignMessageInAWaitQueueIsHeldAtClose(t *testing.T) {
 	s := rabbittest.Session(t, 1)
 	ctx := testCtx(t)
 	require.NoError(t, s.Topo().Declare(ctx, emailLoopTopology(time.Hour)))
@@ -165,7 +166,7 @@ func TestForeignMessageInAWaitQueueIsParkedAtClose(t *testing.T) {
 	require.True(t, ok, "the foreign message waits in %s", hold)
 	assert.Equal(t, "theirs", held.MessageId)
 	assert.Contains(t, held.Headers[rabbit.ForeignReasonHeader], "found in "+s.Names.Of(emailWait))
-	assert.Equal(t, 0, depthOf(t, other, hold), "only the foreign message was parked")
+	assert.Equal(t, 0, depthOf(t, other, hold), "only the foreign message was held")
 }
 
 // TestDeletedConsumedQueueEndsTheRun: someone deletes the queue a consumer

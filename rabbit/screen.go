@@ -24,7 +24,7 @@ func (g *Guest) NotATask(d amqp.Delivery) string {
 
 // Screen reports whether delivery d, met on seed queue queue, is a task
 // of the run a worker can handle. If it is not (NotATask, or one of the
-// body checks also fails: a lesson's own decoder), Screen parks it in the
+// body checks also fails: a lesson's own decoder), Screen moves it to the
 // run's hold queue with the reason and acks it, as a Consumer does, and
 // returns false: the caller must not settle it, count it or report it. d
 // must come from a channel that acknowledges by hand (basic.consume or
@@ -46,15 +46,15 @@ func (g *Guest) Screen(ctx context.Context, queue string, d amqp.Delivery, also 
 		}
 		return true
 	}
-	g.park(ctx, queue, d, reason)
+	g.moveToHold(ctx, queue, d, reason)
 	return false
 }
 
 // Sift reads every message ready in seed queue (at most peekScan) with
 // basic.get and leaves the run's tasks where they are, in their order, as
-// Peek does; unlike Peek, it parks each message that is no task of the
+// Peek does; unlike Peek, it holds each message that is no task of the
 // run (Screen) instead of stepping over it. It returns the run's tasks it
-// read, which must not be settled, and how many messages it parked. A
+// read, which must not be settled, and how many messages it held. A
 // lesson that counts a queue's depth or reads it to the end sifts it
 // first, so nobody else's message inflates what it shows.
 //
@@ -66,10 +66,11 @@ func (g *Guest) Sift(ctx context.Context, queue string) ([]Delivery, int, error)
 
 // scan basic.gets up to max of the run's tasks from seed queue, reading
 // at most peekScan messages, and hands them all back when it closes its
-// channel. Each message that is no task is parked (park) or stepped over
-// and left in place. Parking runs outside the bound of one broker call:
-// a 10 MB copy may take longer, and park bounds each of its own steps.
-func (g *Guest) scan(ctx context.Context, queue string, max int, park bool) ([]Delivery, int, error) {
+// channel. Each message that is no task is held (moveToHold) or stepped
+// over and left in place. Holding runs outside the bound of one broker
+// call: a 10 MB copy may take longer, and moveToHold bounds each of its
+// own steps.
+func (g *Guest) scan(ctx context.Context, queue string, max int, hold bool) ([]Delivery, int, error) {
 	var ch *amqp.Channel
 	err := g.s.Retry(ctx, "reading "+g.s.Names.Of(queue), func() (err error) {
 		ch, err = withinValue(ctx, func() (*amqp.Channel, error) { return g.s.link.channel(ctx) })
@@ -80,25 +81,25 @@ func (g *Guest) scan(ctx context.Context, queue string, max int, park bool) ([]D
 	}
 	defer ch.Close() // returns every unacknowledged get to the queue
 	var out []Delivery
-	parked := 0
+	held := 0
 	for read := 0; len(out) < max && read < peekScan; read++ {
 		d, ok, err := withinValueOK(ctx, func() (amqp.Delivery, bool, error) { return ch.Get(g.s.Names.Of(queue), false) })
 		if err != nil {
-			return out, parked, fmt.Errorf("reading %s: %w", g.s.Names.Of(queue), err)
+			return out, held, fmt.Errorf("reading %s: %w", g.s.Names.Of(queue), err)
 		}
 		if !ok {
 			break
 		}
 		if reason := g.NotATask(d); reason != "" {
-			if park {
-				g.park(ctx, queue, d, reason)
-				parked++
+			if hold {
+				g.moveToHold(ctx, queue, d, reason)
+				held++
 			}
 			continue
 		}
 		out = append(out, Delivery{Delivery: d, Task: d.MessageId, Queue: queue, Deaths: ReadDeaths(d.Headers), names: g.s.Names})
 	}
-	return out, parked, nil
+	return out, held, nil
 }
 
 // emptyWindow is how many deliveries Empty lets the broker push ahead of
@@ -107,7 +108,7 @@ const emptyWindow = 256
 
 // Empty removes n messages from seed queue, which the run declared, and
 // returns how many of them were the run's tasks. It is a purge that
-// counts: it consumes the queue, acks away each task of the run and parks
+// counts: it consumes the queue, acks away each task of the run and holds
 // anything else (Screen), so a depth a lesson measures can leave out what
 // someone else published there. It waits at most a few seconds for each
 // message; deliveries past the n-th go back to the queue when its channel

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
 )
@@ -19,7 +20,7 @@ import (
 func strangersAround(ctx context.Context, t *testing.T, q string) (*rabbit.Session, *amqp.Channel, string) {
 	t.Helper()
 	s := rabbittest.Session(t, 1)
-	require.NoError(t, s.Topo().Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: q, Role: rabbit.DLQ}}}))
+	require.NoError(t, s.Topo().Declare(ctx, flow.Topology{Queues: []flow.Queue{{Name: q, Role: flow.DLQ}}}))
 	other := outsider(t)
 	hold := s.Names.Run + ".foreign"
 	t.Cleanup(func() { _, _ = outsider(t).QueueDelete(hold, false, false, false) })
@@ -32,23 +33,23 @@ func strangersAround(ctx context.Context, t *testing.T, q string) (*rabbit.Sessi
 	return s, other, hold
 }
 
-// TestSiftParksStrangersAndLeavesTheRunsTasks: Sift returns A and B in
+// TestSiftHoldsStrangersAndLeavesTheRunsTasks: Sift returns A and B in
 // order, leaves them in the queue and moves the other two to the hold
 // queue, each with its reason.
-func TestSiftParksStrangersAndLeavesTheRunsTasks(t *testing.T) {
+func TestSiftHoldsStrangersAndLeavesTheRunsTasks(t *testing.T) {
 	ctx := testCtx(t)
 	s, other, hold := strangersAround(ctx, t, "dlq")
-	got, parked, err := s.Guest().Sift(ctx, "dlq")
+	got, held, err := s.Guest().Sift(ctx, "dlq")
 	require.NoError(t, err)
 	require.Len(t, got, 2)
 	assert.Equal(t, []string{"A", "B"}, []string{got[0].Task, got[1].Task})
-	assert.Equal(t, 2, parked)
+	assert.Equal(t, 2, held)
 	assert.Equal(t, 2, depthOf(t, other, s.Names.Of("dlq")), "the run's tasks stay")
 	assertHeldWithReasons(t, other, hold, map[string]string{"X": "not published by run", "Y": "malformed: content type"})
 }
 
 // TestEmptyCountsOnlyTheRunsTasks: Empty removes all four messages,
-// counts A and B, and parks the other two.
+// counts A and B, and holds the other two.
 func TestEmptyCountsOnlyTheRunsTasks(t *testing.T) {
 	ctx := testCtx(t)
 	s, other, hold := strangersAround(ctx, t, "work")

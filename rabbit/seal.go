@@ -16,7 +16,7 @@ import (
 // pass every other check and be handled as one more attempt. So each
 // message the run publishes also carries SealHeader, an HMAC of its task
 // id under a key that never leaves the process, and the flow's consumers
-// park a message without the right seal like any other forgery. The
+// hold a message without the right seal like any other forgery. The
 // broker keeps headers when it dead-letters a message, so a task's seal
 // follows it through wait queues and DLQs. An exact copy of a real
 // message (read off the broker with its headers) still passes: the seal

@@ -17,13 +17,13 @@ import (
 	"github.com/queuelab/qlab/rabbit/rabbittest"
 )
 
-// TestForgedCopyOfALiveTaskIsParked: while task A waits out its retry in
+// TestForgedCopyOfALiveTaskIsHeld: while task A waits out its retry in
 // a wait queue, someone publishes a copy of it into the work queue with
 // everything a reader of the broker can see: the run's app-id, A's
 // message-id and a well-formed body. It used to be handled as one more
 // attempt of A (Q24's a15-1 ended with 4 attempts instead of 3); it must
-// be parked in the run's hold queue, and A keep its two attempts.
-func TestForgedCopyOfALiveTaskIsParked(t *testing.T) {
+// be held in the run's hold queue, and A keep its two attempts.
+func TestForgedCopyOfALiveTaskIsHeld(t *testing.T) {
 	const speed = 1 // a 2 s wait: time enough to publish the copy into it
 	s := rabbittest.Session(t, speed)
 	ctx := testCtx(t)
@@ -64,6 +64,6 @@ func TestForgedCopyOfALiveTaskIsParked(t *testing.T) {
 	mu.Lock()
 	assert.Equal(t, []int{1, 2}, attempts, "a forged copy was handled as an attempt")
 	mu.Unlock()
-	assert.Equal(t, 1, s.Guest().Foreign(), "the forged copy is parked in the hold queue")
+	assert.Equal(t, 1, s.Guest().Foreign(), "the forged copy is moved to the hold queue")
 	require.NoError(t, f.Close(context.WithoutCancel(ctx)))
 }

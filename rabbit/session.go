@@ -215,8 +215,8 @@ func (s *Session) Sibling(ctx context.Context) (*Session, error) {
 // told apart and closed alone.
 func ConnectionName(names Names) string { return "qlab " + names.Run }
 
-// Close stops the session's consumers, parks what no task of the run left
-// in its queues (parkLeftovers), deletes every queue the session created
+// Close stops the session's consumers, holds what no task of the run left
+// in its queues (holdLeftovers), deletes every queue the session created
 // (a queue already gone counts as deleted; none under Keep) and closes the
 // connection, each step bounded by ctx. The hold queue stays when it holds
 // foreign messages: they were never the run's to delete. If the session's
@@ -234,7 +234,7 @@ func (s *Session) Close(ctx context.Context) error {
 		c.Stop()
 	}
 	if !s.Keep { // kept queues keep whatever they hold: nothing is deleted with them
-		s.guest.parkLeftovers(ctx)
+		s.guest.holdLeftovers(ctx)
 	}
 	s.guest.screen.mu.Lock()
 	holdPub := s.guest.screen.pub

@@ -55,7 +55,7 @@ func (w *Watch) patience() time.Duration {
 // way it can end besides that is an error: ctx ends; the session failed
 // (Err: a consumed queue deleted, the broker away too long); a queue the
 // session created is gone; or no task made progress (a started attempt, a
-// new task, a fate) and no message was parked for the session's patience
+// new task, a fate) and no message was held for the session's patience
 // after the last wait the run scheduled ended (Expect). Broker runs have
 // no idle signal like inmem.System's, so it polls the ledger every few
 // milliseconds (PollUntil).
@@ -70,7 +70,7 @@ func (w *Watch) WaitSettled(ctx context.Context, stream *lab.Stream, extra func(
 	// 100,000-task run quadratic in CPU (and held the stream's lock).
 	_, _, last := stream.Progress()
 	moved := clock.Elapsed()
-	parked, _ := w.s.guest.parkActivity()
+	held, _ := w.s.guest.holdActivity()
 	nextCheck := time.Now().Add(checkEvery)
 	settled := func() bool {
 		tasks, pending, _ := stream.Progress()
@@ -88,12 +88,12 @@ func (w *Watch) WaitSettled(ctx context.Context, stream *lab.Stream, extra func(
 			return false, nil
 		}
 		nextCheck = time.Now().Add(checkEvery)
-		// A consumer busy parking messages from outside (Foreign), or
+		// A consumer busy holding messages from outside (Foreign), or
 		// a publisher waiting out a lost channel, is moving too: the
 		// run's tasks wait behind them, not lost.
-		p, busy := w.s.guest.parkActivity()
-		if moves != last || p != parked || busy {
-			last, parked, moved = moves, p, clock.Elapsed()
+		p, busy := w.s.guest.holdActivity()
+		if moves != last || p != held || busy {
+			last, held, moved = moves, p, clock.Elapsed()
 		}
 		if err := w.checkQueues(ctx); err != nil {
 			return false, err

@@ -7,25 +7,9 @@ import (
 	"github.com/queuelab/qlab/lab"
 )
 
-// The topology types are the flow seam's: lessons state them once, and
-// both backends read them.
-type (
-	Role     = flow.Role
-	Queue    = flow.Queue
-	Topology = flow.Topology
-)
-
-// The roles a queue can play (see flow.Role).
-const (
-	Work  = flow.Work
-	Wait  = flow.Wait
-	DLQ   = flow.DLQ
-	Delay = flow.Delay
-)
-
 // Arguments are the x-arguments queue q is declared with under names and
 // clock. The TTL is the real time the broker waits, at least 1 ms.
-func Arguments(q Queue, names Names, clock lab.Clock) amqp.Table {
+func Arguments(q flow.Queue, names Names, clock lab.Clock) amqp.Table {
 	args := amqp.Table{}
 	if q.TTL > 0 {
 		args["x-message-ttl"] = max(int64(1), clock.Real(q.TTL).Milliseconds())

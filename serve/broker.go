@@ -10,17 +10,18 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lab"
-	"github.com/queuelab/qlab/lessons/q11"
 	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/seeds/mail"
 	"github.com/queuelab/qlab/seeds/raffle"
 )
 
-// Topology is everything serve declares: seed 004's RaffleAPI and lesson
-// Q11's scheduled mail.
-func Topology() rabbit.Topology {
+// Topology is everything serve declares: seed 004's RaffleAPI and seed
+// 001's scheduled mail (seeds/mail, as lesson Q11's strategy (c) runs it).
+func Topology() flow.Topology {
 	t := raffle.Topology()
-	t.Queues = append(slices.Clip(t.Queues), q11.Topology().Queues...)
+	t.Queues = append(slices.Clip(t.Queues), mail.Topology().Queues...)
 	return t
 }
 
@@ -285,11 +286,11 @@ func (p *BrokerPublisher) closeLocked() {
 
 // Broker is what serve holds on the broker: the declared topology (through
 // the flow seam, which deletes what it declared), the publisher, and lesson
-// Q11's router and mail worker, which take a scheduled mail on from its
+// seed 001's router and mail worker (seeds/mail), which take a scheduled mail on from its
 // first hop until it is sent.
 type Broker struct {
 	flow  *rabbit.Flow
-	mail  *q11.Service
+	mail  *mail.Service
 	Pub   *BrokerPublisher
 	close sync.Once
 	err   error // Close's result
@@ -308,7 +309,7 @@ type Options struct {
 }
 
 // OpenBroker declares Topology on the broker at url under names (refusing
-// queues that exist already), starts Q11's router and mail worker, and
+// queues that exist already), starts seed 001's router and mail worker, and
 // returns the Broker. The router and the worker run until ctx ends or
 // Close; they, and the clean-up, report to stream, whose clock must run
 // at speed 1.
@@ -327,12 +328,12 @@ func OpenBroker(ctx context.Context, url string, names rabbit.Names, opts Option
 		_ = f.Close(ctx) // deletes whatever part of it was declared
 		return nil, err
 	}
-	mail, err := q11.StartService(ctx, s, stream)
+	svc, err := mail.StartService(ctx, s, stream)
 	if err != nil {
 		_ = f.Close(ctx)
 		return nil, err
 	}
-	return &Broker{flow: f, mail: mail, Pub: NewBrokerPublisher(url, s.Names, opts.Confirms, s.Logger)}, nil
+	return &Broker{flow: f, mail: svc, Pub: NewBrokerPublisher(url, s.Names, opts.Confirms, s.Logger)}, nil
 }
 
 // Names are the broker names the topology was declared under.

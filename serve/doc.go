@@ -13,9 +13,9 @@
 //     with its id: the broker may have stored it, and sending it again
 //     may store it twice).
 //   - POST /api/sequential/schedule-email {to, subject, scheduledTime} is
-//     seed 001's Q11: the mail is published to its first hop the way lesson
+//     seed 001's: the mail is published to its first hop the way lesson
 //     Q11's strategy (c) does (level wait queues, the due time in a header),
-//     and Q11's own router and mail worker take it on until it is sent.
+//     and seeds/mail's router and mail worker take it on until it is sent.
 //
 // Bad input is a 400 with a JSON error (415 for a body that is not
 // application/json, 408 for one that does not arrive in time) and never

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/queuelab/qlab/lab"
-	"github.com/queuelab/qlab/lessons/q11"
+	"github.com/queuelab/qlab/seeds/mail"
 )
 
 // FuzzRequestBody sends any body to both endpoints. Whatever it is, the
@@ -71,7 +71,7 @@ func checkPublished(t *testing.T, path, id string, body []byte) {
 		}
 		return
 	}
-	var m q11.Mail
+	var m mail.Mail
 	if err := json.Unmarshal(body, &m); err != nil || m.Task != id {
 		t.Fatalf("published mail %q does not carry id %q", body, id)
 	}

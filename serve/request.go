@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net/mail"
+	netmail "net/mail"
 	"reflect"
 	"slices"
 	"strconv"
@@ -16,7 +16,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/queuelab/qlab/lessons/q11"
+	"github.com/queuelab/qlab/seeds/mail"
 )
 
 // MaxBody is the largest request body the API reads; a larger one is a
@@ -74,32 +74,32 @@ func decodeUser(body []byte) (User, error) {
 
 // decodeMail reads and validates a schedule-email request body against
 // now; it returns the mail and the delay until it is due (0: now).
-func decodeMail(body []byte, now time.Time) (q11.Mail, time.Duration, error) {
-	var m q11.Mail
+func decodeMail(body []byte, now time.Time) (mail.Mail, time.Duration, error) {
+	var m mail.Mail
 	if err := decodeStrict(body, &m); err != nil {
-		return q11.Mail{}, 0, err
+		return mail.Mail{}, 0, err
 	}
 	if m.Task != "" {
-		return q11.Mail{}, 0, errors.New(`"task" is given by the API, not the client`)
+		return mail.Mail{}, 0, errors.New(`"task" is given by the API, not the client`)
 	}
 	if err := checkEmail("to", m.To); err != nil {
-		return q11.Mail{}, 0, err
+		return mail.Mail{}, 0, err
 	}
 	if err := checkText("subject", m.Subject, maxSubject); err != nil {
-		return q11.Mail{}, 0, err
+		return mail.Mail{}, 0, err
 	}
 	if m.ScheduledTime == "" {
-		return q11.Mail{}, 0, errors.New(`missing "scheduledTime" (ISO-8601, e.g. 2026-02-08T11:39:51Z)`)
+		return mail.Mail{}, 0, errors.New(`missing "scheduledTime" (ISO-8601, e.g. 2026-02-08T11:39:51Z)`)
 	}
-	due, delay, err := q11.ParseScheduledTime(m.ScheduledTime, now)
+	due, delay, err := mail.ParseScheduledTime(m.ScheduledTime, now)
 	switch {
 	case err != nil:
-		return q11.Mail{}, 0, err
+		return mail.Mail{}, 0, err
 	case due.Before(now.Add(-pastGrace)):
-		return q11.Mail{}, 0, fmt.Errorf("scheduledTime %s is %s in the past (the server's time is %s): a mail cannot be sent then",
+		return mail.Mail{}, 0, fmt.Errorf("scheduledTime %s is %s in the past (the server's time is %s): a mail cannot be sent then",
 			m.ScheduledTime, howLongAgo(now.Sub(due)), now.UTC().Format(time.RFC3339))
 	case delay > maxAhead:
-		return q11.Mail{}, 0, fmt.Errorf("scheduledTime %s is more than %s ahead: the lab schedules within a day",
+		return mail.Mail{}, 0, fmt.Errorf("scheduledTime %s is more than %s ahead: the lab schedules within a day",
 			m.ScheduledTime, maxAhead)
 	}
 	return m, delay, nil
@@ -247,7 +247,7 @@ func checkEmail(field, s string) error {
 	if err := checkRunes(field, s); err != nil {
 		return err
 	}
-	addr, err := mail.ParseAddress(s)
+	addr, err := netmail.ParseAddress(s)
 	if err != nil || addr.Address != s || len(s) > maxEmail || !strings.Contains(s[strings.LastIndexByte(s, '@'):], ".") {
 		return fmt.Errorf("%q is not an email address: %q (want e.g. john@example.com)", field, s)
 	}

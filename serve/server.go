@@ -16,8 +16,8 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/queuelab/qlab/lab"
-	"github.com/queuelab/qlab/lessons/q11"
 	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/seeds/mail"
 	"github.com/queuelab/qlab/seeds/raffle"
 )
 
@@ -116,18 +116,18 @@ func (s *Server) scheduleEmail(w http.ResponseWriter, r *http.Request) {
 	}
 	m.Task = newUUID()
 	msgBody, _ := json.Marshal(m) // four strings always marshal
-	first, wait := q11.FirstHop(delay)
-	if !s.publish(w, r, m.Task, Route{Key: first}, q11.MailPublishing(m.Task, msgBody, m.ScheduledTime)) {
+	first, wait := mail.FirstHop(delay)
+	if !s.publish(w, r, m.Task, Route{Key: first}, mail.Publishing(m.Task, msgBody, m.ScheduledTime)) {
 		return
 	}
 	note := fmt.Sprintf("200, due %s: %s", m.ScheduledTime, s.promise())
 	if !wait {
-		note += "; already due: straight to " + q11.MailQueue
+		note += "; already due: straight to " + mail.MailQueue
 	}
 	s.stream.Emit(lab.Event{Kind: lab.Enqueued, Task: m.Task, Queue: first, Actor: Actor, Note: note})
 	if wait {
 		s.stream.Emit(lab.Event{Kind: lab.Scheduled, Task: m.Task, To: first, Actor: Actor, DelayMs: delay.Milliseconds(),
-			Note: fmt.Sprintf("then %s, where Q11's router sends it on; due time in header %s", q11.RouterQueue, q11.DueHeader)})
+			Note: fmt.Sprintf("then %s, where Q11's router sends it on; due time in header %s", mail.RouterQueue, mail.DueHeader)})
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"id": m.Task, "scheduledTime": m.ScheduledTime, "queue": first})
 }

@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/queuelab/qlab/lab"
-	"github.com/queuelab/qlab/lessons/q11"
 	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/seeds/mail"
 	"github.com/queuelab/qlab/seeds/raffle"
 )
 
@@ -277,8 +277,8 @@ func TestServeMailGoesToItsFirstHop(t *testing.T) {
 	}{
 		{"due in 10 s: the 8 s level", "2026-02-08T11:39:51Z", "mail.wait.8s", 10 * time.Second},
 		{"due in 3 s, another zone: the 2 s level", "2026-02-08T12:39:44+01:00", "mail.wait.2s", 3 * time.Second},
-		{"due now: straight to mail.queue", "2026-02-08T11:39:41Z", q11.MailQueue, 0},
-		{"a few seconds late: due, sent at once like the seed", "2026-02-08T11:39:30Z", q11.MailQueue, 0},
+		{"due now: straight to mail.queue", "2026-02-08T11:39:41Z", mail.MailQueue, 0},
+		{"a few seconds late: due, sent at once like the seed", "2026-02-08T11:39:30Z", mail.MailQueue, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -290,10 +290,10 @@ func TestServeMailGoesToItsFirstHop(t *testing.T) {
 			msgs := pub.all()
 			require.Len(t, msgs, 1)
 			assert.Equal(t, Route{Key: tc.wantQueue}, msgs[0].route, "the default exchange, to the queue")
-			assert.Equal(t, tc.scheduled, msgs[0].msg.Headers[q11.DueHeader], "the due time travels in the header")
-			var m q11.Mail
+			assert.Equal(t, tc.scheduled, msgs[0].msg.Headers[mail.DueHeader], "the due time travels in the header")
+			var m mail.Mail
 			require.NoError(t, json.Unmarshal(msgs[0].msg.Body, &m))
-			assert.Equal(t, q11.Mail{Task: got["id"], To: "recipient@example.com", Subject: "Hello", ScheduledTime: tc.scheduled}, m)
+			assert.Equal(t, mail.Mail{Task: got["id"], To: "recipient@example.com", Subject: "Hello", ScheduledTime: tc.scheduled}, m)
 			assert.Equal(t, tc.wantQueue, got["queue"])
 			assert.Equal(t, lab.Enqueued, rec.Events[0].Kind)
 			assert.Equal(t, tc.wantQueue, rec.Events[0].Queue)

@@ -106,7 +106,7 @@ func Session(ctx context.Context, env *lesson.Env) (*rabbit.Session, error) {
 
 // TopologyTable shows what a RabbitMQ lesson declared: each queue's broker
 // name, role, the TTL the broker really waits and where it dead-letters.
-func TopologyTable(topo rabbit.Topology, s *rabbit.Session) render.Table {
+func TopologyTable(topo flow.Topology, s *rabbit.Session) render.Table {
 	ended := "The run deleted them when it ended (only queues it created: it refuses names that already exist)."
 	if s.Keep {
 		ended = "The run leaves them on the broker (--keep): qlab broker clean --prefix " + strings.TrimSuffix(s.Names.Prefix, ".") + " removes them."

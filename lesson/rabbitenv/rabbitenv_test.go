@@ -17,7 +17,7 @@ import (
 // first broken short at "arguments" wherever the screen was 80 wide.
 func TestTopologyNoteWrapsWhole(t *testing.T) {
 	var b strings.Builder
-	TopologyTable(rabbit.Topology{}, &rabbit.Session{}).Fit(&b, render.LayoutFor(0))
+	TopologyTable(flow.Topology{}, &rabbit.Session{}).Fit(&b, render.LayoutFor(0))
 	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
 	var note []string
 	for _, l := range lines {
@@ -35,7 +35,7 @@ func TestTopologyNoteWrapsWhole(t *testing.T) {
 // the rows show the lesson's own queue names, which fit 80 columns whole.
 func TestTopologyNamesThePrefixOnce(t *testing.T) {
 	s := &rabbit.Session{Names: rabbit.Names{Prefix: "qlab-85f1ce.", Run: "qlab-85f1ce"}}
-	topo := rabbit.Topology{Queues: []rabbit.Queue{
+	topo := flow.Topology{Queues: []flow.Queue{
 		{Name: "sequential.queue", DeadLetterTo: "sequential.dlq"},
 		{Name: "sequential.dlq"},
 	}}

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/queuelab/qlab/lesson"
@@ -74,8 +75,8 @@ func TestQ10ExplainsAStaleQueue(t *testing.T) {
 	s := rabbittest.Session(t, lessontest.RabbitSpeed)
 	wait, _ := q10Topology.Queue(q10RetryWait)
 	wait.TTL = 7 * wait.TTL
-	require.NoError(t, s.Topo().Declare(t.Context(), rabbit.Topology{Queues: []rabbit.Queue{
-		{Name: q10Retry, Role: rabbit.Work}, wait,
+	require.NoError(t, s.Topo().Declare(t.Context(), flow.Topology{Queues: []flow.Queue{
+		{Name: q10Retry, Role: flow.Work}, wait,
 	}}))
 
 	// The lesson run reuses the stale names.

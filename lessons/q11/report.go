@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/queuelab/qlab/render"
+	"github.com/queuelab/qlab/seeds/mail"
 )
 
 // mailRow is what the lesson measured about one scheduled mail, in lesson
@@ -118,7 +119,7 @@ func (l *q11Lesson) strategyTable(id, title, note string, rows []mailRow) render
 	case "a":
 		t.Notes = []string{fmt.Sprintf(note, render.Stamp(l.timerStop.Milliseconds()))}
 	case "c":
-		t.Notes = []string{fmt.Sprintf(note, q11DueHeader), fmt.Sprintf(
+		t.Notes = []string{fmt.Sprintf(note, mail.DueHeader), fmt.Sprintf(
 			"The scheduler's connection was closed at %s and a new scheduler (new connection, new router) was up at %s; no mail was held by either.",
 			render.Stamp(l.restartStop.Milliseconds()), render.Stamp(l.restartStart.Milliseconds()))}
 	default:

@@ -17,16 +17,17 @@ package q11
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
-	"github.com/queuelab/qlab/inmem"
+	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lesson/rabbitenv"
 	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/seeds/mail"
 )
 
 var Lesson = lesson.Lesson{
@@ -41,33 +42,27 @@ var Lesson = lesson.Lesson{
 		"delayed messages on one node only.",
 	Rabbit:     runQ11Rabbit,
 	Faults:     true, // in the fault suite (lessons/faults)
-	Topologies: func() []rabbit.Topology { return []rabbit.Topology{q11Topology()} },
+	Topologies: func() []flow.Topology { return []flow.Topology{q11Topology()} },
 	// (a): the 5 s mail's only copy is the timer the stopped scheduler held.
 	LosesOnPurpose: []string{"a-5s"},
 }
 
 // The lesson's queues (seed names; the run adds its prefix).
+// (c) is seed 001's service as seeds/mail builds it: its mail queue,
+// router queue, wait queues, header, router and worker.
 const (
-	q11MailQueue   = "mail.queue"  // consumed by the mail worker
-	q11DelayQueue  = "mail.delay"  // (b): per-message TTL, dead-letters into mail.queue
-	q11RouterQueue = "mail.router" // (c): every level queue dead-letters here
+	q11DelayQueue = "mail.delay" // (b): per-message TTL, dead-letters into mail.queue
 	// q11Memory is not a queue: it stands for the scheduler's timers in (a).
 	q11Memory = "scheduler memory"
-	// q11DueHeader carries a mail's scheduledTime through (c)'s hops, so
-	// the router keeps no state of its own. It is the lab's header, so no
-	// "x-" prefix: RabbitMQ treats x- headers as its own (Q13, and 4.0
-	// stopped reading an x-death a client publishes), the practice
-	// qlab-retries follows too.
-	q11DueHeader = "qlab-scheduled-time"
 )
 
 // The lesson's actors.
+// (the mail worker and the routers are mail.WorkerActor and
+// mail.RouterActor).
 const (
-	q11Worker      = "Mail-Worker"
-	q11TimerSched  = "Timer-Scheduler"
-	q11TTLSched    = "TTL-Scheduler"
-	q11LevelSched  = "Level-Scheduler" // + "-1", "-2": one per scheduler process
-	q11LevelRouter = "Router"          // + "-1", "-2"
+	q11TimerSched = "Timer-Scheduler"
+	q11TTLSched   = "TTL-Scheduler"
+	q11LevelSched = "Level-Scheduler" // + "-1", "-2": one per scheduler process
 )
 
 // The schedule, in lesson time from each strategy's start: the 5 s mail is
@@ -88,20 +83,12 @@ const (
 	q11RestartPause = 500 * time.Millisecond // …and a new scheduler starts this much later
 )
 
-// q11Request is one schedule-email request as the seed's API takes it.
-type q11Request struct {
-	Task          string `json:"task"`
-	To            string `json:"to"`
-	Subject       string `json:"subject"`
-	ScheduledTime string `json:"scheduledTime"` // ISO-8601
-}
-
 // q11Lesson is one run: the broker session that owns the queues and the
 // mail worker, the calendar, and the book of what each mail did.
 type q11Lesson struct {
 	env  *lesson.Env
 	s    *rabbit.Session
-	cal  calendar
+	cal  mail.Calendar
 	book *mailBook
 	// timerStop is when (a)'s scheduler stopped; restartStop and
 	// restartStart are when (c)'s first scheduler closed its connection and
@@ -118,11 +105,11 @@ func runQ11Rabbit(ctx context.Context, env *lesson.Env) error {
 	if err := s.Topo().Declare(ctx, q11Topology()); err != nil {
 		return err
 	}
-	l := &q11Lesson{env: env, s: s, cal: newCalendar(env.Stream.Clock()), book: &mailBook{}}
+	l := &q11Lesson{env: env, s: s, cal: mail.NewCalendar(env.Stream.Clock()), book: &mailBook{}}
 	if err := l.startWorker(ctx); err != nil {
 		return err
 	}
-	_, _, badErr := parseScheduledTime(q11BadRequest, l.cal.Now())
+	_, _, badErr := mail.ParseScheduledTime(q11BadRequest, l.cal.Now())
 	strategies := []struct {
 		name string
 		run  func(context.Context) error
@@ -145,49 +132,28 @@ func runQ11Rabbit(ctx context.Context, env *lesson.Env) error {
 
 // q11Topology is the mail queue, (b)'s delay queue, and (c)'s level wait
 // queues, which all dead-letter into the router's queue.
-func q11Topology() rabbit.Topology {
-	qs := []rabbit.Queue{
-		{Name: q11MailQueue, Role: rabbit.Work},
-		{Name: q11DelayQueue, Role: rabbit.Delay, DeadLetterTo: q11MailQueue},
-		{Name: q11RouterQueue, Role: rabbit.Work},
-	}
-	for _, level := range delayLevels {
-		qs = append(qs, rabbit.Queue{Name: levelQueue(level), Role: rabbit.Wait, TTL: level, DeadLetterTo: q11RouterQueue})
-	}
-	return rabbit.Topology{Queues: qs}
+func q11Topology() flow.Topology {
+	t := mail.Topology()
+	delay := flow.Queue{Name: q11DelayQueue, Role: flow.Delay, DeadLetterTo: mail.MailQueue}
+	t.Queues = slices.Insert(t.Queues, 1, delay) // after mail.queue, as the lesson declared it
+	return t
 }
 
-// startWorker consumes mail.queue: each delivery is a mail whose time has
-// come; the worker sends it with the mock mailer and notes when.
+// startWorker starts the seed's mail worker on the lesson's session,
+// noting in the book when each mail went out.
 func (l *q11Lesson) startWorker(ctx context.Context) error {
-	stream := l.env.Stream
-	mailer := inmem.Mailer{Stream: stream, Customer: true}
-	opts := rabbit.ConsumerOptions{Queue: q11MailQueue, Actor: q11Worker, Prefetch: 1, Stream: stream}
-	_, err := l.s.Consume(ctx, opts, func(ctx context.Context, d *rabbit.Delivery) {
-		req, err := decodeMail(d.Body)
-		if err != nil { // never "send" a mail nobody could read: park it with the reason
-			l.s.Guest().Hold(ctx, d, err.Error())
-			return
-		}
-		stream.Emit(lab.Event{Kind: lab.Started, Task: d.Task, Queue: q11MailQueue, Actor: q11Worker, Attempt: d.Attempt()})
-		mailer.Send(d.Task, inmem.Mail{To: req.To, Subject: req.Subject, Body: "scheduled for " + req.ScheduledTime})
-		l.book.delivered(d.Task, stream.Clock().Elapsed())
-		stream.Emit(lab.Event{Kind: lab.Succeeded, Task: d.Task, Queue: q11MailQueue, Actor: q11Worker, Attempt: d.Attempt(),
-			Note: "sent at " + l.cal.Now().Format(isoMillis)})
-		_ = d.Ack() // a lost ack means a redelivery, which the consumer reports
-	})
-	return err
+	return mail.StartWorker(ctx, l.s, l.env.Stream, l.cal, mail.Hooks{Sent: l.book.delivered})
 }
 
 // requests builds strategy prefix's schedule relative to now: task ids
 // prefix-5s, prefix-1s, prefix-past.
-func (l *q11Lesson) requests(prefix string) []q11Request {
+func (l *q11Lesson) requests(prefix string) []mail.Mail {
 	now := l.cal.Now()
-	out := make([]q11Request, 0, len(q11Schedule))
+	out := make([]mail.Mail, 0, len(q11Schedule))
 	for _, m := range q11Schedule {
 		id := prefix + "-" + m.suffix
-		out = append(out, q11Request{Task: id, To: "recipient@example.com", Subject: "Scheduled mail " + id,
-			ScheduledTime: now.Add(m.in).Format(isoMillis)})
+		out = append(out, mail.Mail{Task: id, To: "recipient@example.com", Subject: "Scheduled mail " + id,
+			ScheduledTime: now.Add(m.in).Format(mail.ISOMillis)})
 	}
 	return out
 }
@@ -195,13 +161,13 @@ func (l *q11Lesson) requests(prefix string) []q11Request {
 // accept validates req and records the mail in the book and the stream
 // (enqueued at the place it first waits). It returns the lesson-time
 // delay until the mail is due, 0 if it is due already.
-func (l *q11Lesson) accept(strategy, actor string, req q11Request, waitsIn string) (time.Duration, error) {
-	due, delay, err := parseScheduledTime(req.ScheduledTime, l.cal.Now())
+func (l *q11Lesson) accept(strategy, actor string, req mail.Mail, waitsIn string) (time.Duration, error) {
+	due, delay, err := mail.ParseScheduledTime(req.ScheduledTime, l.cal.Now())
 	if err != nil {
 		return 0, err
 	}
 	if delay == 0 {
-		waitsIn = q11MailQueue
+		waitsIn = mail.MailQueue
 	}
 	now := l.env.Stream.Clock().Elapsed()
 	l.book.add(mailRow{strategy: strategy, task: req.Task, scheduledTime: req.ScheduledTime,
@@ -212,12 +178,6 @@ func (l *q11Lesson) accept(strategy, actor string, req q11Request, waitsIn strin
 	}
 	l.env.Stream.Emit(lab.Event{Kind: lab.Enqueued, Task: req.Task, Queue: waitsIn, Actor: actor, Note: note})
 	return delay, nil
-}
-
-// body is req's JSON message body.
-func (req q11Request) body() []byte {
-	b, _ := json.Marshal(req) // four strings always marshal
-	return b
 }
 
 // ---- (a) the seed's way: a timer in the scheduler's memory --------------
@@ -245,7 +205,7 @@ type timerScheduler struct {
 type timedMail struct {
 	timer *time.Timer
 	due   time.Duration
-	req   q11Request
+	req   mail.Mail
 }
 
 func (l *q11Lesson) runTimer(ctx context.Context) error {
@@ -287,14 +247,14 @@ func (l *q11Lesson) runTimer(ctx context.Context) error {
 }
 
 // schedule computes the delay and starts a timer, or publishes at once.
-func (ts *timerScheduler) schedule(ctx context.Context, req q11Request) error {
+func (ts *timerScheduler) schedule(ctx context.Context, req mail.Mail) error {
 	l := ts.l
 	delay, err := l.accept("a", q11TimerSched, req, q11Memory)
 	if err != nil {
 		return err
 	}
 	if delay == 0 {
-		return ts.pub.Publish(ctx, q11MailQueue, req.Task, req.body())
+		return ts.pub.Publish(ctx, mail.MailQueue, req.Task, req.Body())
 	}
 	l.env.Stream.Emit(lab.Event{Kind: lab.Scheduled, Task: req.Task, To: q11Memory, Actor: q11TimerSched,
 		DelayMs: delay.Milliseconds(), Note: "time.AfterFunc in the scheduler process; due " + req.ScheduledTime})
@@ -333,7 +293,7 @@ func (ts *timerScheduler) lastDue() (time.Duration, bool) {
 // fire publishes a mail whose timer expired, unless the scheduler stopped.
 // It holds the lock while publishing so stop cannot close the connection
 // under it.
-func (ts *timerScheduler) fire(ctx context.Context, req q11Request) {
+func (ts *timerScheduler) fire(ctx context.Context, req mail.Mail) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	if ts.stopped || ts.diesAtStop(ts.pending[req.Task].due) {
@@ -343,12 +303,12 @@ func (ts *timerScheduler) fire(ctx context.Context, req q11Request) {
 }
 
 // publishDue publishes a mail whose time has come; ts.mu is held.
-func (ts *timerScheduler) publishDue(ctx context.Context, req q11Request) {
+func (ts *timerScheduler) publishDue(ctx context.Context, req mail.Mail) {
 	delete(ts.pending, req.Task)
 	st := ts.l.env.Stream
-	st.Emit(lab.Event{Kind: lab.Moved, Task: req.Task, Queue: q11Memory, To: q11MailQueue, Actor: q11TimerSched,
+	st.Emit(lab.Event{Kind: lab.Moved, Task: req.Task, Queue: q11Memory, To: mail.MailQueue, Actor: q11TimerSched,
 		Note: "delay expired, publishing now"})
-	if err := ts.pub.Publish(ctx, q11MailQueue, req.Task, req.body()); err != nil {
+	if err := ts.pub.Publish(ctx, mail.MailQueue, req.Task, req.Body()); err != nil {
 		st.Emit(lab.Event{Kind: lab.Lost, Task: req.Task, Queue: q11Memory, Actor: q11TimerSched, Note: "publish failed: " + err.Error()})
 	}
 }
@@ -367,7 +327,7 @@ func (ts *timerScheduler) stop(ctx context.Context) {
 			ts.publishDue(ctx, m.req)
 			continue
 		}
-		ts.l.env.Stream.Emit(lab.Event{Kind: lab.Lost, Task: task, Queue: q11Memory, To: q11MailQueue, Actor: q11TimerSched,
+		ts.l.env.Stream.Emit(lab.Event{Kind: lab.Lost, Task: task, Queue: q11Memory, To: mail.MailQueue, Actor: q11TimerSched,
 			Note: "the scheduler stopped; its timer was the only copy of the mail"})
 	}
 	ts.pending = nil
@@ -393,12 +353,12 @@ func (l *q11Lesson) runPerMessageTTL(ctx context.Context) error {
 			return err
 		}
 		if delay == 0 {
-			if err := pub.Publish(ctx, q11MailQueue, req.Task, req.body()); err != nil {
+			if err := pub.Publish(ctx, mail.MailQueue, req.Task, req.Body()); err != nil {
 				return err
 			}
 			continue
 		}
-		msg := rabbit.Publishing(req.Task, req.body())
+		msg := rabbit.Publishing(req.Task, req.Body())
 		msg.Expiration = rabbit.Expiration(clock, delay)
 		l.env.Stream.Emit(lab.Event{Kind: lab.Scheduled, Task: req.Task, To: q11DelayQueue, Actor: q11TTLSched,
 			DelayMs: delay.Milliseconds(), Note: fmt.Sprintf("expiration %s ms (real) on the message; due %s", msg.Expiration, req.ScheduledTime)})
@@ -411,18 +371,13 @@ func (l *q11Lesson) runPerMessageTTL(ctx context.Context) error {
 
 // ---- (c) fixed delay levels and a stateless router -----------------------
 
-// levelScheduler is one scheduler process of (c): a connection of its own,
-// a publisher, and the router consuming mail.router. It keeps no state:
-// where a mail is and when it is due live on the broker.
+// levelScheduler is one scheduler process of (c): the seed's router,
+// whose connection and publisher it schedules new mails with too. It keeps
+// no state: where a mail is and when it is due live on the broker.
 type levelScheduler struct {
 	l   *q11Lesson
 	gen int
-	s   *rabbit.Session
-	pub *rabbit.Publisher
-	// failedHops counts each mail's failed re-publishes, so a hop that
-	// keeps failing ends in a lost event instead of a hot requeue loop.
-	// Only the router's one consumer goroutine touches it.
-	failedHops map[string]int
+	r   *mail.Router
 }
 
 func (l *q11Lesson) runLevels(ctx context.Context) error {
@@ -457,138 +412,41 @@ func (l *q11Lesson) runLevels(ctx context.Context) error {
 	return l.s.Watch().WaitSettled(ctx, l.env.Stream, nil)
 }
 
-// startLevelScheduler opens scheduler process gen: its connection, its
-// publisher and its router.
+// startLevelScheduler opens scheduler process gen: its router, on a
+// connection of its own, noting each hop in the book.
 func (l *q11Lesson) startLevelScheduler(ctx context.Context, gen int) (*levelScheduler, error) {
-	s, err := l.s.Sibling(ctx)
+	r, err := mail.StartRouter(ctx, l.s, l.env.Stream, l.cal, gen, mail.Hooks{Waits: l.book.hop})
 	if err != nil {
 		return nil, err
 	}
-	pub, err := s.Publisher(ctx)
-	if err != nil {
-		_ = s.Close(ctx)
-		return nil, err
-	}
-	ls := &levelScheduler{l: l, gen: gen, s: s, pub: pub}
-	opts := rabbit.ConsumerOptions{Queue: q11RouterQueue, Actor: ls.router(), Prefetch: 1, Stream: l.env.Stream}
-	if _, err := s.Consume(ctx, opts, ls.route); err != nil {
-		ls.stop(ctx)
-		return nil, err
-	}
-	return ls, nil
+	return &levelScheduler{l: l, gen: gen, r: r}, nil
 }
 
 func (ls *levelScheduler) scheduler() string { return fmt.Sprintf("%s-%d", q11LevelSched, ls.gen) }
-func (ls *levelScheduler) router() string    { return fmt.Sprintf("%s-%d", q11LevelRouter, ls.gen) }
 
 // schedule accepts a request and sends the mail on its first hop: the
 // longest level that fits its delay, or mail.queue if it is due.
-func (ls *levelScheduler) schedule(ctx context.Context, req q11Request) error {
+func (ls *levelScheduler) schedule(ctx context.Context, req mail.Mail) error {
 	l := ls.l
-	due, _, err := parseScheduledTime(req.ScheduledTime, l.cal.Now())
+	due, _, err := mail.ParseScheduledTime(req.ScheduledTime, l.cal.Now())
 	if err != nil {
 		return err
 	}
-	first, wait := FirstHop(due.Sub(l.cal.Now()))
+	first, wait := mail.FirstHop(due.Sub(l.cal.Now()))
 	delay, err := l.accept("c", ls.scheduler(), req, first)
 	if err != nil {
 		return err
 	}
 	if wait {
 		l.env.Stream.Emit(lab.Event{Kind: lab.Scheduled, Task: req.Task, To: first, Actor: ls.scheduler(), DelayMs: delay.Milliseconds(),
-			Note: fmt.Sprintf("first hop %s; due %s travels in header %s", first, req.ScheduledTime, q11DueHeader)})
+			Note: fmt.Sprintf("first hop %s; due %s travels in header %s", first, req.ScheduledTime, mail.DueHeader)})
 	}
-	return ls.publish(ctx, first, req.Task, req.body(), req.ScheduledTime)
+	return ls.r.Publish(ctx, first, req.Task, req.Body(), req.ScheduledTime)
 }
 
-// route is the router's handler: a mail came out of a level queue; send it
-// on to the next level, or to mail.queue once it is due. Everything it
-// needs is in the message.
-func (ls *levelScheduler) route(ctx context.Context, d *rabbit.Delivery) {
-	l := ls.l
-	st := l.env.Stream
-	scheduled, _ := d.Headers[q11DueHeader].(string)
-	due, _, err := parseScheduledTime(scheduled, l.cal.Now())
-	if err != nil { // not one of ours: the router cannot know when to send it
-		st.Emit(lab.Event{Kind: lab.Dropped, Task: d.Task, Queue: q11RouterQueue, Actor: ls.router(), Note: err.Error()})
-		_ = d.Reject()
-		return
-	}
-	from := q11RouterQueue
-	if len(d.Deaths) > 0 {
-		from = l.s.Names.Seed(d.Deaths[0].Queue)
-	}
-	remaining := due.Sub(l.cal.Now())
-	next, note := q11MailQueue, dueNote(remaining)
-	if level, ok := nextLevel(remaining); ok {
-		next, note = levelQueue(level), fmt.Sprintf("due in %s: wait %s more", remaining.Round(time.Millisecond), level)
-	}
-	if next != q11MailQueue {
-		l.book.hop(d.Task, next)
-	}
-	if next == from {
-		note = "republished at the tail; " + note // lab.Moved: a note must say where
-	}
-	st.Emit(lab.Event{Kind: lab.Moved, Task: d.Task, Queue: from, To: next, Actor: ls.router(), Note: note})
-	// Publish, confirm, then ack: one step that a scheduler being stopped
-	// lets finish, bounded in real time. Cancelled halfway, the mail could
-	// be forwarded and requeued both, and delivered twice.
-	hop, cancel := context.WithTimeout(context.WithoutCancel(ctx), q11HopTimeout)
-	defer cancel()
-	if err := ls.publish(hop, next, d.Task, d.Body, scheduled); err != nil {
-		ls.hopFailed(d, err)
-		return
-	}
-	_ = d.Ack() // a lost ack means a redelivery: the mail hops twice, but no mail is lost
-}
-
-// q11HopTimeout bounds one router hop (publish and confirm) in real time.
-const q11HopTimeout = 5 * time.Second
-
-// q11HopTries is how many times the router tries to forward one mail.
-// The publisher already rides out a dropped channel or a restart, so a hop
-// that fails this often will not succeed by trying again at once.
-const q11HopTries = 3
-
-// hopFailed settles a mail the router could not forward. Under
-// q11HopTries it is requeued (not acked: the broker hands it out again and
-// the consumer reports the redelivery); after that it is rejected and
-// reported lost with the reason, so a broken route ends instead of
-// spinning.
-func (ls *levelScheduler) hopFailed(d *rabbit.Delivery, err error) {
-	if ls.failedHops == nil {
-		ls.failedHops = map[string]int{}
-	}
-	ls.failedHops[d.Task]++
-	if ls.failedHops[d.Task] < q11HopTries {
-		ls.l.s.Logger.Warn("q11: router could not re-publish; the mail stays in mail.router", "task", d.Task, "err", err.Error())
-		_ = d.Nack(false, true)
-		return
-	}
-	ls.l.env.Stream.Emit(lab.Event{Kind: lab.Lost, Task: d.Task, Queue: q11RouterQueue, Actor: ls.router(),
-		Note: fmt.Sprintf("the router could not forward it in %d tries: %v", q11HopTries, err)})
-	_ = d.Reject()
-}
-
-// dueNote says how close to its due time a mail goes to the mail queue.
-func dueNote(remaining time.Duration) string {
-	if remaining < 0 {
-		return fmt.Sprintf("due: %s overdue, sending", (-remaining).Round(time.Millisecond))
-	}
-	return fmt.Sprintf("due in %s: close enough, sending", remaining.Round(time.Millisecond))
-}
-
-// publish sends a mail to queue with its scheduledTime header, confirmed.
-func (ls *levelScheduler) publish(ctx context.Context, queue, task string, body []byte, scheduled string) error {
-	return ls.pub.PublishMessage(ctx, queue, MailPublishing(task, body, scheduled))
-}
-
-// stop closes the scheduler's connection: its router stops (an unacked
-// mail goes back to mail.router) and nothing it knew is lost, because it
-// knew nothing the broker does not hold.
-func (ls *levelScheduler) stop(ctx context.Context) {
-	_ = ls.s.Close(ctx) // the router first, then the connection and the publisher's channel
-}
+// stop stops the scheduler's router: an unacked mail goes back to
+// mail.router and nothing it knew is lost.
+func (ls *levelScheduler) stop(ctx context.Context) { ls.r.Stop(ctx) }
 
 // sleepUntil waits until lesson time t, or until ctx ends.
 func sleepUntil(ctx context.Context, clock lab.Clock, t time.Duration) error {

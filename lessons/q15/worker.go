@@ -162,7 +162,7 @@ func isJob(body []byte) error {
 // settles before it were valid, so a 406 is seen here, before the worker
 // takes another delivery from a channel that is already gone. A message
 // that is not one of the run's email jobs (someone else's, or malformed)
-// is parked in the run's hold queue before anything reads it.
+// is moved to the run's hold queue before anything reads it.
 func (w *q15Worker) consume(ctx context.Context, ch *amqp.Channel, deliveries <-chan amqp.Delivery) error {
 	for {
 		select {
@@ -173,7 +173,7 @@ func (w *q15Worker) consume(ctx context.Context, ch *amqp.Channel, deliveries <-
 				return amqp.ErrClosed
 			}
 			if !w.s.Guest().Screen(ctx, notify.EmailQueue, d, isJob) {
-				continue // parked in the run's hold queue: someone else's, or no email job
+				continue // moved to the run's hold queue: someone else's, or no email job
 			}
 			w.book.busy()
 			if err := w.handle(ctx, d); err != nil {

@@ -163,7 +163,7 @@ func q16OverflowRun(ctx context.Context, env *lesson.Env, o q16Overflow, inspect
 			env.Stream.Emit(lab.Event{Kind: lab.Enqueued, Task: task, Queue: notify.EmailQueue, Actor: "API", Note: "confirmed"})
 		}
 	}
-	kept, parked, err := s.Guest().Sift(ctx, notify.EmailQueue)
+	kept, held, err := s.Guest().Sift(ctx, notify.EmailQueue)
 	if err != nil {
 		return nil, "", err
 	}
@@ -182,8 +182,8 @@ func q16OverflowRun(ctx context.Context, env *lesson.Env, o q16Overflow, inspect
 			Note: "x-death reason " + q16Reasons(d.Deaths) + ": email-queue was full"})
 	}
 	deadCell := q16List(deadIDs)
-	if parked += foreign; parked > 0 {
-		deadCell += fmt.Sprintf("; and %d the run did not publish, parked in the hold queue", parked)
+	if held += foreign; held > 0 {
+		deadCell += fmt.Sprintf("; and %d the run did not publish, moved to the hold queue", held)
 	}
 	sent, err := q16Send(ctx, env, s)
 	if err != nil {
@@ -208,7 +208,7 @@ func q16Refusal(mode flow.Overflow) string {
 
 // q16Send is a worker that takes every job email-queue holds and sends it
 // (the mail service is up in this part); it returns their ids in order.
-// A message that is no job of the run is parked, not sent.
+// A message that is no job of the run is held, not sent.
 func q16Send(ctx context.Context, env *lesson.Env, s *rabbit.Session) ([]string, error) {
 	r := s.Reader()
 	defer r.Close()
@@ -237,22 +237,22 @@ func isJob(body []byte) error {
 }
 
 // q16Landed sifts email-dlq (rabbit.Sift: the run's messages left in
-// place, anyone else's parked in the hold queue) until it holds want of
+// place, anyone else's moved to the hold queue) until it holds want of
 // the run's messages, or q16Landing has passed, and returns those and how
-// many it parked. Dead-lettering is asynchronous: the broker has
+// many it held. Dead-lettering is asynchronous: the broker has
 // confirmed a publish, or taken a nack, before the message that overflow
 // or nack dead-letters reaches email-dlq.
 func q16Landed(ctx context.Context, s *rabbit.Session, want int) ([]rabbit.Delivery, int, error) {
 	var dead []rabbit.Delivery
-	parked := 0
+	held := 0
 	_, err := rabbit.PollUntil(ctx, 20*time.Millisecond, q16Landing, func() (bool, error) {
 		var n int
 		var err error
 		dead, n, err = s.Guest().Sift(ctx, notify.DLQ)
-		parked += n
+		held += n
 		return len(dead) >= want, err
 	})
-	return dead, parked, err
+	return dead, held, err
 }
 
 // q16Landing bounds the wait for dead-lettered messages to reach
@@ -265,11 +265,11 @@ const q16Landing = 30 * time.Second
 // the management plugin carries out as basic.get with no-ack (rabbit.Take).
 // The management plugin is not enabled on the lab's broker, so the lab
 // sends the same AMQP method itself. What it shows is gone, so email-dlq
-// is sifted first: a message someone else put there is parked, not
+// is sifted first: a message someone else put there is held, not
 // deleted by the lesson.
 func q16TakeLikeTheSeed(ctx context.Context, env *lesson.Env, s *rabbit.Session, inspect *render.Table) error {
 	dlq := s.Names.Of(notify.DLQ)
-	if _, _, err := s.Guest().Sift(ctx, notify.DLQ); err != nil { // what is not the run's is parked, not deleted
+	if _, _, err := s.Guest().Sift(ctx, notify.DLQ); err != nil { // what is not the run's is held, not deleted
 		return err
 	}
 	var before, after int

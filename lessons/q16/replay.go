@@ -77,7 +77,7 @@ func (w *q16Worker) handle(ctx context.Context, d amqp.Delivery) error {
 
 // serve handles every job email-queue gets until email-queue is empty and
 // no job it handled waits for a retry, within the longest retry delay and
-// a few seconds. A message that is no job of the run is parked. It reads
+// a few seconds. A message that is no job of the run is held. It reads
 // on a rabbit.Reader, whose channel outlives a lost connection or a
 // restart; a settle that fails with the channel is left to the broker,
 // which hands the message out again.
@@ -93,7 +93,7 @@ func (w *q16Worker) serve(ctx context.Context) error {
 		}
 		if ok {
 			if !w.s.Guest().Screen(ctx, notify.EmailQueue, d, isJob) {
-				continue // parked in the run's hold queue: someone else's, or no email job
+				continue // moved to the run's hold queue: someone else's, or no email job
 			}
 			if err := w.handle(ctx, d); err != nil && !w.lostChannel(err) {
 				return err

@@ -9,6 +9,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/rabbit"
@@ -28,7 +29,7 @@ func benchQueue(b *testing.B) (*rabbit.Session, string) {
 	s := rabbittest.Session(b, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := s.Topo().Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: notify.EmailQueue, Role: rabbit.Work}}}); err != nil {
+	if err := s.Topo().Declare(ctx, flow.Topology{Queues: []flow.Queue{{Name: notify.EmailQueue, Role: flow.Work}}}); err != nil {
 		b.Fatal(err)
 	}
 	return s, s.Names.Of(notify.EmailQueue)

@@ -69,7 +69,7 @@ func (w *worker) consume(ctx context.Context, env *lesson.Env, s *rabbit.Session
 		defer close(inbox)
 		for d := range deliveries {
 			if !s.Guest().Screen(ctx, notify.EmailQueue, d) {
-				continue // parked in the run's hold queue: no job of the run, held by nobody
+				continue // moved to the run's hold queue: no job of the run, held by nobody
 			}
 			held := w.arrived.Add(1) - w.acked.Load()
 			storeMax(&w.maxHeld, held)

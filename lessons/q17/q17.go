@@ -22,10 +22,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lesson/rabbitenv"
-	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/seeds/notify"
 )
 
@@ -79,7 +79,7 @@ func runQ17(ctx context.Context, env *lesson.Env) error {
 	if err != nil {
 		return err
 	}
-	if err := s.Topo().Declare(ctx, rabbit.Topology{Queues: []rabbit.Queue{{Name: notify.EmailQueue, Role: rabbit.Work}}}); err != nil {
+	if err := s.Topo().Declare(ctx, flow.Topology{Queues: []flow.Queue{{Name: notify.EmailQueue, Role: flow.Work}}}); err != nil {
 		return err
 	}
 

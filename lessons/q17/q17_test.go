@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/queuelab/qlab/lesson"
@@ -27,7 +28,7 @@ func testCtx(t *testing.T) context.Context {
 // emailQueue is a session with the run's email-queue declared.
 func emailQueue(t *testing.T, speed float64) *rabbit.Session {
 	s := rabbittest.Session(t, speed)
-	require.NoError(t, s.Topo().Declare(testCtx(t), rabbit.Topology{Queues: []rabbit.Queue{{Name: notify.EmailQueue, Role: rabbit.Work}}}))
+	require.NoError(t, s.Topo().Declare(testCtx(t), flow.Topology{Queues: []flow.Queue{{Name: notify.EmailQueue, Role: flow.Work}}}))
 	return s
 }
 

@@ -123,7 +123,7 @@ func consume(ctx context.Context, cfg workerConfig) error {
 			return ctx.Err()
 		}
 		if !s.Guest().Screen(ctx, birthday.Queue, d) {
-			n-- // someone else's, or unreadable: parked in the run's hold queue
+			n-- // someone else's, or unreadable: moved to the run's hold queue
 			continue
 		}
 		to, ok := cfg.Steps[d.MessageId]

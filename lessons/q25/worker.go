@@ -205,7 +205,7 @@ func (w *worker) consume(ctx context.Context, conn *amqp.Connection, queue strin
 		defer close(w.consumed)
 		for d := range deliveries {
 			if !w.s.Guest().Screen(ctx, w.j.queue, d) {
-				continue // not a message of the run: parked in its hold queue
+				continue // not a message of the run: moved to its hold queue
 			}
 			w.held.Add(1)
 			w.handler.Add(1)

@@ -1,4 +1,4 @@
-package q11
+package mail
 
 import (
 	"strings"
@@ -18,7 +18,7 @@ func FuzzDecodeMail(f *testing.F) {
 	f.Add([]byte(`not json`))
 	f.Add([]byte(`null`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		req, err := decodeMail(body)
+		req, err := Decode(body)
 		if err != nil {
 			if strings.Contains(err.Error(), "\n") {
 				t.Fatalf("reason is not one line: %q", err)
@@ -42,7 +42,7 @@ func FuzzParseScheduledTime(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string, nowUnix int64) {
 		now := time.Unix(nowUnix, 0).UTC()
-		due, delay, err := parseScheduledTime(s, now)
+		due, delay, err := ParseScheduledTime(s, now)
 		if err != nil {
 			if strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "scheduledTime") {
 				t.Fatalf("error is not one line naming scheduledTime: %q", err)
