@@ -43,7 +43,7 @@ type Report struct {
 // The workloads of the measured rows, in lesson time.
 const (
 	sampleEvery   = 250 * time.Millisecond // queue-depth samples
-	interruptAt   = 2 * time.Second        // the interruption, while retries wait (see interruptions)
+	interruptAt   = 2 * time.Second        // the interruption, while retries wait (see Lesson.CompareInterrupt)
 	scaleTasks    = 40                     // healthy tasks for the throughput row
 	persistTasks  = 12                     // tasks in the interrupted runs
 	persistFail   = 0.5                    // their transient failure rate
@@ -74,21 +74,12 @@ func stretch(l lesson.Lesson, d time.Duration) time.Duration {
 	return time.Duration(float64(d) * SpeedOf(l) / DefaultSpeed)
 }
 
-// interruptions holds the lessons whose retries start later than
-// interruptAt: Q12's mail service is down from 5 s to 35 s and a mail
-// arrives every 3.5 s, so at 2 s one mail exists and nothing waits for a
-// retry; at 12 s three do, in the outage, with retries waiting. Q14's
-// waits are the seed's minutes: E arrives at 93 s and waits behind A's
-// 2-minute retry, due back at 213 s (B and C arrive after it); at 200 s
-// both wait, however late a busy broker publishes E (up to 260 ms of real
-// time at its 400×), where the stretched 2 s (40 s) would find A alone.
-var interruptions = map[string]time.Duration{"Q12": 12 * time.Second, "Q14": 200 * time.Second}
-
 // interruptionOf is when the persistence runs of lesson l are interrupted:
-// its own time, else interruptAt stretched to its lesson time.
+// its own time (Lesson.CompareInterrupt), else interruptAt stretched to
+// its lesson time.
 func interruptionOf(l lesson.Lesson) time.Duration {
-	if at, ok := interruptions[l.ID]; ok {
-		return at
+	if l.CompareInterrupt > 0 {
+		return l.CompareInterrupt
 	}
 	return stretch(l, interruptAt)
 }

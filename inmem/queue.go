@@ -54,6 +54,15 @@ func (q *Queue) Enqueue(actor string, id string) *Task {
 	return t
 }
 
+// Receive takes the next task from the queue's channel, in order,
+// blocking until there is one (a worker's <-queue); ok is false once the
+// system has stopped. Each task received is reported with
+// System.Handled. The queue must not be a holding queue.
+func (q *Queue) Receive() (t *Task, ok bool) {
+	q.mustConsume()
+	return q.sys.next(q)
+}
+
 // Requeue puts t back at the tail of this same queue after a failure: the
 // fast retry of lesson Q01.
 func (q *Queue) Requeue(actor string, t *Task) {

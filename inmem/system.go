@@ -111,24 +111,42 @@ func (s *System) Queue(name string, capacity int) *Queue {
 // to handle, one at a time, until the system stops. Whatever handle does
 // with the task (ack it, move it, schedule it) must happen before it
 // returns: that is how the System knows the task is not lost in between.
-// q must not be a holding queue (see HoldingQueue).
+// q must not be a holding queue (see HoldingQueue). It is the loop lesson
+// Q01 writes out with Go, Queue.Receive and Handled.
 func (s *System) Worker(actor string, q *Queue, handle func(t *Task)) {
 	q.mustConsume()
+	s.Go(func() {
+		for {
+			t, ok := q.Receive()
+			if !ok {
+				return
+			}
+			handle(t)
+			s.Handled()
+		}
+	})
+}
+
+// Go starts a worker's goroutine, running loop: a lesson that writes its
+// worker out in full (Q01) calls it instead of Worker. loop takes each
+// task with Queue.Receive, does everything it does with the task, then
+// calls Handled; it returns once Receive says the system stopped. Stop
+// waits for it, and Workers counts it while it runs.
+func (s *System) Go(loop func()) {
 	s.begin()
 	s.live.Add(1)
 	go func() {
 		defer s.end()
 		defer s.live.Add(-1)
-		for {
-			t, ok := s.next(q)
-			if !ok {
-				return
-			}
-			handle(t)
-			s.work.done()
-		}
+		loop()
 	}()
 }
+
+// Handled tells the system that a worker is done with the task it last
+// took with Receive: whatever became of it (acked, sent on, scheduled,
+// dropped) has happened, so the task is not lost in between. Call it
+// exactly once per task received.
+func (s *System) Handled() { s.work.done() }
 
 // Workers is how many worker goroutines the system is running: what a
 // design costs in goroutines, counted exactly (runtime.NumGoroutine counts

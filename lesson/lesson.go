@@ -60,6 +60,12 @@ type Lesson struct {
 	// stretches its own lesson-time workloads (the interruption, the depth
 	// samples) by the same factor. 0 means compare's default.
 	CompareSpeed float64
+	// CompareInterrupt, when set, is when (in lesson time) `qlab compare`
+	// interrupts the lesson's persistence runs: a moment when retries are
+	// waiting, for a lesson whose retries start later than compare's
+	// default (2 s, stretched by CompareSpeed) would find them (Q12's
+	// outage starts at 5 s). 0 means compare's default.
+	CompareInterrupt time.Duration
 	// Parity says what the parity suite may compare between the backends
 	// of a lesson that has both (fates and attempts always).
 	Parity Parity
@@ -68,6 +74,12 @@ type Lesson struct {
 	// restarts, loses a queue and the process is killed, and must still
 	// account for every task within its bound.
 	Faults bool
+	// Store says the broker run keeps a status store (lessons/runstore)
+	// in the run's database: the fault suite (lessons/faults) then also
+	// runs it with that database cut mid-run, and fails it if the run
+	// never reached its database. A cluster lesson (Q21) leaves it unset:
+	// the fault suite runs on a single node.
+	Store bool
 	// Cluster says the broker run needs a three-node cluster it may stop
 	// nodes of (Q21): the one `qlab broker cluster up` recorded, never the
 	// single broker. run.Prepare passes the cluster's nodes as

@@ -42,17 +42,18 @@ func StartRetryQueue(sys *inmem.System, queue *inmem.Queue, room int) {
 // queue meets every task once.
 func StartRetryQueueN(sys *inmem.System, queue *inmem.Queue, room, attempts int) {
 	retryQueue := sys.Queue("retryQueue", room)
+	// Each worker is Q01's goroutine receiving from its own channel.
 	sys.Worker("Sequential-Worker", queue, func(t *inmem.Task) {
 		if sys.Attempt("Sequential-Worker", queue, t) != nil {
-			queue.MoveTo("Sequential-Worker", t, retryQueue)
+			queue.MoveTo("Sequential-Worker", t, retryQueue) // retryQueue <- t, and on to D at once
 		}
 	})
-	sys.Worker("Retry-Worker", retryQueue, func(t *inmem.Task) {
+	sys.Worker("Retry-Worker", retryQueue, func(t *inmem.Task) { // a second goroutine: C's retry runs beside D
 		err := sys.Attempt("Retry-Worker", retryQueue, t)
 		switch {
 		case err == nil:
 		case t.Attempt < attempts:
-			retryQueue.Requeue("Retry-Worker", t)
+			retryQueue.Requeue("Retry-Worker", t) // retryQueue <- t: the main queue never sees it again
 		default:
 			sys.Drop("Retry-Worker", t, retryQueue.Name(), "no retries left: "+err.Error())
 		}

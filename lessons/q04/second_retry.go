@@ -44,12 +44,12 @@ func StartRetryChain(sys *inmem.System, queue *inmem.Queue, levels, room int) {
 	startDropOnFailure(sys, actor, from)
 }
 
-// startMoveOnFailure starts worker actor on from; a task that fails there
-// moves on to queue to.
+// startMoveOnFailure starts worker actor on from, a goroutine of its own
+// (Q01's loop); a task that fails there moves on to queue to.
 func startMoveOnFailure(sys *inmem.System, actor string, from, to *inmem.Queue) {
 	sys.Worker(actor, from, func(t *inmem.Task) {
 		if sys.Attempt(actor, from, t) != nil {
-			from.MoveTo(actor, t, to)
+			from.MoveTo(actor, t, to) // to <- t: one more queue, one more goroutine
 		}
 	})
 }

@@ -12,7 +12,6 @@ package q05
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/queuelab/qlab/lessons/q04"
@@ -20,16 +19,17 @@ import (
 	"github.com/queuelab/qlab/inmem"
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lessons/measure"
-	"github.com/queuelab/qlab/render"
 )
 
 var Lesson = lesson.Lesson{
 	ID:         "Q05",
 	WatchSpeed: 1, // a watchable pace in the TUI
 	Title:      "N retry queues don't scale; one delayed retry queue does",
-	Notice: "C is retried five times from one retryQueue, waiting 1, 2, 4, 8 and 16 s on a timer in between, then parked in the dead-letter queue instead of being lost. " +
-		"The table measures the alternative: chaining a queue and a goroutine per retry (lesson 4, grown to 5 and 10 retries) leaves most goroutines idle, while the delayed retry queue needs three queues and two goroutines for any number of retries. " +
-		"The waits are time.AfterFunc timers in this process's memory: if the process dies, every task waiting on one dies with it (lesson 10's broker wait queues keep them).",
+	Notice: "C is retried five times from one retryQueue, waiting 1, 2, 4, 8 and 16 s on a timer in " +
+		"between, then parked in the dead-letter queue. The table: chaining a queue and a " +
+		"goroutine per retry leaves most goroutines idle, while one delayed retry queue needs " +
+		"three queues and two goroutines for any number of retries. The waits are time.AfterFunc " +
+		"timers in memory: if the process dies, every task waiting on one dies with it.",
 	InMem: runQ05,
 }
 
@@ -157,37 +157,4 @@ func q05Demo(ctx context.Context, env *lesson.Env) error {
 	sys, queue, room := lesson.PlanQueue(ctx, env)
 	startDelayedRetry(sys, queue, q05Retries, room)
 	return sys.Wait(ctx)
-}
-
-// q05Idle is how many of d's goroutines were idle on average: all of them
-// minus the average number running an attempt over the run.
-func q05Idle(d q05Design) float64 {
-	events := d.run.Events()
-	run := measure.RunMs(events)
-	if run == 0 {
-		return float64(d.goroutines)
-	}
-	busy := measure.BusyMs(measure.AttemptSpans(events), func(measure.Span) bool { return true })
-	return float64(d.goroutines) - float64(busy)/float64(run)
-}
-
-func q05Table(designs []q05Design, w measure.Workload) render.Table {
-	t := render.Table{
-		Title:  "More retries: what each design costs (measured)",
-		Header: []string{"design", "retries", "queues", "goroutines", "idle goroutines (avg)", "poison ends"},
-	}
-	for _, d := range designs {
-		t.Rows = append(t.Rows, []string{
-			d.run.Design, fmt.Sprint(d.retries), fmt.Sprint(d.queues), fmt.Sprint(d.goroutines),
-			fmt.Sprintf("%.1f", q05Idle(d)), strings.Join(measure.FatesOf(d.run.Events(), w.IsPoison), ", "),
-		})
-	}
-	t.Notes = []string{
-		"Workload: the stream of lesson 3: " + w.String(),
-		"goroutines: worker goroutines the design started (inmem.System.Workers; its test checks it against runtime.NumGoroutine). A retry that waits is a timer, not a goroutine.",
-		"idle goroutines: goroutines minus the average number running an attempt, over the whole run (from its events).",
-		"Delayed retry: waits 1, 2, 4, 8, 16 s, then 16 s for each further retry; after the last retry the task is parked in deadLetterQueue.",
-		"Measured on separate runs" + measure.SpeedNote(designs[0].run.Stream.Clock().Speed()),
-	}
-	return t
 }

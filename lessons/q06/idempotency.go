@@ -12,6 +12,11 @@
 // sank mark-then-send was keeping SENT after the failure, not the SQL
 // statement, and undoing the write on failure saves either. The closing
 // table counts emails owed against emails sent, from what the run did.
+//
+// Why so long: three parts (a failure between the send and the record, two
+// consumers racing for one message, part 1's failure against writes that
+// are undone) run eight strategies, four, two and two, each against its own
+// mail server, and owed.go counts what each owed against what it sent.
 package q06
 
 import (
@@ -29,11 +34,12 @@ import (
 var Lesson = lesson.Lesson{
 	ID:    "Q06",
 	Title: "Idempotency: which guard loses or doubles an email",
-	Notice: "Each task owes one email, and the plan's failures (C on every attempt) strike between sending it and writing that down. " +
-		"Send-then-record sends again on the retry, mark-then-send (PENDING→SENT first) skips an email it never sent, and a stored result with the mail server's idempotency key sends once. " +
-		"With two consumers holding one message, check-then-act sends twice and an atomic claim once. " +
-		"Part 3 runs the claim, and the conditional update that undoes itself, against part 1's failure: neither skips an email nor sends one twice, because each undoes its write when the send fails; " +
-		"what sank mark-then-send is keeping SENT, not UPDATE … WHERE PENDING. The table sets emails owed against emails sent.",
+	Notice: "Each task owes one email, and C's failures strike between sending it and writing that " +
+		"down: send-then-record sends again, mark-then-send skips an email it never sent, and the " +
+		"mail server's idempotency key sends once. With two consumers holding one message, " +
+		"check-then-act sends twice and an atomic claim once. Part 3 runs the claim against part " +
+		"1's failure and undoes the write when the send fails: what sank mark-then-send was " +
+		"keeping SENT, not its SQL.",
 	InMem: runQ06,
 }
 

@@ -25,10 +25,12 @@ import (
 var Lesson = lesson.Lesson{
 	ID:    "Q07",
 	Title: "Exponential backoff: wait 1 s, then 2 s",
-	Notice: "A failed task waits on a timer (time.AfterFunc) before its next try: 1 s before the retry queue, 2 s before the second retry queue, doubling with each failure. " +
-		"Compare the stamps of C's failures and retries: the gaps double. " +
-		"Why a struggling service cares: the table runs A–D against a service that is down for 2.5 s; retrying at once calls it 12 times while it is down and drops all four, backing off calls it 8 times and gets all four done. " +
-		"This is the two-queue chain of lesson 4 again, not lesson 5's single delayed queue: the course adds the delays to the chain first and its dead-letter queue in lesson 8, so C is still dropped after its last retry here.",
+	Notice: "A failed task waits on a timer (time.AfterFunc) before its next try, 1 s before the " +
+		"retry queue and 2 s before the second: the gaps in C's stamps double. The table runs A–D " +
+		"against a service down for 2.5 s: retrying at once calls it 12 times while it is down " +
+		"and drops all four, backing off calls it 8 times and gets all four done. This is lesson " +
+		"4's chain with delays (the dead-letter queue comes in lesson 8), so C is still dropped " +
+		"after its last retry.",
 	InMem: runQ07,
 }
 

@@ -31,7 +31,7 @@ func runQ08(ctx context.Context, env *lesson.Env) error {
 	dlq := chain.Sys.HoldingQueue("deadLetterQueue", chain.Room)
 	var parked []string // only the Second-Retry-Worker appends
 	err := chain.Run(ctx, env, func(actor string, from *inmem.Queue, t *inmem.Task) {
-		from.DeadLetter(actor, t, dlq, "failed all retries")
+		from.DeadLetter(actor, t, dlq, "failed all retries") // dlq <- t: kept, where dropping lost it
 		parked = append(parked, t.ID)
 	})
 	env.Report(render.Table{

@@ -38,12 +38,14 @@ func runQ09(ctx context.Context, env *lesson.Env) error {
 	dlq := chain.Sys.Queue("deadLetterQueue", chain.Room)
 	lesson.WatchInMem(env, dlq)
 	mailer := inmem.Mailer{Stream: env.Stream, Latency: MailLatency}
+	// The DLQ-Worker is a goroutine of its own: while it mails, the retry
+	// workers go on.
 	chain.Sys.Worker("DLQ-Worker", dlq, func(t *inmem.Task) {
 		env.Stream.Emit(lab.Event{Kind: lab.Received, Task: t.ID, Queue: dlq.Name(), Actor: "DLQ-Worker"})
 		mailer.Send(t.ID, inmem.DLQAlert(t.ID))
 	})
 	if err := chain.Run(ctx, env, func(actor string, from *inmem.Queue, t *inmem.Task) {
-		from.DeadLetter(actor, t, dlq, "failed all retries")
+		from.DeadLetter(actor, t, dlq, "failed all retries") // dlq <- t: the DLQ-Worker takes it from here
 	}); err != nil {
 		return err
 	}

@@ -7,6 +7,12 @@
 // and a stateless router are on time, even across a scheduler restart.
 // The delayed-message plugin the seed names is left out: it is no longer
 // maintained and loses its delayed messages with their node.
+//
+// Why so long: three strategies, each a scheduler and a worker on the
+// broker, with the scheduler stopped mid-run in (a) and restarted in (c);
+// schedule.go parses the seed's scheduledTime as its API would, export.go
+// is what qlab serve reuses of strategy (c), and report.go holds the
+// tables.
 package q11
 
 import (
@@ -27,10 +33,12 @@ var Lesson = lesson.Lesson{
 	ID:         "Q11",
 	WatchSpeed: 1, // a watchable pace in the TUI
 	Title:      "Scheduled emails: timer, per-message TTL, delay levels",
-	Notice: "Mails due in 5 s, 1 s and in the past, three ways. (a) An in-process timer is on time until the scheduler stops: the mails it held are lost. " +
-		"(b) One delay queue with a per-message TTL keeps them on the broker, but the 1 s mail waits behind the 5 s one: RabbitMQ expires a message only once it reaches the head of its queue (measured on 3.10.8 and 4.3.6, for classic and quorum queues alike). " +
-		"(c) Wait queues with one fixed TTL each and a stateless router are on time, even across a restart of the scheduler. " +
-		"The seed's native answer, the rabbitmq-delayed-message-exchange plugin, is not used: its team no longer maintains it beyond new builds, and it keeps delayed messages on one node only, so they are lost with that node.",
+	Notice: "Mails due in 5 s, 1 s and in the past, three ways: (a) an in-process timer loses the " +
+		"mails it held when the scheduler stops; (b) one delay queue with a per-message TTL makes " +
+		"the 1 s mail wait behind the 5 s one, as RabbitMQ expires only a queue's head; (c) wait " +
+		"queues with one fixed TTL each and a stateless router are on time, even across a " +
+		"restart. The seed's delayed-message plugin is left out: no longer maintained, it keeps " +
+		"delayed messages on one node only.",
 	Rabbit:     runQ11Rabbit,
 	Faults:     true, // in the fault suite (lessons/faults)
 	Topologies: func() []rabbit.Topology { return []rabbit.Topology{q11Topology()} },

@@ -9,6 +9,11 @@
 // the wait queue or the DLQ; the lab's guard drops it after 20
 // deliveries. On the broker the lesson ends by publishing to the
 // email_queue_dlq nobody declared: confirmed, and gone.
+//
+// Why so long: three loops (x-death, the lab's own header, amqplib's
+// requeueing nack) run on the same topology, and the lesson reads every
+// counter on every delivery to show where they part; traps.go adds the
+// undeclared DLQ and the hot loop, report.go the tables.
 package q13
 
 import (
@@ -20,13 +25,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/queuelab/qlab/lessons/versions"
-
 	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lesson"
 	_ "github.com/queuelab/qlab/lesson/rabbitenv" // the broker mechanism env.Open uses
 	"github.com/queuelab/qlab/rabbit"
-	"github.com/queuelab/qlab/render"
 	"github.com/queuelab/qlab/seeds/email"
 )
 
@@ -47,16 +49,12 @@ var Lesson = lesson.Lesson{
 	WatchSpeed: 5, // a watchable pace in the TUI
 	Length:     146 * time.Second,
 	Title:      "One wait-queue loop: x-death counting vs your own retry header",
-	Notice: fmt.Sprintf("Run 1 (A–D) is the NestJS email service's loop: the worker only rejects, the broker parks the mail %s in email_queue_wait and sends it back, "+
-		"and x-death tells the worker the attempt; at attempt %d it publishes C to email_queue_dlq itself and acks "+
-		"(15 deliveries: the lab counts rejects; the service's own reading, x-death[0].count ?? 1, reads 1 twice and parks after 16). "+
-		"Run 2 (rA–rD) republishes failures with a header of its own, %s: no x- prefix, because RabbitMQ owns x- headers "+
-		"(the RaffleAPI's x-retries works on 3.10.8 and 4.3.6 but sits in the broker's namespace; and 4.0 no longer reads an x-death a client republishes: "+
-		"copied back, it kept counting 0 1 2 … 14 on 3.10.8 and restarted at 1 every round on 4.3.6, measured). "+
-		"Run 3 (nA–nD) is the service's nack(), if it is amqplib's channel.nack(msg): that requeues by default, so C comes straight back at attempt 1, "+
-		"never visits the wait queue and never reaches %d or the DLQ; the lab's guard drops it after %d deliveries. "+
-		"On the broker, a last step publishes to an email_queue_dlq nobody declared: confirmed, and gone, unless mandatory brings it back. "+
-		"In memory, the task's attempt field plays every counter.", q13Wait, q13MaxAttempts, rabbit.RetryCountHeader, q13MaxAttempts, q13HotLoopGuard),
+	Notice: fmt.Sprintf("Run 1 (A–D) is the NestJS email service's loop: the worker only rejects, the broker "+
+		"parks the mail %s in email_queue_wait, and at attempt %d by x-death the worker parks C "+
+		"in the DLQ. Run 2 (rA–rD) counts in a header of its own, %s, not in an x- one like the "+
+		"RaffleAPI's x-retries: x- names are RabbitMQ's. Run 3 (nA–nD) is the service's "+
+		"nack(msg): amqplib requeues by default, so C loops at attempt 1 until the lab's guard "+
+		"drops it after %d deliveries.", q13Wait, q13MaxAttempts, rabbit.RetryCountHeader, q13HotLoopGuard),
 	InMem:      runQ13,
 	Rabbit:     runQ13,
 	Faults:     true, // in the fault suite (lessons/faults)
@@ -186,39 +184,6 @@ func q13GaveUp(attempt int) string {
 	return fmt.Sprintf("attempt %d of %d failed: published to the DLQ by the worker, then acked", attempt, q13MaxAttempts)
 }
 
-// q13ParkedTable lists what ended up in the DLQ.
-func q13ParkedTable(parked []q13Parked, counters, note string) render.Table {
-	t := render.Table{
-		Title:  "What the DLQ holds",
-		Header: []string{"task", counters, "last error"},
-		Notes:  []string{note},
-	}
-	for _, p := range parked {
-		t.Rows = append(t.Rows, []string{p.task, p.counts, p.reason})
-	}
-	return t
-}
-
-// q13ParkedIn describes the messages read back from the DLQ: in memory
-// by their attempt field and the worker's note of the last error; on the
-// broker by what their headers kept.
-func q13ParkedIn(dlq []flow.Delivery, lastErr map[string]string, onBroker bool) []q13Parked {
-	var out []q13Parked
-	for _, d := range dlq {
-		if !onBroker {
-			out = append(out, q13Parked{task: d.Task, counts: fmt.Sprintf("attempt %d", d.Attempt), reason: lastErr[d.Task]})
-			continue
-		}
-		c := readCounters(d.Headers)
-		reason := rabbit.RetryReason(d.Headers)
-		if reason == "" {
-			reason = "(not kept: x-death records no error)"
-		}
-		out = append(out, q13Parked{task: d.Task, counts: fmt.Sprintf("%d / %d, %d", c.rejects, c.expired, c.retries), reason: reason})
-	}
-	return out
-}
-
 // q13Reading is what one delivery's counters said.
 type q13Reading struct {
 	first   int64 // x-death[0].count, 1 without x-death: the service's reading
@@ -284,64 +249,4 @@ func (r *q13Readings) of(task string) []q13Reading {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]q13Reading(nil), r.by[task]...)
-}
-
-// q13CounterTable shows, for the poison task of each loop, what every
-// counter read on each of its deliveries: the demonstration of why a
-// worker that republishes keeps its own count.
-func q13CounterTable(version, poison string, readings *q13Readings) render.Table {
-	series := func(task string, f func(q13Reading) string) string {
-		var out []string
-		for _, r := range readings.of(task) {
-			out = append(out, f(r))
-		}
-		return strings.Join(out, " ")
-	}
-	first := func(r q13Reading) string { return fmt.Sprint(r.first) }
-	rejects := func(r q13Reading) string { return fmt.Sprint(r.rejects) }
-	expired := func(r q13Reading) string { return fmt.Sprint(r.expired) }
-	retries := func(r q13Reading) string { return fmt.Sprint(r.retries) }
-	byHeader := q13Loops[1].prefix + poison
-	return render.Table{
-		Title:  fmt.Sprintf("What the counters read on each delivery of %s and %s (RabbitMQ %s)", poison, byHeader, version),
-		Header: []string{"task", "counter", "per delivery"},
-		Rows: [][]string{
-			{poison, "x-death rejects (attempt - 1)", series(poison, rejects)},
-			{poison, "x-death expiries in email_queue_wait", series(poison, expired)},
-			{poison, "x-death[0].count ?? 1 (the service's reading)", series(poison, first)},
-			{byHeader, rabbit.RetryCountHeader + " (attempt - 1)", series(byHeader, retries)},
-			{byHeader, "x-death rejects", series(byHeader, rejects)},
-			{byHeader, "x-death expiries, header copied back", series(byHeader, expired)},
-		},
-		Notes: q13CounterNotes(version, readings.of(byHeader)),
-	}
-}
-
-// q13CounterNotes says what the header loop's deliveries show about the
-// broker's x-death, from what was measured rather than what is expected,
-// then what each version the lab measured does (versions).
-func q13CounterNotes(version string, rs []q13Reading) []string {
-	if len(rs) < 3 {
-		return nil
-	}
-	var rejects int64
-	for _, r := range rs {
-		rejects += r.rejects
-	}
-	var notes []string
-	if rejects == 0 {
-		notes = append(notes, "Run 2 never rejects, so x-death counts no rejects: a worker counting rejects would retry forever.")
-	}
-	last := rs[len(rs)-1].expired
-	switch {
-	case last == int64(len(rs)-1):
-		notes = append(notes, "The x-death copied back into each republished message kept counting: this broker reads a client's x-death "+
-			"(3.13.0-3.13.2 did not): do not build on it.")
-	case last == 1:
-		notes = append(notes, "The x-death copied back restarted at 1 every round: this broker ignores a client's x-death.")
-	default:
-		notes = append(notes, fmt.Sprintf("The x-death copied back ended at %d after %d rounds.", last, len(rs)-1))
-	}
-	return append(notes, rabbit.RetryCountHeader+" counted every round: the worker writes it and reads it back; the broker only carries it.",
-		versions.XDeathRepublished.Note(version))
 }

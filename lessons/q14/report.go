@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/queuelab/qlab/flow"
@@ -23,6 +24,45 @@ type retryRow struct {
 	via      string
 	sentAt   time.Duration
 	waited   time.Duration
+}
+
+// stopwatch times each retry of a run: started when the worker sends a
+// job round (sentRound), stopped when the job is delivered again (back).
+// Its zero value is ready.
+type stopwatch struct {
+	mu      sync.Mutex
+	pending map[string]retryRow // task → its retry in the air
+	done    []retryRow
+}
+
+// sentRound starts the stopwatch of r.task's retry.
+func (s *stopwatch) sentRound(r retryRow) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending == nil {
+		s.pending = map[string]retryRow{}
+	}
+	s.pending[r.task] = r
+}
+
+// back stops the stopwatch of task's retry at now, if one was in the air.
+func (s *stopwatch) back(task string, now time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.pending[task]
+	if !ok {
+		return
+	}
+	delete(s.pending, task)
+	r.waited = now - r.sentAt
+	s.done = append(s.done, r)
+}
+
+// measured is every retry that came back, in the order it did.
+func (s *stopwatch) measured() []retryRow {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]retryRow(nil), s.done...)
 }
 
 // late is how much longer than its delay the retry waited.

@@ -16,6 +16,11 @@
 // queue's dead-letter arguments, an exchange's bindings, a per-message
 // expiration, a channel-level exception). In memory there is no broker to
 // ask.
+//
+// Why so long: five runs, one per route the seed's document describes and
+// two for its code as written, with a worker written in amqp091-go's own
+// calls (worker.go) so every settle, and the one the broker refuses, is on
+// the page; landing.go reads where each message landed.
 package q15
 
 import (
@@ -33,13 +38,12 @@ import (
 var Lesson = lesson.Lesson{
 	ID:    "Q15",
 	Title: "Where does a nack go? Three routes and a double settle",
-	Notice: "The notification service's document describes three routes for a failed email; each run declares one of them and reads the x-death header of the message where it landed. " +
-		"Run 1 (dA–dD), the diagram: C's nack goes email-dlx → email-retry-queue and stays there, because a nack cannot set the TTL the retry queue waits for. " +
-		"Run 2 (qA–qD), the queue arguments: C goes email-dlx → email-dlq on its first failure, no retry at all. " +
-		"Run 3 (rA–rD), the retry code: a copy with its own expiration per retry, the original acked, the nack only when retries reaches MAX_RETRIES. " +
-		fmt.Sprintf("Runs 4 (sA–sD, prefetch %d) and 5 (pA–pD, the seed's prefetch 1) are that code as written: the consume callback acks after processMessage already acked or nacked, ", q15Prefetch) +
-		"the broker closes the channel with 406 PRECONDITION_FAILED (unknown delivery tag), and every message still unacked on it is redelivered. " +
-		"Broker only: where a message goes is the broker's routing; in memory there is nothing to ask.",
+	Notice: "Seed 002's document gives three routes for a failed email, one run each: the diagram's " +
+		"(dA–dD) strands C in email-retry-queue, the queue arguments' (qA–qD) park it in " +
+		"email-dlq at once, the retry code's (rA–rD) retries copies with their own expiration. " +
+		"Runs 4 and 5 are that code as written: the callback acks a delivery already settled, the " +
+		"broker closes the channel (406), and what it held comes back redelivered. Broker only: " +
+		"in memory there is no routing to ask.",
 	Rabbit:     runQ15,
 	Default:    lab.Rabbit,
 	TestSpeed:  20, // the shortest expiration used, 300 ms, is 15 ms real

@@ -11,6 +11,10 @@
 // ack_requeue_true does), does not.
 // A replayed job whose body still says retries 4 goes straight back to
 // the DLQ on its next failure; reset the counter when you replay.
+//
+// Why so long: three overflow modes, the seed's inspection against one that
+// keeps the messages, and a replay with and without resetting the counter
+// (replay.go): each is a separate broker run the lesson reads back.
 package q16
 
 import (
@@ -34,10 +38,12 @@ import (
 var Lesson = lesson.Lesson{
 	ID:    "Q16",
 	Title: "Operating the DLQ: overflow, inspect without loss, replay",
-	Notice: fmt.Sprintf("email-queue scaled down to x-max-length %d, %d jobs published with confirms. drop-head (the default) confirms every publish and dead-letters the OLDEST jobs to email-dlq (x-death reason maxlen); "+
-		"reject-publish nacks the newest and keeps them nowhere; reject-publish-dlx nacks them and dead-letters them too. "+
-		"The seed's management-API inspection, ackmode ack_requeue_false, is basic.get with no-ack: it deletes what it shows. basic.get without an ack, then closing the channel (what ack_requeue_true does), leaves every message in place (marked redelivered). "+
-		"C, parked on its last try, still says retries %d in its body: replayed as it is, one more failure sends it straight back; replayed with the counter reset, it gets a retry and succeeds.",
+	Notice: fmt.Sprintf("email-queue holds x-max-length %d and %d jobs are published: drop-head (the default) "+
+		"confirms every publish and dead-letters the OLDEST to email-dlq (reason maxlen), "+
+		"reject-publish nacks the newest and keeps them nowhere, reject-publish-dlx nacks and "+
+		"dead-letters them. The seed's inspection (ackmode ack_requeue_false) is basic.get with "+
+		"no-ack: it deletes what it shows. C, parked with retries %d in its body, comes straight "+
+		"back on its next failure unless the replay resets the counter.",
 		q16MaxLength, q16Published, notify.MaxRetries-1),
 	Rabbit:     runQ16,
 	Default:    lab.Rabbit,

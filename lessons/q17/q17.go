@@ -10,6 +10,11 @@
 // worker sits on half the jobs. And seed 003's "~200 msgs/min at prefetch
 // 5 and 500 ms" is neither what one serial handler does (120) nor five
 // concurrent ones (600): prefetch does not make a handler concurrent.
+//
+// Why so long: four measurements (confirm windows with a cut connection,
+// mandatory, prefetch between a slow and a fast worker, the birthday
+// scheduler's throughput), each a run of its own in confirms.go and
+// prefetch.go.
 package q17
 
 import (
@@ -46,12 +51,12 @@ var Lesson = lesson.Lesson{
 	ID:         "Q17",
 	WatchSpeed: 1, // its waits are short already; 0.25x would quadruple the workers' part
 	Title:      "Confirms and prefetch, measured",
-	Notice: "Four measurements on the broker, no in-memory half: confirms, returns and prefetch are the broker's, and a Go channel has none of them to show. " +
-		"(1) The notification service's waitForConfirms after every message against a window of outstanding confirms (64, 256) and no confirms: msg/s, " +
-		"and what the publisher knows when its connection is cut mid-stream (at most 1 message unknown, at most the window, or everything). " +
-		"(2) A job published to an email-queue nobody declared yet is confirmed and gone; with mandatory the broker returns it (312 NO_ROUTE). " +
-		"(3) One slow and one fast worker at prefetch 1, 10 and unlimited: with unlimited prefetch the slow one is handed half the jobs and the run waits for it. " +
-		"(4) The birthday scheduler's ~200 msgs/min at prefetch 5 and 500 ms: one amqp091-go delivery loop runs one handler at a time (120/min); a goroutine per delivery runs up to 5 (600/min), as the seed's async amqplib callback does.",
+	Notice: "Four measurements only a broker can make: confirms after every message against a window " +
+		"of them (msg/s, and what a cut connection leaves unknown), a job nobody routes confirmed " +
+		"and gone unless mandatory returns it, and a slow worker sitting on half the jobs at " +
+		"unlimited prefetch. The fourth is seed 003's ~200 msgs/min at prefetch 5 and 500 ms: one " +
+		"amqp091-go delivery loop runs 120/min, a goroutine per delivery up to 600/min. Prefetch " +
+		"does not make a handler concurrent.",
 	Rabbit:     runQ17,
 	Default:    lab.Rabbit,
 	TestSpeed:  5, // the slow worker's 200 ms take 40 ms

@@ -18,6 +18,11 @@
 // and a fresh store. The seed's numbers are kept (every minute, within the
 // hour); the lesson runs at 600× (one lesson minute is 100 ms), never by
 // shrinking them.
+//
+// Why so long: four parts, (a) to (d), each running the seed's way and a
+// fix on a fresh backend and store: early.go, stuck.go, routing.go and
+// twice.go. variant.go and worker.go are the scheduler and the workers they
+// share.
 package q18
 
 import (
@@ -34,14 +39,12 @@ import (
 var Lesson = lesson.Lesson{
 	ID:    "Q18",
 	Title: "The minute scheduler and a topic exchange",
-	Notice: "A cron every minute queues the rows due within the hour and publishes them to the " +
-		"topic exchange birthday.messages. (a) A row due in 59 minutes is sent at once: the table " +
-		"prints how early; publishing at the due minute fixes it. (b) QUEUED is written before " +
-		"the publish, so a failed publish leaves the row QUEUED for ever; publishing first (the " +
-		"claim absorbs the duplicate) and an outbox relay with confirms both deliver it. " +
-		"(c) A wedding key matches no binding: the broker confirms it and drops it; mandatory " +
-		"catches it. (d) A tick published twice is sent once with an atomic claim, twice with " +
-		"check-then-act.",
+	Notice: "A cron every minute publishes the rows due within the hour to the topic exchange " +
+		"birthday.messages: (a) a row due in 59 minutes is sent at once; (b) QUEUED is written " +
+		"before the publish, so a failed publish strands the row; (c) a wedding key no binding " +
+		"matches is confirmed and dropped; (d) a tick published twice is sent twice with " +
+		"check-then-act. Beside each runs its fix: publishing at the due minute, publishing first " +
+		"or an outbox relay, mandatory, an atomic claim.",
 	Notices: map[lab.Backend]string{lab.InMem: "The scheduler, the topic exchange and the workers " +
 		"on Go channels, with the status store a map (store.NewMemory) that keeps the same " +
 		"contract as the SQL stores the broker run uses. (a) and (b) come out the same on both " +
@@ -56,6 +59,7 @@ var Lesson = lesson.Lesson{
 	TestSpeed:  600,
 	Topologies: func() []flow.Topology { return []flow.Topology{birthday.Topology()} },
 	Faults:     true, // in the fault suite (lessons/faults): PublishTo survives a lost channel
+	Store:      true, // the fault suite cuts its status store's database too
 	Parity: lesson.Parity{
 		TimingSensitive: "part (d)'s check-then-act sends twice only when two workers hold both " +
 			"copies at once, which on a broker depends on when the deliveries land",

@@ -16,6 +16,11 @@
 // and since a requeue changes no header, the retry count read from the
 // message never grows and the backoff never backs off. The same load
 // through the wait queues of part (a) leaves every slot free.
+//
+// Why so long: part (a) runs the transient and permanent schedule through
+// TTL wait queues (parts.go); part (b) runs the timer before the nack on a
+// classic queue (stall.go) and on a quorum queue (quorum.go); beside.go is
+// part (b)'s load as Q25 runs it again.
 package q19
 
 import (

@@ -17,6 +17,11 @@
 // In memory there is no second process and no broker: the crash takes the
 // queue, the held messages and the map store down with the process, and
 // what was not sent is lost.
+//
+// Why so long: the crash runs under two policies (resend or skip a row left
+// SENDING), on the broker with a real second process (broker.go,
+// process.go) and in memory (memory.go); steps.go says where each of the
+// five messages is caught.
 package q20
 
 import (
@@ -34,12 +39,12 @@ import (
 var Lesson = lesson.Lesson{
 	ID:    "Q20",
 	Title: "A crash, redelivery, and the store that makes it harmless",
-	Notice: "A worker process (this program, started again) holds five birthday messages " +
-		"(prefetch 5, manual acks) and is killed with SIGKILL, each message caught at another " +
-		"step. The broker redelivers all five to the surviving worker, redelivered set; the " +
-		"SQL store, shared by both processes, skips the ones already SENT. A row left SENDING " +
-		"may or may not have been sent: resending it (R1–R5) sends R3 twice, skipping it " +
-		"(S1–S5) never sends S4. The table counts redeliveries absorbed, duplicates and losses.",
+	Notice: "A worker process (this program, started again) holds five birthday messages (prefetch 5, " +
+		"manual acks) and is killed with SIGKILL, each message caught at another step; the broker " +
+		"redelivers all five to the surviving worker, and the shared SQL store skips those " +
+		"already SENT. A row left SENDING may or may not have been sent: resending it (R1–R5) " +
+		"sends R3 twice, skipping it (S1–S5) never sends S4. The table counts redeliveries " +
+		"absorbed, duplicates and losses.",
 	Notices: map[lab.Backend]string{lab.InMem: "In memory the worker is a goroutine of this " +
 		"process, its five messages sit in a Go channel and the status store is a map: the " +
 		"crash takes all of it down at once. Nothing is redelivered, nothing remembers which " +
@@ -48,6 +53,7 @@ var Lesson = lesson.Lesson{
 	InMem:      runQ20,
 	Rabbit:     runQ20,
 	Default:    lab.Rabbit, // the redelivery is the broker's, the surviving store SQL's
+	Store:      true,       // the fault suite cuts its status store's database too
 	WatchSpeed: 2,
 	Length:     3 * time.Second,
 	TestSpeed:  10,

@@ -50,31 +50,10 @@ const (
 // which also waits for a revive under way. Without Options.Act it does
 // nothing.
 func (r *runner) readKeys(ctx context.Context, res *failed, p *plug) (stop func()) {
-	if r.act == nil {
-		return func() {}
-	}
-	done, ended := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(ended)
-		for {
-			select {
-			case a, ok := <-r.act:
-				if !ok {
-					return
-				}
-				r.answer(ctx, a, res, p)
-			case <-done:
-				return
-			}
-		}
-	}()
-	var once sync.Once
+	stopKeys := lesson.ServeActs(r.act, func(a lesson.Act) { r.answer(ctx, a, res, p) })
 	return func() {
-		once.Do(func() {
-			close(done)
-			<-ended
-			p.revives.Wait()
-		})
+		stopKeys()
+		p.revives.Wait()
 	}
 }
 
@@ -179,28 +158,7 @@ func (p *plug) out(newLeader string) {
 // lateKeys answers the keys pressed after part 1, where they do nothing,
 // until the returned stop is called.
 func (r *runner) lateKeys() (stop func()) {
-	act := r.act
-	if act == nil {
-		return func() {}
-	}
-	done := make(chan struct{})
-	ended := make(chan struct{})
-	go func() {
-		defer close(ended)
-		for {
-			select {
-			case a, ok := <-act:
-				if !ok {
-					return
-				}
-				a.Reply("k and v work while part 1's messages are sent: r runs the lesson again")
-			case <-done:
-				return
-			}
-		}
-	}()
-	return func() {
-		close(done)
-		<-ended
-	}
+	return lesson.ServeActs(r.act, func(a lesson.Act) {
+		a.Reply("k and v work while part 1's messages are sent: r runs the lesson again")
+	})
 }

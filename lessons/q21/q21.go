@@ -22,6 +22,12 @@
 //
 // Broker-only: memory has no nodes, no leader and no replicas, so an
 // in-memory twin would show a queue that cannot fail the way this one does.
+//
+// Why so long: four parts on a three-node cluster, each a file: the
+// failover (failover.go, worker.go), publish latency (latency.go), the
+// delivery limit (limit.go, counts.go) and dead-lettering (strategy.go);
+// cluster.go stops and revives a node, keys.go answers the student's k and
+// v.
 package q21
 
 import (
@@ -49,13 +55,11 @@ func New(find Finder) lesson.Lesson {
 	return lesson.Lesson{
 		ID:    "Q21",
 		Title: "Quorum queues and a node failure",
-		Notice: "Seed 003's queues as quorum queues on a three-node cluster: sixty birthday " +
-			"messages published with confirms, two workers (prefetch 5) sending them, and the " +
-			"leader's node stopped mid-run. Watch a new leader take over, the worker on the dead " +
-			"node reconnect to a live one, the messages it held come back redelivered and the " +
-			"store skip those already SENT: sixty sent, none twice. Then what the replicas cost " +
-			"(publish latency against a classic queue), the delivery limit, and at-least-once " +
-			"dead-lettering against the default at-most-once.",
+		Notice: "Seed 003's queues as quorum queues on a three-node cluster: sixty birthday messages, two " +
+			"workers (prefetch 5), and the leader's node stopped mid-run. Watch a new leader take " +
+			"over, the worker on the dead node reconnect to a live one, and its messages come back " +
+			"redelivered while the store skips those already SENT: sixty sent, none twice. Then what " +
+			"the replicas cost, the delivery limit, and at-least-once dead-lettering.",
 		Rabbit:  func(ctx context.Context, env *lesson.Env) error { return run(ctx, env, find) },
 		Default: lab.Rabbit,
 		Cluster: true,

@@ -17,6 +17,10 @@
 // stream cannot move (publish duration, consumers, channel opens and
 // closes, connection status) the lesson reports from the backend to every
 // metrics sink of the run (wire.go), so /metrics shows all eleven moving.
+//
+// Why so long: eleven metrics are each made to move, and the five the
+// stream cannot see are reported from the backend (wire.go); the timestamp
+// trap needs a publish and a read on the wire of its own (timestamp.go).
 package q22
 
 import (
@@ -32,30 +36,23 @@ import (
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
 	_ "github.com/queuelab/qlab/lesson/rabbitenv" // the broker mechanism env.Open uses
-	"github.com/queuelab/qlab/lessons/versions"
 	"github.com/queuelab/qlab/metrics"
 	"github.com/queuelab/qlab/rabbit"
-	"github.com/queuelab/qlab/render"
 )
 
 var Lesson = lesson.Lesson{
 	ID:    "Q22",
 	Title: "Metrics: what moves them, and two traps",
-	Notice: "Watch the seed's counters move: an outage of the mail API fails every first " +
-		"attempt (queue_message_nack_total), and the workers' connections cut mid-run make the " +
-		"broker hand messages out again (queue_message_redelivery_total). Then the traps: ten " +
-		"published, five held unacked by a prefetch-5 consumer, and a passive declare's depth " +
-		"says 5, ready messages only. AMQP's timestamp is whole seconds: amqp091-go drops the " +
-		"milliseconds, amqplib writes Date.now()'s milliseconds as if seconds; wait time needs a " +
-		"millisecond header. All eleven names move on --metrics.",
-	Notices: map[lab.Backend]string{lab.InMem: "Watch the seed's counters move: an outage of the " +
-		"mail API fails every first attempt (queue_message_nack_total). In memory no connection " +
-		"can be cut without losing the tasks, so the redelivery counter stays 0 (run it on the " +
-		"broker to see it move). The depth trap holds here too: ten published, five in a " +
-		"prefetch-5 consumer's hands, and the queue's depth says 5. There is no wire in memory, " +
-		"so waits come from the lesson clock in milliseconds; on the broker the timestamp trap " +
-		"shows why a header is needed. Ten of the eleven names move here; the redelivery " +
-		"counter needs the broker."},
+	Notice: "Watch the seed's counters move: an outage of the mail API fails every first attempt " +
+		"(queue_message_nack_total), and connections cut mid-run make the broker hand messages " +
+		"out again (queue_message_redelivery_total). The traps: with five of ten messages held by " +
+		"a prefetch-5 consumer, a passive declare's depth says 5; and AMQP's timestamp is whole " +
+		"seconds, so wait time needs a millisecond header. All eleven names move on --metrics.",
+	Notices: map[lab.Backend]string{lab.InMem: "Watch the seed's counters move: an outage of the mail API fails every first attempt " +
+		"(queue_message_nack_total), but in memory no connection can be cut without losing the " +
+		"tasks, so the redelivery counter stays 0. The depth trap holds here too: ten published, " +
+		"five in a prefetch-5 consumer's hands, and the depth says 5. Waits come from the lesson " +
+		"clock in milliseconds, with no wire to lose them; ten of the eleven names move."},
 	InMem:     runQ22,
 	Rabbit:    runQ22,
 	Default:   lab.Rabbit,
@@ -111,7 +108,6 @@ func runQ22(ctx context.Context, env *lesson.Env) error {
 	if err := env.Declare(ctx, b, Topology); err != nil {
 		return err
 	}
-	report := &render.Table{Title: "What the metrics said", Header: []string{"metric", "value", "what moved it"}}
 	env.Phase("(a) the depth trap: ten published, five held unacked")
 	depth, err := depthTrap(ctx, env, b, w)
 	if err != nil {
@@ -124,48 +120,12 @@ func runQ22(ctx context.Context, env *lesson.Env) error {
 		return err
 	}
 	w.stopped()
-	t := met.Totals(run)
-	report.Rows = append(report.Rows,
-		[]string{metrics.NackTotal, fmt.Sprint(t.Nacks), "the outage: every first attempt failed"},
-		[]string{metrics.AckTotal, fmt.Sprint(t.Acks), ackWhy(t.Acks)},
-		[]string{metrics.RedeliveryTotal, fmt.Sprint(t.Redeliveries), redeliveryWhy(crashed)},
-		[]string{metrics.WaitTime, fmt.Sprintf("n=%d, mean %.3f s", t.Waits, t.WaitSeconds/float64(max(t.Waits, 1))),
-			"from each arrival in a queue to a worker starting (lesson ms)"},
-		[]string{metrics.Depth, fmt.Sprintf("%d of %d", depth, Published),
-			fmt.Sprintf("%d held unacked by a prefetch-%d consumer are not counted", Published-depth, Prefetch)},
-	)
-	report.Rows = append(report.Rows, w.rows()...)
-	if facts := flow.FactsOf(b); facts.Broker {
-		report.Title += " (RabbitMQ " + facts.Version + ")"
-		report.Notes = append(report.Notes, versions.Metrics.Note(facts.Version))
-	}
-	env.Report(*report)
+	env.Report(metricsTable(met.Totals(run), depth, crashed, w.rows(), flow.FactsOf(b)))
 	if ts, ok := timestampTrap(ctx, b); ok {
 		env.Report(ts)
 	}
-	env.Report(render.Table{Title: "The broker's own figures", Header: []string{"where", "how"},
-		Rows: [][]string{{"rabbitmq_prometheus", "not on the shared node; `qlab broker cluster up` " +
-			"starts nodes that serve it (rabbitmq_queue_messages_ready, …_unacked)"}}})
+	env.Report(brokerFiguresTable())
 	return nil
-}
-
-// ackWhy says what the ack count is: one per task, or more where a cut
-// connection lost an ack the worker had sent, and the broker delivered the
-// message again (the counter counts successful attempts, not acks the
-// broker received).
-func ackWhy(acks float64) string {
-	if n := int(acks) - 2*Published; n > 0 {
-		return fmt.Sprintf("%d more than tasks: a cut connection lost %d ack(s) sent, and the "+
-			"message came again", n, n)
-	}
-	return "one successful attempt per task"
-}
-
-func redeliveryWhy(crashed bool) string {
-	if crashed {
-		return "the workers' connections were cut: the broker handed their unacked messages out again"
-	}
-	return "none: in memory a crash loses what memory held instead (qlab run 22 on the broker)"
 }
 
 // depthTrap publishes ten messages to Held, whose consumer (prefetch 5)

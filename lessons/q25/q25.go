@@ -31,6 +31,11 @@
 // Broker only: the delay is the broker's, and it needs RabbitMQ 4.3 or
 // newer. On an older broker the lesson says in one line what that broker
 // did with the same declaration, and stops (exit 2).
+//
+// Why so long: two parts (Q19's stalled load, then one message per retry
+// type and settle call, settles.go), a worker that records where each
+// failed message was at each moment (worker.go), and the preflight that
+// tells an older broker from 4.3 in one line (preflight.go).
 package q25
 
 import (

@@ -1,29 +1,30 @@
 // Package q14 is lesson Q14 — one retry queue, a schedule of delays.
 //
-// Notice: the notification service (seed 002) retries through ONE queue,
-// email-retry-queue, putting each job's delay on the message (expiration:
-// 30 s, 1 min, 2 min, 5 min). RabbitMQ expires a message only at the head
-// of a queue, so when A sits out its 5-minute wait at the head, B's and
-// C's 30-second retries queue behind it and come back only when A does.
-// Run 1 measures how late each retry is; run 2 gives every delay level a
-// wait queue of its own (one TTL per queue, so the head is always the
-// first due) and every retry is on time; run 3 makes the one retry queue a
-// quorum queue, which on RabbitMQ 3.10.8 and 4.3.6 alike holds the short
-// retries back just the same (versions.QuorumTTLHead). In memory the
-// retry queue is a FIFO that expires only its head (the same trap),
-// against plain timers for the levels.
+// Notice: the notification service (seed 002) puts each retry's delay on
+// the message and sends it round one queue; RabbitMQ expires a message
+// only at the head of a queue, so short retries wait behind a long one.
+// A wait queue per delay level puts them back on time; a quorum retry
+// queue does not (versions.QuorumTTLHead).
 //
-// The seed's delays are the lesson's own, in lesson time (30 s is 30 s on
-// the log's stamps and in the tables); the lesson runs fast through its
-// speed instead (WatchSpeed: 100×, a 30 s retry in 0.3 s of real time).
-// Its arithmetic is kept too: retries++ runs before getRetryDelay, so the
-// first retry waits 30 s, not 10 s, and MAX_RETRIES = 5 gives four retries.
+// The seed's numbers, kept in lesson time (30 s is 30 s on the stamps):
+// RETRY_DELAYS 10 s, 30 s, 1 min, 2 min, 5 min and MAX_RETRIES 5, read
+// after retries++, so a job that always fails waits 30 s, 1 min, 2 min
+// and 5 min (10 s is never used) and then goes to email-dlq. The lesson
+// runs fast through its speed instead (WatchSpeed: 100×, a 30 s retry in
+// 0.3 s of real time). The topology is the seed's (package notify), and
+// runs 2 and 3 change one queue of it: below, strategies. The mechanism
+// is the seed's processMessage: worker.handle. The stopwatch that times
+// each retry and the tables are in report.go.
+//
+// Why so long: three runs of the one schedule (a classic retry queue, a
+// wait queue per level, a quorum retry queue), each timed retry by retry;
+// the stopwatch and the load are in report.go and load.go, so this page is
+// the topology and processMessage.
 package q14
 
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/queuelab/qlab/flow"
@@ -37,15 +38,17 @@ import (
 var Lesson = lesson.Lesson{
 	ID:    "Q14",
 	Title: "One retry queue, a schedule of delays (head-of-line blocking)",
-	Notice: "The notification service retries through one queue, email-retry-queue, with each job's delay on the message (30 s, 1 min, 2 min, 5 min: the seed's own, in lesson time, run at 100× by default). " +
-		"RabbitMQ expires a message only at the head of its queue: while A sits out its 5-minute wait at the head, B's and C's 30-second retries wait behind it, and the table shows how late. " +
-		"One wait queue per delay level puts every retry back on time. A quorum retry queue: RabbitMQ's TTL guide says quorum queues expire messages without waiting for the head, " +
-		"but measured on 3.10.8 and on 4.3.6 it holds the short retries back just the same (270 s late on both): the docs and the brokers disagree. " +
-		"The seed's own arithmetic: retries++ runs before getRetryDelay, so the first retry waits 30 s (10 s is never used), and MAX_RETRIES = 5 gives four retries where the text says three.",
-	Notices: map[lab.Backend]string{lab.InMem: "The same schedule in memory: run 1's retry queue is a FIFO that expires only its head, as RabbitMQ's does, " +
-		"so B's and C's 30-second retries wait behind A's 5-minute one; run 2 gives each delay level its own wait queue, here a time.AfterFunc timer per retry, and every retry is on time; " +
-		"run 3 stands for the broker's quorum retry queue, which memory has no type for: the same FIFO, as 3.10.8 and 4.3.6 measured it (the TTL guide says otherwise). " +
-		"The seed's arithmetic: retries++ before getRetryDelay, so the first retry waits 30 s and MAX_RETRIES = 5 gives four retries. qlab run 14 runs it on the broker."},
+	Notice: "The notification service retries through one queue, email-retry-queue, with each job's " +
+		"delay on the message (30 s, 1 min, 2 min, 5 min): while A sits out its 5-minute wait at " +
+		"the head, B's and C's 30-second retries wait behind it, and the table shows how late. " +
+		"One wait queue per delay level puts every retry back on time. A quorum retry queue holds " +
+		"them back just the same, measured on 3.10.8 and 4.3.6, where RabbitMQ's TTL guide says " +
+		"it would not: the docs and the brokers disagree.",
+	Notices: map[lab.Backend]string{lab.InMem: "The same schedule in memory: run 1's retry queue is a FIFO that expires only its head, " +
+		"as RabbitMQ's does, so B's and C's 30-second retries wait behind A's 5-minute one, and " +
+		"run 2's timer per retry (time.AfterFunc) is on time. Run 3 stands for the broker's " +
+		"quorum retry queue with the same FIFO, as 3.10.8 and 4.3.6 measured it (the TTL guide " +
+		"says otherwise). qlab run 14 runs it on the broker."},
 	InMem:   runQ14,
 	Rabbit:  runQ14,
 	Default: lab.Rabbit,
@@ -58,20 +61,16 @@ var Lesson = lesson.Lesson{
 	// attempt 2.5 ms, so the order of the returns holds on a busy machine;
 	// A's whole schedule takes about 1.3 s.
 	TestSpeed: 400,
-	// qlab compare: as the broker tests, the whole lesson in about 4 s
-	// (compare interrupts it at 200 s of lesson time).
+	// qlab compare: as the broker tests, the whole lesson in about 4 s.
 	CompareSpeed: 400,
-	Topologies:   topologies,
-	Faults:       true, // in the fault suite (lessons/faults)
-}
-
-// topologies is what the three runs declare, for qlab broker clean.
-func topologies() []flow.Topology {
-	var out []flow.Topology
-	for _, st := range strategies() {
-		out = append(out, st.topo)
-	}
-	return out
+	// compare interrupts it while retries wait: E arrives at 93 s and
+	// waits behind A's 2-minute retry, due back at 213 s (B and C arrive
+	// after it); at 200 s both wait, however late a busy broker publishes
+	// E (up to 260 ms of real time at 400×), where compare's 2 s stretched
+	// to 40 s would find A alone.
+	CompareInterrupt: 200 * time.Second,
+	Topologies:       topologies,
+	Faults:           true, // in the fault suite (lessons/faults)
 }
 
 // Worker is the notification service's email worker (one, prefetch 1).
@@ -166,6 +165,15 @@ func levelTopology() flow.Topology {
 	return top
 }
 
+// topologies is what the three runs declare, for qlab broker clean.
+func topologies() []flow.Topology {
+	var out []flow.Topology
+	for _, st := range strategies() {
+		out = append(out, st.topo)
+	}
+	return out
+}
+
 func runQ14(ctx context.Context, env *lesson.Env) error {
 	var rows []retryRow
 	var on flow.Facts
@@ -192,41 +200,36 @@ func runStrategy(ctx context.Context, env *lesson.Env, st strategy) ([]retryRow,
 	if err := env.Declare(ctx, b, st.topo); err != nil {
 		return nil, flow.Facts{}, err
 	}
-	w := &worker{env: env, b: b, st: st, clock: env.Stream.Clock(), failures: map[string]int{}, arrived: map[int]bool{}, pending: map[string]retryRow{}}
+	w := &worker{env: env, b: b, st: st, clock: env.Stream.Clock()}
 	if err := b.Consume(ctx, flow.Consumer{Queue: notify.EmailQueue, Actor: Worker, RetryHeader: rabbit.RetryCountHeader, Handle: w.handle}); err != nil {
 		return nil, flow.Facts{}, err
 	}
 	defer env.InterruptOn(b)()
-	if err := w.arrive(ctx, 0); err != nil {
+	if err := w.arrivals.arrive(ctx, b, st.prefix, 0); err != nil {
 		return nil, flow.Facts{}, err
 	}
 	if err := b.Wait(ctx); err != nil {
-		return w.measured(), flow.Facts{}, err
+		return w.watch.measured(), flow.Facts{}, err
 	}
-	return w.measured(), flow.FactsOf(b), w.publishErr()
+	return w.watch.measured(), flow.FactsOf(b), w.arrivals.err()
 }
 
-// worker is the seed's processMessage on one strategy, plus the lesson's
-// stopwatch: when each retry was sent round and when it came back.
+// worker is the seed's processMessage on one strategy; watch times its
+// retries for the tables (report.go), arrivals publishes the load.
 type worker struct {
-	env   *lesson.Env
-	b     flow.Backend
-	st    strategy
-	clock lab.Clock
-
-	mu       sync.Mutex
-	failures map[string]int      // task → how many of its attempts fail
-	arrived  map[int]bool        // which arrivals (job.arrivesAt) were published
-	pending  map[string]retryRow // task → its retry in the air
-	done     []retryRow
-	err      error // the first publish that failed
+	env      *lesson.Env
+	b        flow.Backend
+	st       strategy
+	clock    lab.Clock
+	watch    stopwatch
+	arrivals arrivals
 }
 
 // handle is the seed's processMessage: send the email; on failure
 // retries++, then the DLQ at MAX_RETRIES or the retry route with
 // getRetryDelay(retries) on the way.
 func (w *worker) handle(ctx context.Context, d *flow.Delivery) flow.Decision {
-	w.back(d)
+	w.watch.back(d.Task, w.clock.Elapsed())
 	err := w.env.Stream.Attempt(d.Event(Worker), func() error { return w.send(ctx, d) })
 	if err == nil {
 		return flow.Ack()
@@ -235,11 +238,10 @@ func (w *worker) handle(ctx context.Context, d *flow.Delivery) flow.Decision {
 	if dead {
 		return flow.Park(notify.DLQ, fmt.Sprintf("retries %d >= MAX_RETRIES %d: status failed", retries, notify.MaxRetries))
 	}
-	w.sentRound(d.Task, retries, delay)
-	if w.st.prefix+"A" == d.Task {
-		if err := w.arrive(ctx, retries); err != nil {
-			w.fail(err)
-		}
+	w.watch.sentRound(retryRow{strategy: w.st.table, task: d.Task, retries: retries,
+		delay: delay, via: w.st.via(delay), sentAt: w.clock.Elapsed()})
+	if w.st.prefix+"A" == d.Task { // the load keys off A: the next jobs arrive
+		_ = w.arrivals.arrive(ctx, w.b, w.st.prefix, retries) // a failure is kept for runStrategy (arrivals.err)
 	}
 	return w.st.retry(delay, err)
 }
@@ -255,77 +257,8 @@ func (w *worker) send(ctx context.Context, d *flow.Delivery) error {
 	if err := w.clock.Wait(ctx, sendTime); err != nil {
 		return err
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if d.Attempt <= w.failures[d.Task] {
+	if d.Attempt <= w.arrivals.failures(d.Task) {
 		return fmt.Errorf("SMTP timeout (attempt %d)", d.Attempt)
 	}
 	return nil
-}
-
-// arrive publishes the jobs of the load that arrive at stage (once, even
-// if A's delivery is handed out again after an interrupt).
-func (w *worker) arrive(ctx context.Context, stage int) error {
-	w.mu.Lock()
-	if w.arrived[stage] {
-		w.mu.Unlock()
-		return nil
-	}
-	w.arrived[stage] = true
-	var due []job
-	for _, j := range load {
-		if j.arrivesAt == stage {
-			due = append(due, j)
-			w.failures[w.st.prefix+j.id] = j.failures
-		}
-	}
-	w.mu.Unlock()
-	for _, j := range due {
-		if err := w.b.Publish(ctx, "API", notify.EmailQueue, w.st.prefix+j.id); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// sentRound starts the stopwatch of task's retry.
-func (w *worker) sentRound(task string, retries int, delay time.Duration) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.pending[task] = retryRow{strategy: w.st.table, task: task, retries: retries,
-		delay: delay, via: w.st.via(delay), sentAt: w.clock.Elapsed()}
-}
-
-// back stops the stopwatch of d's retry, if one was in the air.
-func (w *worker) back(d *flow.Delivery) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	r, ok := w.pending[d.Task]
-	if !ok {
-		return
-	}
-	delete(w.pending, d.Task)
-	r.waited = w.clock.Elapsed() - r.sentAt
-	w.done = append(w.done, r)
-}
-
-func (w *worker) fail(err error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.err == nil {
-		w.err = err
-	}
-}
-
-func (w *worker) publishErr() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.err
-}
-
-// measured is every retry that came back, in the order it did.
-func (w *worker) measured() []retryRow {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]retryRow(nil), w.done...)
 }

@@ -49,20 +49,27 @@ func runQ01(ctx context.Context, env *lesson.Env) error {
 	return err
 }
 
-// StartFastRetry starts the Q01 design on queue: a worker goroutine named
-// actor that puts a failed task straight back at the tail of the same
-// queue. After maxAttempts giveUp decides what becomes of the task (the
-// lesson drops it and says why; the design itself would loop forever). Call it
-// again with another actor for a second worker on the same queue.
+// StartFastRetry starts the Q01 design on queue: one goroutine, the
+// worker, takes each task from the queue's channel in turn and puts a
+// failed one straight back at the tail of the same channel. After
+// maxAttempts giveUp decides what becomes of the task (the lesson drops it
+// and says why; the design itself would loop forever). Call it again with
+// another actor for a second worker on the same queue.
 func StartFastRetry(sys *inmem.System, queue *inmem.Queue, actor string, maxAttempts int, giveUp func(actor string, t *inmem.Task)) {
-	sys.Worker(actor, queue, func(t *inmem.Task) {
-		if sys.Attempt(actor, queue, t) == nil {
-			return
+	sys.Go(func() { // the worker: a goroutine of its own
+		for {
+			t, ok := queue.Receive() // <-queue: the oldest task, or wait for one
+			if !ok {
+				return // the lesson is over
+			}
+			switch {
+			case sys.Attempt(actor, queue, t) == nil: // done with it
+			case t.Attempt >= maxAttempts:
+				giveUp(actor, t)
+			default:
+				queue.Requeue(actor, t) // queue <- t: back at the tail, behind D
+			}
+			sys.Handled() // t is settled before the worker takes the next
 		}
-		if t.Attempt >= maxAttempts {
-			giveUp(actor, t)
-			return
-		}
-		queue.Requeue(actor, t) // the channel send: back at the tail
 	})
 }
