@@ -42,9 +42,10 @@ func chosen(t *testing.T) []Exercise {
 }
 
 // The author check: every pristine stub fails its checker, every solution
-// passes it, and every known-wrong solution (testdata/wrong/*.go) fails
-// with the check its header names first (under -race when this test runs
-// under it). go's -overlay puts the file in place of the student's, so
+// passes it (under -race and vet when this test runs under -race), and
+// every known-wrong solution (testdata/wrong/*.go) fails with the check
+// its header names first, built as qlab check builds a student's file
+// (studentFlags). go's -overlay puts the file in place of the student's, so
 // the check holds in a student's clone whatever they have written; one go
 // invocation builds one variant of every exercise.
 // Broker exercises skip (and so neither fail nor pass) without a broker,
@@ -54,11 +55,14 @@ func TestAuthorCheck(t *testing.T) {
 		t.Skip("runs go test on every exercise; skipped under -short")
 	}
 	exs := chosen(t)
-	// All built alike (raceFlag), so they share one build of the lab's
-	// packages, and at once: each go test spends much of its time linking.
+	// Run at once: each go test spends much of its time linking. The
+	// solutions are held to the strictest build; the stubs and wrong
+	// solutions share the student's, whose link is cheaper (no race
+	// runtime, no symbols) and whose first failure is the one a student
+	// reads.
 	t.Run("solutions pass", func(t *testing.T) {
 		t.Parallel()
-		got := goTest(t, overlay(t, exs, func(ex Exercise) string { return "solution.go" }))
+		got := goTest(t, overlay(t, exs, func(ex Exercise) string { return "solution.go" }), raceFlag)
 		for _, ex := range exs {
 			assert.Contains(t, []string{"pass", "skip"}, got[ex.Dir].action,
 				"exercise %s: its solution must pass its checker (first failure: %s)", ex.Dir, got[ex.Dir].first)
@@ -66,7 +70,7 @@ func TestAuthorCheck(t *testing.T) {
 	})
 	t.Run("stubs fail", func(t *testing.T) {
 		t.Parallel()
-		got := goTest(t, overlay(t, exs, func(ex Exercise) string { return "stub.go" }))
+		got := goTest(t, overlay(t, exs, func(ex Exercise) string { return "stub.go" }), studentFlags)
 		for _, ex := range exs {
 			want := []string{"fail"}
 			if ex.Broker {
@@ -88,7 +92,7 @@ func TestAuthorCheck(t *testing.T) {
 		}
 		t.Run(fmt.Sprintf("wrong solutions, round %d", round+1), func(t *testing.T) {
 			t.Parallel()
-			got := goTest(t, overlay(t, in, func(ex Exercise) string { return wrong[ex.Dir][round].file }))
+			got := goTest(t, overlay(t, in, func(ex Exercise) string { return wrong[ex.Dir][round].file }), studentFlags)
 			for _, ex := range in {
 				w, g := wrong[ex.Dir][round], got[ex.Dir]
 				if g.action == "skip" && ex.Broker {
@@ -160,11 +164,15 @@ func overlay(t *testing.T, exs []Exercise, file func(Exercise) string) variant {
 // check, else what ended it (deadlock, timeout, panic, build).
 type outcome struct{ action, first string }
 
-// goTest runs go test -json (with raceFlag) on pkgs with the overlay and
+// studentFlags build a checker as qlab check does (cmd/qlab's
+// runExercise): no vet, no symbol table, no race detector.
+var studentFlags = []string{"-vet=off", "-ldflags=-s -w"}
+
+// goTest runs go test -json with build on pkgs with the overlay and
 // returns each exercise directory's outcome.
-func goTest(t *testing.T, v variant) map[string]outcome {
+func goTest(t *testing.T, v variant, build []string) map[string]outcome {
 	t.Helper()
-	flags := append([]string{"test", "-json", "-count=1", "-tags", "qlabex", "-timeout", "2m", "-overlay", v.overlay}, raceFlag...)
+	flags := append([]string{"test", "-json", "-count=1", "-tags", "qlabex", "-timeout", "2m", "-overlay", v.overlay}, build...)
 	cmd := exec.Command("go", append(flags, v.pkgs...)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -10,7 +10,7 @@ const (
 	Started      Kind = "started"       // a worker begins a processing attempt
 	Succeeded    Kind = "succeeded"     // the attempt finished without error
 	Failed       Kind = "failed"        // the attempt returned an error (Note = error)
-	Moved        Kind = "moved"         // the task went from Queue to To at once
+	Moved        Kind = "moved"         // the task went from Queue to To at once; To = Queue: at the tail unless Note says where
 	Scheduled    Kind = "scheduled"     // the task will reach To after DelayMs of lesson time
 	DeadLettered Kind = "dead_lettered" // the task was parked in a dead-letter queue (To)
 	Dropped      Kind = "dropped"       // discarded after a final failure: the message is gone

@@ -348,7 +348,9 @@ func (f *Flow) apply(ctx context.Context, c flow.Consumer, d *Delivery, fd *flow
 		headers[ReasonHeader] = dec.Reason
 		f.republish(ctx, d, dec.To, dec.To, headers)
 	case flow.ActRequeue:
+		q, _ := topo.Queue(d.Queue)
 		e.Kind, e.To = lab.Moved, d.Queue
+		e.Note = "basic.nack, requeue: " + RequeuePlace(q.Quorum, f.BrokerVersion())
 		f.stream.Emit(e)
 		f.move(d, d.Queue, func() error { return d.Nack(false, true) })
 	case flow.ActDrop:

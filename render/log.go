@@ -90,8 +90,11 @@ func Message(e lab.Event) (text, tone string) {
 	case lab.Failed:
 		return fmt.Sprintf("❌ Error processing task %s: %s", t, e.Note), red
 	case lab.Moved:
-		if e.Queue == e.To {
-			return fmt.Sprintf("🔄 Re-enqueuing at the tail of %s: %s", e.To, t) + withNote(e.Note), amber
+		if e.Queue == e.To && e.Note == "" { // lab.Moved: no note is the tail
+			return fmt.Sprintf("🔄 Re-enqueuing at the tail of %s: %s", e.To, t), amber
+		}
+		if e.Queue == e.To { // the note says where: a broker's requeue is not the tail
+			return fmt.Sprintf("🔄 Back on %s: %s", e.To, t) + withNote(e.Note), amber
 		}
 		return fmt.Sprintf("🔄 Moving task to %s: %s", e.To, t) + withNote(e.Note), amber
 	case lab.Scheduled:

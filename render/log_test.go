@@ -120,3 +120,18 @@ func TestEveryNoteShowsInTheLog(t *testing.T) {
 		assert.Contains(t, plain.Line(e), "the-reason", "kind %q", k)
 	}
 }
+
+// TestRequeueSaysWhereTheMessageWent: a task put back on its own queue is
+// at the tail only where nothing says otherwise (memory's requeue); a
+// note that says where (a broker's requeue, at its original position) is
+// never printed under "at the tail" (issue 28: Q19's log said the tail,
+// its own note the original position).
+func TestRequeueSaysWhereTheMessageWent(t *testing.T) {
+	var plain Style
+	tail := lab.Event{Kind: lab.Moved, Task: "C", Actor: "W", Queue: "q", To: "q"}
+	assert.Equal(t, "00:00.000 [W] 🔄 Re-enqueuing at the tail of q: C", plain.Line(tail))
+	back := tail
+	back.Note = "basic.nack, requeue: back at its original position"
+	assert.Equal(t, "00:00.000 [W] 🔄 Back on q: C (basic.nack, requeue: back at its original position)",
+		plain.Line(back))
+}

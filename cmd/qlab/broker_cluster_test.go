@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -136,7 +137,9 @@ func TestBrokerClusterLifecycle(t *testing.T) {
 		t.Skip("starts a three-node RabbitMQ cluster (about half a minute)")
 	}
 	file := privateClusterState(t)
-	code, out, errOut := qlab("broker", "cluster", "up")
+	// --owner: the nodes go with this test binary however it ends (a
+	// SIGINT to make test skips t.Cleanup and used to leave all three).
+	code, out, errOut := qlab("broker", "cluster", "up", "--owner", strconv.Itoa(os.Getpid()))
 	if code != exitOK {
 		clustertest.SkipOrFail(t, fmt.Errorf("%w: %s", cluster.ErrUnavailable, errOut))
 	}

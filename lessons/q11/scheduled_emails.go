@@ -526,6 +526,9 @@ func (ls *levelScheduler) route(ctx context.Context, d *rabbit.Delivery) {
 	if next != q11MailQueue {
 		l.book.hop(d.Task, next)
 	}
+	if next == from {
+		note = "republished at the tail; " + note // lab.Moved: a note must say where
+	}
 	st.Emit(lab.Event{Kind: lab.Moved, Task: d.Task, Queue: from, To: next, Actor: ls.router(), Note: note})
 	// Publish, confirm, then ack: one step that a scheduler being stopped
 	// lets finish, bounded in real time. Cancelled halfway, the mail could

@@ -121,10 +121,18 @@ func stuckTable(outs []outcome) render.Table {
 			"Outbox: rows and entries in one transaction; the relay marks an entry relayed only " +
 				"after the broker confirmed it, so a failed publish is retried, not lost. A relay " +
 				"that dies between the confirm and the mark publishes again: the claim absorbs it.",
+			"amqp-connection-manager: the seed's library does not fail a publish on a dropped " +
+				"channel. Its ChannelWrapper keeps the message in memory and publishes it after " +
+				"the reconnect, 60 s later with the seed's settings (src/ChannelWrapper.ts, tag " +
+				"v5.0.0: \"Leave the message in the queue and we'll try again when we reconnect\"; " +
+				"only a publishTimeout rejects it). The row is QUEUED meanwhile and the message " +
+				"only in the process's memory: a scheduler that dies in that minute loses it, as " +
+				"the seed's order does. Q2's outright failure is the one the library lets through.",
 		},
 	}
 	names := map[string]string{"queued_first": "QUEUED, then publish (seed)",
-		"publish_first": "publish, then QUEUED", "outbox": "outbox + relay"}
+		"publish_first": "publish, then QUEUED", "outbox": "outbox + relay",
+		"library_buffer": "seed's order + its library"}
 	for _, o := range outs {
 		t.Rows = append(t.Rows, []string{names[o.name], strconv.Itoa(o.messages()),
 			strconv.Itoa(o.sentOnce()), strconv.Itoa(o.sentTwice()), strconv.Itoa(o.absorbed),
@@ -167,6 +175,10 @@ func twiceTable(outs []outcome) render.Table {
 		Notes: []string{
 			"Check-then-act reads the row, then sends: two copies in two workers' hands both read " +
 				"QUEUED. The atomic claim is one UPDATE … WHERE status='QUEUED': one copy wins.",
+			"The lab holds each worker between its check and its send until both copies of the " +
+				"row are checked: the race's window, held open so it shows every run. (The seed " +
+				"runs five handlers at once; at 600× a send takes 3 ms real and the copies seldom " +
+				"overlap: three runs without the hold sent 0, 0 and 1 of 5 twice.)",
 		},
 	}
 	for _, o := range outs {

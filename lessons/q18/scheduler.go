@@ -47,9 +47,8 @@ var Lesson = lesson.Lesson{
 		"or an outbox relay, mandatory, an atomic claim.",
 	Notices: map[lab.Backend]string{lab.InMem: "The scheduler, the topic exchange and the workers " +
 		"on Go channels, with the status store a map (store.NewMemory) that keeps the same " +
-		"contract as the SQL stores the broker run uses. (a) and (b) come out the same on both " +
-		"backends; (d)'s double sends are exact here, on a broker they depend on when the " +
-		"deliveries land. (c)'s silent drop is the broker's: memory can only show where the " +
+		"contract as the SQL stores the broker run uses. (a), (b) and (d) come out the same on " +
+		"both backends. (c)'s silent drop is the broker's: memory can only show where the " +
 		"topology routes wedding (nowhere); qlab run 18 --backend rabbit shows the confirm."},
 	InMem:      runQ18,
 	Rabbit:     runQ18,
@@ -61,8 +60,9 @@ var Lesson = lesson.Lesson{
 	Faults:     true, // in the fault suite (lessons/faults): PublishTo survives a lost channel
 	Store:      true, // the fault suite cuts its status store's database too
 	Parity: lesson.Parity{
-		TimingSensitive: "part (d)'s check-then-act sends twice only when two workers hold both " +
-			"copies at once, which on a broker depends on when the deliveries land",
+		TimingSensitive: "part (d)'s check-then-act sends twice when the broker hands a row's two " +
+			"copies to the two workers (the gate waits for both); if one worker gets both, its " +
+			"handler takes one at a time and the gate's bound lets the first go alone",
 	},
 	LosesOnPurpose: []string{"Q2", "R3"}, // (b) the row left QUEUED; (c) the wedding the broker dropped
 }

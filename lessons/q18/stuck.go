@@ -41,16 +41,20 @@ type stuckVariant struct {
 	phase, name, prefix string
 	w                   worker
 	tick                func(v *variant) func(context.Context) error
+	library             bool // the seed's amqp-connection-manager takes the fault (buffers the publish)
 }
 
 // stuckVariants are the seed's order and the two fixes.
 var stuckVariants = []stuckVariant{
 	{"(b) Q1–Q4: QUEUED, then publish (the seed); Q2's publish fails",
-		"queued_first", "Q", atomicClaim, queuedFirst},
+		"queued_first", "Q", atomicClaim, queuedFirst, false},
 	{"(b) P1–P4: publish, then QUEUED; P2's publish fails, the next tick publishes again",
-		"publish_first", "P", claimWhenQueued, publishFirst},
+		"publish_first", "P", claimWhenQueued, publishFirst, false},
 	{"(b) O1–O4: a transactional outbox and a relay with confirms; O2's publish fails",
-		"outbox", "O", atomicClaim, outboxTick},
+		"outbox", "O", atomicClaim, outboxTick, false},
+	{"(b) M1–M4: QUEUED, then publish, through amqp-connection-manager; M2's channel drops " +
+		"and the library holds the publish until it reconnects",
+		"library_buffer", "M", atomicClaim, queuedFirst, true},
 }
 
 // stuckQueued runs the seed's order and the two fixes, each with one
@@ -78,6 +82,9 @@ func runStuck(ctx context.Context, env *lesson.Env, sv stuckVariant) (outcome, e
 	}
 	defer v.close(ctx)
 	v.failing[sv.prefix+"2"] = true
+	if sv.library {
+		v.buffered = birthday.ReconnectTime
+	}
 	if err := v.cron(ctx, stuckTicks, sv.tick(v)); err != nil {
 		return outcome{}, err
 	}

@@ -47,6 +47,9 @@ const confirmTimeout = time.Second
 // twiceWorkers is how many workers consume the queue in part (d).
 const twiceWorkers = 2
 
+// twiceCopies is how many times the scheduler publishes each row.
+const twiceCopies = 2
+
 // twice runs the double-publishing scheduler against both claims.
 func twice(ctx context.Context, env *lesson.Env) error {
 	variants := []struct {
@@ -77,7 +80,8 @@ func twice(ctx context.Context, env *lesson.Env) error {
 // still being sent.
 func runTwice(ctx context.Context, env *lesson.Env, name, prefix string,
 	w worker) (outcome, error) {
-	v, err := open(ctx, env, name, twiceRows(prefix), w, twiceWorkers)
+	gated := func(v *variant) { v.gate = newGate(twiceCopies, v.clock) }
+	v, err := open(ctx, env, name, twiceRows(prefix), w, twiceWorkers, gated)
 	if err != nil {
 		return outcome{}, err
 	}

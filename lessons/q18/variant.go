@@ -40,6 +40,7 @@ type variant struct {
 	start time.Duration // lesson time the variant began
 	rows  []row
 	work  worker
+	gate  *gate // part (d): holds each check open until every copy of its row is checked; nil elsewhere
 	// dropStore deletes the store; stop disarms the run's planned crash
 	// (Options.Interrupt). Both are set by open.
 	dropStore, stop func()
@@ -50,13 +51,16 @@ type variant struct {
 	sends     map[string][]time.Duration // row → each send, from start
 	absorbed  int                        // copies the claim skipped
 	failing   map[string]bool            // rows whose next publish fails (the lab's fault)
+	// buffered, when set, is the seed's library taking the fault: the
+	// failing publish is held that long (its reconnect), then sent.
+	buffered time.Duration
 }
 
 // open starts a variant: its store, its backend and topology, its rows
 // inserted as CREATED, and `consumers` workers on the main queue. Call
 // close when done.
 func open(ctx context.Context, env *lesson.Env, name string, rows []row, w worker,
-	consumers int) (*variant, error) {
+	consumers int, opts ...func(*variant)) (*variant, error) {
 	db, err := runstore.Open(ctx, env, name)
 	if err != nil {
 		return nil, err
@@ -69,6 +73,9 @@ func open(ctx context.Context, env *lesson.Env, name string, rows []row, w worke
 		return nil, err
 	}
 	v.dropStore, v.stop = db.Drop, func() {}
+	for _, o := range opts {
+		o(v) // before the workers start
+	}
 	if err := v.setUp(ctx, consumers); err != nil {
 		v.close(ctx)
 		return nil, err
@@ -145,6 +152,16 @@ var errPublish = errors.New("publish failed: connection reset (the lab's fault)"
 // duplicate is accounted for too. A row marked failing fails once.
 func (v *variant) publish(ctx context.Context, actor string, r store.Row) error {
 	v.mu.Lock()
+	if v.failing[r.ID] && v.buffered > 0 {
+		delete(v.failing, r.ID)
+		v.mu.Unlock()
+		v.env.Log().Info(fmt.Sprintf("q18: %s: the channel dropped; amqp-connection-manager keeps "+
+			"the publish in memory and sends it after its reconnect, %s on", r.ID, v.buffered))
+		if err := v.clock.Wait(ctx, v.buffered); err != nil {
+			return err
+		}
+		v.mu.Lock()
+	}
 	if v.failing[r.ID] {
 		delete(v.failing, r.ID)
 		v.mu.Unlock()
@@ -195,6 +212,9 @@ func (v *variant) handler(actor string) flow.Handler {
 		mine, err := v.work.claim(ctx, v, id)
 		if err != nil {
 			return flow.Park(birthday.DLQ, err.Error())
+		}
+		if v.gate != nil {
+			v.gate.pass(ctx, id)
 		}
 		if !mine {
 			v.skip(ctx, d, actor, id)

@@ -54,8 +54,10 @@ var Lesson = lesson.Lesson{
 	TestSpeed:  20,
 	Parity: lesson.Parity{TimingSensitive: "part (b)'s attempts are how many 2 s holds fit in " +
 		"the 30 s rate limit, which on a broker depends on when the redeliveries land"},
-	Topologies: func() []flow.Topology { return []flow.Topology{birthday.RetryTopology(), rabbit.ReturnsTopology()} },
-	Faults:     true, // in the fault suite (lessons/faults)
+	Topologies: func() []flow.Topology {
+		return []flow.Topology{birthday.RetryTopology(), stallTopology(), rabbit.ReturnsTopology()}
+	},
+	Faults: true, // in the fault suite (lessons/faults)
 }
 
 // sendTime is how long one attempt takes (lesson time).

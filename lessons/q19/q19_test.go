@@ -10,8 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lesson/lessontest"
+	"github.com/queuelab/qlab/render"
 	"github.com/queuelab/qlab/seeds/birthday"
 )
 
@@ -98,7 +100,7 @@ func TestTimerBeforeNackHoldsTheSlots(t *testing.T) {
 	for _, b := range backends {
 		t.Run(string(b), func(t *testing.T) {
 			var timer, queues stalled
-			runPart(t, b, func(ctx context.Context, env *lesson.Env) (err error) {
+			events := runPart(t, b, func(ctx context.Context, env *lesson.Env) (err error) {
 				if timer, err = runStall(ctx, env, timerNack, "S"); err != nil {
 					return err
 				}
@@ -106,6 +108,7 @@ func TestTimerBeforeNackHoldsTheSlots(t *testing.T) {
 				return err
 			})
 			assert.GreaterOrEqual(t, timer.firstH, birthday.Delay(0), "H waits for a slot")
+			assertRequeueSaysWhere(t, b, events)
 			assert.Greater(t, timer.attempts, queues.attempts, "the delay never grows")
 			if b == lab.InMem { // exact lesson time
 				assert.Equal(t, 5, queues.beforeH, "H is tried right after the five first attempts, before any retry")
@@ -144,4 +147,23 @@ func TestLessonAccountsForEveryTask(t *testing.T) {
 	assert.Equal(t, len(res.Tasks), n)
 	assert.Len(t, res.Tables, 2)
 	assert.True(t, strings.Contains(Lesson.Notice, "2, 4, 8, 16 and 32 s"))
+}
+
+// assertRequeueSaysWhere holds the log line of each requeue to where the
+// message went: memory's requeue appends it; the broker's classic queue
+// puts it back at its original position, never "at the tail".
+func assertRequeueSaysWhere(t *testing.T, b lab.Backend, events []lab.Event) {
+	t.Helper()
+	var plain render.Style
+	moved := labtest.OfKind(events, lab.Moved)
+	require.NotEmpty(t, moved, "the timer's nack requeues")
+	for _, e := range moved {
+		line := plain.Line(e)
+		if b == lab.InMem {
+			assert.Contains(t, line, "Re-enqueuing at the tail of", line)
+			continue
+		}
+		assert.NotContains(t, line, "Re-enqueuing at the tail", line)
+		assert.Contains(t, line, "back at its original position", line)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/queuelab/qlab/lesson/lessontest"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
 	"github.com/queuelab/qlab/render"
+	"github.com/queuelab/qlab/seeds/birthday"
 )
 
 // TestQ19QuorumNackByVersion holds what the fake delay's nack does to a
@@ -37,6 +38,38 @@ func TestQ19QuorumNackByVersion(t *testing.T) {
 			assert.Equal(t, rows, tab.Rows)
 			assert.Contains(t, tab.Title, "RabbitMQ "+version)
 			assert.Contains(t, strings.Join(tab.Notes, " "), "RabbitMQ "+version+" (this broker)")
+		})
+	}
+}
+
+// TestQuorumStallByVersion runs part (b)'s timer-then-nack load on the
+// seed's quorum queue on each version. On 3.10.8 the quorum queue appends
+// what a nack gives back, so QH gets the first slot freed, well before
+// the limit ends, and x-delivery-count counts the returns; on 4.3 it
+// gives the nacked message out again first, so QH waits out the limit as
+// on a classic queue, and a nack writes no x-delivery-count.
+func TestQuorumStallByVersion(t *testing.T) {
+	for _, line := range []string{"3.10", "4.3"} {
+		t.Run(line, func(t *testing.T) {
+			url, version := rabbittest.NeedVersion(t, line)
+			var m stalled
+			l := Lesson
+			l.Rabbit = func(ctx context.Context, env *lesson.Env) (err error) {
+				m, err = quorumStall(ctx, env)
+				return err
+			}
+			lessontest.RunRabbit(t, l, lesson.Options{Broker: url})
+			assert.Equal(t, version, m.version)
+			assert.True(t, m.quorum)
+			assert.Positive(t, m.redelivered)
+			assert.GreaterOrEqual(t, m.lastSent, limitFor, "the five are sent once the limit ends")
+			if line == "3.10" {
+				assert.Less(t, m.firstH, limitFor/2, "QH gets the first slot a nack frees")
+				assert.Positive(t, m.deliveryCount, "3.10.8 counts every return")
+				return
+			}
+			assert.GreaterOrEqual(t, m.firstH, limitFor-birthday.Delay(0), "QH waits behind the five")
+			assert.Equal(t, -1, m.deliveryCount, "4.3 writes no x-delivery-count after a nack")
 		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/queuelab/qlab/flow"
+	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/render"
 	"github.com/queuelab/qlab/seeds/birthday"
 )
@@ -64,7 +65,7 @@ func short(s string) string {
 }
 
 // stallTable is part (b): the two ways to wait, side by side.
-func stallTable(out []stalled) render.Table {
+func stallTable(out []stalled, version string) render.Table {
 	t := render.Table{
 		Title: "(b) Waiting out a rate limit: a timer before the nack, or a wait queue",
 		Header: []string{"strategy", "H tried at", "attempts", "count read", "redelivered",
@@ -75,8 +76,8 @@ func stallTable(out []stalled) render.Table {
 			"Timer, then nack: each waiting S holds a slot (unacked) for its whole delay, so the " +
 				"five hold all five and H waits. RabbitMQ puts a requeued message back at its " +
 				"original position where it can (the consumer acknowledgements guide), ahead of " +
-				"H, so on the broker H can wait until the limit ends; memory's requeue goes to " +
-				"the tail, so there H gets the first slot freed.",
+				"H, so on a classic queue H can wait until the limit ends; memory's requeue goes " +
+				"to the tail, so there H gets the first slot freed.",
 			"Count read: the retry count in the message's own header. A requeue changes nothing " +
 				"in the message, so it stays 0, the delay stays 2 s and the backoff never backs " +
 				"off; all a classic queue adds is the redelivered flag (a quorum queue counts " +
@@ -85,6 +86,12 @@ func stallTable(out []stalled) render.Table {
 				"queues' worker writes its count as it republishes.",
 			"A crash while the timer runs redelivers the message at once: the wait is lost.",
 		},
+	}
+	if version != "" {
+		t.Notes = append(t.Notes, fmt.Sprintf("Quorum queue: the seed's own type, the same "+
+			"five slots and timer (Q1–Q5, QH). On RabbitMQ %s a requeued message goes %s. "+
+			"x-delivery-count: the largest a delivery carried (none: the broker wrote none "+
+			"after a nack).", version, rabbit.RequeuePlace(true, version)))
 	}
 	for _, m := range out {
 		first := "never"
@@ -95,8 +102,19 @@ func stallTable(out []stalled) render.Table {
 		if m.maxCount >= 0 {
 			count = strconv.Itoa(m.maxCount)
 		}
+		if m.quorum {
+			count += ", x-delivery-count " + upTo(m.deliveryCount)
+		}
 		t.Rows = append(t.Rows, []string{m.name, first, strconv.Itoa(m.attempts), count,
 			strconv.Itoa(m.redelivered), secs(m.lastSent)})
 	}
 	return t
+}
+
+// upTo is the largest count seen, "none" where no delivery carried one.
+func upTo(n int) string {
+	if n < 0 {
+		return "none"
+	}
+	return strconv.Itoa(n)
 }

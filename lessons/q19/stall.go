@@ -3,6 +3,7 @@ package q19
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/queuelab/qlab/lab"
@@ -21,14 +22,19 @@ const limitFor = 30 * time.Second
 
 // stalled is what one strategy of part (b) measured.
 type stalled struct {
-	name        string
-	healthy     string        // H's task id
-	firstH      time.Duration // when H's first attempt started
-	beforeH     int           // attempts at S1–S5 that started before H's first
-	attempts    int           // attempts at S1–S5
-	maxCount    int           // the largest retry count a message carried; -1: no headers
-	redelivered int           // deliveries with the redelivered flag
-	lastSent    time.Duration // when the last of S1–S5 was sent
+	name     string
+	healthy  string        // H's task id
+	firstH   time.Duration // when H's first attempt started
+	beforeH  int           // attempts at S1–S5 that started before H's first
+	attempts int           // attempts at S1–S5
+	maxCount int           // the largest retry count a message carried; -1: no headers
+	quorum   bool          // run on a quorum queue (the seed's type): deliveryCount is read
+	version  string        // the broker's, where quorum
+	// deliveryCount is the largest x-delivery-count a delivery carried
+	// (-1: none); read only on the quorum queue.
+	deliveryCount int
+	redelivered   int           // deliveries with the redelivered flag
+	lastSent      time.Duration // when the last of S1–S5 was sent
 }
 
 // stall runs part (b) with both strategies.
@@ -46,9 +52,18 @@ func stall(ctx context.Context, env *lesson.Env) error {
 		}
 		out = append(out, m)
 	}
-	env.Report(stallTable(out))
+	version := ""
+	if env.Stream.Backend() == lab.Rabbit { // memory has no queue types
+		q, err := quorumStall(ctx, env)
+		if err != nil {
+			return err
+		}
+		out = slices.Insert(out, 1, q) // beside the classic queue's timer
+		version = q.version
+	}
+	env.Report(stallTable(out, version))
 	if env.Stream.Backend() != lab.Rabbit {
-		return nil // memory has no queue types
+		return nil
 	}
 	quorum, err := quorumReturns(ctx, env)
 	if err != nil {

@@ -59,6 +59,7 @@ func crashProcess(ctx context.Context, env *lesson.Env, p policy) (outcome, erro
 	if err := b.Consume(ctx, c); err != nil {
 		return outcome{}, err
 	}
+	env.Phase(killTitle(p, proc.Pid()))
 	if err := proc.kill(); err != nil {
 		return outcome{}, err
 	}
@@ -92,4 +93,17 @@ func (pt *part) follow(ctx context.Context, proc *process, bound time.Duration) 
 			return ctx.Err()
 		}
 	}
+}
+
+// killTitle is the phase that marks the kill in the stream: the process,
+// the signal, and the messages it holds unacked at that moment (pid 0:
+// in memory, where the crash is this process's own).
+func killTitle(p policy, pid int) string {
+	held := fmt.Sprintf("%s1–%s5", p.prefix, p.prefix)
+	if pid == 0 {
+		return fmt.Sprintf("The crash: this process dies while %s holds %s; the Go channel "+
+			"and the map store die with it", Crashing, held)
+	}
+	return fmt.Sprintf("SIGKILL: %s, process %d, is killed holding %s unacked; no handler "+
+		"runs, the kernel closes its socket", Crashing, pid, held)
 }

@@ -44,6 +44,7 @@ func crashInMemory(ctx, life context.Context, env *lesson.Env, p policy) (outcom
 			return outcome{}, err
 		}
 	}
+	env.Phase(killTitle(p, 0))
 	die() // the crash
 	o, err := pt.finish(ctx, false)
 	for _, id := range p.ids() {

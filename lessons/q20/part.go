@@ -121,9 +121,10 @@ func (pt *part) survivor() flow.Handler {
 }
 
 // notClaimed is the survivor's answer to a row it could not claim: SENT is
-// skipped (the seed's check); SENDING on a redelivery means the worker
-// that claimed it died, before or after the send: resend takes the row
-// over (won), skip acks it as sent.
+// skipped (the seed's check); SENDING on a redelivery means, in this
+// lesson only, that the worker that claimed it died (the lesson killed
+// it), before or after the send: resend takes the row over (won), skip
+// acks it as sent. Where the worker may live (Q21) the rule is false.
 func (pt *part) notClaimed(ctx context.Context, d *flow.Delivery) (bool, flow.Decision, error) {
 	r, err := pt.db.Get(ctx, d.Task)
 	if err != nil {

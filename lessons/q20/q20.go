@@ -14,6 +14,11 @@
 // What the seed does not say: a row left SENDING may or may not have been
 // sent, and the store cannot tell. Resending it (this lesson's policy)
 // sends one message twice; skipping it loses another. Both run, counted.
+// The resend rule reads SENDING on a redelivery as "its worker died",
+// which is true here only because the lesson killed it: a redelivery says
+// the channel died, and in Q21 the worker whose node stops lives on and is
+// still sending when its copy comes back, so resending would send twice.
+// The count table says so.
 // In memory there is no second process and no broker: the crash takes the
 // queue, the held messages and the map store down with the process, and
 // what was not sent is lost.

@@ -90,6 +90,33 @@ func TestSIGKILLRedeliversAndTheStoreAbsorbs(t *testing.T) {
 	for id, r := range labtest.Fates(events) {
 		assert.Equal(t, lab.FateDone, r.Fate, id)
 	}
+	kill := assertKillIsAnEvent(t, events, "SIGKILL: "+Crashing+", process "+strconv.Itoa(o.pid))
+	assert.Contains(t, events[kill].Note, "holding R1–R5 unacked")
+	for _, e := range events[:kill] {
+		assert.NotEqual(t, lab.Redelivered, e.Kind, "%s redelivered before the kill", e.Task)
+	}
+}
+
+// assertKillIsAnEvent finds the phase that marks the kill (its note
+// begins with title), once, after everything the crashing worker did,
+// and returns its index in events.
+func assertKillIsAnEvent(t *testing.T, events []lab.Event, title string) int {
+	t.Helper()
+	at := -1
+	for i, e := range events {
+		if e.Kind == lab.Phase && strings.HasPrefix(e.Note, title) {
+			require.Equal(t, -1, at, "one kill, one phase: %q", e.Note)
+			at = i
+		}
+	}
+	require.NotEqual(t, -1, at, "no phase in the stream begins %q", title)
+	for _, e := range events[at:] {
+		if strings.HasPrefix(e.Actor, Crashing) {
+			assert.Contains(t, []lab.Kind{lab.Lost, lab.Summary}, e.Kind,
+				"after the kill %s did %s %s", e.Actor, e.Kind, e.Task)
+		}
+	}
+	return at
 }
 
 // TestSendingWindow: a row left SENDING by the killed worker. Resending
@@ -129,6 +156,10 @@ func TestCrashInMemoryLosesWhatItHeld(t *testing.T) {
 	}
 	for _, id := range []string{"R4", "R5"} {
 		assert.Equal(t, lab.FateLost, fates[id].Fate, id)
+	}
+	kill := assertKillIsAnEvent(t, events, "The crash: this process dies while "+Crashing+" holds R1–R5")
+	for _, e := range events[:kill] {
+		assert.NotEqual(t, lab.Lost, e.Kind, "%s lost before the crash", e.Task)
 	}
 }
 

@@ -59,6 +59,10 @@ func countTable(outs []outcome, on lab.Backend) render.Table {
 				"(the lab's pick: a greeting twice beats none) duplicates R3; skipping it loses " +
 				"S4. Only the mail API can close the window: an idempotency key per message, " +
 				"stored with the claim and sent with the request (Q06).",
+			"The resend rule (SENDING on a redelivery means its worker died) holds here only " +
+				"because the lab killed that worker. A redelivery means the channel died, not " +
+				"the worker: in Q21 the worker whose node stops lives on, still sending, when " +
+				"its copy comes back. Resending there sends twice; Q21's worker waits for SENT.",
 		},
 	}
 	if on == lab.InMem {

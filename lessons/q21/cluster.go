@@ -67,13 +67,9 @@ func (r *runner) connect(ctx context.Context, first int) (conn, error) {
 	var last error
 	ok, err := rabbit.PollUntil(ctx, 200*time.Millisecond, connectBound, func() (bool, error) {
 		for i := range r.c.Nodes {
-			n := r.c.Nodes[(first+i)%len(r.c.Nodes)]
-			ac, err := amqp.DialConfig(n.URL(), amqp.Config{
-				Dial:       rabbit.FaultDial(ctx, amqp.DefaultDial(3*time.Second)), // the TUI's x cuts it
-				Properties: amqp.Table{"connection_name": rabbit.ConnectionName(r.names)},
-			})
+			n, err := r.dial(ctx, r.c.Nodes[(first+i)%len(r.c.Nodes)])
 			if err == nil {
-				c = conn{ac, n}
+				c = n
 				return true, nil
 			}
 			last = err

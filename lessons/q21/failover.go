@@ -61,8 +61,10 @@ func (r *runner) failover(ctx context.Context) error {
 	sh := &shared{db: db, sends: res.sends, attempts: map[string]int{},
 		stopping: make(chan struct{}), stopped: make(chan struct{}), leader: res.leader.Short}
 	res.workers = []*worker{
-		{r: r, name: Worker1, first: first, shared: sh},
-		{r: r, name: Worker2, first: first + 1, shared: sh},
+		{r: r, name: Worker1, first: first, pace: library(r.from(first)...), shared: sh},
+		{r: r, name: Worker2, first: first + 1, pace: library(r.from(first + 1)...), shared: sh},
+		{r: r, name: Worker3, first: first, pace: library(first), shared: sh},
+		{r: r, name: LabWorker, first: first, pace: labLoop, shared: sh},
 	}
 	var wg sync.WaitGroup
 	for _, w := range res.workers {
@@ -90,10 +92,18 @@ func (r *runner) failover(ctx context.Context) error {
 		}
 		pl.out(res.newLeader.Short)
 	}
-	if err := sh.awaitSettled(ctx, r, db, res.workers); err != nil {
+	// Worker-3 knows only the stopped node: it is back only once that
+	// node is, so the batch settles without it, then the node revives.
+	if err := sh.awaitSettled(ctx, r, db, res.workers[:2]); err != nil {
 		return err
 	}
 	res.settled = time.Since(stopped)
+	if err := r.reviveAtEnd(ctx, res); err != nil {
+		return err
+	}
+	if err := sh.awaitSettled(ctx, r, db, res.workers); err != nil {
+		return err
+	}
 	stop()
 	wg.Wait()
 	stopKeys() // and a revive at the student's v, under way, ends
@@ -104,6 +114,16 @@ func (r *runner) failover(ctx context.Context) error {
 	r.env.Report(failoverTable(res, r.c))
 	r.env.Report(workerTable(res))
 	return nil
+}
+
+// from is every node's index, starting at first: the URL list a worker
+// given all three nodes has.
+func (r *runner) from(first int) []int {
+	out := make([]int, len(r.c.Nodes))
+	for i := range out {
+		out[i] = (first + i) % len(r.c.Nodes)
+	}
+	return out
 }
 
 // failoverTitle is part 1's title: when the leader's node stops, and who
@@ -144,8 +164,8 @@ func (r *runner) reviveAtEnd(ctx context.Context, res *failed) error {
 		return err
 	}
 	res.revived, res.revivedBy = time.Since(begin), "the lesson"
-	r.env.Log().Info(fmt.Sprintf("q21: %s revived by the lesson after %.1f s, for the parts that need three nodes",
-		res.leader.Short, res.revived.Seconds()))
+	r.env.Log().Info(fmt.Sprintf("q21: %s revived by the lesson after %.1f s, for %s (it knows only "+
+		"that node's URL) and the parts that need three nodes", res.leader.Short, res.revived.Seconds(), Worker3))
 	return nil
 }
 
@@ -273,7 +293,7 @@ func (s *shared) awaitSent(ctx context.Context, db store.Statuses, n int, bound 
 // TUI pause stretches it (the workers stand still meanwhile).
 func (r *runner) workBound(ctx context.Context) (context.Context, context.CancelFunc) {
 	clock := r.env.Stream.Clock()
-	bound := settleBound + clock.Real(Messages*sendTime)
+	bound := settleBound + clock.Real(Messages*sendTime+2*ReconnectTime)
 	ctx, cancel := context.WithCancelCause(ctx)
 	t := clock.AfterFunc(clock.Lesson(bound), func() {
 		cancel(fmt.Errorf("%w: %s", errBound, bound.Round(time.Second)))
@@ -293,7 +313,7 @@ func (r *runner) bounded(ctx context.Context, err error) error {
 }
 
 // awaitSettled waits until every message is SENT, none is ready in the
-// queue, every worker consumes again, and no delivery came for quiet:
+// queue, each of workers consumes again, and no delivery came for quiet:
 // the copies the stopped node's worker held have come back and been
 // absorbed.
 func (s *shared) awaitSettled(ctx context.Context, r *runner, db store.Statuses, workers []*worker) error {
@@ -316,7 +336,7 @@ func (s *shared) awaitSettled(ctx context.Context, r *runner, db store.Statuses,
 		if err != nil {
 			return err
 		}
-		if counts[store.Sent] == Messages && ready == 0 && idle && workers[0].consuming() && workers[1].consuming() {
+		if counts[store.Sent] == Messages && ready == 0 && idle && all(workers, (*worker).consuming) {
 			return nil
 		}
 		select {
@@ -326,4 +346,14 @@ func (s *shared) awaitSettled(ctx context.Context, r *runner, db store.Statuses,
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// all reports whether f holds for every worker.
+func all(ws []*worker, f func(*worker) bool) bool {
+	for _, w := range ws {
+		if !f(w) {
+			return false
+		}
+	}
+	return true
 }

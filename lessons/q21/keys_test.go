@@ -218,7 +218,7 @@ func TestStudentPullsThePlug(t *testing.T) {
 	assert.NotEqual(t, before, after, "the leader moved")
 	assert.Contains(t, cell(t, f, "node revived after"), "(by v, mid-run)")
 	w := table(t, res, "The workers: where they consumed, what the stop did to them")
-	assert.Contains(t, w.Rows[0][1], before+" → ", "Worker-1 moved off the stopped node")
+	assert.Contains(t, w.Rows[0][2], before+" → ", "Worker-1 moved off the stopped node")
 	assertClusterWhole(ctx, t, c)
 }
 

@@ -5,12 +5,20 @@
 // safe, publisher and consumer auto-reconnect". The lesson runs that on
 // the three-node cluster `qlab broker cluster up` started: it declares the
 // seed's queues with x-queue-type quorum, publishes sixty birthday
-// messages with confirms, lets two workers (prefetch 5) send them, and
+// messages with confirms, lets four workers (prefetch 5) send them, and
 // stops the leader's node (rabbitmqctl stop_app) while they work. Count:
-// the new leader, the worker whose node died reconnecting to a live one,
-// every message sent once, the five it held redelivered, and the status
-// store absorbing the copies it had already sent. A probe publishing all
-// along measures how long the client saw no leader. In `qlab tui 21` the
+// the new leader, each worker whose node died reconnecting, every message
+// sent once, the messages they held redelivered, and the status store
+// absorbing the copies already sent. A probe publishing all along
+// measures how long the client saw no leader.
+//
+// The workers reconnect at their library's pace (reconnect.go): the
+// seed's amqp-connection-manager 5.0.0 with heartbeatIntervalInSeconds
+// 60 waits 60 s of lesson time after the close and between tries, so
+// Worker-1 (all three URLs) is back after 60 s and Worker-3 (the seed's
+// single RABBITMQ_URL, the stopped node's) only once that node is back;
+// Lab-Worker, the lab's own loop, is back at once, for contrast. The
+// lesson runs at 4× (WatchSpeed), so the minute takes 15 s. In `qlab tui 21` the
 // student pulls the plug instead (keys.go): k stops the leader's node when
 // they choose, v revives it.
 //
@@ -55,14 +63,19 @@ func New(find Finder) lesson.Lesson {
 	return lesson.Lesson{
 		ID:    "Q21",
 		Title: "Quorum queues and a node failure",
-		Notice: "Seed 003's queues as quorum queues on a three-node cluster: sixty birthday messages, two " +
-			"workers (prefetch 5), and the leader's node stopped mid-run. Watch a new leader take " +
-			"over, the worker on the dead node reconnect to a live one, and its messages come back " +
-			"redelivered while the store skips those already SENT: sixty sent, none twice. Then what " +
-			"the replicas cost, the delivery limit, and at-least-once dead-lettering.",
+		Notice: "Seed 003's quorum queues on three nodes: sixty birthday messages, four workers " +
+			"(prefetch 5), the leader's node stopped mid-run. A new leader takes over, held messages " +
+			"come back redelivered, the store skips those SENT; the workers reconnect as the seed's " +
+			"amqp-connection-manager does, 60 s later (Worker-1, three URLs) or once the node is back " +
+			"(Worker-3, one URL), the lab's loop (Lab-Worker) at once. Then what the replicas cost, " +
+			"the delivery limit, and at-least-once dead-lettering.",
 		Rabbit:  func(ctx context.Context, env *lesson.Env) error { return run(ctx, env, find) },
 		Default: lab.Rabbit,
 		Cluster: true,
+		// amqp-connection-manager's 60 s waits, twice for Worker-3, in a
+		// quarter of the time; stop_app and the later parts take real time.
+		WatchSpeed: 4,
+		Length:     300 * time.Second,
 		// Broker-only, see the package comment. Not enrolled with the
 		// lessons the fault suite runs on its private single nodes (they
 		// have no node to stop): the suite's cluster group runs it by name
@@ -83,8 +96,10 @@ const (
 	Messages  = 60                     // the scheduler's batch
 	KillAfter = 10                     // the leader's node stops once this many are SENT
 	sendTime  = 500 * time.Millisecond // seed 003: "500ms processing"
-	Worker1   = "Worker-1"             // connected to the leader's node
-	Worker2   = "Worker-2"             // connected to another node
+	Worker1   = "Worker-1"             // on the leader's node; amqp-connection-manager, all three URLs
+	Worker2   = "Worker-2"             // on another node; amqp-connection-manager, all three URLs
+	Worker3   = "Worker-3"             // on the leader's node; amqp-connection-manager, its URL only
+	LabWorker = "Lab-Worker"           // on the leader's node; the lab's fast reconnect loop
 	Probe     = "Leader-Probe"
 )
 

@@ -18,12 +18,14 @@ import (
 
 // worker is one of the seed's workers: a connection to one node, a
 // channel with prefetch 5 and manual acks, and the store's check before
-// each send. When its connection dies it reconnects to the next live
-// node, as amqp-connection-manager does for the seed.
+// each send. When its connection dies it reconnects at its pace: as
+// amqp-connection-manager does for the seed (reconnect.go), or with the
+// lab's fast loop.
 type worker struct {
 	r      *runner
 	name   string
 	first  int // the node it tries first
+	pace   pacing
 	shared *shared
 
 	mu          sync.Mutex
@@ -34,12 +36,17 @@ type worker struct {
 	deliveries  int
 	redelivered int
 	absorbed    int
+	sending     int // copies whose row was SENDING: the worker that claimed it still sending
 	sentHere    int
 	ackLost     int // acks that went down with the connection
 }
 
-// run consumes until ctx ends, reconnecting after each loss.
+// run consumes until ctx ends, reconnecting after each loss at its pace.
 func (w *worker) run(ctx context.Context) {
+	if w.pace.wait > 0 {
+		w.runPaced(ctx)
+		return
+	}
 	for ctx.Err() == nil {
 		c, err := w.r.connect(ctx, w.first)
 		if err != nil {
@@ -61,14 +68,16 @@ func pause(ctx context.Context, d time.Duration) {
 	}
 }
 
-// consume serves deliveries on c until its connection or ctx ends.
-func (w *worker) consume(ctx context.Context, c conn) {
+// consume serves deliveries on c until its connection or ctx ends. It
+// reports whether it consumed at all (a node without a leader for the
+// queue refuses the consume).
+func (w *worker) consume(ctx context.Context, c conn) (consumed bool) {
 	ch, err := c.Channel()
 	if err != nil {
-		return
+		return false
 	}
 	if err := ch.Qos(Prefetch, 0, false); err != nil { // prefetchSize, global
-		return
+		return false
 	}
 	deliveries, err := ch.ConsumeWithContext(ctx, w.r.names.Of(birthday.Queue), w.name,
 		false, // autoAck: the seed acks by hand
@@ -77,7 +86,7 @@ func (w *worker) consume(ctx context.Context, c conn) {
 		false, // noWait
 		nil)
 	if err != nil {
-		return // no leader yet, or the node is going: reconnect
+		return false // no leader yet, or the node is going: reconnect
 	}
 	closed := c.NotifyClose(make(chan *amqp.Error, 1))
 	go func() {
@@ -96,9 +105,11 @@ func (w *worker) consume(ctx context.Context, c conn) {
 	if back {
 		w.backAt = time.Now()
 	}
+	outage := w.outage()
 	w.mu.Unlock()
 	if back { // the TUI's status line follows it
-		w.r.env.Log().Info(fmt.Sprintf("q21: %s reconnected: it consumes again, on %s", w.name, c.node.Short))
+		w.r.env.Log().Info(fmt.Sprintf("q21: %s reconnected: it consumes again, on %s, %s (lesson "+
+			"time) after its connection died", w.name, c.node.Short, secs(outage)))
 	}
 	faults := lab.FaultsFrom(ctx)
 	for d := range deliveries {
@@ -108,6 +119,7 @@ func (w *worker) consume(ctx context.Context, c conn) {
 		release()
 	}
 	w.count(func() { w.live = false })
+	return true
 }
 
 // handle is the seed's MessageWorker.process: claim the row (the
@@ -174,13 +186,18 @@ func (w *worker) ack(ctx context.Context, on cluster.NodeSpec, d amqp.Delivery) 
 
 // awaitSent waits (bounded) for a row another worker claimed to be SENT:
 // a redelivered copy can arrive while the worker that lost its
-// connection is still sending. It reports whether the row is SENT.
+// connection is still sending. So SENDING on a redelivery does not mean
+// its worker died, as Q20's resend rule reads it: resending here would
+// send twice. It reports whether the row is SENT.
 func (w *worker) awaitSent(ctx context.Context, id string) bool {
 	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	for first := true; time.Now().Before(deadline); first = false {
 		row, err := w.shared.db.Get(ctx, id)
 		if err != nil || row.Status == store.Sent {
 			return err == nil
+		}
+		if first && row.Status == store.Sending {
+			w.count(func() { w.sending++ })
 		}
 		select {
 		case <-ctx.Done():
@@ -189,6 +206,15 @@ func (w *worker) awaitSent(ctx context.Context, id string) bool {
 		}
 	}
 	return false
+}
+
+// outage is the lesson time from the loss of its connection to its
+// consuming again, 0 until both happened; w.mu is held.
+func (w *worker) outage() time.Duration {
+	if w.lostAt.IsZero() || w.backAt.IsZero() {
+		return 0
+	}
+	return w.r.env.Stream.Clock().Lesson(w.backAt.Sub(w.lostAt))
 }
 
 func (w *worker) count(f func()) {

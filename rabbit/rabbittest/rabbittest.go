@@ -47,7 +47,8 @@ func NeedBroker(t testing.TB) string {
 }
 
 // Session opens a session on the test broker with a fresh run prefix and
-// the lesson clock at speed, and deletes its queues when the test ends.
+// the lesson clock at speed, and deletes its queues when the test ends,
+// its hold queue of foreign messages too.
 // Connection trouble is logged to the test log.
 func Session(t testing.TB, speed float64) *rabbit.Session {
 	t.Helper()
@@ -58,12 +59,16 @@ func Session(t testing.TB, speed float64) *rabbit.Session {
 	if err != nil {
 		t.Fatalf("opening a session: %v", err)
 	}
+	opened.Lock()
+	opened.runs = append(opened.runs, s.Names.Run)
+	opened.Unlock()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := s.Close(ctx); err != nil {
 			t.Errorf("cleaning up the test's queues: %v", err)
 		}
+		deleteHold(t, url, s.Names.Run)
 	})
 	return s
 }

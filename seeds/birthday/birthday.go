@@ -37,6 +37,12 @@ const (
 	Tick     = time.Minute // CRON_MINUTE_SCHEDULE="* * * * *"
 	Horizon  = time.Hour   // "finds messages due in next hour"
 	Prefetch = 5           // QUEUE_CONCURRENCY, the consumer's prefetch
+	// ReconnectTime is how long amqp-connection-manager 5.0.0 waits after
+	// a connection closes, and after each failed connect, before it tries
+	// the next URL: reconnectTimeInSeconds, which defaults to the seed's
+	// heartbeatIntervalInSeconds of 60 (src/AmqpConnectionManager.ts at
+	// tag v5.0.0). Publishes wait in the library's memory meanwhile.
+	ReconnectTime = 60 * time.Second
 )
 
 // Topology is the seed's: the topic exchange binds birthday and

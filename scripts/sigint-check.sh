@@ -1,0 +1,105 @@
+#!/bin/bash
+# sigint-check.sh [SECONDS...]: stop `make test` with SIGINT (as Ctrl-C
+# does: to its whole process group) after each number of seconds (default
+# 60 180 300), wait 30 s (SIGINT_SETTLE), and list what it left: beam.smp
+# processes that were not running before, queues on the shared broker
+# (rabbitmqctl, local default node) and schemas in the test database
+# (QLAB_DATABASE_URL, psql) that were not there before. Exits 1 if any run
+# left something, 2 on bad use. It runs the whole suite up to each stop:
+# heavy, so run it on a quiet machine. Where something new is there after
+# the 30 s, it looks again SIGINT_RECHECK (30) s later and counts only
+# what stayed: another user's run that ends meanwhile is not counted,
+# one that outlives both looks is (each item is printed, to judge).
+#
+#   scripts/sigint-check.sh            # 60, 180 and 300 s
+#   scripts/sigint-check.sh 90         # one stop at 90 s
+#   SIGINT_MAKE="make test TESTPKGS=./lessons/faults" scripts/sigint-check.sh 60
+set -u
+cd "$(dirname "$0")/.."
+[ $# -gt 0 ] || set -- 60 180 300
+for s in "$@"; do
+	case $s in '' | *[!0-9]*) echo "sigint-check.sh: $s is not a number of seconds" >&2; exit 2 ;; esac
+done
+settle=${SIGINT_SETTLE:-30}
+recheck=${SIGINT_RECHECK:-30}
+bound=${SIGINT_BOUND:-180} # seconds make may take to exit after the SIGINT
+make_cmd=${SIGINT_MAKE:-make test}
+db=${QLAB_DATABASE_URL:-}
+out=$(mktemp -d /tmp/qlab-sigint.XXXXXX)
+run=
+
+cleanup() {
+	[ -n "$run" ] && kill -KILL -- "-$run" 2>/dev/null
+	rm -rf "$out"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+beams() { pgrep -x beam.smp | sort; }
+queues() { timeout 60 rabbitmqctl list_queues -q --no-table-headers name 2>/dev/null | sort; }
+schemas() {
+	[ -n "$db" ] || return 0
+	timeout 30 psql "$db" -Atc "select nspname from pg_namespace" 2>/dev/null | sort
+}
+snapshot() { beams >"$1.beam"; queues >"$1.queues"; schemas >"$1.schemas"; }
+
+failed=0
+for at in "$@"; do
+	snapshot "$out/before"
+	echo "sigint-check: $make_cmd, SIGINT at ${at}s ($(uptime | sed 's/.*load/load/'))"
+	# A process group of its own, so the SIGINT reaches make and every
+	# child, as a terminal's Ctrl-C does, and never this script.
+	setsid bash -c "exec $make_cmd" >"$out/make.log" 2>&1 &
+	run=$!
+	start=$SECONDS
+	while [ $((SECONDS - start)) -lt "$at" ] && kill -0 "$run" 2>/dev/null; do sleep 1; done
+	if ! kill -0 "$run" 2>/dev/null; then
+		echo "  make ended by itself after $((SECONDS - start)) s, before the SIGINT"
+	else
+		kill -INT -- "-$run"
+		stopped=$SECONDS
+		while [ $((SECONDS - stopped)) -lt "$bound" ] && kill -0 "$run" 2>/dev/null; do sleep 1; done
+		if kill -0 "$run" 2>/dev/null; then
+			echo "  make did not exit ${bound}s after the SIGINT: killed"
+			kill -KILL -- "-$run" 2>/dev/null
+			failed=1
+		else
+			echo "  make exited $((SECONDS - stopped)) s after the SIGINT"
+		fi
+	fi
+	wait "$run" 2>/dev/null
+	run=
+	sleep "$settle"
+	snapshot "$out/after"
+	# Another user's run may own a new queue or node for a while: what
+	# is still there another SIGINT_RECHECK seconds later is counted.
+	if ! cmp -s "$out/before.queues" "$out/after.queues" || ! cmp -s "$out/before.beam" "$out/after.beam"; then
+		sleep "$recheck"
+		snapshot "$out/again"
+		for kind in beam queues schemas; do
+			comm -12 "$out/after.$kind" "$out/again.$kind" >"$out/both.$kind"
+			mv "$out/both.$kind" "$out/after.$kind"
+		done
+	fi
+	left=0
+	for kind in beam queues schemas; do
+		new=$(comm -13 "$out/before.$kind" "$out/after.$kind")
+		[ -n "$new" ] || continue
+		left=1
+		echo "  left, ${settle}s later: $kind:"
+		for item in $new; do
+			case $kind in
+			beam) echo "    $item $(ps -o args= -p "$item" | cut -c1-120)" ;;
+			*) echo "    $item" ;;
+			esac
+		done
+	done
+	if [ $left = 0 ]; then
+		echo "  nothing left ${settle}s later (beam.smp, queues, schemas)"
+	else
+		failed=1
+		echo "  the last lines of make's output:"
+		tail -n 5 "$out/make.log" | sed 's/^/    /'
+	fi
+done
+exit $failed
