@@ -67,9 +67,12 @@ func (d *delayQueue) expire() {
 	// time a timer wakes at can fall a few nanoseconds short of the
 	// expiry it was armed for, and a timer re-armed for less than a real
 	// nanosecond fires at once, for ever, under a synctest clock.
-	for len(d.due) > 0 && s.clock.Real(d.due[0]-now) <= 0 && d.held.Len() > 0 {
+	for len(d.due) > 0 && s.clock.Real(d.due[0]-now) <= 0 {
+		t, ok := d.held.tryTake()
+		if !ok {
+			break
+		}
 		d.due = d.due[1:]
-		t := <-d.held.ch
 		d.to.put(t) // counted in flight there before it stops counting here
 		s.work.done()
 	}

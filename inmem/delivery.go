@@ -55,7 +55,7 @@ func (q *Queue) Redeliver(actor string, t *Task, reason string) {
 // nothing is being put on q. It does nothing to a queue that is not held.
 func (q *Queue) release() {
 	if q.hold.CompareAndSwap(true, false) {
-		for range len(q.ch) {
+		for range q.Len() {
 			q.sys.work.add()
 		}
 	}

@@ -329,17 +329,18 @@ func (f *Flow) Peek(_ context.Context, queue string, n int) ([]flow.Delivery, er
 // peek drains holding queue q and refills it, reporting its first n
 // tasks. Only a queue without a worker can be read this way.
 func (q *Queue) peek(n int) []flow.Delivery {
-	all := make([]*Task, 0, len(q.ch))
-	for len(q.ch) > 0 {
-		all = append(all, <-q.ch)
+	all := make([]*Task, 0, q.Len())
+	for t, ok := q.tryTake(); ok; t, ok = q.tryTake() {
+		all = append(all, t)
 	}
 	var out []flow.Delivery
 	for _, t := range all {
-		if len(out) < n {
-			out = append(out, flow.Delivery{Task: t.ID, Queue: q.name, Attempt: t.Attempt, Body: t.Body})
+		if len(out) >= n {
+			break
 		}
-		q.ch <- t
+		out = append(out, flow.Delivery{Task: t.ID, Queue: q.name, Attempt: t.Attempt, Body: t.Body})
 	}
+	q.restore(all)
 	return out
 }
 

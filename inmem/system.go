@@ -91,9 +91,16 @@ func (s *System) Sleep(ctx context.Context, d time.Duration) error {
 }
 
 // Queue creates a named queue with room for capacity tasks. Put never
-// blocks while the queue holds fewer.
+// blocks while the queue holds fewer. Its memory grows with what it
+// holds, not with capacity (past the first chanRoom tasks).
 func (s *System) Queue(name string, capacity int) *Queue {
-	q := &Queue{name: name, sys: s, ch: make(chan *Task, capacity)}
+	q := &Queue{name: name, sys: s, room: capacity}
+	if capacity <= chanRoom {
+		q.ch = make(chan *Task, capacity)
+	} else {
+		q.ch = make(chan *Task, chanRoom)
+		q.over, q.space = &overflow{}, make(chan struct{}, 1)
+	}
 	s.mu.Lock()
 	s.queues = append(s.queues, q)
 	s.mu.Unlock()
@@ -231,11 +238,13 @@ func (s *System) next(q *Queue) (t *Task, ok bool) {
 	}
 	select {
 	case t = <-q.ch:
+		q.took()
 		return t, true
 	default:
 	}
 	select {
 	case t = <-q.ch:
+		q.took()
 		return t, true
 	case <-s.ctx.Done():
 		return nil, false
@@ -385,8 +394,7 @@ func (s *System) Crash(actor string) {
 		s.emit(lab.Event{Kind: lab.Lost, Task: t.ID, Queue: queue, Actor: actor, Note: "process died with the task in a consumer's prefetch window"})
 	}
 	for _, q := range s.queues {
-		for len(q.ch) > 0 {
-			t := <-q.ch
+		for t, ok := q.tryTake(); ok; t, ok = q.tryTake() {
 			s.emit(lab.Event{Kind: lab.Lost, Task: t.ID, Queue: q.name, Actor: actor, Note: "process died with the task in memory"})
 		}
 	}

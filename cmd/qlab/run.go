@@ -107,6 +107,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	if f.scale.tasks > 0 {
+		defer limitMemory()()
+	}
 	met, err := f.metrics.serve(stderr, f.metrics.until())
 	if err != nil {
 		return err
