@@ -1,4 +1,5 @@
-// Package q05 is lesson Q05 — more retries: N chained queues don't scale; one delayed retry queue does.
+// Package q05 is lesson Q05 — more retries: N chained queues don't scale; one
+// delayed retry queue does.
 //
 // Notice: in the log, C is retried five times from ONE retryQueue, waiting
 // 1, 2, 4, 8 and 16 s on a timer in between, and then rests in the

@@ -1,12 +1,12 @@
 // Package q11 is lesson Q11 — scheduled emails.
 //
-// Notice: (a) an in-process timer loses the mails it holds when the
-// scheduler stops; (b) a per-message TTL makes the 1 s mail wait behind the
-// 5 s one, because the broker expires only the head of a queue (classic
-// and, measured on 3.10.8 and 4.3.6, quorum queues too); (c) fixed-TTL wait queues
-// and a stateless router are on time, even across a scheduler restart.
-// The delayed-message plugin the seed names is left out: it is no longer
-// maintained and loses its delayed messages with their node.
+// Notice: (a) an in-process timer loses the mails it holds when the scheduler
+// stops; (b) a per-message TTL makes the 1 s mail wait behind the 5 s one,
+// because the broker expires only the head of a queue (classic and, measured on
+// 3.10.8 and 4.3.6, quorum queues too); (c) fixed-TTL wait queues and a
+// stateless router are on time, even across a scheduler restart. The
+// delayed-message plugin the seed names is left out: it is no longer maintained
+// and loses its delayed messages with their node.
 //
 // Why so long: three strategies, each a scheduler and a worker on the
 // broker, with the scheduler stopped mid-run in (a) and restarted in (c);

@@ -1,4 +1,5 @@
-// Package q13 is lesson Q13 — one wait-queue loop, counted by x-death, then by a header of your own, and the NestJS email service's two traps.
+// Package q13 is lesson Q13 — one wait-queue loop, counted by x-death, then by
+// a header of your own, and the NestJS email service's two traps.
 //
 // Notice: run 1 (A–D) only rejects; the broker loops the mail through
 // email_queue_wait and x-death counts the attempts, up to the DLQ at 15.

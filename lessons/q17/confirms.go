@@ -44,9 +44,9 @@ type publishRun struct {
 func (r publishRun) unknown() int { return r.sent - r.confirmed }
 
 // publishJobs publishes n persistent email jobs of run runID to broker queue
-// queue on ch through the default exchange, keeping at most s.window unconfirmed
-// (a sliding window: it waits for the oldest before sending more). With
-// cutAt > 0 it calls cut right after sending message cutAt, as a crash
+// queue on ch through the default exchange, keeping at most s.window
+// unconfirmed (a sliding window: it waits for the oldest before sending more).
+// With cutAt > 0 it calls cut right after sending message cutAt, as a crash
 // would, and reports what the publisher knew at that moment.
 func publishJobs(ctx context.Context, ch *amqp.Channel, queue, runID string, s confirmStrategy, n, cutAt int, cut func()) (publishRun, error) {
 	var run publishRun

@@ -153,8 +153,8 @@ var timerNack = strategy{
 // would make the order of a transcript a coin toss).
 const publishTime = 30 * time.Millisecond
 
-// runLoad publishes tasks (in order, publishTime apart) to a fresh backend whose
-// workers follow st, and returns every attempt once all are settled.
+// runLoad publishes tasks (in order, publishTime apart) to a fresh backend
+// whose workers follow st, and returns every attempt once all are settled.
 func runLoad(ctx context.Context, env *lesson.Env, tasks []string,
 	fails func(task string, attempt int, at time.Duration) error, st strategy) ([]attemptRow, error) {
 	b, err := open(ctx, env)

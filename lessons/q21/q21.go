@@ -12,15 +12,14 @@
 // absorbing the copies already sent. A probe publishing all along
 // measures how long the client saw no leader.
 //
-// The workers reconnect at their library's pace (reconnect.go): the
-// seed's amqp-connection-manager 5.0.0 with heartbeatIntervalInSeconds
-// 60 waits 60 s of lesson time after the close and between tries, so
-// Worker-1 (all three URLs) is back after 60 s and Worker-3 (the seed's
-// single RABBITMQ_URL, the stopped node's) only once that node is back;
-// Lab-Worker, the lab's own loop, is back at once, for contrast. The
-// lesson runs at 4× (WatchSpeed), so the minute takes 15 s. In `qlab tui 21` the
-// student pulls the plug instead (keys.go): k stops the leader's node when
-// they choose, v revives it.
+// The workers reconnect at their library's pace (reconnect.go): the seed's
+// amqp-connection-manager 5.0.0 with heartbeatIntervalInSeconds 60 waits 60 s
+// of lesson time after the close and between tries, so Worker-1 (all three
+// URLs) is back after 60 s and Worker-3 (the seed's single RABBITMQ_URL, the
+// stopped node's) only once that node is back; Lab-Worker, the lab's own loop,
+// is back at once, for contrast. The lesson runs at 4× (WatchSpeed), so the
+// minute takes 15 s. In `qlab tui 21` the student pulls the plug instead
+// (keys.go): k stops the leader's node when they choose, v revives it.
 //
 // Then what quorum queues change: the publish latency against a classic
 // queue on the same cluster, the delivery limit (x-delivery-count on each

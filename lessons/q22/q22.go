@@ -1,22 +1,22 @@
 // Package q22 is lesson Q22 — the seed's metrics, and what they do not
 // say.
 //
-// Notice: seed 003's worker records eleven metrics (package metrics has
-// them, on a registry of its own; `--metrics ADDR` serves them for any
-// lesson). Here each one is made to move: an outage of the mail API fails
-// every first attempt, and the nack counter counts them; on the broker the
-// workers' connections are cut mid-run, and the redelivery counter counts
-// what the broker hands out again. Then the two traps. The queue depth a
-// worker reads with a passive declare counts ready messages only: ten
-// published, five held unacknowledged by a consumer with prefetch 5, and
-// the depth says 5. And AMQP's timestamp property carries whole seconds:
-// amqp091-go cuts a wait time computed from it by up to a second, while
-// amqplib (the seeds' client) writes the seed's Date.now() there as
-// milliseconds, which a reader following the spec takes for a date some
-// 57,000 years ahead (58874, for a message sent on 2026-11-26); a header with milliseconds measures it. The five names the
-// stream cannot move (publish duration, consumers, channel opens and
-// closes, connection status) the lesson reports from the backend to every
-// metrics sink of the run (wire.go), so /metrics shows all eleven moving.
+// Notice: seed 003's worker records eleven metrics (package metrics has them,
+// on a registry of its own; `--metrics ADDR` serves them for any lesson). Here
+// each one is made to move: an outage of the mail API fails every first
+// attempt, and the nack counter counts them; on the broker the workers'
+// connections are cut mid-run, and the redelivery counter counts what the
+// broker hands out again. Then the two traps. The queue depth a worker reads
+// with a passive declare counts ready messages only: ten published, five held
+// unacknowledged by a consumer with prefetch 5, and the depth says 5. And
+// AMQP's timestamp property carries whole seconds: amqp091-go cuts a wait time
+// computed from it by up to a second, while amqplib (the seeds' client) writes
+// the seed's Date.now() there as milliseconds, which a reader following the
+// spec takes for a date some 57,000 years ahead (58874, for a message sent on
+// 2026-11-26); a header with milliseconds measures it. The five names the
+// stream cannot move (publish duration, consumers, channel opens and closes,
+// connection status) the lesson reports from the backend to every metrics sink
+// of the run (wire.go), so /metrics shows all eleven moving.
 //
 // Why so long: eleven metrics are each made to move, and the five the
 // stream cannot see are reported from the backend (wire.go); the timestamp
