@@ -3,6 +3,8 @@ package lessons
 import (
 	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -87,6 +89,35 @@ func TestPagesFit(t *testing.T) {
 				continue // one word, too long for any line
 			}
 			t.Errorf("%s:%d is %d columns wide, over %d:\n%s", doc, l.n, render.Width(l.text), render.DefaultWidth, l.text)
+		}
+	}
+}
+
+// TestLessonCommentsFit: a lesson's Go files are pages too, read top-down,
+// so their comments fit 80 columns (a tab counted as 4). Lines indented
+// with a tab after // are drawings and code, laid out by hand.
+func TestLessonCommentsFit(t *testing.T) {
+	var files []string
+	for _, pattern := range []string{"q*/*.go", "../seeds/*/*.go"} {
+		found, err := filepath.Glob(pattern)
+		assert.NoError(t, err)
+		files = append(files, found...)
+	}
+	assert.NotEmpty(t, files)
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		assert.NoError(t, err)
+		for i, line := range strings.Split(string(src), "\n") {
+			s := strings.TrimSpace(line)
+			if !strings.HasPrefix(s, "//") || strings.HasPrefix(s, "//\t") {
+				continue
+			}
+			if w := render.Width(strings.ReplaceAll(line, "\t", "    ")); w > render.DefaultWidth {
+				t.Errorf("%s:%d is %d columns wide, over %d:\n%s", f, i+1, w, render.DefaultWidth, line)
+			}
 		}
 	}
 }
