@@ -309,9 +309,10 @@ func TestRunEndsWithWhatToDoNext(t *testing.T) {
 	assert.Contains(t, steps, "go run ./cmd/qlab run 12 --backend rabbit")
 	assert.Contains(t, steps, "go run ./cmd/qlab compare 12")
 	assert.Contains(t, steps, "Next: go run ./cmd/qlab run 13")
-	assert.Contains(t, steps, "Read: lessons/q12/README.md   (the question, what was measured), then go run ./cmd/qlab ex 9\n",
+	assert.Contains(t, steps, "Read: lessons/q12/README.md   (the question, what was measured)\n"+
+		"Write: go run ./cmd/qlab ex 9   (the mechanism yourself, checked as you save)\n",
 		"run, read, write: the page, then the lesson's exercise")
-	assert.NotContains(t, nextSteps(q11(t), lab.Rabbit, invoked()), ", then", "lesson 11 has no exercise")
+	assert.NotContains(t, nextSteps(q11(t), lab.Rabbit, invoked()), "Write:", "lesson 11 has no exercise")
 
 	steps = nextSteps(q12, lab.InMem, invocation{make: true})
 	assert.Contains(t, steps, `make lesson-12 FLAGS="--backend rabbit"`)

@@ -147,7 +147,8 @@ func nextSteps(l lesson.Lesson, ran lab.Backend, how invocation) string {
 }
 
 // readNext points from a run to its lesson's page and then its exercise:
-// the path run, read, write.
+// the path run, read, write. Each step has a line of its own: as one line
+// they wrapped at 80 columns between "ex" and its number.
 func readNext(l lesson.Lesson, how invocation) string {
 	line := "Read: " + lessons.PagePath(l) + "   (the question, what was measured)"
 	for _, e := range exercises.All {
@@ -156,7 +157,7 @@ func readNext(l lesson.Lesson, how invocation) string {
 			if how.make {
 				prog = "bin/qlab"
 			}
-			return line + fmt.Sprintf(", then %s ex %d", prog, e.Number())
+			return line + fmt.Sprintf("\nWrite: %s ex %d   (the mechanism yourself, checked as you save)", prog, e.Number())
 		}
 	}
 	return line
