@@ -72,7 +72,10 @@ func (r *runner) failover(ctx context.Context) error {
 	}
 	p := &probe{r: r, first: first + 2}
 	wg.Go(func() { p.run(work) })
-	defer wg.Wait() // after stop: every goroutine ends with work
+	// Every goroutine ends with work: stop it before waiting, also on an
+	// early error return (a bare deferred Wait ran before the deferred
+	// stop and hung the run until go test's timeout).
+	defer func() { stop(); wg.Wait() }()
 	pl := &plug{leader: res.leader.Short, pull: make(chan struct{})}
 	stopKeys := r.readKeys(ctx, res, pl)
 	defer stopKeys()
