@@ -13,7 +13,6 @@ import (
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lesson/lessontest"
-	"github.com/queuelab/qlab/rabbit/rabbittest"
 	"github.com/queuelab/qlab/render"
 )
 
@@ -53,11 +52,7 @@ func widthRun(t *testing.T, b lab.Backend, l lesson.Lesson) ([]lab.Event, lesson
 	if b != lab.Rabbit {
 		return lessontest.RunInMem(t, l, lesson.Options{})
 	}
-	v := rabbittest.V310
-	if l.MinBroker != "" {
-		v = rabbittest.V43
-	}
-	return lessontest.Recorded(t, v, l, "default", recordedOpts(t, l, "default"))
+	return lessontest.Recorded(t, testLine(l), l, "default", recordedOpts(t, l, "default"))
 }
 
 // assertNoCuts fails for every table of a run that, at 80 columns,
