@@ -56,7 +56,8 @@ type QueueFigures struct {
 }
 
 // brokerView reads the run's queues' figures from the broker's
-// rabbitmq_prometheus. Absent says why it cannot ("" when it can).
+// rabbitmq_prometheus. Absent says why it cannot, for the table ("" when
+// it can).
 type brokerView struct {
 	base, vhost string
 	names       rabbit.Names
@@ -74,7 +75,7 @@ func newBrokerView(b flow.Backend) *brokerView {
 	v := &brokerView{names: s.Names, client: http.Client{Timeout: 5 * time.Second}}
 	v.base, v.vhost, err = PrometheusBase(s.URL)
 	if err != nil {
-		v.absent = err.Error()
+		v.absent = "not read: " + err.Error()
 	}
 	return v
 }
@@ -187,10 +188,10 @@ func (v *brokerView) await(ctx context.Context, what string, done func(map[strin
 	})
 	switch {
 	case err != nil && last == nil:
-		v.absent = oneLine(err.Error())
+		v.absent = "not served: " + oneLine(err.Error())
 		var op *net.OpError
 		if errors.As(err, &op) {
-			v.absent = "nothing answers (" + oneLine(op.Err.Error()) + ")"
+			v.absent = "not served: nothing answers (" + oneLine(op.Err.Error()) + ")"
 		}
 		return nil
 	case !ok:

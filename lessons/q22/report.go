@@ -47,10 +47,14 @@ type labFigures struct {
 func brokerFiguresTable(v *brokerView, lab labFigures, trap, end map[string]QueueFigures, version string) render.Table {
 	t := render.Table{Title: "The broker's own figures (rabbitmq_prometheus, RabbitMQ " + version + ")",
 		Header: []string{"rabbitmq_detailed_…", "lab", "broker", "so"}}
+	if v.absent == "" && !trap[Held].Seen && !anySeen(end) {
+		v.absent = "lists none of this run's queues (a node serves only its own queues' figures: " +
+			"is it this broker's?)"
+	}
 	if v.absent != "" {
 		t.Title = "The broker's own figures"
 		t.Header = []string{"where", "what"}
-		t.Rows = [][]string{{v.where(), "not served: " + v.absent}}
+		t.Rows = [][]string{{v.where(), v.absent}}
 		t.Notes = []string{"Enable it on the broker (rabbitmq-plugins enable rabbitmq_prometheus; " +
 			"scripts/rabbitmq.sh's 4.3 node serves it on 15693), or point " + PrometheusEnv + " at it."}
 		return t
@@ -82,12 +86,12 @@ func brokerFiguresTable(v *brokerView, lab labFigures, trap, end map[string]Queu
 		{"queue_exchange_messages_published_total", fmt.Sprint(lab.published), n(sum.Published),
 			agree(sum.Published == float64(lab.published), ": a retry dead-lettered back is no publish", "differ")},
 		{"queue_messages_delivered_ack_total", n(lab.attempts), n(sum.Delivered),
-			agree(sum.Delivered == lab.attempts, ": one delivery per attempt", fmt.Sprintf(
-				"%s more: deliveries a cut connection lost", n(sum.Delivered-lab.attempts)))},
+			agree(sum.Delivered == lab.attempts, ": one delivery per attempt", by(sum.Delivered-lab.attempts,
+				"%s more: deliveries a cut connection lost before a worker took them"))},
 		{"queue_messages_redelivered_total", n(lab.redeliveries), n(sum.Redelivered),
 			agree(sum.Redelivered == lab.redeliveries, "", "differ")},
 		{"queue_messages_acked_total", n(lab.acks), n(sum.Acked),
-			agree(lost == 0, "", fmt.Sprintf("%s sent on a cut connection never arrived", n(lost)))},
+			agree(lost == 0, "", by(lost, "%s fewer: acks sent on a cut connection never arrived"))},
 		{"queue_messages_ready + _unacked", "0", n(left), agree(left == 0, ": every task done", "differ")},
 	}
 	t.Notes = []string{
@@ -107,6 +111,25 @@ func brokerFiguresTable(v *brokerView, lab labFigures, trap, end map[string]Queu
 			": the figures above are the last read.")
 	}
 	return t
+}
+
+// by is why, for a difference d > 0 the lesson knows the cause of;
+// another is a plain "differ".
+func by(d float64, why string) string {
+	if d > 0 {
+		return fmt.Sprintf(why, strconv.FormatFloat(d, 'f', -1, 64))
+	}
+	return "differ"
+}
+
+// anySeen says whether the endpoint listed any of the run's queues.
+func anySeen(figs map[string]QueueFigures) bool {
+	for _, f := range figs {
+		if f.Seen {
+			return true
+		}
+	}
+	return false
 }
 
 // ackWhy says what the ack count is: one per task, or more where a cut
