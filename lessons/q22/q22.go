@@ -16,11 +16,15 @@
 // 2026-11-26); a header with milliseconds measures it. The five names the
 // stream cannot move (publish duration, consumers, channel opens and closes,
 // connection status) the lesson reports from the backend to every metrics sink
-// of the run (wire.go), so /metrics shows all eleven moving.
+// of the run (wire.go), so /metrics shows all eleven moving. On a broker
+// that serves rabbitmq_prometheus, the broker's own figures for the run's
+// queues stand beside the lab's (broker.go): they agree, except where the
+// cut lost an ack on the wire.
 //
 // Why so long: eleven metrics are each made to move, and the five the
 // stream cannot see are reported from the backend (wire.go); the timestamp
-// trap needs a publish and a read on the wire of its own (timestamp.go).
+// trap needs a publish and a read on the wire of its own (timestamp.go);
+// the broker's own figures need a scrape of its endpoint (broker.go).
 package q22
 
 import (

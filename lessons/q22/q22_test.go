@@ -18,6 +18,7 @@ import (
 	"github.com/queuelab/qlab/lesson/lessontest"
 	"github.com/queuelab/qlab/metrics"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
+	"github.com/queuelab/qlab/render"
 )
 
 // cell is the value of a metric's row in the "What the metrics said" table.
@@ -176,4 +177,5 @@ func TestBrokerFiguresOnRabbitMQ43(t *testing.T) {
 	assert.Equal(t, []string{"0", "0"}, rows["queue_messages_ready + _unacked"][:2])
 	assert.Contains(t, rows, "queue_messages_delivered_ack_total")
 	assert.NotContains(t, strings.Join(table.Notes, " "), "Never settled")
+	assert.Empty(t, table.Cuts(render.LayoutFor(render.DefaultWidth)), "at 80 columns no word splits")
 }
