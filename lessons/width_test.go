@@ -22,11 +22,6 @@ import (
 // what to notice, the log, the tables and their notes. Every lesson, on
 // every backend it has (the broker's when one answers).
 func TestWidth(t *testing.T) {
-	// Beside the package's other broker suites, which read the same
-	// recordings: a sequential TestWidth held them all back until its
-	// slowest broker run (Q17, 94-200 s) had ended, with the other slots
-	// idle meanwhile.
-	t.Parallel()
 	for _, l := range All {
 		for _, b := range l.Backends() {
 			t.Run(l.ID+"/"+string(b), func(t *testing.T) {
