@@ -33,7 +33,6 @@ func emailQueue(t *testing.T, speed float64) *rabbit.Session {
 }
 
 func TestQ17UnroutableIsConfirmedAndOnlyMandatoryReturnsIt(t *testing.T) {
-	t.Parallel() // a session and queues of its own (a fresh prefix): the parts wait on the broker
 	s := rabbittest.Session(t, 1)
 	u, err := publishUndeclared(testCtx(t), s)
 	require.NoError(t, err)
@@ -49,7 +48,6 @@ func TestQ17UnroutableIsConfirmedAndOnlyMandatoryReturnsIt(t *testing.T) {
 // connection is cut, what the publisher cannot vouch for stays within its
 // window, and every confirmed message is in the queue.
 func TestQ17ConfirmStrategies(t *testing.T) {
-	t.Parallel() // a session and queues of its own (a fresh prefix): the parts wait on the broker
 	const n, cutAt = 200, 150
 	s := emailQueue(t, 1)
 	var said []string
@@ -101,7 +99,6 @@ func testEnv(speed float64) (*lesson.Env, *labtest.Recorder) {
 // prefetch 1 gives the fast worker most jobs, unlimited deals them out
 // evenly, so the slow worker holds far more than 10. Counts, not times.
 func TestQ17PrefetchDistribution(t *testing.T) {
-	t.Parallel() // a session and queues of its own (a fresh prefix): the parts wait on the broker
 	const speed = 5
 	s := emailQueue(t, speed)
 	for _, p := range prefetchSettings {
@@ -134,7 +131,6 @@ func TestQ17PrefetchDistribution(t *testing.T) {
 // loop runs one handler at a time; a goroutine per delivery runs several,
 // never more than the prefetch.
 func TestQ17SeedConcurrencyIsTheHandlersNotThePrefetch(t *testing.T) {
-	t.Parallel() // a session and queues of its own (a fresh prefix): the parts wait on the broker
 	const speed = 10
 	s := emailQueue(t, speed)
 	for _, c := range []int{1, seedPrefetch} {
@@ -155,7 +151,6 @@ func TestQ17SeedConcurrencyIsTheHandlersNotThePrefetch(t *testing.T) {
 }
 
 func TestQ17Lesson(t *testing.T) {
-	t.Parallel() // a session and queues of its own (a fresh prefix): the parts wait on the broker
 	events, res := lessontest.RunRabbit(t, Lesson, lesson.Options{})
 	labtest.AssertAccounted(t, events)
 	confirms := lessontest.TableTitled(t, res.Tables, "Publishing: confirms")
