@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+
+	"github.com/queuelab/qlab/lab/created"
 )
 
 // Names maps a seed's queue names to the names declared on the broker and
@@ -22,8 +24,11 @@ type Names struct {
 
 // RunNames returns names with a fresh random prefix, so two runs (or two
 // tests) on one broker never share a queue. The prefix is the run id.
+// Under make test it is recorded (lab/created) before anything is
+// declared under it, so what a killed test left can be found.
 func RunNames() Names {
 	id := newRunID()
+	created.Prefix(id)
 	return Names{Prefix: id + ".", Run: id}
 }
 
@@ -39,6 +44,7 @@ func PersonNames(prefix string) (Names, error) {
 	if err := CheckPrefix(prefix); err != nil {
 		return Names{}, err
 	}
+	created.Prefix(prefix) // a test's run under a prefix of its choosing
 	return Names{Prefix: prefix + "."}, nil
 }
 
