@@ -14,6 +14,7 @@
 #   scripts/sigint-check.sh            # 60, 180 and 300 s
 #   scripts/sigint-check.sh 90         # one stop at 90 s
 #   SIGINT_MAKE="make test TESTPKGS=./lessons/faults" scripts/sigint-check.sh 60
+#   SIGINT_LOG=/tmp/logs scripts/sigint-check.sh 60   # keeps make-60.log
 set -u
 cd "$(dirname "$0")/.."
 [ $# -gt 0 ] || set -- 60 180 300
@@ -69,6 +70,7 @@ for at in "$@"; do
 	fi
 	wait "$run" 2>/dev/null
 	run=
+	[ -z "${SIGINT_LOG:-}" ] || { mkdir -p "$SIGINT_LOG" && cp "$out/make.log" "$SIGINT_LOG/make-$at.log"; }
 	sleep "$settle"
 	snapshot "$out/after"
 	# Another user's run may own a new queue or node for a while: what
