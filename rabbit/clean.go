@@ -232,12 +232,24 @@ func ListLocal(ctx context.Context) (queues []CleanedQueue, exchanges []string, 
 // prefixes (without their dot): what dead test processes declared, the
 // hold queue <run>.foreign included, for a test's foreign messages are
 // its own doing. A queue with a consumer is left and reported in InUse:
-// some process still uses it. Nothing outside the prefixes is touched.
-// With dryRun it deletes nothing and reports what it would delete.
+// some process still uses it. Nothing outside the prefixes is touched;
+// a run id's prefix qlab-3f9a1c also covers 3f9a1c-…, the private
+// prefix tests derive from a run id for --names exact --prefix. With
+// dryRun it deletes nothing and reports what it would delete.
 func CleanListed(ctx context.Context, url string, prefixes []string, queues []CleanedQueue, exchanges []string, dryRun bool) (CleanResult, error) {
 	var res CleanResult
+	var starts []string
+	for _, p := range prefixes {
+		if p == "" {
+			continue
+		}
+		starts = append(starts, p+".")
+		if id, ok := strings.CutPrefix(p, runIDPrefix); ok && len(id) == 2*runIDBytes {
+			starts = append(starts, id+"-")
+		}
+	}
 	under := func(name string) bool {
-		return slices.ContainsFunc(prefixes, func(p string) bool { return p != "" && strings.HasPrefix(name, p+".") })
+		return slices.ContainsFunc(starts, func(s string) bool { return strings.HasPrefix(name, s) })
 	}
 	for _, q := range queues {
 		switch {

@@ -44,7 +44,6 @@ func PersonNames(prefix string) (Names, error) {
 	if err := CheckPrefix(prefix); err != nil {
 		return Names{}, err
 	}
-	created.Prefix(prefix) // a test's run under a prefix of its choosing
 	return Names{Prefix: prefix + "."}, nil
 }
 
@@ -76,11 +75,17 @@ func isAlnum(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
+// A run id is runIDPrefix and runIDBytes random bytes in hex.
+const (
+	runIDPrefix = "qlab-"
+	runIDBytes  = 3
+)
+
 // newRunID is "qlab-" and six random hex digits.
 func newRunID() string {
-	var b [3]byte
+	var b [runIDBytes]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
-	return "qlab-" + hex.EncodeToString(b[:])
+	return runIDPrefix + hex.EncodeToString(b[:])
 }
 
 // Of returns the broker name of seed queue name.
