@@ -91,7 +91,7 @@ func stallTable(out []stalled, version string) render.Table {
 		t.Notes = append(t.Notes, fmt.Sprintf("Quorum queue: the seed's own type, the same "+
 			"five slots and timer (Q1–Q5, QH). On RabbitMQ %s a requeued message goes %s. "+
 			"x-delivery-count: the largest a delivery carried (none: the broker wrote none "+
-			"after a nack).", version, rabbit.RequeuePlace(true, version)))
+			"after a nack).", version, rabbit.RequeuePlace(true, false, version)))
 	}
 	for _, m := range out {
 		first := "never"
