@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lab/created"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/store/sqlstore"
@@ -48,6 +49,10 @@ func brokerCleanCreated(ctx context.Context, stdout io.Writer, dir string, dryRu
 	res, brokerErr := cleanCreatedQueues(ctx, prefixes, dryRun)
 	dropped, storeErr := cleanCreatedSchemas(ctx, schemas, dryRun)
 	writeCreatedCleaned(stdout, dir, res, dropped, running, dryRun)
+	if n := len(res.Deleted) + len(res.Exchanges) + len(dropped); n == 0 && len(ended) > 0 {
+		printWrapped(stdout, "  ", "nothing left by the %d ended test processes that recorded %d prefixes and %d schemas in %s",
+			len(ended), len(prefixes), len(schemas), dir)
+	}
 	if err := cmp.Or(brokerErr, storeErr); err != nil || dryRun {
 		return err // the records stay for the next try
 	}
@@ -78,11 +83,31 @@ func cleanCreatedQueues(ctx context.Context, prefixes []string, dryRun bool) (ra
 	listCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	queues, exchanges, err := rabbit.ListLocal(listCtx)
+	var res rabbit.CleanResult
 	if err != nil {
-		return cleanEachPrefix(ctx, b.URL, prefixes, dryRun)
+		res, err = cleanEachPrefix(ctx, b.URL, prefixes, dryRun)
+	} else {
+		res, err = rabbit.CleanListed(ctx, b.URL, prefixes, queues, exchanges, dryRun)
 	}
-	return rabbit.CleanListed(ctx, b.URL, prefixes, queues, exchanges, dryRun)
+	if err != nil {
+		return res, err
+	}
+	// The 4.3 broker the tests also run on (its node is in a chroot,
+	// which rabbitmqctl here does not reach): the lessons' names.
+	if url43 := os.Getenv(env43); url43 != "" && url43 != b.URL {
+		more, err := cleanEachPrefix(ctx, url43, prefixes, dryRun)
+		res.Deleted = append(res.Deleted, more.Deleted...)
+		res.Exchanges = append(res.Exchanges, more.Exchanges...)
+		res.InUse = append(res.InUse, more.InUse...)
+		if err != nil {
+			return res, fmt.Errorf("on %s: %w", env43, err)
+		}
+	}
+	return res, nil
 }
+
+// env43 names the RabbitMQ 4.3 broker of the tests (rabbittest.Env43).
+const env43 = "QLAB_RABBITMQ43_URL"
 
 // cleanCreatedSchemas drops those of schemas that are in the database at
 // QLAB_DATABASE_URL and that no connection uses.
@@ -127,13 +152,15 @@ func writeCreatedCleaned(w io.Writer, dir string, res rabbit.CleanResult, droppe
 }
 
 // cleanEachPrefix runs Clean under each prefix with every lesson's
-// topology, and sums what it found.
+// topology and the run's hold queue (<run>.foreign), and sums what it
+// found.
 func cleanEachPrefix(ctx context.Context, url string, prefixes []string, dryRun bool) (rabbit.CleanResult, error) {
 	var sum rabbit.CleanResult
 	topos, err := cleanFlags{}.topologies()
 	if err != nil {
 		return sum, err
 	}
+	topos = append(topos, flow.Topology{Queues: []flow.Queue{{Name: "foreign"}}})
 	for _, p := range prefixes {
 		names, err := rabbit.PersonNames(p)
 		if err != nil {

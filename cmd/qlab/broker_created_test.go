@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/queuelab/qlab/lab/created"
+	"github.com/queuelab/qlab/lessons/q10"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
 	"github.com/queuelab/qlab/store/sqlstore"
@@ -140,4 +141,42 @@ func schemaExists(t *testing.T, name string) bool {
 		func(s string) bool { return s == name }, true)
 	require.NoError(t, err)
 	return len(dropped)+len(inUse) > 0
+}
+
+// TestBrokerCleanCreatedOn43: on the 4.3 broker, which rabbitmqctl here
+// cannot list, clean --created finds an ended process's leftovers by the
+// lessons' names and the hold queue.
+func TestBrokerCleanCreatedOn43(t *testing.T) {
+	url43 := rabbittest.Need(t, rabbittest.V43)
+	rabbittest.NeedBroker(t)
+	t.Setenv(rabbittest.Env43, url43)
+	dead := exec.Command("true")
+	require.NoError(t, dead.Run())
+	dir := t.TempDir()
+	names := rabbit.RunNames()
+	record := fmt.Sprintf("prefix %s\n", names.Run)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, fmt.Sprint(dead.Process.Pid)), []byte(record), 0o644))
+	left := []string{names.Of(q10.Lesson.Topologies()[0].Queues[0].Name), names.Run + ".foreign"}
+	conn, err := amqp.Dial(url43)
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	ch, err := conn.Channel()
+	require.NoError(t, err)
+	for _, q := range left {
+		_, err := ch.QueueDeclare(q, true, false, false, false, nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { _, _ = ch.QueueDelete(q, false, false, false) })
+	}
+	code, out, errOut := qlab("broker", "clean", "--created", dir)
+	require.Equal(t, exitOK, code, errOut)
+	for _, q := range left {
+		assert.Contains(t, out, "queue "+q)
+		c, err := amqp.Dial(url43) // a passive declare of a gone queue closes the channel
+		require.NoError(t, err)
+		pch, err := c.Channel()
+		require.NoError(t, err)
+		_, err = pch.QueueDeclarePassive(q, true, false, false, false, nil)
+		assert.Error(t, err, "left on 4.3 after clean --created: %s", q)
+		c.Close()
+	}
 }
