@@ -14,6 +14,7 @@ import (
 	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lab/created"
 	"github.com/queuelab/qlab/rabbit"
+	"github.com/queuelab/qlab/rabbit/cluster"
 	"github.com/queuelab/qlab/store/sqlstore"
 )
 
@@ -49,6 +50,14 @@ func brokerCleanCreated(ctx context.Context, stdout io.Writer, dir string, dryRu
 	res, brokerErr := cleanCreatedQueues(ctx, prefixes, dryRun)
 	dropped, storeErr := cleanCreatedSchemas(ctx, schemas, dryRun)
 	writeCreatedCleaned(stdout, dir, res, dropped, running, dryRun)
+	if !dryRun {
+		// A test's own nodes whose owner died before their watcher
+		// started (killed while they booted): at once, not at the next
+		// test's start.
+		for _, node := range cluster.ReapOrphans(cluster.TestPrefixes...) {
+			printWrapped(stdout, "  ", "removed node %s: the test that started it has ended", node)
+		}
+	}
 	if n := len(res.Deleted) + len(res.Exchanges) + len(dropped); n == 0 && len(ended) > 0 {
 		printWrapped(stdout, "  ", "nothing left by the %d ended test processes that recorded %d prefixes and %d schemas in %s",
 			len(ended), len(prefixes), len(schemas), dir)
