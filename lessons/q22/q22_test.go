@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -34,6 +35,25 @@ func cell(t *testing.T, res lesson.Result, metric string) string {
 	return ""
 }
 
+// namesAllEleven: the "What the metrics said" table has a row for each
+// of seed 003's eleven names and no other, and the consume duration
+// counts one observation per attempt: each ended in an ack or a nack.
+func namesAllEleven(t *testing.T, res lesson.Result) {
+	t.Helper()
+	table := lessontest.TableTitled(t, res.Tables, "What the metrics said")
+	var names []string
+	for _, row := range table.Rows {
+		names = append(names, row[0])
+	}
+	assert.ElementsMatch(t, allNames, names, "the seed's eleven names, each once")
+	acks, err := strconv.Atoi(cell(t, res, metrics.AckTotal))
+	require.NoError(t, err)
+	nacks, err := strconv.Atoi(cell(t, res, metrics.NackTotal))
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(cell(t, res, metrics.ConsumeDuration), fmt.Sprintf("n=%d, mean ", acks+nacks)),
+		"one consume duration per attempt, acked or nacked")
+}
+
 // everyTaskDone: the twenty tasks of both parts end done.
 func everyTaskDone(t *testing.T, events []lab.Event) {
 	t.Helper()
@@ -57,6 +77,7 @@ func TestQ22InMemory(t *testing.T) {
 	assert.Equal(t, "20", cell(t, res, metrics.AckTotal))
 	assert.Equal(t, "0", cell(t, res, metrics.RedeliveryTotal))
 	assert.Equal(t, "5 of 10", cell(t, res, metrics.Depth))
+	namesAllEleven(t, res)
 	for _, table := range res.Tables {
 		assert.NotContains(t, table.Title, "timestamp", "no wire in memory")
 		assert.NotContains(t, table.Title, "broker's own", "no broker in memory")
@@ -89,6 +110,7 @@ func assertQ22OnBroker(t *testing.T, url, version string) {
 	assert.Contains(t, strings.Join(said.Notes, " "), "RabbitMQ "+version+" (this broker)")
 	assert.Equal(t, "5 of 10", cell(t, res, metrics.Depth), "ready only: the unacked are not counted")
 	assert.Equal(t, "10", cell(t, res, metrics.NackTotal))
+	namesAllEleven(t, res)
 	ts := lessontest.TableTitled(t, res.Tables, "The timestamp trap")
 	assert.Contains(t, fmt.Sprint(ts.Rows), "amqplib "+AmqplibVersion+", timestamp: Date.now()")
 	assert.Contains(t, fmt.Sprint(ts.Rows), "the year 58", "a spec reader of amqplib's stamp")

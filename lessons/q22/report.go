@@ -22,6 +22,8 @@ func metricsTable(t metrics.Totals, depth int, crashed bool, wired [][]string, f
 		[]string{metrics.RedeliveryTotal, fmt.Sprint(t.Redeliveries), redeliveryWhy(crashed)},
 		[]string{metrics.WaitTime, fmt.Sprintf("n=%d, mean %.3f s", t.Waits, t.WaitSeconds/float64(max(t.Waits, 1))),
 			"from each arrival in a queue to a worker starting (lesson ms)"},
+		[]string{metrics.ConsumeDuration, fmt.Sprintf("n=%d, mean %.3f s", t.Attempts, t.ConsumeSeconds/float64(max(t.Attempts, 1))),
+			"each attempt, from a worker starting to its ack or nack (lesson ms)"},
 		[]string{metrics.Depth, fmt.Sprintf("%d of %d", depth, Published),
 			fmt.Sprintf("%d held unacked by a prefetch-%d consumer are not counted", Published-depth, Prefetch)},
 	)
