@@ -289,11 +289,12 @@ func (p *BrokerPublisher) closeLocked() {
 // seed 001's router and mail worker (seeds/mail), which take a scheduled mail on from its
 // first hop until it is sent.
 type Broker struct {
-	flow  *rabbit.Flow
-	mail  *mail.Service
-	Pub   *BrokerPublisher
-	close sync.Once
-	err   error // Close's result
+	flow   *rabbit.Flow
+	stream *lab.Stream
+	mail   *mail.Service
+	Pub    *BrokerPublisher
+	close  sync.Once
+	err    error // Close's result
 }
 
 // Options are how OpenBroker runs.
@@ -333,7 +334,7 @@ func OpenBroker(ctx context.Context, url string, names rabbit.Names, opts Option
 		_ = f.Close(ctx)
 		return nil, err
 	}
-	return &Broker{flow: f, mail: svc, Pub: NewBrokerPublisher(url, s.Names, opts.Confirms, s.Logger)}, nil
+	return &Broker{flow: f, stream: stream, mail: svc, Pub: NewBrokerPublisher(url, s.Names, opts.Confirms, s.Logger)}, nil
 }
 
 // Names are the broker names the topology was declared under.
@@ -342,12 +343,37 @@ func (b *Broker) Names() rabbit.Names { return b.flow.Session().Names }
 // Close stops the router and the mail worker, closes the publisher, and
 // deletes the queues and exchanges the broker declared (a message still
 // in them is reported lost to the stream), unless Options.Keep left them.
-// Only the first call acts; later ones return its result.
-func (b *Broker) Close(ctx context.Context) error {
+// unknown are the ids the API answered 504 (Server.Unknown): one still
+// pending may never have reached a queue, and its lost event says so
+// rather than that the deletion discarded it. Only the first call acts;
+// later ones return its result.
+func (b *Broker) Close(ctx context.Context, unknown ...string) error {
 	b.close.Do(func() {
 		b.mail.Stop(ctx)
 		_ = b.Pub.Close(ctx)
+		if !b.flow.Session().Keep { // kept, a stored message stays where it is
+			b.reportUnknown(unknown)
+		}
 		b.err = b.flow.Close(ctx)
 	})
 	return b.err
 }
+
+// reportUnknown reports lost each task of unknown still pending, with
+// the one thing known of it: no confirm came.
+func (b *Broker) reportUnknown(unknown []string) {
+	if len(unknown) == 0 {
+		return
+	}
+	for _, t := range b.stream.Tasks() {
+		if t.Fate == lab.FatePending && slices.Contains(unknown, t.ID) {
+			b.stream.Emit(lab.Event{Kind: lab.Lost, Task: t.ID, Actor: "Cleanup", Note: UnknownLost})
+		}
+	}
+}
+
+// UnknownLost is the note of a 504's task still pending at Close: it may
+// never have been stored, so "deleting the queues discarded it" could
+// be false.
+const UnknownLost = "outcome unknown (504): no confirm came, so it may never have been " +
+	"stored; if it was, deleting the run's queues discarded it"

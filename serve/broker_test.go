@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -47,6 +48,13 @@ func (r *lockedRecorder) has(task string, kind lab.Kind) bool {
 		}
 	}
 	return false
+}
+
+// all returns a copy of the events recorded so far.
+func (r *lockedRecorder) all() []lab.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.events)
 }
 
 func (r *lockedRecorder) last() lab.Event {

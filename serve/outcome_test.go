@@ -52,7 +52,8 @@ func TestServeBrokerStoppedBeforeItsConfirmIsUnknown(t *testing.T) {
 	p := rabbittest.StartProxy(t, n.URL)
 	pub := NewBrokerPublisher(p.URL(n.URL), names, true, rabbittest.Logger(t))
 	t.Cleanup(func() { _ = pub.Close(context.Background()) })
-	base, _, _ := serveInBackground(t, New(pub, stream), DrainTimeout)
+	api := New(pub, stream)
+	base, _, _ := serveInBackground(t, api, DrainTimeout)
 
 	code, got := post(t, base, UsersPath, `{"name":"A","email":"a@example.com"}`)
 	require.Equal(t, http.StatusOK, code, got["error"])
@@ -109,9 +110,20 @@ func TestServeBrokerStoppedBeforeItsConfirmIsUnknown(t *testing.T) {
 		ids = append(ids, m.MessageId)
 	}
 	assert.Contains(t, ids, got2["id"], "the user answered \"unknown\" was stored")
+	assert.Equal(t, []string{got2["id"]}, api.Unknown(), "the API remembers what it answered 504")
+
+	// At Close the queues go, and the unknown user with them if it was
+	// stored; its lost event must not claim it was (it may not have been).
 	closeCtx, closeCancel := context.WithTimeout(context.Background(), time.Minute)
 	defer closeCancel()
-	_ = b.Close(closeCtx) // the node is private and removed with the test
+	_ = b.Close(closeCtx, api.Unknown()...) // the node is private and removed with the test
+	var notes []string
+	for _, e := range rec.all() {
+		if e.Kind == lab.Lost && e.Task == got2["id"] {
+			notes = append(notes, e.Note)
+		}
+	}
+	assert.Equal(t, []string{UnknownLost}, notes, "one lost event, saying the outcome is unknown")
 }
 
 // TestServeRealNackIsNotStored: a queue at its x-max-length with

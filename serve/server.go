@@ -10,6 +10,8 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -49,6 +51,9 @@ type Server struct {
 	now    func() time.Time
 	reqs   atomic.Int64
 	routes map[string]http.HandlerFunc
+
+	mu      sync.Mutex
+	unknown []string // ids answered 504: sent, never confirmed
 }
 
 // New returns the API publishing with pub and reporting to stream.
@@ -56,6 +61,15 @@ func New(pub Publisher, stream *lab.Stream) *Server {
 	s := &Server{pub: pub, stream: stream, now: time.Now}
 	s.routes = map[string]http.HandlerFunc{UsersPath: s.createUser, SchedulePath: s.scheduleEmail}
 	return s
+}
+
+// Unknown returns the ids the API answered 504 so far: each was sent and
+// never confirmed, so the broker may or may not hold it. Broker.Close
+// takes them, to say so of any still pending when the queues go.
+func (s *Server) Unknown() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.unknown)
 }
 
 // ServeHTTP routes a request: a known path takes POST only (405 with
@@ -212,6 +226,9 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, id string, rout
 	case err == nil:
 		return true
 	case errors.Is(err, ErrUnknown):
+		s.mu.Lock()
+		s.unknown = append(s.unknown, id)
+		s.mu.Unlock()
 		s.stream.Emit(lab.Event{Kind: lab.Enqueued, Task: id, Queue: route.Key, Actor: Actor,
 			Note: fmt.Sprintf("%s %s → 504, outcome UNKNOWN: %v", r.Method, r.URL.Path, err)})
 		writeJSON(w, http.StatusGatewayTimeout, map[string]string{"outcome": OutcomeUnknown, "id": id,

@@ -140,10 +140,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	v.note(serveBanner(reachOf(ln.Addr().String(), net.InterfaceAddrs), f.confirms))
 	v.note(run.PrefixNote(rabbitenv.Of(broker.Names())))
-	serveErr := serve.Serve(ctx, ln, serve.New(broker.Pub, stream), serve.DrainTimeout)
+	api := serve.New(broker.Pub, stream)
+	serveErr := serve.Serve(ctx, ln, api, serve.DrainTimeout)
 	cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), serve.DrainTimeout)
 	defer cancel()
-	closeErr := broker.Close(cleanup)
+	closeErr := broker.Close(cleanup, api.Unknown()...)
 	stream.Finish()
 	v.results()
 	if f.keep {
