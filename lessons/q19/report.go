@@ -105,7 +105,11 @@ func stallTable(out []stalled, version string) render.Table {
 		if m.quorum {
 			count += ", x-delivery-count " + upTo(m.deliveryCount)
 		}
-		t.Rows = append(t.Rows, []string{m.name, first, strconv.Itoa(m.attempts), count,
+		name := m.name
+		if version != "" && !m.quorum { // on the broker, beside the quorum row
+			name += ", classic queue"
+		}
+		t.Rows = append(t.Rows, []string{name, first, strconv.Itoa(m.attempts), count,
 			strconv.Itoa(m.redelivered), secs(m.lastSent)})
 	}
 	return t
