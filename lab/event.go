@@ -10,7 +10,7 @@ const (
 	Started      Kind = "started"       // a worker begins a processing attempt
 	Succeeded    Kind = "succeeded"     // the attempt finished without error
 	Failed       Kind = "failed"        // the attempt returned an error (Note = error)
-	Moved        Kind = "moved"         // the task went from Queue to To at once; To = Queue: at the tail unless Note says where
+	Moved        Kind = "moved"         // the task went from Queue to To at once, landing at Place (To = Queue: a requeue)
 	Scheduled    Kind = "scheduled"     // the task will reach To after DelayMs of lesson time
 	DeadLettered Kind = "dead_lettered" // the task was parked in a dead-letter queue (To)
 	Dropped      Kind = "dropped"       // discarded after a final failure: the message is gone
@@ -65,6 +65,19 @@ const (
 	FateRefused Fate = "refused"
 )
 
+// Place is where in its destination queue (To) a moved or scheduled task
+// lands. The zero value is the tail: where every publish goes, and where
+// an in-memory requeue (inmem.Queue.Requeue, Q01's fast retry) puts a
+// task. Only a broker's requeue of a delivery can put it ahead
+// (rabbit.RequeueAt says which queues and versions do).
+type Place string
+
+// The places a task can land at in a queue.
+const (
+	AtTail Place = ""     // behind every message waiting there: a publish, an in-memory requeue
+	AtHead Place = "head" // ahead of every message waiting there: the next one handed out
+)
+
 // Backend names where a lesson runs.
 type Backend string
 
@@ -80,6 +93,8 @@ const (
 // are stamped by the Stream; emitters fill in the rest. Via, on a
 // scheduled event, names the wait queue the task sits out its delay in
 // (on the broker a TTL queue; in memory the one a timer stands for).
+// Place, on a moved or scheduled event, is where in To the task lands;
+// omitted, it is the tail.
 type Event struct {
 	Seq     int     `json:"seq"`
 	TMs     int64   `json:"t_ms"`
@@ -90,6 +105,7 @@ type Event struct {
 	Queue   string  `json:"queue,omitempty"`
 	To      string  `json:"to,omitempty"`
 	Via     string  `json:"via,omitempty"`
+	Place   Place   `json:"place,omitempty"`
 	Actor   string  `json:"actor,omitempty"`
 	Attempt int     `json:"attempt,omitempty"`
 	DelayMs int64   `json:"delay_ms,omitempty"`

@@ -1,6 +1,10 @@
 package rabbit
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/queuelab/qlab/lab"
+)
 
 // RequeuePlace says where a message given back with requeue (basic.nack
 // or basic.reject, requeue true) lands in a queue of the given type on a
@@ -19,7 +23,7 @@ func RequeuePlace(quorum, limited bool, version string) string {
 	case !quorum:
 		return "back at its original position, ahead of what was published after it, " +
 			"not at the tail (RabbitMQ's negative acknowledgements guide)"
-	case strings.HasPrefix(version, "3.") && !limited:
+	case RequeueAt(quorum, limited, version) == lab.AtTail:
 		return "back at the tail: a quorum queue on RabbitMQ 3.x without x-delivery-limit " +
 			"appends what is given back (measured on 3.10.8)"
 	case strings.HasPrefix(version, "3."):
@@ -29,4 +33,16 @@ func RequeuePlace(quorum, limited bool, version string) string {
 		return "back at the head: a quorum queue on RabbitMQ 4.x hands out what is given back " +
 			"first (measured on 4.3.6)"
 	}
+}
+
+// RequeueAt is RequeuePlace as the event's place (lab.Event.Place): the
+// tail only for a quorum queue on 3.x without x-delivery-limit, else the
+// head. A classic queue's original position is the head for a message
+// handed out in order (what was published before it has left the
+// queue), as for the flow's one consumer at a time.
+func RequeueAt(quorum, limited bool, version string) lab.Place {
+	if quorum && !limited && strings.HasPrefix(version, "3.") {
+		return lab.AtTail
+	}
+	return lab.AtHead
 }

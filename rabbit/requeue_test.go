@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
 )
@@ -32,10 +33,13 @@ func TestRequeuePlaceIsMeasured(t *testing.T) {
 				got := requeueOrder(t, url, k.quorum, k.limited)
 				assert.Equal(t, order, got, "%+v on %s", k, version)
 				place := rabbit.RequeuePlace(k.quorum, k.limited, version)
+				at := rabbit.RequeueAt(k.quorum, k.limited, version)
 				if got == "A B C" {
 					assert.Contains(t, place, "at the tail", "%+v on %s", k, version)
+					assert.Equal(t, lab.AtTail, at, "%+v on %s", k, version)
 				} else {
 					assert.NotContains(t, place, "at the tail:", "%+v on %s", k, version)
+					assert.Equal(t, lab.AtHead, at, "%+v on %s", k, version)
 				}
 			}
 		})

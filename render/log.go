@@ -90,10 +90,10 @@ func Message(e lab.Event) (text, tone string) {
 	case lab.Failed:
 		return fmt.Sprintf("❌ Error processing task %s: %s", t, e.Note), red
 	case lab.Moved:
-		if e.Queue == e.To && e.Note == "" { // lab.Moved: no note is the tail
-			return fmt.Sprintf("🔄 Re-enqueuing at the tail of %s: %s", e.To, t), amber
+		if e.Queue == e.To && e.Note == "" { // lab.Place says where
+			return fmt.Sprintf("🔄 Re-enqueuing at the %s of %s: %s", placeWord(e.Place), e.To, t), amber
 		}
-		if e.Queue == e.To { // the note says where: a broker's requeue is not the tail
+		if e.Queue == e.To { // the note says where, in the broker's own terms
 			return fmt.Sprintf("🔄 Back on %s: %s", e.To, t) + withNote(e.Note), amber
 		}
 		return fmt.Sprintf("🔄 Moving task to %s: %s", e.To, t) + withNote(e.Note), amber
@@ -195,4 +195,12 @@ func (l LogSink) Emit(e lab.Event) {
 	if line := l.Style.Line(e); line != "" {
 		fmt.Fprintln(l.W, line)
 	}
+}
+
+// placeWord names where in a queue a task landed (lab.Place).
+func placeWord(p lab.Place) string {
+	if p == lab.AtHead {
+		return "head"
+	}
+	return "tail"
 }

@@ -134,4 +134,7 @@ func TestRequeueSaysWhereTheMessageWent(t *testing.T) {
 	back.Note = "basic.nack, requeue: back at its original position"
 	assert.Equal(t, "00:00.000 [W] 🔄 Back on q: C (basic.nack, requeue: back at its original position)",
 		plain.Line(back))
+	head := tail
+	head.Place = lab.AtHead // what the TUI draws: the place, not the note
+	assert.Equal(t, "00:00.000 [W] 🔄 Re-enqueuing at the head of q: C", plain.Line(head))
 }

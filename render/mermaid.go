@@ -68,6 +68,10 @@ func (d *diagram) add(e lab.Event) {
 	case lab.Failed:
 		d.note(actor, t+" failed: "+mermaidSafe(e.Note))
 	case lab.Moved:
+		if e.Place == lab.AtHead {
+			d.arrow(actor, e.To, "->>", "move "+t+" to the head")
+			return
+		}
 		d.arrow(actor, e.To, "->>", "move "+t)
 	case lab.Scheduled:
 		if e.Via != "" {

@@ -61,3 +61,21 @@ func TestMermaidSaysWhatHappened(t *testing.T) {
 `
 	assert.Equal(t, want, b.String())
 }
+
+// TestMermaidSaysARequeueAtTheHead: the diagram says what the log and the
+// TUI say, a broker's requeue back at the head; memory's, the tail, is a
+// plain move.
+func TestMermaidSaysARequeueAtTheHead(t *testing.T) {
+	var b bytes.Buffer
+	Mermaid(&b, []lab.Event{
+		{Kind: lab.Moved, Task: "C", Actor: "W", Queue: "q", To: "q", Place: lab.AtHead},
+		{Kind: lab.Moved, Task: "D", Actor: "W", Queue: "q", To: "q"},
+	})
+	want := `sequenceDiagram
+    participant P1 as W
+    participant P2 as q
+    P1->>P2: move C to the head
+    P1->>P2: move D
+`
+	assert.Equal(t, want, b.String())
+}

@@ -40,10 +40,11 @@ type token struct {
 	status   status
 	fate     lab.Fate // as the ledger would say now; "" before it is counted
 	attempts int
-	due      int64  // lesson ms a delayed token arrives
-	next     string // where a delayed token goes at due ("" when an event will say)
-	rejected bool   // the breaker fast-failed its last call
-	move     *mover // its journey in progress, if any
+	due      int64     // lesson ms a delayed token arrives
+	next     string    // where a delayed token goes at due ("" when an event will say)
+	nextAt   lab.Place // where in next it lands
+	rejected bool      // the breaker fast-failed its last call
+	move     *mover    // its journey in progress, if any
 }
 
 // mover is one token in flight between two boxes. A ghost (an alert
@@ -57,6 +58,7 @@ type mover struct {
 	start    int
 	ghost    bool
 	trail    bool
+	head     bool // back into the head of the box it left (see lanePath)
 	tone     tone
 }
 
@@ -112,7 +114,7 @@ type scene struct {
 	nodes    []Node
 	index    map[string]int
 	tokens   map[string]*token
-	members  map[string][]*token // per queue, in arrival order
+	members  map[string][]*token // per queue, head first (arrival order, but for a requeue at the head)
 	movers   []*mover
 	timed    []*token // delayed tokens that move on by themselves at due
 	count    map[lab.Fate]int
@@ -280,7 +282,7 @@ func (s *scene) applyToToken(t *token, e lab.Event, frame int) {
 		if to == "" {
 			to = e.Queue
 		}
-		s.travel(t, e.Queue, to, frame, warn)
+		s.travelTo(t, e.Queue, to, e.Place, frame, warn)
 		t.status = waiting
 		s.setFate(t, lab.FatePending)
 	case lab.Redelivered:
@@ -326,15 +328,19 @@ func (s *scene) applyToToken(t *token, e lab.Event, frame int) {
 // broker's TTL would send it, unless it already waits in e.To.
 func (s *scene) schedule(t *token, e lab.Event, frame int) {
 	box := waitBox(e)
-	s.travel(t, t.queue, box, frame, warn)
+	at := lab.AtTail // a wait queue or a timer: it lands in To later (advance)
+	if box == e.To {
+		at = e.Place // the queue itself holds it (a quorum queue's returns delay)
+	}
+	s.travelTo(t, t.queue, box, at, frame, warn)
 	if e.Via != "" || box == timerNode {
 		s.noteDelay(box, e.DelayMs) // a wait queue's TTL, or the timers' delays
 	}
 	t.status = delayed
 	t.due = e.TMs + e.DelayMs
-	t.next = ""
+	t.next, t.nextAt = "", lab.AtTail
 	if box != e.To && e.To != "" {
-		t.next = e.To
+		t.next, t.nextAt = e.To, e.Place
 		s.timed = append(s.timed, t)
 	}
 	s.setFate(t, lab.FatePending)
@@ -348,7 +354,7 @@ func (s *scene) advance(nowMs int64, frame int) {
 		switch {
 		case t.status != delayed || t.next == "":
 		case t.due <= nowMs:
-			s.travel(t, t.queue, t.next, frame, warn)
+			s.travelTo(t, t.queue, t.next, t.nextAt, frame, warn)
 			t.status, t.next = waiting, ""
 		default:
 			live = append(live, t)
@@ -412,16 +418,28 @@ func (s *scene) place(t *token, q string) {
 	s.members[q] = append(s.members[q], t)
 }
 
-// travel moves t from queue from to queue to, animated from frame on. A
-// token going back to the queue it is in still moves: to the tail.
+// travel moves t from queue from to the tail of queue to, animated from
+// frame on. A token going back to the queue it is in still moves.
 func (s *scene) travel(t *token, from, to string, frame int, tn tone) {
+	s.travelTo(t, from, to, lab.AtTail, frame, tn)
+}
+
+// travelTo is travel to place at in queue to: the tail, or the head (in
+// front of every token there), as a broker's requeue may put it. A
+// classic queue puts it back at its original position; with one consumer
+// it was the first in the queue, so the head is the true picture.
+func (s *scene) travelTo(t *token, from, to string, at lab.Place, frame int, tn tone) {
 	if from == "" {
 		from = t.queue
 	}
 	s.finish(t)
 	t.queue = to
-	s.members[to] = append(s.members[to], t)
-	t.move = &mover{tok: t, label: t.id, from: from, to: to, start: frame, tone: tn}
+	if at == lab.AtHead {
+		s.members[to] = slices.Insert(s.members[to], 0, t)
+	} else {
+		s.members[to] = append(s.members[to], t)
+	}
+	t.move = &mover{tok: t, label: t.id, from: from, to: to, start: frame, head: at == lab.AtHead, tone: tn}
 	s.movers = append(s.movers, t.move)
 }
 

@@ -396,7 +396,7 @@ func (v stage) drawLane(c canvas, slots []slot, where map[string]int, r int) {
 		if !ok || slots[to].row != r || !mv.live(v.frame) {
 			continue
 		}
-		x0, x1 := lanePath(slots, where, mv.from, to, r)
+		x0, x1 := lanePath(slots, where, mv.from, to, r, mv.head)
 		lo, hi := min(x0, x1), max(x0, x1)
 		for x := max(lo, 0); x <= hi && x < len(c); x++ {
 			if c[x].r == ' ' {
@@ -442,8 +442,10 @@ func (v stage) drawLane(c canvas, slots []slot, where map[string]int, r int) {
 
 // lanePath is where on row r's lane a token going from queue from to box
 // to travels: from the source box's edge to the destination's, or along
-// under the destination when it comes from another row.
-func lanePath(slots []slot, where map[string]int, from string, to, r int) (x0, x1 int) {
+// under the destination when it comes from another row. Back into the
+// same box it runs under the whole box to the tail, or, when head is set,
+// hops a quarter of the way back to the head (the box's left end).
+func lanePath(slots []slot, where map[string]int, from string, to, r int, head bool) (x0, x1 int) {
 	dst := slots[to]
 	x0, x1 = dst.x+dst.w-2, dst.x+1 // from another row: it slides in under the box
 	if f, ok := where[from]; ok && slots[f].row == r {
@@ -453,6 +455,8 @@ func lanePath(slots []slot, where map[string]int, from string, to, r int) (x0, x
 			x0, x1 = src.x+src.w-2, dst.x+1
 		case f > to:
 			x0, x1 = src.x+1, dst.x+dst.w-2
+		case head: // back to the head of the same queue
+			x0, x1 = src.x+max(src.w/4, 2), src.x+1
 		default: // back to the tail of the same queue
 			x0, x1 = src.x+src.w-2, src.x+1
 		}

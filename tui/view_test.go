@@ -413,3 +413,52 @@ func TestPausedReadsWholeAt80(t *testing.T) {
 		assert.NotContains(t, line, "…", "on %s", b)
 	}
 }
+
+// A broker's requeue that puts the message back at the head (a classic
+// queue's original position, a quorum queue on 4.x) shows it in front of
+// the box, on a short hop to the box's head; the in-memory requeue (the
+// zero Place) still goes to the tail, across the whole box.
+func TestRequeueLandsWhereTheEventSays(t *testing.T) {
+	for place, want := range map[lab.Place]string{lab.AtHead: "│ A B C", lab.AtTail: "│ B C A"} {
+		m := testModel(fakeDLQ, 80, 24)
+		moved := ev(100, lab.Moved, "A", "main", "main")
+		moved.Place = place
+		m = feed(m, ev(0, lab.Enqueued, "A", "main", ""), ev(0, lab.Enqueued, "B", "main", ""),
+			ev(0, lab.Enqueued, "C", "main", ""), ev(0, lab.Started, "A", "main", ""),
+			ev(100, lab.Failed, "A", "main", ""), moved)
+		m = frames(m, 1)
+		lane := laneOf(t, m.View())
+		box := boxOf(t, m.View(), "main")
+		i := strings.Index(lane, "←A")
+		require.GreaterOrEqual(t, i, 0, "A is on its way: %q", lane)
+		at := len([]rune(lane[:i]))
+		if place == lab.AtHead {
+			assert.Less(t, at, box.x+box.w/2, "a short hop into the head: %q", lane)
+		} else {
+			assert.Greater(t, at, box.x+box.w/2, "from the far end: %q", lane)
+		}
+		m = frames(m, moveFrames)
+		assert.Contains(t, m.View(), want+" ", "%q lands there", place)
+		assert.Equal(t, "A", m.scene.sc.members["main"][map[lab.Place]int{lab.AtHead: 0, lab.AtTail: 2}[place]].id)
+	}
+}
+
+// boxOf finds the box of queue q in frame: the column of its top-left
+// corner and its width.
+func boxOf(t *testing.T, frame, q string) (b struct{ x, w int }) {
+	t.Helper()
+	for _, l := range strings.Split(frame, "\n") {
+		if i := strings.Index(l, "╭ "+q+" "); i >= 0 {
+			r := []rune(l)
+			b.x = len([]rune(l[:i]))
+			for j := b.x + 1; j < len(r); j++ {
+				if r[j] == '╮' {
+					b.w = j - b.x + 1
+					return b
+				}
+			}
+		}
+	}
+	t.Fatalf("no box %q in\n%s", q, frame)
+	return b
+}

@@ -90,6 +90,7 @@ func Run(t *testing.T, cfg Config) {
 		"ParkByPublishing":             parkIn(work),
 		"DropSaysTheMessageIsGone":     dropSaysTheMessageIsGone,
 		"RequeueRepeatsTheAttempt":     requeueRepeatsTheAttempt,
+		"RequeueLandsWhereItSays":      requeueLandsWhereItSays,
 		"ImpossibleRouteIsAnError":     impossibleRouteIsAnError,
 		"EveryTaskIsAccountedFor":      everyTaskIsAccountedFor,
 		"ExchangesRouteByKind":         exchangesRouteByKind,
@@ -257,6 +258,36 @@ func requeueRepeatsTheAttempt(t *testing.T, cfg Config) {
 	moved := labtest.Of(events, "C", lab.Moved)
 	require.Len(t, moved, 1)
 	assert.Equal(t, work, moved[0].To)
+}
+
+// requeueLandsWhereItSays: the moved event of a requeue says where the
+// task went back (lab.Place), and the next delivery shows it: C and D wait
+// in a classic queue, one consumer at prefetch 1 requeues C once. Memory
+// appends it (D next); the broker puts it back at its original position,
+// the head (C again at once). The TUI draws the token where Place says.
+func requeueLandsWhereItSays(t *testing.T, cfg Config) {
+	h := open(t, cfg)
+	for _, id := range []string{"C", "D"} { // both wait before anyone consumes
+		require.NoError(t, h.b.Publish(h.ctx, "Producer", work, id))
+	}
+	var order []string
+	requeued := false
+	require.NoError(t, h.b.Consume(h.ctx, flow.Consumer{Queue: work, Actor: "Worker", Prefetch: 1,
+		Handle: func(_ context.Context, d *flow.Delivery) flow.Decision {
+			order = append(order, d.Task)
+			if d.Task == "C" && !requeued {
+				requeued = true
+				return flow.Requeue()
+			}
+			_ = h.attempt(d, false)
+			return flow.Ack()
+		}}))
+	require.NoError(t, h.b.Wait(h.ctx))
+	h.stream.Finish()
+	moved := labtest.Of(h.rec.Events(), "C", lab.Moved)
+	require.Len(t, moved, 1)
+	want := map[lab.Place][]string{lab.AtHead: {"C", "C", "D"}, lab.AtTail: {"C", "D", "C"}}[moved[0].Place]
+	assert.Equal(t, want, order, "the requeue said %q", moved[0].Place)
 }
 
 func impossibleRouteIsAnError(t *testing.T, cfg Config) {

@@ -3,6 +3,7 @@ package q21
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,7 +34,7 @@ const ReconnectTime = birthday.ReconnectTime
 
 // pacing is how a worker finds a node again after its connection died.
 type pacing struct {
-	label string
+	label string // the workers table's URLs cell: how many, or "any" for the lab's loop
 	// urls are the node indexes the worker was given, tried round robin
 	// from the first; nil is the lab's loop: every node, at once.
 	urls []int
@@ -45,16 +46,13 @@ type pacing struct {
 // library is amqp-connection-manager 5.0.0 with the seed's settings and
 // urls, the nodes' indexes in the order the worker was given them.
 func library(urls ...int) pacing {
-	n := fmt.Sprintf("%d URLs", len(urls))
-	if len(urls) == 1 {
-		n = "1 URL"
-	}
-	return pacing{label: "amqp-connection-manager, " + n + ", every 60 s", urls: urls, wait: ReconnectTime}
+	// The workers table's URLs column; its note names the library.
+	return pacing{label: strconv.Itoa(len(urls)), urls: urls, wait: ReconnectTime}
 }
 
 // labLoop is the lab's own reconnect: every node in turn at once, again
 // every 200 ms until one answers.
-var labLoop = pacing{label: "the lab's loop: any node, every 0.2 s"}
+var labLoop = pacing{label: "any"}
 
 // runPaced consumes until ctx ends, reconnecting as the library does:
 // first its first URL, and after each loss or failed connect a wait of

@@ -88,33 +88,43 @@ func notStoppedTable(f *failed, sentOnce, twice, never int) render.Table {
 
 // workerTable is each worker's nodes and what it saw.
 func workerTable(f *failed) render.Table {
-	t := render.Table{
-		Title: "The workers: where they consumed, what the stop did to them",
-		Header: []string{"worker", "reconnects", "nodes", "deliveries", "redelivered", "absorbed", "sent",
-			"without a node"},
-		Notes: []string{
-			"nodes: where the worker consumed, in order. Its unacked messages (prefetch 5) go back " +
-				"to the queue when its connection dies and come again with the redelivered flag.",
-			"reconnects: seed 003's workers use amqp-connection-manager 5.0.0 with " +
-				"heartbeatIntervalInSeconds 60, and reconnectTimeInSeconds defaults to it " +
-				"(src/AmqpConnectionManager.ts, tag v5.0.0). After a close it waits 60 s, then " +
-				"tries the next URL of its list, and waits 60 s again after each failed try. " +
-				"Given all three nodes it is back after 60 s; given the seed's single RABBITMQ_URL " +
-				"it tries the stopped node until that node is back. Measured with the library " +
-				"on 3.10.8: 60.1 s and 120.1 s. Lab-Worker is the lab's own loop, for contrast.",
-			"without a node: lesson time from its connection's close to its next consume.",
-		},
-	}
+	var rows [][]string
 	for _, w := range f.workers {
 		w.mu.Lock()
 		outage := "-"
 		if d := w.outage(); d > 0 {
 			outage = secs(d)
 		}
-		t.Rows = append(t.Rows, []string{w.name, w.pace.label, strings.Join(w.nodes, " → "),
+		rows = append(rows, []string{w.name, w.pace.label, strings.Join(w.nodes, " → "),
 			strconv.Itoa(w.deliveries), strconv.Itoa(w.redelivered), strconv.Itoa(w.absorbed),
 			strconv.Itoa(w.sentHere), outage})
 		w.mu.Unlock()
+	}
+	return workerTableOf(rows)
+}
+
+// workerTableOf is the workers table with rows, one per worker (a test
+// lays it out at 80 columns without a cluster).
+func workerTableOf(rows [][]string) render.Table {
+	t := render.Table{Rows: rows,
+		Title: "The workers: where they consumed, what the stop did to them",
+		// Short headings and cells: each row reads on one line at 80
+		// columns (TestWorkerTableFitsWithoutACluster); the notes say more.
+		Header: []string{"worker", "URLs", "nodes", "delivered", "redelivered", "absorbed", "sent",
+			"no node"},
+		Notes: []string{
+			"nodes: where the worker consumed, in order. Its unacked messages (prefetch 5) go back " +
+				"to the queue when its connection dies and come again with the redelivered flag.",
+			"URLs: how many nodes' URLs the worker's amqp-connection-manager 5.0.0 was given, " +
+				"set up as seed 003's workers set it: heartbeatIntervalInSeconds 60, and " +
+				"reconnectTimeInSeconds defaults to it (src/AmqpConnectionManager.ts, tag v5.0.0). " +
+				"After a close it waits 60 s, then tries the next URL of its list, and waits 60 s " +
+				"again after each failed try. Given all three nodes it is back after 60 s; given the " +
+				"seed's single RABBITMQ_URL it tries the stopped node until that node is back. " +
+				"Measured with the library on 3.10.8: 60.1 s and 120.1 s. any: the lab's own loop, " +
+				"for contrast: any node at once, again every 0.2 s.",
+			"no node: lesson time from its connection's close to its next consume.",
+		},
 	}
 	return t
 }

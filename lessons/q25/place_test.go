@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
 )
@@ -35,10 +36,15 @@ func TestHeldPlaceIsMeasured(t *testing.T) {
 				got := heldOrder(t, url, s)
 				assert.Equal(t, order, got, "%s on %s", s, version)
 				place := rabbit.RequeuePlace(true, true, version)
+				// The event the TUI draws, held or not, says the same place.
+				at := handBackEvent(&cell{retryType: TypeFailed, settle: s}, 1, 0, version).Place
+				held := handBackEvent(&cell{retryType: TypeFailed, settle: s}, 1, time.Second, version).Place
 				if strings.Count(got, "A") > 1 { // A again before C and D
 					assert.Contains(t, place, "at the head", "%s: %s", s, got)
+					assert.Equal(t, []lab.Place{lab.AtHead, lab.AtHead}, []lab.Place{at, held}, "%s: %s", s, got)
 				} else {
 					assert.Contains(t, place, "at the tail", "%s: %s", s, got)
+					assert.Equal(t, []lab.Place{lab.AtTail, lab.AtTail}, []lab.Place{at, held}, "%s: %s", s, got)
 				}
 			}
 		})

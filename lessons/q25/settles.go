@@ -185,7 +185,8 @@ func handBackEvent(c *cell, after int, wait time.Duration, version string) lab.E
 	if c.settle == Close {
 		how = "the channel closed with it unacked"
 	}
-	e := lab.Event{Task: c.task(), Queue: settleView, To: settleView, Actor: "broker"}
+	e := lab.Event{Task: c.task(), Queue: settleView, To: settleView, Actor: "broker",
+		Place: rabbit.RequeueAt(true, true, version)} // as backPlace says, at once or after the wait
 	if wait == 0 {
 		e.Kind = lab.Moved
 		e.Note = fmt.Sprintf("%s (x-delivery-count %d): type %s does not delay it, %s",
