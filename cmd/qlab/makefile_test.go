@@ -32,6 +32,9 @@ func makeIn(t *testing.T, env []string, args ...string) (stdout, stderr string, 
 // (scripts/build.sh's progress itself: build_script_test.go). The build
 // is buildQlab's: make build to a file not there yet.
 func TestMakeSaysItIsBuilding(t *testing.T) {
+	if testing.Short() {
+		t.Skip("links the qlab binary: not in -short")
+	}
 	b, err := buildOnce()
 	require.NoError(t, err)
 	if !b.viaMake {

@@ -194,6 +194,9 @@ func buildQlab() (string, error) {
 // stdout through a real pipe and closes the pipe, as `| head -1` does.
 func closeStdoutEarly(t *testing.T, args ...string) (code int, stderr string, took time.Duration) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("links the qlab binary: not in -short")
+	}
 	bin, err := buildQlab()
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
