@@ -68,23 +68,40 @@ TESTPKGS  ?= ./...
 # One three-node cluster serves every package that needs one (clustertest:
 # the fault suite, Q21, rabbit/cluster's failover), started beside go
 # test's compiling and owned by this recipe's shell (--owner $$): its
-# nodes go when the shell ends,
-# however it ends, and at once by down at the end. The packages take turns
-# on it (they stop nodes). Where it cannot start, each package starts its
-# own, as go test ./... alone does, and skips or fails with the reason.
+# nodes go when the shell ends, however it ends, and at once by down at
+# the end. On Ctrl-C, down first stops a cluster still starting (up runs
+# in the background, where SIGINT is ignored, and make waited out its
+# start). The packages take turns on it (they stop nodes). Where it
+# cannot start, each package starts its own, as go test ./... alone does,
+# and skips or fails with the reason.
+#
+# Ctrl-C, -timeout or a kill ends a test before its cleanup: each test
+# process records the queue prefixes and schemas it creates in
+# QLAB_CREATED_DIR (lab/created), and down deletes what ended processes
+# left (broker clean --created); a run killed outright is cleaned at the
+# next start.
 test: vet $(QLAB)
 	$(if $(RACE),,@echo "make test: no C compiler for -race here; running the tests without it")
 	@rm -f bin/faults.txt
-	@dir=$$(mktemp -d "$${TMPDIR:-/tmp}/qlab-make-test-XXXXXX") || exit 1; state=$$dir/cluster.json; \
-	( $(QLAB) broker cluster up --state "$$state" --owner $$$$ >"$$dir/up.log" 2>&1 && \
-		touch "$$state.ready" || touch "$$state.failed" ) & up=$$!; \
-	down() { wait $$up; \
-		[ ! -e "$$state.failed" ] || { echo "make test: no shared cluster, each package started its own:"; tail -n 3 "$$dir/up.log"; }; \
+	@made=$${TMPDIR:-/tmp}/qlab-created-$$$$; \
+	for old in "$${TMPDIR:-/tmp}"/qlab-created-*; do \
+		[ -d "$$old" ] && ! kill -0 "$${old##*-}" 2>/dev/null || continue; \
+		echo "make test: cleaning after an earlier run that was killed ($$old)"; \
+		$(QLAB) broker clean --created "$$old" && rmdir "$$old" 2>/dev/null; \
+	done; \
+	dir=$$(mktemp -d "$${TMPDIR:-/tmp}/qlab-make-test-XXXXXX") || exit 1; state=$$dir/cluster.json; \
+	( $(QLAB) broker cluster up --state "$$state" --owner $$$$ >"$$dir/up.log" 2>&1 & echo $$! >"$$dir/up.pid"; \
+		wait $$! && touch "$$state.ready" || touch "$$state.failed" ) & up=$$!; \
+	down() { [ -z "$$1" ] || stopup; wait $$up; \
+		$(QLAB) broker clean --created "$$made" && rmdir "$$made" 2>/dev/null; \
+		[ ! -e "$$state.failed" ] || [ -n "$$1" ] || { echo "make test: no shared cluster, each package started its own:"; tail -n 3 "$$dir/up.log"; }; \
 		$(QLAB) broker cluster down --state "$$state" >/dev/null 2>"$$dir/down.log" || { cat "$$dir/down.log"; rm -rf "$$dir"; return 1; }; \
 		rm -rf "$$dir"; }; \
-	trap 'down; exit 130' INT TERM; \
+	stopup() { while [ ! -s "$$dir/up.pid" ] && kill -0 $$up 2>/dev/null; do sleep 1; done; \
+		kill -TERM "$$(cat "$$dir/up.pid" 2>/dev/null)" 2>/dev/null; }; \
+	trap 'down stop; exit 130' INT TERM; \
 	echo "QLAB_TEST_CLUSTER=$$state $(GO) test $(RACE) $(TESTFLAGS) $(TESTPKGS)"; \
-	QLAB_TEST_CLUSTER=$$state QLAB_FAULT_REPORT=$(CURDIR)/bin/faults.txt $(GO) test $(RACE) $(TESTFLAGS) $(TESTPKGS); \
+	QLAB_CREATED_DIR=$$made QLAB_TEST_CLUSTER=$$state QLAB_FAULT_REPORT=$(CURDIR)/bin/faults.txt $(GO) test $(RACE) $(TESTFLAGS) $(TESTPKGS); \
 	code=$$?; down || code=1; exit $$code
 	@[ ! -s bin/faults.txt ] || { echo "fault suite (private RabbitMQ node):"; cat bin/faults.txt; }
 	@[ "$$QLAB_REQUIRE_BROKER" = 1 ] || $(QLAB) broker status 2>&1 >/dev/null | \

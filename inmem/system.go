@@ -116,13 +116,21 @@ func (s *System) Queue(name string, capacity int) *Queue {
 func (s *System) Worker(actor string, q *Queue, handle func(t *Task)) {
 	q.mustConsume()
 	s.Go(func() {
+		// handled counts the tasks done with but not yet told to the
+		// in-flight count: the worker tells it only before it waits for
+		// a task (or stops), not after each one, so a busy worker does
+		// not write the count the producers write with every put. The
+		// count is then too high for a while, never too low: while the
+		// worker is busy the System is not idle anyway.
+		var handled int64
+		defer func() { s.work.doneN(handled) }()
 		for {
-			t, ok := q.Receive()
+			t, ok := s.take(q, &handled)
 			if !ok {
 				return
 			}
 			handle(t)
-			s.Handled()
+			handled++
 		}
 	})
 }
@@ -249,6 +257,24 @@ func (s *System) next(q *Queue) (t *Task, ok bool) {
 	case <-s.ctx.Done():
 		return nil, false
 	}
+}
+
+// take is next for a Worker that has handled tasks it has not yet
+// reported (*handled of them): it reports them before it waits for a
+// task, so the System can be seen idle while it waits.
+func (s *System) take(q *Queue, handled *int64) (t *Task, ok bool) {
+	if s.ctx.Err() != nil {
+		return nil, false
+	}
+	select {
+	case t = <-q.ch:
+		q.took()
+		return t, true
+	default:
+	}
+	s.work.doneN(*handled)
+	*handled = 0
+	return s.next(q)
 }
 
 // Attempt runs one processing attempt of t taken from q: it counts the
@@ -426,8 +452,11 @@ func (t *tracker) add() {
 	}
 }
 
-func (t *tracker) done() {
-	if t.n.Add(-1) == 0 {
+func (t *tracker) done() { t.doneN(1) }
+
+// doneN is done n times over, in one change of the count (none if n is 0).
+func (t *tracker) doneN(n int64) {
+	if n != 0 && t.n.Add(-n) == 0 {
 		t.mu.Lock()
 		// Re-check under the lock: new work may have started since.
 		if t.n.Load() == 0 && isOpen(t.zero) {

@@ -150,13 +150,41 @@ func (l *Ledger) add(id string, slot int, entry uint64) int {
 	return i
 }
 
+// Reserve makes room for n tasks in all, so that a run that knows how
+// many tasks it will make (a plan's) grows neither the records nor the
+// index on the way: growing copies the records into an array a quarter
+// larger, and for a moment holds both (13 MB at 100,000 tasks, where the
+// records alone are 7). More tasks than n still fit; they grow it then.
+func (l *Ledger) Reserve(n int) {
+	if n > cap(l.records) {
+		l.records = append(make([]TaskRecord, 0, n), l.records...)
+	}
+	if want := slotsFor(n); want > len(l.slots) {
+		l.resize(want)
+	}
+}
+
+// slotsFor is the index's size for n records: a power of two, at least
+// 16, at most three quarters full.
+func slotsFor(n int) int {
+	s := 16
+	for n*4 > s*3 {
+		s *= 2
+	}
+	return s
+}
+
 // grow doubles the index (16 slots to start with) and indexes every
 // record again.
-func (l *Ledger) grow() {
+func (l *Ledger) grow() { l.resize(max(16, 2*len(l.slots))) }
+
+// resize makes the index size long (a power of two) and indexes every
+// record again.
+func (l *Ledger) resize(size int) {
 	if len(l.slots) == 0 {
 		l.seed = maphash.MakeSeed()
 	}
-	l.slots = make([]uint64, max(16, 2*len(l.slots)))
+	l.slots = make([]uint64, size)
 	mask := len(l.slots) - 1
 	for i := range l.records {
 		h := maphash.String(l.seed, l.records[i].ID)

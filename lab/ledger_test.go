@@ -182,3 +182,27 @@ func TestLedgerSharesReasons(t *testing.T) {
 		require.Equal(t, fmt.Sprint("reason ", i), r.Reason)
 	}
 }
+
+// A ledger told how many tasks are coming (a plan's) holds their records
+// in one array from the start and never regrows it or its index, which
+// for a moment would hold the old and the new array (docs/benchmarks.md,
+// 100,000 tasks); more tasks than reserved still fit, and every task is
+// found before and after.
+func TestLedgerReserveGrowsNothingOnTheWay(t *testing.T) {
+	const n = 5000
+	var l Ledger
+	l.Observe(Event{Kind: Enqueued, Task: "early"})
+	l.Reserve(n)
+	records, slots := unsafe.SliceData(l.records), len(l.slots)
+	for i := 1; i < n; i++ {
+		l.Observe(Event{Kind: Enqueued, Task: fmt.Sprint("t", i)})
+	}
+	assert.Same(t, records, unsafe.SliceData(l.records), "the records' array moved: it grew")
+	assert.Equal(t, slots, len(l.slots), "the index grew")
+	l.Observe(Event{Kind: Enqueued, Task: "one more"})
+	for _, id := range []string{"early", "t1", fmt.Sprint("t", n-1), "one more"} {
+		_, ok := l.Task(id)
+		assert.True(t, ok, id)
+	}
+	assert.Len(t, l.Tasks(), n+1)
+}

@@ -87,7 +87,10 @@ func (s *Stream) Clock() Clock { return s.clock }
 
 // Emit stamps e and delivers it to every sink. Events emitted after Finish
 // are dropped: the summaries are the last word of a run.
-func (s *Stream) Emit(e Event) {
+func (s *Stream) Emit(e Event) { s.emit(&e) }
+
+// emit is Emit without a copy of the event, which it stamps in place.
+func (s *Stream) emit(e *Event) {
 	// Read the clock before taking the lock: the read is the costliest part
 	// of a stamp, and every other emitter waits while the lock is held.
 	// emitLocked keeps t_ms from going back when two emitters cross.
@@ -99,12 +102,12 @@ func (s *Stream) Emit(e Event) {
 		s.mu.Unlock()
 		return
 	}
-	s.emitLocked(&e, now)
+	s.emitLocked(e, now)
 	if len(s.inline) == 0 { // the common case: no copy of e for handOver
 		s.mu.Unlock()
 		return
 	}
-	s.handOver(e)
+	s.handOver(*e)
 }
 
 // lockWithRoom takes mu once no plain sink's queue is at its backlog
@@ -164,20 +167,29 @@ func (s *Stream) emitLocked(e *Event, now int64) {
 	}
 }
 
+// Reserve makes room in the ledger for n tasks in all (see
+// Ledger.Reserve): a run that knows its task count says so before its
+// first event, and its memory does not jump as the ledger grows.
+func (s *Stream) Reserve(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ledger.Reserve(n)
+}
+
 // Attempt reports one processing attempt: it emits e as started, runs do,
 // then emits e as succeeded, or as failed with do's error as its note. e
 // names the task, queue, actor and attempt number; Attempt sets the kind.
 // It returns do's error.
 func (s *Stream) Attempt(e Event, do func() error) error {
 	e.Kind = Started
-	s.Emit(e)
+	s.emit(&e) // stamps e; the next emit stamps it afresh
 	if err := do(); err != nil {
 		e.Kind, e.Note = Failed, err.Error()
-		s.Emit(e)
+		s.emit(&e)
 		return err
 	}
 	e.Kind = Succeeded
-	s.Emit(e)
+	s.emit(&e)
 	return nil
 }
 

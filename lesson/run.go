@@ -172,6 +172,7 @@ func Run(ctx context.Context, l Lesson, opts Options, sinks ...lab.Sink) (Result
 		Stream:  lab.NewStream(l.Slug(), opts.Backend, lab.NewClock(opts.Speed).WithPause(opts.Pause), sinks...),
 		Plan:    plan,
 	}
+	env.Stream.Reserve(len(plan.Tasks)) // a plan's tasks: the ledger never grows on the way
 	stopSampling := env.sample(ctx, opts.Sample)
 	err := env.leftovers(ctx, run(ctx, env))
 	depths := stopSampling()

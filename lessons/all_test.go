@@ -2,6 +2,7 @@ package lessons
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
@@ -65,16 +66,18 @@ func writeJSONLines(w io.Writer, events []lab.Event) {
 // run also loses only what the lesson declares (assertLostOnlyOnPurpose).
 func TestEveryTaskAccountedFor(t *testing.T) {
 	t.Parallel() // beside the package's other broker suites: the runs mostly wait on the broker's timers
-	plans := map[string]*lab.Plan{"default": nil, "seeded": lessontest.SeededPlan(7)}
+	// Subtest name: recording (recordedOpts; the broker's shared with
+	// TestParity and TestWidth).
+	plans := map[string]string{"default": "default", "seeded": "seed7"}
 	for _, l := range All {
 		for _, b := range l.Backends() {
 			for _, on := range runsOn(b) {
-				for name, plan := range plans {
+				for name, rec := range plans {
 					t.Run(l.ID+"/"+on.name+"/"+name, func(t *testing.T) {
 						t.Parallel() // broker runs declare under names of their own (rabbit.RunNames)
-						events, res := on.run(t, l, lesson.Options{Plan: plan})
+						events, res := on.run(t, l, rec)
 						labtest.AssertAccounted(t, events)
-						if plan == nil {
+						if rec == "default" {
 							assertLostOnlyOnPurpose(t, l, b, res)
 						}
 					})
@@ -84,11 +87,38 @@ func TestEveryTaskAccountedFor(t *testing.T) {
 	}
 }
 
+// recordedOpts are the options of lesson l's run named name, as the
+// suites share it (lessontest.Recorded): "default" is the default plan,
+// sampling queue depths where TestParity reads them (a lesson with both
+// backends; sampling adds probes, not events or tables); "seed3" and
+// "seed7" the seeded failure plans; "lessonN" the lesson's N-th own
+// parity plan (Parity.Plans).
+func recordedOpts(t *testing.T, l lesson.Lesson, name string) lesson.Options {
+	t.Helper()
+	var i int
+	switch {
+	case name == "default" && l.Dual():
+		return lesson.Options{Sample: sampleEvery(l)}
+	case name == "default":
+		return lesson.Options{}
+	case name == "seed3":
+		return lesson.Options{Plan: lessontest.SeededPlan(3)}
+	case name == "seed7":
+		return lesson.Options{Plan: lessontest.SeededPlan(7)}
+	}
+	if _, err := fmt.Sscanf(name, "lesson%d", &i); err != nil || i < 1 || i > len(l.Parity.Plans) {
+		t.Fatalf("no recording %q of %s", name, l.ID)
+	}
+	return lesson.Options{Plan: &l.Parity.Plans[i-1]}
+}
+
 // backendRun is one place a suite runs a lesson: in memory, or on the
 // broker of one RabbitMQ release line.
 type backendRun struct {
 	name string // "inmem", "rabbit" (3.10), "rabbit@4.3"
-	run  func(*testing.T, lesson.Lesson, lesson.Options) ([]lab.Event, lesson.Result)
+	// run runs the lesson with the options recordedOpts names: in
+	// memory each time (instant), on the broker once per test process.
+	run func(t *testing.T, l lesson.Lesson, recording string) ([]lab.Event, lesson.Result)
 }
 
 // runsOn lists where a suite runs a lesson of backend b: every broker
@@ -96,12 +126,14 @@ type backendRun struct {
 // with the reason, or fails under QLAB_REQUIRE_BROKER=1).
 func runsOn(b lab.Backend) []backendRun {
 	if b != lab.Rabbit {
-		return []backendRun{{string(b), lessontest.RunInMem}}
+		return []backendRun{{string(b), func(t *testing.T, l lesson.Lesson, name string) ([]lab.Event, lesson.Result) {
+			return lessontest.RunInMem(t, l, recordedOpts(t, l, name))
+		}}}
 	}
 	var runs []backendRun
 	for _, v := range rabbittest.Versions {
-		runs = append(runs, backendRun{string(b) + versionTag(v), func(t *testing.T, l lesson.Lesson, o lesson.Options) ([]lab.Event, lesson.Result) {
-			return lessontest.RunRabbitOn(t, v, l, o)
+		runs = append(runs, backendRun{string(b) + versionTag(v), func(t *testing.T, l lesson.Lesson, name string) ([]lab.Event, lesson.Result) {
+			return lessontest.Recorded(t, v, l, name, recordedOpts(t, l, name))
 		}})
 	}
 	return runs

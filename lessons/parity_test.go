@@ -38,26 +38,24 @@ func TestParity(t *testing.T) {
 	mem, broker := lesson.FeaturesOf(lab.InMem), lesson.FeaturesOf(lab.Rabbit)
 	for _, l := range dualLessons() {
 		for _, v := range rabbittest.Versions {
-			for _, p := range parityPlans(l) {
-				t.Run(l.ID+versionTag(v)+"/"+p.name, func(t *testing.T) {
+			for _, name := range parityPlans(l) {
+				t.Run(l.ID+versionTag(v)+"/"+name, func(t *testing.T) {
 					t.Parallel() // each run declares under names of its own (rabbit.RunNames)
-					parity(t, l, v, p.name, p.plan, mem, broker)
+					parity(t, l, v, name, mem, broker)
 				})
 			}
 		}
 	}
 }
 
-// parity runs l in memory and on the broker of line v under plan and
-// holds the two runs to what TestParity says must match.
-func parity(t *testing.T, l lesson.Lesson, v rabbittest.Version, name string, plan *lab.Plan, mem, broker flow.Features) {
+// parity runs l in memory and on the broker of line v with the options
+// recordedOpts names (the broker run shared with the suites that read the
+// same one) and holds the two runs to what TestParity says must match.
+func parity(t *testing.T, l lesson.Lesson, v rabbittest.Version, name string, mem, broker flow.Features) {
 	t.Helper()
-	opts := lesson.Options{Plan: plan}
-	if name == "default" {
-		opts.Sample = sampleEvery(l)
-	}
+	opts := recordedOpts(t, l, name)
 	memEvents, memRes := lessontest.RunInMem(t, l, opts)
-	brokerEvents, brokerRes := lessontest.RunRabbitOn(t, v, l, opts)
+	brokerEvents, brokerRes := lessontest.Recorded(t, v, l, name, opts)
 	labtest.AssertAccounted(t, memEvents)
 	labtest.AssertAccounted(t, brokerEvents)
 	assert.Equal(t, outcomes(memEvents, l.Parity), outcomes(brokerEvents, l.Parity), "fates (and attempts) per task")
@@ -263,21 +261,16 @@ func gaps(events []lab.Event) map[string][]gap {
 	return out
 }
 
-type namedPlan struct {
-	name string
-	plan *lab.Plan
-}
-
-// parityPlans are the plans the suite runs l over: the default, seeded
-// failure plans (not for a timing-sensitive lesson), and any the lesson
-// adds.
-func parityPlans(l lesson.Lesson) []namedPlan {
-	out := []namedPlan{{"default", nil}}
+// parityPlans names the plans the suite runs l over (recordedOpts): the
+// default, seeded failure plans (not for a timing-sensitive lesson), and
+// any the lesson adds.
+func parityPlans(l lesson.Lesson) []string {
+	out := []string{"default"}
 	if l.Parity.TimingSensitive == "" {
-		out = append(out, namedPlan{"seed3", lessontest.SeededPlan(3)}, namedPlan{"seed7", lessontest.SeededPlan(7)})
+		out = append(out, "seed3", "seed7")
 	}
-	for i, p := range l.Parity.Plans {
-		out = append(out, namedPlan{fmt.Sprintf("lesson%d", i+1), &p})
+	for i := range l.Parity.Plans {
+		out = append(out, fmt.Sprintf("lesson%d", i+1))
 	}
 	return out
 }

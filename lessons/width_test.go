@@ -26,7 +26,7 @@ func TestWidth(t *testing.T) {
 		for _, b := range l.Backends() {
 			t.Run(l.ID+"/"+string(b), func(t *testing.T) {
 				t.Parallel()
-				events, res := lessontest.On(t, b, l, lesson.Options{})
+				events, res := widthRun(t, b, l)
 				var out bytes.Buffer
 				page := render.Page{W: &out, Layout: render.LayoutFor(0)}
 				page.Prose(fmt.Sprintf("%s · %s  (%s, speed 1×)", l.ID, l.Title, b), "  ")
@@ -42,6 +42,17 @@ func TestWidth(t *testing.T) {
 			})
 		}
 	}
+}
+
+// widthRun is lesson l's default run on backend b: in memory, or the
+// recording of its default run on the test broker (the 4.3 node for a
+// lesson that needs it) that TestEveryTaskAccountedFor reads too.
+func widthRun(t *testing.T, b lab.Backend, l lesson.Lesson) ([]lab.Event, lesson.Result) {
+	t.Helper()
+	if b != lab.Rabbit {
+		return lessontest.RunInMem(t, l, lesson.Options{})
+	}
+	return lessontest.Recorded(t, testLine(l), l, "default", recordedOpts(t, l, "default"))
 }
 
 // assertNoCuts fails for every table of a run that, at 80 columns,

@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -193,4 +197,81 @@ func onChannel(ctx context.Context, conn *amqp.Connection, f func(*amqp.Channel)
 		defer ch.Close()
 		return f(ch)
 	})
+}
+
+// ListLocal lists the queues (with their ready messages and consumers)
+// and the exchanges of the local node with rabbitmqctl, where AMQP cannot
+// list them: what a test killed mid-way declared under its prefix,
+// whatever the names. It fails where rabbitmqctl is missing or cannot
+// reach the node (a broker in a container).
+func ListLocal(ctx context.Context) (queues []CleanedQueue, exchanges []string, err error) {
+	out, err := exec.CommandContext(ctx, "rabbitmqctl", "list_queues", "-q", "--no-table-headers",
+		"name", "messages_ready", "consumers").Output()
+	if err != nil {
+		return nil, nil, fmt.Errorf("rabbitmqctl list_queues: %w", err)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 {
+			continue
+		}
+		q := CleanedQueue{Name: f[0]}
+		q.Messages, _ = strconv.Atoi(f[1])
+		q.Consumers, _ = strconv.Atoi(f[2])
+		queues = append(queues, q)
+	}
+	out, err = exec.CommandContext(ctx, "rabbitmqctl", "list_exchanges", "-q", "--no-table-headers", "name").Output()
+	if err != nil {
+		return nil, nil, fmt.Errorf("rabbitmqctl list_exchanges: %w", err)
+	}
+	return queues, strings.Fields(string(out)), nil
+}
+
+// CleanListed deletes, on the broker at url and over one connection, the
+// queues and exchanges of the listing (ListLocal's) under any of the run
+// prefixes (without their dot): what dead test processes declared, the
+// hold queue <run>.foreign included, for a test's foreign messages are
+// its own doing. A queue with a consumer is left and reported in InUse:
+// some process still uses it. Nothing outside the prefixes is touched;
+// a run id's prefix qlab-3f9a1c also covers 3f9a1c-…, the private
+// prefix tests derive from a run id for --names exact --prefix. With
+// dryRun it deletes nothing and reports what it would delete.
+func CleanListed(ctx context.Context, url string, prefixes []string, queues []CleanedQueue, exchanges []string, dryRun bool) (CleanResult, error) {
+	var res CleanResult
+	var starts []string
+	for _, p := range prefixes {
+		if p == "" {
+			continue
+		}
+		starts = append(starts, p+".")
+		if id, ok := strings.CutPrefix(p, runIDPrefix); ok && len(id) == 2*runIDBytes {
+			starts = append(starts, id+"-")
+		}
+	}
+	under := func(name string) bool {
+		return slices.ContainsFunc(starts, func(s string) bool { return strings.HasPrefix(name, s) })
+	}
+	for _, q := range queues {
+		switch {
+		case !under(q.Name):
+		case q.Consumers > 0:
+			res.InUse = append(res.InUse, q)
+		default:
+			res.Deleted = append(res.Deleted, q)
+		}
+	}
+	for _, x := range exchanges {
+		if under(x) {
+			res.Exchanges = append(res.Exchanges, x)
+		}
+	}
+	if dryRun || len(res.Deleted)+len(res.Exchanges) == 0 {
+		return res, nil
+	}
+	conn, err := dial(ctx, url, nil)
+	if err != nil {
+		return res, err
+	}
+	defer conn.Close()
+	return res, deleteFound(ctx, conn, res)
 }

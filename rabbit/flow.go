@@ -350,7 +350,7 @@ func (f *Flow) apply(ctx context.Context, c flow.Consumer, d *Delivery, fd *flow
 	case flow.ActRequeue:
 		q, _ := topo.Queue(d.Queue)
 		e.Kind, e.To = lab.Moved, d.Queue
-		e.Note = "basic.nack, requeue: " + RequeuePlace(q.Quorum, f.BrokerVersion())
+		e.Note = "basic.nack, requeue: " + RequeuePlace(q.Quorum, false, f.BrokerVersion()) // a flow.Queue declares no x-delivery-limit
 		f.stream.Emit(e)
 		f.move(d, d.Queue, func() error { return d.Nack(false, true) })
 	case flow.ActDrop:

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+
+	"github.com/queuelab/qlab/lab/created"
 )
 
 // Names maps a seed's queue names to the names declared on the broker and
@@ -22,8 +24,11 @@ type Names struct {
 
 // RunNames returns names with a fresh random prefix, so two runs (or two
 // tests) on one broker never share a queue. The prefix is the run id.
+// Under make test it is recorded (lab/created) before anything is
+// declared under it, so what a killed test left can be found.
 func RunNames() Names {
 	id := newRunID()
+	created.Prefix(id)
 	return Names{Prefix: id + ".", Run: id}
 }
 
@@ -70,11 +75,17 @@ func isAlnum(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
+// A run id is runIDPrefix and runIDBytes random bytes in hex.
+const (
+	runIDPrefix = "qlab-"
+	runIDBytes  = 3
+)
+
 // newRunID is "qlab-" and six random hex digits.
 func newRunID() string {
-	var b [3]byte
+	var b [runIDBytes]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
-	return "qlab-" + hex.EncodeToString(b[:])
+	return runIDPrefix + hex.EncodeToString(b[:])
 }
 
 // Of returns the broker name of seed queue name.

@@ -16,32 +16,36 @@ import (
 // messages A B C, one consumer at prefetch 1 nacks A (requeue) once; the
 // order of the next three deliveries says where A went back. A classic
 // queue gives A again at once; a quorum queue gives B and C first on
-// 3.10.8 (the tail) and A again at once on 4.3.6 (the head).
+// 3.10.8 without x-delivery-limit (the tail), and A again at once on
+// 3.10.8 with one and on 4.3.6 (the head).
 func TestRequeuePlaceIsMeasured(t *testing.T) {
-	want := map[string]map[bool]string{
-		"3.10": {false: "A A B", true: "A B C"},
-		"4.3":  {false: "A A B", true: "A A B"},
+	type kind struct{ quorum, limited bool }
+	classic, quorum, limited := kind{}, kind{quorum: true}, kind{quorum: true, limited: true}
+	want := map[string]map[kind]string{
+		"3.10": {classic: "A A B", quorum: "A B C", limited: "A A B"},
+		"4.3":  {classic: "A A B", quorum: "A A B", limited: "A A B"},
 	}
-	for line, byType := range want {
+	for line, byKind := range want {
 		t.Run(line, func(t *testing.T) {
 			url, version := rabbittest.NeedVersion(t, line)
-			for quorum, order := range byType {
-				got := requeueOrder(t, url, quorum)
-				assert.Equal(t, order, got, "quorum %v on %s", quorum, version)
-				place := rabbit.RequeuePlace(quorum, version)
+			for k, order := range byKind {
+				got := requeueOrder(t, url, k.quorum, k.limited)
+				assert.Equal(t, order, got, "%+v on %s", k, version)
+				place := rabbit.RequeuePlace(k.quorum, k.limited, version)
 				if got == "A B C" {
-					assert.Contains(t, place, "at the tail")
+					assert.Contains(t, place, "at the tail", "%+v on %s", k, version)
 				} else {
-					assert.NotContains(t, place, "at the tail:")
+					assert.NotContains(t, place, "at the tail:", "%+v on %s", k, version)
 				}
 			}
 		})
 	}
 }
 
-// requeueOrder publishes A B C to a fresh queue, nacks A with requeue on
-// its first delivery, and returns the first three deliveries' bodies.
-func requeueOrder(t *testing.T, url string, quorum bool) string {
+// requeueOrder publishes A B C to a fresh queue (a quorum one with
+// x-delivery-limit 5 when limited), nacks A with requeue on its first
+// delivery, and returns the first three deliveries' bodies.
+func requeueOrder(t *testing.T, url string, quorum, limited bool) string {
 	t.Helper()
 	conn, err := amqp.Dial(url)
 	require.NoError(t, err)
@@ -52,8 +56,13 @@ func requeueOrder(t *testing.T, url string, quorum bool) string {
 	if quorum {
 		typ = "quorum"
 	}
+	args := amqp.Table{"x-queue-type": typ}
+	if limited {
+		typ += "-limited"
+		args["x-delivery-limit"] = int64(5)
+	}
 	q := rabbit.RunNames().Of("requeue-place-" + typ)
-	_, err = ch.QueueDeclare(q, true, false, false, false, amqp.Table{"x-queue-type": typ}) // durable
+	_, err = ch.QueueDeclare(q, true, false, false, false, args) // durable
 	require.NoError(t, err)
 	defer func() { _, _ = ch.QueueDelete(q, false, false, false) }()
 	require.NoError(t, ch.Confirm(false))

@@ -15,13 +15,17 @@
 # The first `up` debootstraps that suite into a chroot under
 # ${QLAB_CACHE:-$HOME/.cache/qlab}/rabbitmq-4.3 and installs the package
 # there (kept on disk: a second `up` finds it). Nodes run inside the chroot
-# as its user rabbitmq, on ports of their own, bound to 127.0.0.1, with no
-# plugins, so they never clash with a node on 5672/15672/15692/25672; they
-# share the host's epmd (4369) by node name.
+# as its user rabbitmq, on ports of their own, bound to 127.0.0.1, so they
+# never clash with a node on 5672/15672/15692/25672; they share the host's
+# epmd (4369) by node name. The single node runs one plugin,
+# rabbitmq_prometheus (Q22 reads its per-queue figures); the cluster's
+# nodes run none.
 #
 # Ports (environment, defaults):
 #   QLAB_RABBITMQ43_PORT=5673          the single node's AMQP port
-#                                      (its distribution port is +20000)
+#                                      (its distribution port is +20000,
+#                                      its rabbitmq_prometheus +10020:
+#                                      15693, as 15692 is to 5672)
 #   QLAB_RABBITMQ43_CLUSTER_PORT=5674  the cluster's first AMQP port
 #                                      (then +1, +2; distribution +20000)
 # Other knobs:
@@ -198,19 +202,28 @@ mine() {
 	[ "$(cat "$ROOT$STATE/$1/owner" 2>/dev/null)" = "$QLAB_RABBITMQ_OWNER" ]
 }
 
-# start_node NAME PORT starts one node and waits until it accepts AMQP.
+# start_node NAME PORT [PROM] starts one node; with PROM, it serves
+# rabbitmq_prometheus on that port.
 start_node() {
-	local name=$1 port=$2 dist=$(($2 + 20000)) dir=$STATE/$1
+	local name=$1 port=$2 dist=$(($2 + 20000)) prom=${3:-} dir=$STATE/$1
 	if port_open "$port"; then
 		die "port $port is taken by something else; set QLAB_RABBITMQ43_PORT or QLAB_RABBITMQ43_CLUSTER_PORT"
 	fi
 	if port_open "$dist"; then
 		die "distribution port $dist is taken; choose another AMQP port (dist = AMQP + 20000)"
 	fi
+	if [ -n "$prom" ] && port_open "$prom"; then
+		die "rabbitmq_prometheus's port $prom is taken; choose another AMQP port (prometheus = AMQP + 10020)"
+	fi
 	rm -rf "${ROOT:?}$dir"
 	mkdir -p "$ROOT$dir/mnesia" "$ROOT$dir/log"
-	echo '[].' >"$ROOT$dir/enabled_plugins"
-	: >"$ROOT$dir/rabbitmq.conf"
+	if [ -n "$prom" ]; then
+		echo '[rabbitmq_prometheus].' >"$ROOT$dir/enabled_plugins"
+		printf 'prometheus.tcp.ip = 127.0.0.1\nprometheus.tcp.port = %s\n' "$prom" >"$ROOT$dir/rabbitmq.conf"
+	else
+		echo '[].' >"$ROOT$dir/enabled_plugins"
+		: >"$ROOT$dir/rabbitmq.conf"
+	fi
 	if [ -n "${QLAB_RABBITMQ_OWNER:-}" ]; then
 		echo "$QLAB_RABBITMQ_OWNER" >"$ROOT$dir/owner"
 	fi
@@ -305,9 +318,9 @@ single_up() {
 		fi
 	fi
 	mount_proc
-	start_node "$name" "$PORT"
+	start_node "$name" "$PORT" $((PORT + 10020))
 	await_node "$name" "$PORT"
-	say "$name@localhost up: RabbitMQ $(cat "$ROOT/.qlab-built") on 127.0.0.1:$PORT"
+	say "$name@localhost up: RabbitMQ $(cat "$ROOT/.qlab-built") on 127.0.0.1:$PORT (rabbitmq_prometheus on $((PORT + 10020)))"
 	echo "amqp://guest:guest@127.0.0.1:$PORT/"
 }
 

@@ -14,6 +14,7 @@
 #   scripts/sigint-check.sh            # 60, 180 and 300 s
 #   scripts/sigint-check.sh 90         # one stop at 90 s
 #   SIGINT_MAKE="make test TESTPKGS=./lessons/faults" scripts/sigint-check.sh 60
+#   SIGINT_LOG=/tmp/logs scripts/sigint-check.sh 60   # keeps make-60.log
 set -u
 cd "$(dirname "$0")/.."
 [ $# -gt 0 ] || set -- 60 180 300
@@ -43,13 +44,24 @@ schemas() {
 }
 snapshot() { beams >"$1.beam"; queues >"$1.queues"; schemas >"$1.schemas"; }
 
+reset=
+if env --default-signal=INT true 2>/dev/null; then
+	reset="env --default-signal=INT,QUIT"
+elif [ "$(awk '/^SigIgn/ { print $2 }' /proc/$$/status 2>/dev/null)" != 0000000000000000 ]; then
+	echo "sigint-check.sh: this shell ignores some signals and env cannot reset them: start it in the foreground" >&2
+	exit 2
+fi
+
 failed=0
 for at in "$@"; do
 	snapshot "$out/before"
 	echo "sigint-check: $make_cmd, SIGINT at ${at}s ($(uptime | sed 's/.*load/load/'))"
 	# A process group of its own, so the SIGINT reaches make and every
-	# child, as a terminal's Ctrl-C does, and never this script.
-	setsid bash -c "exec $make_cmd" >"$out/make.log" 2>&1 &
+	# child, as a terminal's Ctrl-C does, and never this script. SIGINT
+	# reset to its default: this script started in the background
+	# (script &) has it ignored, and so would make and every test, which
+	# would then run on as if no Ctrl-C came.
+	setsid $reset bash -c "exec $make_cmd" >"$out/make.log" 2>&1 &
 	run=$!
 	start=$SECONDS
 	while [ $((SECONDS - start)) -lt "$at" ] && kill -0 "$run" 2>/dev/null; do sleep 1; done
@@ -69,6 +81,7 @@ for at in "$@"; do
 	fi
 	wait "$run" 2>/dev/null
 	run=
+	[ -z "${SIGINT_LOG:-}" ] || { mkdir -p "$SIGINT_LOG" && cp "$out/make.log" "$SIGINT_LOG/make-$at.log"; }
 	sleep "$settle"
 	snapshot "$out/after"
 	# Another user's run may own a new queue or node for a while: what

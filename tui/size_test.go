@@ -2,15 +2,13 @@ package tui
 
 import (
 	"go/ast"
-	"go/parser"
-	gotoken "go/token"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
+
+	"github.com/queuelab/qlab/lab/labtest"
 )
 
 // maxModelMethods is how many methods Model may have: it composes the
@@ -29,30 +27,7 @@ func TestModelStaysSmall(t *testing.T) {
 		f := mt.Field(i)
 		assert.False(t, f.Anonymous, "Model embeds %s: its methods would be Model's; name the field", f.Name)
 	}
-	entries, err := os.ReadDir(".")
-	require.NoError(t, err)
-	fset := gotoken.NewFileSet()
-	var names []string
-	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, e.Name(), nil, 0)
-		require.NoError(t, err)
-		for _, d := range f.Decls {
-			fn, ok := d.(*ast.FuncDecl)
-			if !ok || fn.Recv == nil {
-				continue
-			}
-			recv := fn.Recv.List[0].Type
-			if star, ok := recv.(*ast.StarExpr); ok {
-				recv = star.X
-			}
-			if id, ok := recv.(*ast.Ident); ok && id.Name == "Model" {
-				names = append(names, fn.Name.Name)
-			}
-		}
-	}
+	names := labtest.Declared(t, ".").Methods["Model"]
 	// The exported ones the source shows are the ones the program sees.
 	assert.Equal(t, reflect.TypeFor[*Model]().NumMethod(), exported(names), "methods: %v", names)
 	assert.LessOrEqual(t, len(names), maxModelMethods, "Model's methods: %s", strings.Join(names, " "))

@@ -25,7 +25,8 @@ const brokerHelp = `Usage: qlab broker status|up|down|latency|clean|cluster [fla
   latency   measure how late a TTL wait queue delivers (p50, p99)
   clean     delete what a killed run left under --prefix P (the prefix a run
             prints when it starts): the queues and exchanges the broker lessons
-            declare, each only if it is there and no consumer is attached
+            declare, each only if it is there and no consumer is attached;
+            --created DIR: what ended test processes recorded (make test)
   cluster   a three-node cluster: up, down, status, kill NODE, revive NODE
             (qlab broker cluster --help)`
 

@@ -20,14 +20,16 @@ import (
 
 // cleanFlags are the flags of `qlab broker clean`.
 type cleanFlags struct {
-	prefix string
-	lesson string
-	dryRun bool
+	prefix  string
+	created string
+	lesson  string
+	dryRun  bool
 }
 
 func (f *cleanFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.prefix, "prefix", "", "clean: the killed run's prefix (qlab-3f9a1c for a run's own, or yours from --names exact --prefix)")
 	fs.StringVar(&f.lesson, "lesson", "", "clean: only lesson N's queues (default: every broker lesson's)")
+	fs.StringVar(&f.created, "created", "", "clean: what ended test processes recorded in DIR (make test's; see CONTRIBUTING.md)")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "clean: list what would be deleted, delete nothing")
 }
 
@@ -59,6 +61,12 @@ func (f cleanFlags) topologies() ([]flow.Topology, error) {
 
 // brokerClean deletes what a killed run left under f.prefix and lists it.
 func brokerClean(ctx context.Context, stdout io.Writer, f cleanFlags) error {
+	if f.created != "" {
+		if f.prefix != "" || f.lesson != "" {
+			return usagef("clean takes --prefix P or --created DIR, not both")
+		}
+		return brokerCleanCreated(ctx, stdout, f.created, f.dryRun)
+	}
 	if f.prefix == "" {
 		return usagef("clean needs --prefix P: the prefix of the run to clean up (it never touches the seed's own names)")
 	}

@@ -50,13 +50,22 @@ func privatePrefix(t *testing.T) (string, *amqp.Channel) {
 // queueExists asks the broker on a channel of its own (a 404 closes it).
 func queueExists(t *testing.T, name string) bool {
 	t.Helper()
+	return onNewChannel(t, func(ch *amqp.Channel) error {
+		_, err := ch.QueueDeclarePassive(name, true, false, false, false, nil)
+		return err
+	}) == nil
+}
+
+// onNewChannel runs f on a connection of its own to the test broker (a
+// passive declare of a missing name closes its channel and connection).
+func onNewChannel(t *testing.T, f func(*amqp.Channel) error) error {
+	t.Helper()
 	conn, err := amqp.Dial(rabbittest.NeedBroker(t))
 	require.NoError(t, err)
 	defer conn.Close()
 	ch, err := conn.Channel()
 	require.NoError(t, err)
-	_, err = ch.QueueDeclarePassive(name, true, false, false, false, nil)
-	return err == nil
+	return f(ch)
 }
 
 // TestSeedNamesRefuseSomeoneElsesQueue: with --names exact, a lesson queue

@@ -38,11 +38,13 @@ func (s *scaleFlags) register(fs *flag.FlagSet) {
 // --tasks run sets, unless GOMEMLIMIT set one. The GC lets the heap grow
 // to twice what is live before it collects, and a run's live heap grows
 // with its tasks (the ledger's records, the tasks waiting, the plan):
-// about 20 MB at lab.MaxTasks, so the garbage it may leave about grew
+// 13-18 MB at lab.MaxTasks, so the garbage it may leave about grew
 // with them too. Under the limit the heap stays near it from 10,000
-// tasks to lab.MaxTasks, for more frequent collections (about 8 % more
-// CPU at 100,000 tasks).
-const scaledRunMemory = 32 << 20
+// tasks to lab.MaxTasks, for more frequent collections. 30 MiB, not
+// 32: Q02's peak at 100,000 tasks was 1.53x its peak at 10,000, the
+// goal is 1.5x, and the CPU stayed within the runs' spread; at 24 MiB
+// the GC runs almost without a pause (docs/benchmarks.md).
+const scaledRunMemory = 30 << 20
 
 // limitMemory sets scaledRunMemory unless a memory limit is set already,
 // and returns what restores the previous limit.

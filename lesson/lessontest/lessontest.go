@@ -5,7 +5,10 @@ package lessontest
 
 import (
 	"context"
+	"errors"
+	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -72,10 +75,20 @@ func RunRabbitOn(t *testing.T, v rabbittest.Version, l lesson.Lesson, opts lesso
 func RunRabbitWith(t *testing.T, l lesson.Lesson, opts lesson.Options, sinks ...lab.Sink) ([]lab.Event, lesson.Result) {
 	t.Helper()
 	skipCluster(t, l)
-	opts.Backend = lab.Rabbit
 	if opts.Broker == "" {
 		opts.Broker = testBroker(t, l)
 	}
+	events, res, err := runRabbit(t, l, opts, sinks...)
+	require.NoError(t, err)
+	return events, res
+}
+
+// runRabbit runs l on the broker at opts.Broker, at its TestSpeed unless
+// opts.Speed is set, bounded by runBound, and holds its goroutines to
+// NoGoroutineOutlives.
+func runRabbit(t *testing.T, l lesson.Lesson, opts lesson.Options, sinks ...lab.Sink) ([]lab.Event, lesson.Result, error) {
+	t.Helper()
+	opts.Backend = lab.Rabbit
 	if opts.Speed == 0 {
 		opts.Speed = RabbitSpeed
 		if l.TestSpeed > 0 {
@@ -88,8 +101,7 @@ func RunRabbitWith(t *testing.T, l lesson.Lesson, opts lesson.Options, sinks ...
 	var res lesson.Result
 	var err error
 	NoGoroutineOutlives(t, func() { res, err = lesson.Run(ctx, l, opts, append(sinks, &rec)...) })
-	require.NoError(t, err)
-	return rec.Events(), res
+	return rec.Events(), res, err
 }
 
 // testBroker is the broker l's tests run on: the 4.3 node for a lesson
@@ -150,4 +162,43 @@ func TableTitled(t *testing.T, tables []render.Table, prefix string) render.Tabl
 	}
 	t.Fatalf("no table %q", prefix)
 	return render.Table{}
+}
+
+// recording is one broker run that every test reading it shares.
+type recording struct {
+	once   sync.Once
+	opts   lesson.Options
+	events []lab.Event
+	res    lesson.Result
+	err    error
+}
+
+// recordings holds the process's recordings by Recorded's key.
+var recordings sync.Map // string → *recording
+
+// Recorded runs l on the broker of line v with opts (RunRabbitOn's
+// skips, speed and bounds) once per test process, and returns that run's
+// events and result to every test that asks for the same name: tests that
+// only read a run (its accounting, its width, its fates against the
+// in-memory run's) share one instead of each repeating it. name stands
+// for opts ("default", "seed7"): the same name must come with equal
+// options, or the test fails. The first caller's test runs it and holds
+// its goroutines to NoGoroutineOutlives; a run that fails fails every
+// test that reads it. Safe for parallel tests: the others wait for it.
+func Recorded(t *testing.T, v rabbittest.Version, l lesson.Lesson, name string, opts lesson.Options) ([]lab.Event, lesson.Result) {
+	t.Helper()
+	skipCluster(t, l)
+	skipOlder(t, v, l)
+	opts.Broker = rabbittest.Need(t, v)
+	r, _ := recordings.LoadOrStore(string(v)+"/"+l.ID+"/"+name, &recording{opts: opts})
+	rec := r.(*recording)
+	if !reflect.DeepEqual(rec.opts, opts) {
+		t.Fatalf("recording %s of %s on %s: asked for with options %+v, recorded with %+v", name, l.ID, v, opts, rec.opts)
+	}
+	rec.once.Do(func() {
+		rec.err = errors.New("the recorded run ended before it returned") // replaced unless it panicked
+		rec.events, rec.res, rec.err = runRabbit(t, l, opts)
+	})
+	require.NoError(t, rec.err, "the recorded run %s of %s on %s", name, l.ID, v)
+	return rec.events, rec.res
 }

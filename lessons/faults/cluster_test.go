@@ -15,23 +15,25 @@ import (
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lesson/rabbitenv"
 	"github.com/queuelab/qlab/lessons/q10"
-	"github.com/queuelab/qlab/lessons/q21"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/cluster"
 	"github.com/queuelab/qlab/rabbit/cluster/clustertest"
-	"github.com/queuelab/qlab/render"
 )
 
 // clusterBound is how long one run on the cluster may take: a node's
-// stop_app and start_app take 5–20 s each on a loaded 2-core machine, and
-// Q21 runs four parts with a node stop of its own.
+// stop_app and start_app take 5–20 s each on a loaded 2-core machine.
 const clusterBound = 6 * time.Minute
 
 // clusterFaults is the node failure on a three-node cluster (the
 // package's clustertest cluster): Q10 with every queue declared quorum,
-// its main queue's leader stopped at a seeded moment, then Q21, which
-// stops its own leader. One case at a time: each stops a node, and a
-// quorum queue keeps a majority only while the other two run.
+// its main queue's leader stopped at a seeded moment. Q21, which stops
+// its own leader, is no case here: its own TestQ21OnACluster runs it end
+// to end on the same shared cluster (3.10, and a 4.3 one) and holds more
+// than this suite did of it (every message done and sent once, the
+// redeliveries counted, every task's fate, lost only AM2 and AM3 and
+// with a reason, every node running, no queue left), so a second run
+// here only kept the cluster, which the packages take turns on, busy for
+// another 45–80 s.
 func clusterFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the node failure starts a three-node cluster")
@@ -40,7 +42,6 @@ func clusterFaults(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed(), 21))
 	at := 1 + rng.IntN(4) // Q10 starts 6 attempts: A, B, D once, C three times
 	t.Run("leader/q10-quorum", func(t *testing.T) { leaderStopped(t, c, at) })
-	t.Run("own-leader/q21", func(t *testing.T) { q21OnCluster(t, c) })
 	assertClusterClean(t, c)
 }
 
@@ -122,68 +123,6 @@ func leaderStopped(t *testing.T, c *cluster.Cluster, at int) {
 		t.Errorf("no consumer lost its connection: the stopped node was not the one the run used")
 	}
 	assertClusterLeftovers(t, c, l, names)
-}
-
-// q21OnCluster runs Q21 end to end on the suite's cluster: the lesson
-// stops its own queue's leader (rabbitmqctl stop_app, through the same
-// cluster) once ten messages are sent and revives it at its end, so the
-// suite injects nothing and checks what it checks of every faulted run.
-func q21OnCluster(t *testing.T, c *cluster.Cluster) {
-	ctx, cancel := context.WithTimeout(context.Background(), clusterBound)
-	defer cancel()
-	names := rabbit.RunNames()
-	outage := &outageLog{Handler: warnings}
-	var rec labtest.Recorder
-	l := q21.New(func(context.Context, *lesson.Env) (*cluster.Cluster, error) { return c, nil })
-	start := time.Now()
-	opts := lesson.Options{Backend: lab.Rabbit, Broker: c.URLList(), Speed: 1, Names: rabbitenv.Of(names),
-		Logger: slog.New(outage)}
-	res, runErr := lesson.Run(ctx, l, opts, &rec)
-	took := time.Since(start)
-	events := rec.Events()
-	tally := tallyOf(events)
-	report(t, fmt.Sprintf("fault=%-7s lesson=%s %s %.1fs %s%s", "own", "q21", tally, took.Seconds(),
-		failoverRows(res.Tables), errNote(runErr)))
-	if ctx.Err() != nil {
-		t.Errorf("the run hung: it was still going after %v", clusterBound)
-	}
-	if runErr != nil {
-		t.Fatalf("the run failed: %v", runErr)
-	}
-	logLost(t, events)
-	labtest.AssertAccounted(t, events)
-	if tally.lostNoReason > 0 || tally.pending > 0 {
-		t.Errorf("every task's fate must be stated, lost only with a reason: %s", tally)
-	}
-	for _, task := range res.Tasks {
-		if strings.HasPrefix(task.ID, "M") && task.Fate != lab.FateDone {
-			t.Errorf("birthday message %s ended %s: the failover must lose none", task.ID, task.Fate)
-		}
-	}
-	if tally.redelivered == 0 {
-		t.Errorf("the messages the stopped node's worker held were not counted redelivered: %s", tally)
-	}
-	assertClusterLeftovers(t, c, l, names)
-}
-
-// failoverRows picks what Q21 measured of its failover from its table:
-// the client's longest wait for a confirm and the redeliveries.
-func failoverRows(tables []render.Table) string {
-	var parts []string
-	for _, tb := range tables {
-		if !strings.HasPrefix(tb.Title, "What happened") {
-			continue
-		}
-		for _, r := range tb.Rows {
-			switch {
-			case strings.HasPrefix(r[0], "leader before"):
-				parts = append(parts, "leader="+strings.ReplaceAll(r[1], " → ", "→"))
-			case strings.HasPrefix(r[0], "longest wait for a confirm"):
-				parts = append(parts, "no-leader="+strings.Fields(r[1])[0])
-			}
-		}
-	}
-	return strings.Join(parts, " ")
 }
 
 // injected says whether the trigger fired and its fault landed.

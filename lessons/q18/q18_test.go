@@ -83,8 +83,8 @@ func TestEarlySendAndItsFix(t *testing.T) {
 // publish failed stays QUEUED, unsent, and its task ends lost; publish
 // first and the outbox both send every row exactly once, the first by
 // absorbing the copy it published again. Through amqp-connection-manager
-// (the seed's library) the same fault loses nothing: the publish waits
-// out the reconnect in memory.
+// (the seed's library) a publish made while the connection is down loses
+// nothing: it waits out the reconnect in memory.
 func TestQueuedBeforePublishIsStuck(t *testing.T) {
 	for _, b := range backends {
 		t.Run(string(b), func(t *testing.T) {

@@ -121,13 +121,19 @@ func stuckTable(outs []outcome) render.Table {
 			"Outbox: rows and entries in one transaction; the relay marks an entry relayed only " +
 				"after the broker confirmed it, so a failed publish is retried, not lost. A relay " +
 				"that dies between the confirm and the mark publishes again: the claim absorbs it.",
-			"amqp-connection-manager: the seed's library does not fail a publish on a dropped " +
-				"channel. Its ChannelWrapper keeps the message in memory and publishes it after " +
-				"the reconnect, 60 s later with the seed's settings (src/ChannelWrapper.ts, tag " +
-				"v5.0.0: \"Leave the message in the queue and we'll try again when we reconnect\"; " +
-				"only a publishTimeout rejects it). The row is QUEUED meanwhile and the message " +
-				"only in the process's memory: a scheduler that dies in that minute loses it, as " +
-				"the seed's order does. Q2's outright failure is the one the library lets through.",
+			"amqp-connection-manager 5.0.0, the seed's library: a publish made while its " +
+				"connection is down is kept in memory and sent after the reconnect, 60 s later " +
+				"with the seed's settings (src/ChannelWrapper.ts: \"Leave the message in the " +
+				"queue and we'll try again when we reconnect\"): M2. Its row is QUEUED meanwhile " +
+				"and the message only in the process's memory: a scheduler that dies in that " +
+				"minute loses it.",
+			"A publish already sent when the connection drops is rejected, as Q2's is: amqplib " +
+				"2.3.1 fails every unconfirmed publish with \"channel closed\" as its channel " +
+				"closes (lib/channel.js), before the wrapper sees the channel go. Measured on " +
+				"RabbitMQ 3.10.8 (scripts/amqplib/acm-drop.js): 2,000 publishes in flight, all " +
+				"2,000 rejected, and 1,296 to 2,000 of them in the queue all the same (four " +
+				"runs); the 10 published after the drop were held and confirmed after the " +
+				"reconnect.",
 		},
 	}
 	names := map[string]string{"queued_first": "QUEUED, then publish (seed)",

@@ -52,8 +52,8 @@ var stuckVariants = []stuckVariant{
 		"publish_first", "P", claimWhenQueued, publishFirst, false},
 	{"(b) O1–O4: a transactional outbox and a relay with confirms; O2's publish fails",
 		"outbox", "O", atomicClaim, outboxTick, false},
-	{"(b) M1–M4: QUEUED, then publish, through amqp-connection-manager; M2's channel drops " +
-		"and the library holds the publish until it reconnects",
+	{"(b) M1–M4: QUEUED, then publish, through amqp-connection-manager; M2 is published " +
+		"while the connection is down, and the library holds it until it reconnects",
 		"library_buffer", "M", atomicClaim, queuedFirst, true},
 }
 

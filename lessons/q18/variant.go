@@ -155,8 +155,9 @@ func (v *variant) publish(ctx context.Context, actor string, r store.Row) error 
 	if v.failing[r.ID] && v.buffered > 0 {
 		delete(v.failing, r.ID)
 		v.mu.Unlock()
-		v.env.Log().Info(fmt.Sprintf("q18: %s: the channel dropped; amqp-connection-manager keeps "+
-			"the publish in memory and sends it after its reconnect, %s on", r.ID, v.buffered))
+		v.env.Log().Info(fmt.Sprintf("q18: %s: published while the connection is down; "+
+			"amqp-connection-manager keeps it in memory and sends it after its reconnect, %s on",
+			r.ID, v.buffered))
 		if err := v.clock.Wait(ctx, v.buffered); err != nil {
 			return err
 		}

@@ -91,7 +91,7 @@ func stallTable(out []stalled, version string) render.Table {
 		t.Notes = append(t.Notes, fmt.Sprintf("Quorum queue: the seed's own type, the same "+
 			"five slots and timer (Q1–Q5, QH). On RabbitMQ %s a requeued message goes %s. "+
 			"x-delivery-count: the largest a delivery carried (none: the broker wrote none "+
-			"after a nack).", version, rabbit.RequeuePlace(true, version)))
+			"after a nack).", version, rabbit.RequeuePlace(true, false, version)))
 	}
 	for _, m := range out {
 		first := "never"
@@ -105,7 +105,11 @@ func stallTable(out []stalled, version string) render.Table {
 		if m.quorum {
 			count += ", x-delivery-count " + upTo(m.deliveryCount)
 		}
-		t.Rows = append(t.Rows, []string{m.name, first, strconv.Itoa(m.attempts), count,
+		name := m.name
+		if version != "" && !m.quorum { // on the broker, beside the quorum row
+			name += ", classic queue"
+		}
+		t.Rows = append(t.Rows, []string{name, first, strconv.Itoa(m.attempts), count,
 			strconv.Itoa(m.redelivered), secs(m.lastSent)})
 	}
 	return t

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -208,6 +209,12 @@ func q21OnACluster(t *testing.T, c *cluster.Cluster) {
 		labtest.AssertAccounted(t, rec.Events) // the accounting suite's check, which skips Q21
 		assert.Empty(t, l.Unexpected(lab.Rabbit, res.Tasks), "lost only AM2 and AM3, on purpose")
 		assert.NoError(t, lesson.CheckLost(l, lesson.Options{Backend: lab.Rabbit}, res, nil))
+		for _, task := range res.Tasks { // the fault suite held this when it ran Q21 too
+			if task.Fate == lab.FateLost {
+				assert.True(t, slices.ContainsFunc(labtest.Of(rec.Events, task.ID, lab.Lost),
+					func(e lab.Event) bool { return e.Note != "" }), "%s lost without a reason", task.ID)
+			}
+		}
 		var b strings.Builder
 		page := render.Page{W: &b, Layout: render.LayoutFor(render.DefaultWidth)}
 		page.Tables(res.Tables)

@@ -89,7 +89,9 @@ func (w *worker) consume(ctx context.Context, c conn) (consumed bool) {
 		return false // no leader yet, or the node is going: reconnect
 	}
 	closed := c.NotifyClose(make(chan *amqp.Error, 1))
+	gone := make(chan struct{}) // closed with the connection, however it ends
 	go func() {
+		defer close(gone)
 		if e := <-closed; e != nil && ctx.Err() == nil { // nil: this worker closed it
 			w.count(func() {
 				if w.lostAt.IsZero() {
@@ -115,7 +117,7 @@ func (w *worker) consume(ctx context.Context, c conn) (consumed bool) {
 	for d := range deliveries {
 		release := faults.AddHolder(fmt.Sprintf("%s's channel on %s, holding %s unacked", w.name, c.node.Short, d.Body),
 			func() { _ = ch.Close() }) // the TUI's c: the broker requeues it
-		w.handle(ctx, c.node, d)
+		w.handle(ctx, c.node, gone, d)
 		release()
 	}
 	w.count(func() { w.live = false })
@@ -125,7 +127,7 @@ func (w *worker) consume(ctx context.Context, c conn) (consumed bool) {
 // handle is the seed's MessageWorker.process: claim the row (the
 // idempotency check), send, mark SENT, ack. A redelivered copy of a
 // message already SENT is acked without a send: the store absorbs it.
-func (w *worker) handle(ctx context.Context, on cluster.NodeSpec, d amqp.Delivery) {
+func (w *worker) handle(ctx context.Context, on cluster.NodeSpec, gone <-chan struct{}, d amqp.Delivery) {
 	id := string(d.Body)
 	attempt := w.shared.attempt(id)
 	w.count(func() { w.deliveries++ })
@@ -146,7 +148,7 @@ func (w *worker) handle(ctx context.Context, on cluster.NodeSpec, d amqp.Deliver
 			w.r.env.Stream.Emit(lab.Event{Kind: lab.Duplicate, Task: id, Queue: birthday.Queue, Actor: w.name,
 				Note: "the store says SENT: acked, not sent again"})
 		}
-		w.ack(ctx, on, d)
+		w.ack(ctx, on, gone, d)
 		return
 	}
 	e := lab.Event{Task: id, Queue: birthday.Queue, Actor: w.name, Attempt: attempt}
@@ -161,19 +163,24 @@ func (w *worker) handle(ctx context.Context, on cluster.NodeSpec, d amqp.Deliver
 	if err != nil {
 		return // ctx ended: the run is over
 	}
-	w.ack(ctx, on, d)
+	w.ack(ctx, on, gone, d)
 }
 
 // ack acks d, received on node on; an ack on a connection that died is
 // lost, and the broker redelivers the message. While the lesson stops
 // the leader's node, a worker on that node holds the ack until stop_app
-// has returned (shared.stopping): the node goes down holding it.
-func (w *worker) ack(ctx context.Context, on cluster.NodeSpec, d amqp.Delivery) {
+// has returned (shared.stopping) or its connection is gone: the node goes
+// down holding it. Not longer: the worker must see its connection close
+// when it closes, as amqp-connection-manager does, or its time without a
+// node would count the lab's hold (stop_app and the leader lookup after
+// it, some 15 s real on a busy machine).
+func (w *worker) ack(ctx context.Context, on cluster.NodeSpec, gone <-chan struct{}, d amqp.Delivery) {
 	select {
 	case <-w.shared.stopping:
 		if on.Short == w.shared.leader {
 			select {
 			case <-w.shared.stopped:
+			case <-gone:
 			case <-ctx.Done():
 			}
 		}

@@ -16,11 +16,15 @@
 // 2026-11-26); a header with milliseconds measures it. The five names the
 // stream cannot move (publish duration, consumers, channel opens and closes,
 // connection status) the lesson reports from the backend to every metrics sink
-// of the run (wire.go), so /metrics shows all eleven moving.
+// of the run (wire.go), so /metrics shows all eleven moving. On a broker
+// that serves rabbitmq_prometheus, the broker's own figures for the run's
+// queues stand beside the lab's (broker.go): they agree, except where the
+// cut lost an ack on the wire.
 //
 // Why so long: eleven metrics are each made to move, and the five the
 // stream cannot see are reported from the backend (wire.go); the timestamp
-// trap needs a publish and a read on the wire of its own (timestamp.go).
+// trap needs a publish and a read on the wire of its own (timestamp.go);
+// the broker's own figures need a scrape of its endpoint (broker.go).
 package q22
 
 import (
@@ -103,13 +107,14 @@ func runQ22(ctx context.Context, env *lesson.Env) error {
 		return err
 	}
 	w := newWire(env, b)
-	defer w.closed()        // after the close: the queues and consumers are gone
-	defer env.Close(ctx, b) // the broker's consumer channels close here
+	view := newBrokerView(b) // nil in memory: no broker to ask
+	defer w.closed()         // after the close: the queues and consumers are gone
+	defer env.Close(ctx, b)  // the broker's consumer channels close here
 	if err := env.Declare(ctx, b, Topology); err != nil {
 		return err
 	}
 	env.Phase("(a) the depth trap: ten published, five held unacked")
-	depth, err := depthTrap(ctx, env, b, w)
+	depth, trap, err := depthTrap(ctx, env, b, w, view)
 	if err != nil {
 		return err
 	}
@@ -120,21 +125,28 @@ func runQ22(ctx context.Context, env *lesson.Env) error {
 		return err
 	}
 	w.stopped()
-	env.Report(metricsTable(met.Totals(run), depth, crashed, w.rows(), flow.FactsOf(b)))
+	// Before the run's close deletes the queues: their figures go with them.
+	end := view.await(ctx, "the end", settledEnd)
+	totals := met.Totals(run)
+	env.Report(metricsTable(totals, depth, crashed, w.rows(), flow.FactsOf(b)))
 	if ts, ok := timestampTrap(ctx, b); ok {
 		env.Report(ts)
 	}
-	env.Report(brokerFiguresTable())
+	if view != nil {
+		lab := w.labFigures(depth, totals)
+		env.Report(brokerFiguresTable(view, lab, trap, end, flow.FactsOf(b).Version))
+	}
 	return nil
 }
 
 // depthTrap publishes ten messages to Held, whose consumer (prefetch 5)
-// holds what it gets; it reads the queue's depth once five are held, then
-// lets the consumer finish. It returns the depth read.
-func depthTrap(ctx context.Context, env *lesson.Env, b flow.Backend, w *wire) (int, error) {
+// holds what it gets; it reads the queue's depth once five are held, and
+// the broker's own figures (view), then lets the consumer finish. It
+// returns the depth read and the broker's figures.
+func depthTrap(ctx context.Context, env *lesson.Env, b flow.Backend, w *wire, view *brokerView) (int, map[string]QueueFigures, error) {
 	in, ok := b.(flow.Inspector)
 	if !ok {
-		return 0, errors.New("this backend cannot read a queue's depth")
+		return 0, nil, errors.New("this backend cannot read a queue's depth")
 	}
 	release := make(chan struct{})
 	var once sync.Once
@@ -153,11 +165,11 @@ func depthTrap(ctx context.Context, env *lesson.Env, b flow.Backend, w *wire) (i
 		return flow.Retries{DLQ: DLQ}.Decide(d, err)
 	}
 	if err := w.consume(ctx, b, flow.Consumer{Queue: Held, Actor: actor, Prefetch: Prefetch, Handle: hold}); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	for i := 1; i <= Published; i++ {
 		if err := w.publish(ctx, b, "Producer", Held, fmt.Sprintf("h%02d", i)); err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 	}
 	// The broker sends no signal when its deliveries reach the consumer:
@@ -172,10 +184,14 @@ func depthTrap(ctx context.Context, env *lesson.Env, b flow.Backend, w *wire) (i
 		depth = n
 		return n == want, err
 	}); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	env.Stream.Emit(lab.Event{Kind: lab.Phase, Actor: "lab",
 		Note: fmt.Sprintf("%s depth %d: %d ready, %d delivered and unacked", Held, depth, depth, Published-depth)})
+	// The broker's figures trail it: read until they count all ten.
+	trap := view.await(ctx, "the trap", func(f map[string]QueueFigures) bool {
+		return f[Held].Ready+f[Held].Unacked == Published
+	})
 	open()
 	// Part (a) ends when its tasks have (bounded; past the bound part (b)
 	// starts anyway): released, they finish on the worker's goroutines,
@@ -184,10 +200,25 @@ func depthTrap(ctx context.Context, env *lesson.Env, b flow.Backend, w *wire) (i
 	_, err := rabbit.PollUntil(ctx, 20*time.Millisecond, depthSettle, func() (bool, error) {
 		return !slices.ContainsFunc(env.Stream.Tasks(), pending), nil
 	})
-	return depth, err
+	return depth, trap, err
 }
 
 func pending(t lab.TaskRecord) bool { return t.Fate == lab.FatePending }
+
+// settledEnd says the broker's figures show the run's end: every queue
+// empty, and every task's message published and acked once, as the
+// broker counts them (not the lab: the two are then compared).
+func settledEnd(f map[string]QueueFigures) bool {
+	var published, acked float64
+	for _, q := range f {
+		if q.Ready+q.Unacked > 0 {
+			return false
+		}
+		published += q.Published
+		acked += q.Acked
+	}
+	return published == 2*Published && acked == 2*Published
+}
 
 // moving publishes ten tasks through an outage that fails every first
 // attempt (each waits 2 s in the retry queue, then succeeds) and, on a

@@ -33,8 +33,10 @@ func RoundTrip(ctx context.Context, conn *amqp.Connection, sent time.Time) (Stam
 }
 
 // AmqplibVersion is the amqplib release the seeds' stack was measured
-// with: it writes the timestamp property as the number it is given, and
-// the seeds give it Date.now(), milliseconds (lessons/q22/README.md).
+// with: it writes the timestamp property as the number it is given. The
+// seeds set no such property: seed 002 keeps a millisecond "timestamp" in
+// the JSON body, seed 003 names none; a publisher that passes amqplib
+// `timestamp: Date.now()` puts milliseconds there (lessons/q22/README.md).
 const AmqplibVersion = versions.Amqplib
 
 // AmqplibStamp is what amqplib puts on the wire for `timestamp:

@@ -175,3 +175,11 @@ func boolInt(b bool) int {
 	}
 	return 0
 }
+
+// labFigures are the run's own counts, to set beside the broker's.
+func (w *wire) labFigures(depth int, t metrics.Totals) labFigures {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return labFigures{depth: depth, heldConsumers: w.consumers[Held], published: w.publishes,
+		attempts: t.Nacks + t.Acks, redeliveries: t.Redeliveries, acks: t.Acks}
+}

@@ -68,8 +68,9 @@ func ratesTable(parts []*part, db string) render.Table {
 			fmt.Sprintf("With prefetch %d the broker hands a batcher at most %d unacked "+
 				"messages: every batch waits out %s with %d, however many are queued.",
 				SmallPrefetch, SmallPrefetch, BatchWait, SmallPrefetch),
-			fmt.Sprintf("The seed's Broadway producer gives no :qos, and broadway_rabbitmq "+
-				"%s then asks for prefetch_count %d (amqp_client.ex, its default). Its batch "+
+			fmt.Sprintf("The seed sets no prefetch (its configuration lists none), and a "+
+				"Broadway producer given no :qos has broadway_rabbitmq %s ask for "+
+				"prefetch_count %d (amqp_client.ex, its default). Its batch "+
 				"of %d can never fill: run unscaled with %d users queued at once and one "+
 				"producer's window (Broadway's default producer concurrency is 1), each batch "+
 				"holds %d and waits out %s.", versions.BroadwayRabbitMQ, BroadwayPrefetch, SeedBatchSize, BroadwayUsers,

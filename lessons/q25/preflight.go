@@ -39,13 +39,13 @@ func Preflight(ctx context.Context, url string) error {
 	}
 	return lesson.BrokerTooOld("lesson 25 needs RabbitMQ %s or newer (quorum queue delayed retry); "+
 		"RabbitMQ %s %s; run it on a 4.3 broker: RABBITMQ_URL=<its URL>",
-		MinBroker, version, trial(ctx, s))
+		MinBroker, version, trial(ctx, s, version))
 }
 
-// trial is what an old broker does with the lesson's declaration: it
-// refuses it (with the broker's words), or it takes it, and then how soon
-// a rejected message comes back.
-func trial(ctx context.Context, s *rabbit.Session) string {
+// trial is what an old broker (of version) does with the lesson's
+// declaration: it refuses it (with the broker's words), or it takes it,
+// and then how soon a rejected message comes back, and where.
+func trial(ctx context.Context, s *rabbit.Session, version string) string {
 	args := Arguments(TypeFailed, trialDelay, trialDelay, DeliveryLimit, "")
 	if err := s.Topo().DeclareArgs(ctx, Queue, args); err != nil {
 		var amqpErr *amqp.Error
@@ -62,7 +62,8 @@ func trial(ctx context.Context, s *rabbit.Session) string {
 		return fmt.Sprintf("took x-delayed-retry-* and held a rejected message %d ms", back.Milliseconds())
 	}
 	return fmt.Sprintf("took x-delayed-retry-* without a word and ignored it: a rejected message "+
-		"came back after %d ms, not %s", back.Milliseconds(), dur(trialDelay))
+		"came back after %d ms, not %s, %s", back.Milliseconds(), dur(trialDelay),
+		rabbit.RequeuePlace(true, true, version)) // the trial's queue declares x-delivery-limit
 }
 
 // rejectAndTime publishes one message to the trial queue, rejects its

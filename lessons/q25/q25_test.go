@@ -149,6 +149,20 @@ func TestQ25(t *testing.T) {
 		assert.Equal(t, lab.FateDropped, fates["P2"].Fate)
 		assert.NotContains(t, p.c.deaths, "P2")
 	})
+	t.Run("each hand-back says where the message goes", func(t *testing.T) {
+		// The lesson's queues declare x-delivery-limit: a quorum queue's
+		// place then (rabbit.TestRequeuePlaceIsMeasured, TestHeldPlaceIsMeasured).
+		place := rabbit.RequeuePlace(true, true, p.a.version)
+		kinds := map[lab.Kind]int{}
+		for _, e := range events {
+			if e.Actor == "broker" && (e.Kind == lab.Scheduled || e.Kind == lab.Moved) {
+				kinds[e.Kind]++
+				assert.Contains(t, e.Note, place, "%s %s", e.Kind, e.Task)
+			}
+		}
+		assert.Positive(t, kinds[lab.Scheduled], "held and handed back")
+		assert.Positive(t, kinds[lab.Moved], "handed back at once (part b)")
+	})
 	t.Run("d: Q19's wait queues beside it", func(t *testing.T) {
 		// Q19's load waits for each publish's confirm, which on a loaded
 		// machine can put WH's behind a first retry (Q19's own test says
@@ -181,6 +195,8 @@ func TestOlderBrokerSaysWhatItDidAndStops(t *testing.T) {
 	assert.Contains(t, err.Error(), "RabbitMQ "+b.Version)
 	if b.Version == "3.10.8" { // measured: it takes the arguments and ignores them
 		assert.Contains(t, err.Error(), "ignored it: a rejected message came back after")
+		// The trial's queue declares x-delivery-limit, as the lesson's do.
+		assert.Contains(t, err.Error(), rabbit.RequeuePlace(true, true, b.Version))
 	}
 	_, err = lesson.Run(ctx, Lesson, lesson.Options{Backend: lab.Rabbit, Broker: url, Speed: 20})
 	assert.True(t, errors.Is(err, lesson.ErrBrokerTooOld), "the run refuses too: %v", err)

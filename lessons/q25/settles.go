@@ -167,7 +167,7 @@ func runCell(ctx context.Context, env *lesson.Env, s *rabbit.Session, conn *amqp
 			after++
 		}
 		wait := BrokerDelay(c.retryType, c.settle, after, settleLo, settleHi)
-		env.Stream.Emit(handBackEvent(c, after, wait))
+		env.Stream.Emit(handBackEvent(c, after, wait, rabbit.ServerVersion(s.Connection())))
 		if ch, deliveries, err = settleCell(ctx, conn, queue, ch, deliveries, d, c.settle, func() {
 			handedBack = clock.Elapsed()
 		}); err != nil {
@@ -177,9 +177,10 @@ func runCell(ctx context.Context, env *lesson.Env, s *rabbit.Session, conn *amqp
 	return nil
 }
 
-// handBackEvent says what the broker does with c's message, handed back
-// with a delivery count of after: hold it, or put it back at once.
-func handBackEvent(c *cell, after int, wait time.Duration) lab.Event {
+// handBackEvent says what the broker (of version) does with c's message,
+// handed back with a delivery count of after: hold it, or put it back at
+// once, and where it goes back.
+func handBackEvent(c *cell, after int, wait time.Duration, version string) lab.Event {
 	how := "basic." + string(c.settle) + ", requeue"
 	if c.settle == Close {
 		how = "the channel closed with it unacked"
@@ -187,13 +188,25 @@ func handBackEvent(c *cell, after int, wait time.Duration) lab.Event {
 	e := lab.Event{Task: c.task(), Queue: settleView, To: settleView, Actor: "broker"}
 	if wait == 0 {
 		e.Kind = lab.Moved
-		e.Note = fmt.Sprintf("%s: type %s does not delay it, back at once (x-delivery-count %d)",
-			how, c.retryType, after)
+		e.Note = fmt.Sprintf("%s (x-delivery-count %d): type %s does not delay it, %s",
+			how, after, c.retryType, backPlace(wait, version))
 		return e
 	}
 	e.Kind, e.DelayMs = lab.Scheduled, wait.Milliseconds() // no Via: no wait queue, the queue itself holds it
-	e.Note = fmt.Sprintf("%s: held %s (x-delivery-count %d)", how, dur(wait), after)
+	e.Note = fmt.Sprintf("%s (x-delivery-count %d): %s", how, after, backPlace(wait, version))
 	return e
+}
+
+// backPlace is how long a quorum queue on a broker of version holds a
+// message handed back, and where it goes then. The lesson's queues
+// declare x-delivery-limit, which on 3.x decides the place; after a wait
+// it is the same as at once (TestHeldPlaceIsMeasured).
+func backPlace(wait time.Duration, version string) string {
+	place := rabbit.RequeuePlace(true, true, version) // quorum, x-delivery-limit
+	if wait == 0 {
+		return place
+	}
+	return "held " + dur(wait) + ", then " + place
 }
 
 // settleCell hands d back with s, calling now just before it leaves (the

@@ -70,6 +70,9 @@ type worker struct {
 	j     job
 	clock lab.Clock
 	start time.Duration
+	// version is the broker's: where a message handed back goes depends
+	// on it (rabbit.RequeuePlace).
+	version string
 
 	held     atomic.Int32
 	handler  sync.WaitGroup
@@ -110,7 +113,8 @@ func runJob(ctx context.Context, env *lesson.Env, j job) (outcome, error) {
 		return outcome{}, err
 	}
 	defer conn.Close()
-	w := &worker{env: env, s: s, j: j, clock: clock, n: map[string]int{}, failed: map[string]bool{},
+	w := &worker{env: env, s: s, j: j, clock: clock, version: rabbit.ServerVersion(s.Connection()),
+		n: map[string]int{}, failed: map[string]bool{},
 		settled: map[string]bool{}, deaths: map[string]string{}, done: make(chan struct{}),
 		consumed: make(chan struct{}), lookNow: make(chan struct{})}
 	ctx, stop := context.WithCancel(ctx)
@@ -139,7 +143,7 @@ func runJob(ctx context.Context, env *lesson.Env, j job) (outcome, error) {
 		return outcome{}, errors.Join(err, fmt.Errorf("%s: the consumer did not stop", w.j.queue))
 	}
 	w.handler.Wait()
-	out := outcome{look: <-looked, version: rabbit.ServerVersion(s.Connection())}
+	out := outcome{look: <-looked, version: w.version}
 	w.mu.Lock()
 	out.rows, out.deaths = append([]delivery(nil), w.rows...), w.deaths
 	w.mu.Unlock()
@@ -276,7 +280,7 @@ func (w *worker) handBack(d amqp.Delivery, s Settle, count int) {
 		// No Via: there is no wait queue, the queue itself holds it.
 		w.env.Stream.Emit(lab.Event{Kind: lab.Scheduled, Task: task, Queue: w.j.queue, To: w.j.queue,
 			Actor: "broker", DelayMs: wait.Milliseconds(),
-			Note: fmt.Sprintf("basic.%s, requeue: x-delivery-count %d, held %s", s, after, dur(wait))})
+			Note: fmt.Sprintf("basic.%s, requeue (x-delivery-count %d): %s", s, after, backPlace(wait, w.version))})
 	}
 	switch s {
 	case Nack:

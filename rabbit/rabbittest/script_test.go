@@ -3,7 +3,9 @@ package rabbittest
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,8 +23,9 @@ import (
 
 // TestScriptUpIsIdempotentAndDownLeavesNothing runs scripts/rabbitmq.sh
 // on a port of its own in the 4.3 chroot .ci/run builds: up starts a 4.3
-// node, a second up finds it (same process), down as another owner leaves
-// it, down as its owner stops it and removes its data.
+// node, which serves rabbitmq_prometheus on its AMQP port + 10020 (Q22
+// reads it), a second up finds it (same process), down as another owner
+// leaves it, down as its owner stops it and removes its data.
 func TestScriptUpIsIdempotentAndDownLeavesNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a RabbitMQ 4.3 node")
@@ -56,6 +59,22 @@ func TestScriptUpIsIdempotentAndDownLeavesNothing(t *testing.T) {
 	b, err := rabbit.Probe(t.Context(), url, "test")
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(b.Version, "4.3."), "version %s", b.Version)
+	// The plugin's listener may start after AMQP's: poll, bounded.
+	metrics := fmt.Sprintf("http://127.0.0.1:%d/metrics", port+10020)
+	client := http.Client{Timeout: 10 * time.Second}
+	var body []byte
+	served, err := rabbit.PollUntil(t.Context(), 200*time.Millisecond, 30*time.Second, func() (bool, error) {
+		resp, err := client.Get(metrics)
+		if err != nil {
+			return false, nil
+		}
+		defer resp.Body.Close()
+		body, err = io.ReadAll(resp.Body)
+		return resp.StatusCode == http.StatusOK, err
+	})
+	require.NoError(t, err)
+	require.True(t, served, "no rabbitmq_prometheus at %s within 30 s", metrics)
+	assert.Contains(t, string(body), "rabbitmq_build_info", "the broker's own metrics")
 	pidFile := filepath.Join(root, "var", "lib", "qlab", name, "pid")
 	first, err := os.ReadFile(pidFile)
 	require.NoError(t, err)
@@ -86,10 +105,10 @@ func scriptPort(t *testing.T) int {
 		ports, err := cluster.FreePorts(1)
 		require.NoError(t, err)
 		p := ports[0]
-		if p <= 25535 && cluster.PortFree(p+20000) {
+		if p <= 25535 && cluster.PortFree(p+20000) && cluster.PortFree(p+10020) {
 			return p
 		}
 	}
-	t.Fatal("no free port pair for the script's node")
+	t.Fatal("no free ports for the script's node")
 	return 0
 }

@@ -41,7 +41,9 @@ const (
 	// a connection closes, and after each failed connect, before it tries
 	// the next URL: reconnectTimeInSeconds, which defaults to the seed's
 	// heartbeatIntervalInSeconds of 60 (src/AmqpConnectionManager.ts at
-	// tag v5.0.0). Publishes wait in the library's memory meanwhile.
+	// tag v5.0.0). Publishes made meanwhile wait in the library's memory;
+	// one unconfirmed when the connection closed is rejected ("channel
+	// closed", amqplib 2.3.1).
 	ReconnectTime = 60 * time.Second
 )
 

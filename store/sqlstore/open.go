@@ -25,6 +25,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
+	"github.com/queuelab/qlab/lab/created"
 	"github.com/queuelab/qlab/store"
 )
 
@@ -192,6 +193,7 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 // create makes the schema (PostgreSQL) and the tables if absent.
 func (s *Store) create(ctx context.Context) error {
 	if s.schema != "" {
+		created.Schema(s.schema) // under make test: found after a kill
 		if _, err := s.db.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS "+s.schema); err != nil {
 			return err
 		}
