@@ -131,10 +131,27 @@ func TestBrokerClusterRefusesAStateFileItDidNotWrite(t *testing.T) {
 // TestBrokerClusterLifecycle runs the commands a demo runs, on a real
 // cluster: up, status, kill the leader of a quorum queue, up refusing to
 // start over a stopped node, revive, up finding the cluster up, down with
-// a node stopped, and down again.
+// a node stopped, and down again. Under make test it runs the commands
+// between up and down on the recipe's cluster (its --state) instead of
+// starting a second one: the recipe ran up, whose output it left beside
+// the state file, and runs down, which fails the run if anything is left.
 func TestBrokerClusterLifecycle(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a three-node RabbitMQ cluster (about half a minute)")
+	}
+	if os.Getenv(clustertest.SharedEnv) != "" {
+		t.Parallel() // it waits for its turn on the cluster
+		c := clustertest.Shared(t)
+		if c == nil {
+			clustertest.SkipOrFail(t, fmt.Errorf("%w: make test's cluster did not start (see its output)", cluster.ErrUnavailable))
+		}
+		upLog, err := os.ReadFile(filepath.Join(filepath.Dir(c.StateFile()), "up.log"))
+		require.NoError(t, err, "make test writes up's output beside the cluster's state file")
+		checkUpOutput(t, c, string(upLog), string(upLog))
+		queue := fmt.Sprintf("qlabtest.cluster.cli-%d", os.Getpid())
+		t.Cleanup(func() { leaveSharedAsFound(t, c, queue) })
+		clusterVerbs(t, c, queue, "--state", c.StateFile())
+		return
 	}
 	file := privateClusterState(t)
 	// --owner: the nodes go with this test binary however it ends (a
@@ -146,41 +163,8 @@ func TestBrokerClusterLifecycle(t *testing.T) {
 	c, err := cluster.Load(file, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Down(context.Background()) })
-	assert.Contains(t, errOut, "n3: joining ")
-	assert.Regexp(t, `cluster up in \d+\.\ds`, errOut)
-	assert.Contains(t, out, "RABBITMQ_URL="+c.URLList()+"\n")
-	assert.Contains(t, out, "management UI (guest/guest): http://127.0.0.1:")
-	assert.Contains(t, out, c.Nodes[2].MetricsURL())
-
-	queue := "qlabtest.cluster.cli"
-	declareQuorum(t, c.URLs()[1], queue)
-	code, out, _ = qlab("broker", "cluster", "status")
-	require.Equal(t, exitOK, code)
-	assert.Equal(t, 3, strings.Count(out, " running "), out)
-	assert.Equal(t, 3, strings.Count(out, "amqp://guest:xxxxx@"), "status shows each node's URL, password hidden:\n%s", out)
-	line := regexp.MustCompile(queue + `  leader (n\d)  members n1 n2 n3  online n1 n2 n3\n`).FindStringSubmatch(out)
-	require.NotNil(t, line, out)
-	leader := line[1]
-
-	code, out, _ = qlab("broker", "cluster", "kill", leader)
-	require.Equal(t, exitOK, code)
-	assert.Contains(t, out, leader+" is stopped\n")
-	code, out, _ = qlab("broker", "cluster", "status")
-	require.Equal(t, exitOK, code)
-	assert.Contains(t, out, "  "+leader+"  stopped ")
-	assert.Regexp(t, queue+`  leader n\d  members n1 n2 n3  online`, out)
-	assert.NotRegexp(t, queue+`  leader `+leader, out, "a new leader leads")
-	assert.NotRegexp(t, `online .*`+leader, out)
-	code, _, errOut = qlab("broker", "cluster", "up")
-	assert.Equal(t, exitError, code)
-	assert.Contains(t, errOut, "a cluster is up with a node stopped")
-
-	code, out, _ = qlab("broker", "cluster", "revive", leader)
-	require.Equal(t, exitOK, code)
-	assert.Contains(t, out, leader+" is running\n")
-	code, out, _ = qlab("broker", "cluster", "up")
-	assert.Equal(t, exitOK, code)
-	assert.True(t, strings.HasPrefix(out, "a cluster is already up:\n"), out)
+	checkUpOutput(t, c, out, errOut)
+	clusterVerbs(t, c, "qlabtest.cluster.cli")
 
 	code, _, _ = qlab("broker", "cluster", "kill", "n3") // down must remove a stopped node too
 	require.Equal(t, exitOK, code)
@@ -194,6 +178,73 @@ func TestBrokerClusterLifecycle(t *testing.T) {
 	code, out, _ = qlab("broker", "cluster", "down")
 	assert.Equal(t, exitOK, code)
 	assert.Equal(t, "no cluster is recorded: nothing to remove\n", out)
+}
+
+// checkUpOutput checks what cluster up printed on starting c.
+func checkUpOutput(t *testing.T, c *cluster.Cluster, out, errOut string) {
+	t.Helper()
+	assert.Contains(t, errOut, "n3: joining ")
+	assert.Regexp(t, `cluster up in \d+\.\ds`, errOut)
+	assert.Contains(t, out, "RABBITMQ_URL="+c.URLList()+"\n")
+	assert.Contains(t, out, "management UI (guest/guest): http://127.0.0.1:")
+	assert.Contains(t, out, c.Nodes[2].MetricsURL())
+}
+
+// clusterVerbs runs, on the running cluster c, status, kill of queue's
+// leader, status, up refusing over the stopped node, revive and up
+// finding the cluster up; flags (--state) go to each command.
+func clusterVerbs(t *testing.T, c *cluster.Cluster, queue string, flags ...string) {
+	t.Helper()
+	cmd := func(args ...string) (int, string, string) {
+		return qlab(append(append([]string{"broker", "cluster"}, args...), flags...)...)
+	}
+	declareQuorum(t, c.URLs()[1], queue)
+	code, out, _ := cmd("status")
+	require.Equal(t, exitOK, code)
+	assert.Equal(t, 3, strings.Count(out, " running "), out)
+	assert.Equal(t, 3, strings.Count(out, "amqp://guest:xxxxx@"), "status shows each node's URL, password hidden:\n%s", out)
+	line := regexp.MustCompile(regexp.QuoteMeta(queue) + `  leader (n\d)  members n1 n2 n3  online n1 n2 n3\n`).FindStringSubmatch(out)
+	require.NotNil(t, line, out)
+	leader := line[1]
+
+	code, out, _ = cmd("kill", leader)
+	require.Equal(t, exitOK, code)
+	assert.Contains(t, out, leader+" is stopped\n")
+	code, out, _ = cmd("status")
+	require.Equal(t, exitOK, code)
+	assert.Contains(t, out, "  "+leader+"  stopped ")
+	assert.Regexp(t, regexp.QuoteMeta(queue)+`  leader n\d  members n1 n2 n3  online`, out)
+	assert.NotRegexp(t, regexp.QuoteMeta(queue)+`  leader `+leader, out, "a new leader leads")
+	assert.NotRegexp(t, regexp.QuoteMeta(queue)+`  .*online .*`+leader, out)
+	code, _, errOut := cmd("up")
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, errOut, "a cluster is up with a node stopped")
+
+	code, out, _ = cmd("revive", leader)
+	require.Equal(t, exitOK, code)
+	assert.Contains(t, out, leader+" is running\n")
+	code, out, _ = cmd("up")
+	assert.Equal(t, exitOK, code)
+	assert.True(t, strings.HasPrefix(out, "a cluster is already up:\n"), out)
+}
+
+// leaveSharedAsFound revives any node of make test's cluster a failed
+// test left stopped and deletes queue from it.
+func leaveSharedAsFound(t *testing.T, c *cluster.Cluster, queue string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, n := range c.Nodes {
+		if c.State(ctx, n) == cluster.Stopped {
+			assert.NoError(t, c.Revive(ctx, n.Short), "reviving %s", n.Short)
+		}
+	}
+	conn, err := amqp.Dial(c.URLs()[0])
+	require.NoError(t, err)
+	defer conn.Close()
+	ch, err := conn.Channel()
+	require.NoError(t, err)
+	_, err = ch.QueueDelete(queue, false, false, false)
+	assert.NoError(t, err, "deleting %s", queue)
 }
 
 // declareQuorum declares a durable quorum queue on url.

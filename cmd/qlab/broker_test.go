@@ -139,6 +139,7 @@ func TestCompareBadInput(t *testing.T) {
 }
 
 func TestCompareQ10Markdown(t *testing.T) {
+	t.Parallel() // waits on the broker: beside the other tests that wait
 	rabbittest.NeedBroker(t)
 	code, out, errOut := qlabChecked(t, "compare", "10", "--markdown", "--speed", "40")
 	require.Equal(t, exitOK, code, errOut)

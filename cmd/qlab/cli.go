@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -231,17 +232,19 @@ func newFlagSet(name, usage string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	helpText[fs] = usage
+	helpText.Store(fs, usage)
 	return fs
 }
 
-// helpText holds each flag set's usage text, for -h.
-var helpText = map[*flag.FlagSet]string{}
+// helpText holds each flag set's usage text, for -h: a sync.Map, as the
+// tests run commands at once in one process.
+var helpText sync.Map // *flag.FlagSet → string
 
 // printHelp writes fs's usage text and flags to w, spelled --name as
 // users type them.
 func printHelp(fs *flag.FlagSet, w io.Writer) {
-	fmt.Fprintln(w, helpText[fs])
+	usage, _ := helpText.Load(fs)
+	fmt.Fprintln(w, usage)
 	fmt.Fprintln(w, "\nFlags:")
 	fs.VisitAll(func(f *flag.Flag) {
 		kind, usage := flag.UnquoteUsage(f)

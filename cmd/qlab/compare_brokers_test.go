@@ -56,6 +56,10 @@ func TestCompareBrokersUnreachable(t *testing.T) {
 // copies into its republished retry, which 3.10.8 keeps counting and 4.3
 // restarts at 1.
 func TestCompare14OnTwoBrokers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs on two brokers: make quick is one broker pass")
+	}
+	t.Parallel() // waits on the broker: beside the other tests that wait
 	old, _ := rabbittest.NeedVersion(t, "3.10")
 	v43, _ := rabbittest.NeedVersion(t, "4.3")
 	code, out, errOut := qlabChecked(t, "compare", "14", "--broker", old, "--broker", v43, "--repeat", "1")
@@ -85,6 +89,10 @@ func section(out, title string) string {
 // retry, and its run on 3.10.8 ends with why; compare says so in a row of
 // its own and still sets out what 4.3 did.
 func TestCompare25RefusedOnOneBroker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs on two brokers: make quick is one broker pass")
+	}
+	t.Parallel() // waits on the broker: beside the other tests that wait
 	old, _ := rabbittest.NeedVersion(t, "3.10")
 	v43, _ := rabbittest.NeedVersion(t, "4.3")
 	code, out, errOut := qlabChecked(t, "compare", "25", "--broker", old, "--broker", v43, "--repeat", "1")

@@ -16,7 +16,7 @@ import (
 // tui do, and checks the values.
 func parsePlan(args ...string) (planFlags, error) {
 	fs := newFlagSet("run", "")
-	defer delete(helpText, fs)
+	defer helpText.Delete(fs)
 	var p planFlags
 	p.register(fs, 1, "")
 	if _, err := parseInterspersed(fs, args, io.Discard); err != nil {
@@ -76,7 +76,7 @@ func FuzzFailRateFlag(f *testing.F) {
 // does.
 func parseScale(args ...string) (*lab.Plan, error) {
 	fs := newFlagSet("run", "")
-	defer delete(helpText, fs)
+	defer helpText.Delete(fs)
 	var s scaleFlags
 	s.register(fs)
 	if _, err := parseInterspersed(fs, args, io.Discard); err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -10,14 +9,17 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// makeIn runs make with args in the repository's root, its binary built
-// to a directory of the test's own, and returns its output.
+// makeIn runs make with args in the repository's root, on the binary
+// buildQlab built by make (up to date: no second link), and returns its
+// output.
 func makeIn(t *testing.T, env []string, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	if _, err := exec.LookPath("make"); err != nil {
 		t.Skip("no make here")
 	}
-	cmd := exec.CommandContext(t.Context(), "make", append([]string{"-s", "-C", "../..", "QLAB=" + filepath.Join(t.TempDir(), "qlab")}, args...)...)
+	bin, err := buildQlab()
+	require.NoError(t, err)
+	cmd := exec.CommandContext(t.Context(), "make", append([]string{"-s", "-C", "../..", "QLAB=" + bin}, args...)...)
 	cmd.Env = append(cmd.Environ(), env...)
 	var out, errOut strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -27,12 +29,19 @@ func makeIn(t *testing.T, env []string, args ...string) (stdout, stderr string, 
 
 // TestMakeSaysItIsBuilding: a cold make lesson-1 compiles for minutes
 // before the lesson starts; it says so at once, and names make setup
-// (scripts/build.sh's progress itself: build_script_test.go).
+// (scripts/build.sh's progress itself: build_script_test.go). The build
+// is buildQlab's: make build to a file not there yet.
 func TestMakeSaysItIsBuilding(t *testing.T) {
-	_, errOut, err := makeIn(t, nil, "build")
-	require.NoError(t, err, errOut)
-	assert.Contains(t, errOut, "building")
-	assert.Contains(t, errOut, "make setup")
+	if testing.Short() {
+		t.Skip("links the qlab binary: not in -short")
+	}
+	b, err := buildOnce()
+	require.NoError(t, err)
+	if !b.viaMake {
+		t.Skip("no make here")
+	}
+	assert.Contains(t, b.stderr, "building")
+	assert.Contains(t, b.stderr, "make setup")
 }
 
 // TestMakeLessonsNeedsNoBroker: make lessons runs every lesson that has
@@ -43,6 +52,7 @@ func TestMakeLessonsNeedsNoBroker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs every in-memory lesson (-short)")
 	}
+	t.Parallel() // in memory, its own process: nothing shared but the CPU
 	out, errOut, err := makeIn(t, []string{"RABBITMQ_URL=amqp://guest:guest@127.0.0.1:1/"}, "lessons", "LESSONS_SPEED=1000")
 	require.NoError(t, err, errOut)
 	for _, l := range []string{"Q01", "Q10", "Q12", "Q13", "Q14"} {

@@ -5,7 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -163,25 +163,49 @@ func TestDeletedWaitQueueEndsTheRun(t *testing.T) {
 // binDir holds the binary buildQlab builds; TestMain removes it.
 var binDir string
 
-// buildQlab builds the binary once per test run.
-var buildQlab = sync.OnceValues(func() (string, error) {
+// qlabBuild is the one build of the qlab binary this test run makes (a
+// link takes seconds, many on a busy machine): by make build where make
+// is, which the Makefile's tests check (what it said on stderr), else by
+// go build. make's later builds to the same file find it up to date.
+type qlabBuild struct {
+	bin, stderr string
+	viaMake     bool
+}
+
+var buildOnce = sync.OnceValues(func() (qlabBuild, error) {
 	dir, err := os.MkdirTemp("", "qlab-bin-")
 	if err != nil {
-		return "", err
+		return qlabBuild{}, err
 	}
 	binDir = dir
-	bin := filepath.Join(dir, "qlab")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		return "", errors.New(string(out))
+	b := qlabBuild{bin: filepath.Join(dir, "qlab")}
+	cmd := exec.Command("go", "build", "-o", b.bin, ".")
+	if _, err := exec.LookPath("make"); err == nil {
+		b.viaMake = true
+		cmd = exec.Command("make", "-s", "-C", "../..", "QLAB="+b.bin, "build")
 	}
-	return bin, nil
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		return qlabBuild{}, fmt.Errorf("%s: %v\n%s%s", strings.Join(cmd.Args, " "), err, out.String(), errOut.String())
+	}
+	b.stderr = errOut.String()
+	return b, nil
 })
+
+// buildQlab builds the binary once per test run.
+func buildQlab() (string, error) {
+	b, err := buildOnce()
+	return b.bin, err
+}
 
 // closeStdoutEarly runs the built qlab with args, reads one line of its
 // stdout through a real pipe and closes the pipe, as `| head -1` does.
 func closeStdoutEarly(t *testing.T, args ...string) (code int, stderr string, took time.Duration) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("links the qlab binary: not in -short")
+	}
 	bin, err := buildQlab()
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
@@ -205,6 +229,7 @@ func closeStdoutEarly(t *testing.T, args ...string) (code int, stderr string, to
 }
 
 func TestClosedStdoutEndsAnInMemoryRun(t *testing.T) {
+	t.Parallel() // a process of its own: beside the tests that wait
 	code, stderr, _ := closeStdoutEarly(t, "run", "7", "--json")
 	assert.Equal(t, exitError, code)
 	assert.Contains(t, stderr, "output closed")
@@ -213,6 +238,7 @@ func TestClosedStdoutEndsAnInMemoryRun(t *testing.T) {
 // TestClosedStdoutCleansUp: `qlab run 10 --backend rabbit --json | head -1`
 // stops the run, deletes its queues and exits 1.
 func TestClosedStdoutCleansUp(t *testing.T) {
+	t.Parallel() // a process of its own: beside the tests that wait
 	prefix, _ := privatePrefix(t)
 	code, stderr, _ := closeStdoutEarly(t, "run", "10", "--backend", "rabbit", "--names", "exact", "--prefix", prefix, "--speed", "5", "--json")
 	assert.Equal(t, exitError, code)

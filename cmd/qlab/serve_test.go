@@ -167,6 +167,7 @@ func TestServeCommandEndToEnd(t *testing.T) {
 }
 
 func TestServeKeepLeavesTheQueuesForBrokerClean(t *testing.T) {
+	t.Parallel() // waits on the broker: beside the other tests that wait
 	base, prefix, stdout, stop := startServe(t, "--keep", "--confirms=false", "--no-color")
 	resp, err := http.Post(base+serve.UsersPath, "application/json", strings.NewReader(`{"name":"A","email":"a@example.com"}`))
 	require.NoError(t, err)
@@ -199,6 +200,7 @@ func TestServeKeepLeavesTheQueuesForBrokerClean(t *testing.T) {
 // on the broker, and each user is reported lost once, for the reason it
 // was lost: deleting raffle_queue discarded it.
 func TestServeCtrlCLeavesNothingOfTheRun(t *testing.T) {
+	t.Parallel() // waits on the broker: beside the other tests that wait
 	stderr := &syncBuffer{}
 	base, prefix, stdout, stop := startServeWith(t, stderr, "--json")
 	ids := map[string]bool{}

@@ -113,3 +113,25 @@ func release() {
 		turn.f = nil
 	}
 }
+
+// Shared returns the cluster make test started (SharedEnv), with t's turn
+// on it taken until t ends, or nil where there is none: SharedEnv unset,
+// or that cluster could not start. Unlike Get it never starts a cluster:
+// a test of the cluster commands themselves starts its own through them.
+func Shared(t testing.TB) *cluster.Cluster {
+	t.Helper()
+	file := os.Getenv(SharedEnv)
+	if file == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
+	defer cancel()
+	c, err := awaitShared(ctx, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c != nil {
+		takeTurn(t, c)
+	}
+	return c
+}
