@@ -177,7 +177,7 @@ func TestBroadwaysDefaultPrefetchNeverFillsTheSeedsBatch(t *testing.T) {
 	_, res := lessontest.RunInMem(t, Lesson, lesson.Options{})
 	table := lessontest.TableTitled(t, res.Tables, "Batches of up to")
 	assert.Contains(t, fmt.Sprint(table.Rows), "Broadway's prefetch 50, batch 1000 100 2 50.0 (max 50) 1.00 s")
-	assert.Contains(t, strings.Join(table.Notes, " "), "broadway_rabbitmq 0.8.2 then asks for prefetch_count 50")
+	assert.Contains(t, strings.Join(table.Notes, " "), "has broadway_rabbitmq 0.8.2 ask for prefetch_count 50")
 	assert.Contains(t, Lesson.Notice, "Broadway's default prefetch of 50")
 }
 
