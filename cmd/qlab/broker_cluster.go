@@ -15,14 +15,19 @@ import (
 
 const clusterHelp = `Usage: qlab broker cluster up|down|status|kill NODE|revive NODE [flags]
 
-  up           start a three-node RabbitMQ cluster on this machine (local rabbitmq-server
-               nodes, or Docker containers where no rabbitmq-server can run), print its AMQP
-               URLs (a list for RABBITMQ_URL), management UI and /metrics addresses;
-               --version 4.3 runs them in the RabbitMQ 4.3 chroot scripts/rabbitmq.sh builds
-  down         stop and remove everything up started; safe to repeat, and after a crash
-  status       the nodes, which are running, each quorum queue's leader and members
-  kill NODE    stop the RabbitMQ application on NODE (n1, n2, n3 or its full name), as if
-               it died: its quorum queue members go, a new leader is elected
+  up           start a three-node RabbitMQ cluster on this machine (local
+               rabbitmq-server nodes, or Docker containers where no
+               rabbitmq-server can run), print its AMQP URLs (a list for
+               RABBITMQ_URL), management UI and /metrics addresses;
+               --version 4.3 runs them in the RabbitMQ 4.3 chroot
+               scripts/rabbitmq.sh builds
+  down         stop and remove everything up started; safe to repeat, and
+               after a crash
+  status       the nodes, which are running, each quorum queue's leader and
+               members
+  kill NODE    stop the RabbitMQ application on NODE (n1, n2, n3 or its full
+               name), as if it died: its quorum queue members go, a new
+               leader is elected
   revive NODE  start it again
 
 The cluster is recorded in $XDG_CACHE_HOME/qlab/cluster.json (~/.cache/qlab),

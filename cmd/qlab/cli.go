@@ -42,17 +42,23 @@ Usage:
   qlab list                 the lessons: number, title, backends
   qlab run N [flags]        run lesson N (qlab run --help for flags)
   qlab broker status|up|down|latency|clean
-                            find the broker, start one (Docker), measure TTL delays,
-                            remove what a killed or --keep run left (qlab broker --help)
+                            find the broker, start one (Docker), measure TTL
+                            delays, remove what a killed or --keep run left
+                            (qlab broker --help)
   qlab broker cluster up|down|status|kill NODE|revive NODE
                             a three-node RabbitMQ cluster for quorum queues
-  qlab compare N [flags]    run lesson N on both backends and measure the difference
-  qlab tui [N] [flags]      watch lessons animate in the terminal (qlab tui --help)
-  qlab ex [N | command]     exercises: write the mechanism, qlab checks it (qlab ex --help)
+  qlab compare N [flags]    run lesson N on both backends and measure the
+                            difference
+  qlab tui [N] [flags]      watch lessons animate in the terminal
+                            (qlab tui --help)
+  qlab ex [N | command]     exercises: write the mechanism, qlab checks it
+                            (qlab ex --help)
   qlab dlq inspect|replay|purge QUEUE [flags]
-                            read, replay or empty a dead-letter queue (qlab dlq --help)
-  qlab serve [flags]        the seeds' HTTP APIs on 127.0.0.1: curl a user or a scheduled mail
-                            onto the broker and watch it arrive (qlab serve --help)
+                            read, replay or empty a dead-letter queue
+                            (qlab dlq --help)
+  qlab serve [flags]        the seeds' HTTP APIs on 127.0.0.1: curl a user or
+                            a scheduled mail onto the broker and watch it
+                            arrive (qlab serve --help)
   qlab class serve|join|status|leave
                             the instructor's room: a class's progress, live
                             (qlab class --help)

@@ -15,6 +15,7 @@ import (
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lesson/lessontest"
 	"github.com/queuelab/qlab/lessons"
+	"github.com/queuelab/qlab/render"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -84,6 +85,19 @@ func TestHelpExitsZero(t *testing.T) {
 		code, out, _ := qlab(args...)
 		assert.Equal(t, exitOK, code, args)
 		assert.Contains(t, out, "Usage", args)
+	}
+}
+
+// TestHelpFits: every command's help, which a student reads in a
+// terminal of 80 columns, fits it.
+func TestHelpFits(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"list"}, {"run"}, {"broker"}, {"broker", "cluster"},
+		{"compare"}, {"tui"}, {"ex"}, {"dlq"}, {"serve"}, {"class"}} {
+		code, out, _ := qlab(append(args, "--help")...)
+		assert.Equal(t, exitOK, code, args)
+		for _, line := range strings.Split(out, "\n") {
+			assert.LessOrEqual(t, render.Width(line), render.DefaultWidth, "%v --help: %q", args, line)
+		}
 	}
 }
 

@@ -22,15 +22,17 @@ const exHelp = `Usage: qlab ex [N | command] [flags]
 
 Exercises: you write the mechanism of a lesson, qlab checks it.
 
-  qlab ex [N]               watch mode: checks the current exercise (or exercise N) on
-                            every save (keys: n next, h hint, l list to pick one, r reset,
-                            c check, q quit)
+  qlab ex [N]               watch mode: checks the current exercise (or
+                            exercise N) on every save (keys: n next, h hint,
+                            l list to pick one, r reset, c check, q quit)
   qlab ex list              every exercise and whether it is done
-  qlab ex check N           check exercise N once; while it fails, exit 1 with a one-line
-                            summary on stderr (for scripts), the report on stdout
+  qlab ex check N           check exercise N once; while it fails, exit 1
+                            with a one-line summary on stderr (for scripts),
+                            the report on stdout
   qlab ex check-all [--json] [--name NAME]
-                            check every exercise; rebuilds your progress (--json for
-                            instructors: each line carries name, commit, host and time)
+                            check every exercise; rebuilds your progress
+                            (--json for instructors: each line carries name,
+                            commit, host and time)
   qlab ex hint N            the next hint for exercise N, for what fails now
   qlab ex reset N           restore exercise N's file as it was shipped
   qlab ex solution N        the reference solution (once exercise N passes)
