@@ -69,6 +69,9 @@ func TestEveryTaskAccountedFor(t *testing.T) {
 	// Subtest name: recording (recordedOpts; the broker's shared with
 	// TestParity and TestWidth).
 	plans := map[string]string{"default": "default", "seeded": "seed7"}
+	if testing.Short() {
+		delete(plans, "seeded") // make quick: one broker pass, the default run
+	}
 	for _, l := range All {
 		for _, b := range l.Backends() {
 			for _, on := range runsOn(b) {
@@ -131,12 +134,22 @@ func runsOn(b lab.Backend) []backendRun {
 		}}}
 	}
 	var runs []backendRun
-	for _, v := range rabbittest.Versions {
+	for _, v := range brokerLines() {
 		runs = append(runs, backendRun{string(b) + versionTag(v), func(t *testing.T, l lesson.Lesson, name string) ([]lab.Event, lesson.Result) {
 			return lessontest.Recorded(t, v, l, name, recordedOpts(t, l, name))
 		}})
 	}
 	return runs
+}
+
+// brokerLines are the broker lines the suites run on: every line of
+// rabbittest.Versions, or under -short (make quick: one broker pass) the
+// first, the machine's own.
+func brokerLines() []rabbittest.Version {
+	if testing.Short() {
+		return rabbittest.Versions[:1]
+	}
+	return rabbittest.Versions
 }
 
 // versionTag names a broker line in a subtest's name: nothing for the

@@ -138,6 +138,9 @@ func (in *injector) run(t *testing.T, url string, finished chan<- struct{}) {
 // no measured table about a forged message, and what was held must wait
 // in the run's hold queue with a reason.
 func TestForeignAndMalformedMessagesAreHeld(t *testing.T) {
+	if testing.Short() {
+		t.Skip("make quick: one broker pass; the forged messages are make test's")
+	}
 	t.Parallel() // beside the package's other broker suites: the runs mostly wait on the broker's timers
 	for _, l := range All {
 		if l.Rabbit == nil {

@@ -37,7 +37,7 @@ func TestParity(t *testing.T) {
 	t.Parallel() // beside the package's other broker suites: the runs mostly wait on the broker's timers
 	mem, broker := lesson.FeaturesOf(lab.InMem), lesson.FeaturesOf(lab.Rabbit)
 	for _, l := range dualLessons() {
-		for _, v := range rabbittest.Versions {
+		for _, v := range brokerLines() {
 			for _, name := range parityPlans(l) {
 				t.Run(l.ID+versionTag(v)+"/"+name, func(t *testing.T) {
 					t.Parallel() // each run declares under names of its own (rabbit.RunNames)
@@ -92,7 +92,7 @@ func TestParityInterrupted(t *testing.T) {
 // a placeholder in memory.
 func versionsOf(b lab.Backend) []rabbittest.Version {
 	if b == lab.Rabbit {
-		return rabbittest.Versions
+		return brokerLines()
 	}
 	return []rabbittest.Version{rabbittest.V310} // unused in memory; names stay plain
 }
@@ -266,6 +266,9 @@ func gaps(events []lab.Event) map[string][]gap {
 // any the lesson adds.
 func parityPlans(l lesson.Lesson) []string {
 	out := []string{"default"}
+	if testing.Short() {
+		return out // make quick: one broker pass, the default run
+	}
 	if l.Parity.TimingSensitive == "" {
 		out = append(out, "seed3", "seed7")
 	}

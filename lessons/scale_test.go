@@ -60,6 +60,9 @@ func TestScalingLessonsAccountForThousandsInMemory(t *testing.T) {
 // TestScalingLessonsOnTheBroker: every broker lesson that declares Scales
 // runs 300 tasks on the real broker, all accounted for.
 func TestScalingLessonsOnTheBroker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("make quick: one broker pass; 300-task broker runs are make test's")
+	}
 	t.Parallel() // beside the package's other broker suites: the runs mostly wait on the broker's timers
 	plan := scaledPlan(t, 300, 0)
 	for _, l := range All {

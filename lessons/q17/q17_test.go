@@ -151,6 +151,9 @@ func TestQ17SeedConcurrencyIsTheHandlersNotThePrefetch(t *testing.T) {
 }
 
 func TestQ17Lesson(t *testing.T) {
+	if testing.Short() {
+		t.Skip("make quick: one broker pass, the lessons package's run of Q17")
+	}
 	events, res := lessontest.RunRabbit(t, Lesson, lesson.Options{})
 	labtest.AssertAccounted(t, events)
 	confirms := lessontest.TableTitled(t, res.Tables, "Publishing: confirms")
