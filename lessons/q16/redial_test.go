@@ -60,8 +60,18 @@ func TestQ16WorkerSurvivesTheBroker(t *testing.T) {
 			_, err := n.Ctl(ctx, "start_app")
 			return err
 		},
+		// Away longer than the worker's loop once allowed (its longest
+		// retry delay and 10 s), shorter than the session's give-up.
+		"away 20s": func(ctx context.Context, _ rabbit.Names) error {
+			if _, err := n.Ctl(ctx, "stop_app"); err != nil {
+				return err
+			}
+			time.Sleep(20 * time.Second)
+			_, err := n.Ctl(ctx, "start_app")
+			return err
+		},
 	}
-	for _, name := range []string{"close", "restart"} {
+	for _, name := range []string{"close", "restart", "away 20s"} {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
