@@ -77,10 +77,10 @@ func (w *q16Worker) handle(ctx context.Context, d amqp.Delivery) error {
 
 // serve handles every job email-queue gets until email-queue is empty and
 // no job it handled waits for a retry, within the longest retry delay,
-// the session's give-up and a few seconds. A message that is no job of the run is held. It reads
-// on a rabbit.Reader, whose channel outlives a lost connection or a
-// restart; a settle that fails with the channel is left to the broker,
-// which hands the message out again.
+// the session's give-up and a few seconds. A message that is no job of
+// the run is held. It reads on a rabbit.Reader, whose channel outlives a
+// lost connection or a restart; a settle that fails with the channel is
+// left to the broker, which hands the message out again.
 func (w *q16Worker) serve(ctx context.Context) error {
 	// A broker that goes away is waited for by Retry, up to the give-up:
 	// a restart under load (stop_app, start_app) must not end the loop
