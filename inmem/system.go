@@ -244,11 +244,8 @@ func (s *System) next(q *Queue) (t *Task, ok bool) {
 	if s.ctx.Err() != nil {
 		return nil, false
 	}
-	select {
-	case t = <-q.ch:
-		q.took()
+	if t, ok = poll(q); ok {
 		return t, true
-	default:
 	}
 	select {
 	case t = <-q.ch:
@@ -266,15 +263,23 @@ func (s *System) take(q *Queue, handled *int64) (t *Task, ok bool) {
 	if s.ctx.Err() != nil {
 		return nil, false
 	}
-	select {
-	case t = <-q.ch:
-		q.took()
+	if t, ok = poll(q); ok {
 		return t, true
-	default:
 	}
 	s.work.doneN(*handled)
 	*handled = 0
 	return s.next(q)
+}
+
+// poll takes a task already waiting in q, without blocking.
+func poll(q *Queue) (*Task, bool) {
+	select {
+	case t := <-q.ch:
+		q.took()
+		return t, true
+	default:
+		return nil, false
+	}
 }
 
 // Attempt runs one processing attempt of t taken from q: it counts the
