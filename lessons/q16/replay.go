@@ -1,6 +1,7 @@
 package q16
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -85,10 +86,7 @@ func (w *q16Worker) serve(ctx context.Context) error {
 	// A broker that goes away is waited for by Retry, up to the give-up:
 	// a restart under load (stop_app, start_app) must not end the loop
 	// first, as it did in CI with "broker did not answer" after 16 s.
-	away := w.s.GiveUpAfter
-	if away == 0 {
-		away = rabbit.DefaultGiveUpAfter
-	}
+	away := cmp.Or(w.s.GiveUpAfter, rabbit.DefaultGiveUpAfter)
 	ctx, cancel := context.WithTimeout(ctx, w.s.Clock.Real(notify.RetryDelays[len(notify.RetryDelays)-1])+away+10*time.Second)
 	defer cancel()
 	r := w.s.Reader()
