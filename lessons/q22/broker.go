@@ -72,7 +72,13 @@ func newBrokerView(b flow.Backend) *brokerView {
 	if err != nil {
 		return nil
 	}
-	v := &brokerView{names: s.Names, client: http.Client{Timeout: 5 * time.Second}}
+	// A read every few seconds gains nothing from a kept-alive
+	// connection, and a pooled one would outlive the run.
+	client := http.Client{
+		Timeout:   5 * time.Second,
+		Transport: &http.Transport{DisableKeepAlives: true},
+	}
+	v := &brokerView{names: s.Names, client: client}
 	v.base, v.vhost, err = PrometheusBase(s.URL)
 	if err != nil {
 		v.absent = "not read: " + err.Error()
