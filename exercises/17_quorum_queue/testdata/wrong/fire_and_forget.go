@@ -4,6 +4,7 @@
 // returns once the bytes left, and a message the broker refused is lost
 // without a word.
 // First failure: a refused message (basic.nack) is an error from Publish
+// Or first, if slow: every message is in the queue when Publish returns
 
 package quorumqueue
 
