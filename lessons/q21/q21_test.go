@@ -32,8 +32,10 @@ func TestQ21OnACluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a three-node cluster and stops a node (two to three minutes)")
 	}
-	c310 := clustertest.Get(t) // before t.Parallel: see q21.Hold
-	t.Parallel()               // the 3.10 cluster's tests beside the 4.3 cluster's start
+	// The 3.10 cluster's tests run beside the 4.3 cluster's start; Get
+	// comes before t.Parallel (see q21.Hold).
+	c310 := clustertest.Get(t)
+	t.Parallel()
 	for _, v := range rabbittest.Versions {
 		t.Run(string(v), func(t *testing.T) {
 			t.Parallel() // two clusters of their own: the runs mostly wait
