@@ -49,7 +49,7 @@ func qlab(t *testing.T) string {
 // resetCmd finds the queues a refused run names in its reset command.
 var resetCmd = regexp.MustCompile(`rabbitmqctl delete_queue (\S+?)(;|\s|$)`)
 
-// killed runs each enrolled lesson as a child qlab process on the
+// killed runs each lesson kept for it (killLessons) as a child qlab on the
 // private node, SIGKILLs it at a seeded line of its JSON output, and has a
 // second process take over: the same run (same --prefix) must refuse to
 // start on the killed run's queues without touching them and name the
@@ -62,7 +62,7 @@ var resetCmd = regexp.MustCompile(`rabbitmqctl delete_queue (\S+?)(;|\s|$)`)
 func killed(t *testing.T) {
 	n := runNode.get(t)
 	bin := qlab(t)
-	ls := enrolled()
+	ls := lessonsOf(t, killLessons)
 	var slugs []string
 	for _, l := range ls {
 		slugs = append(slugs, l.Slug())
