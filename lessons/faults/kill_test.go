@@ -25,9 +25,8 @@ var (
 	qlabErr  error
 )
 
-// qlab builds ./cmd/qlab once for the package.
-func qlab(t *testing.T) string {
-	t.Helper()
+// buildQlab builds ./cmd/qlab once for the package.
+func buildQlab() {
 	qlabOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "qlabfault-bin-")
 		if err != nil {
@@ -40,6 +39,12 @@ func qlab(t *testing.T) string {
 			qlabErr = fmt.Errorf("building qlab: %v: %s", err, out)
 		}
 	})
+}
+
+// qlab is the qlab binary, built once for the package.
+func qlab(t *testing.T) string {
+	t.Helper()
+	buildQlab()
 	if qlabErr != nil {
 		t.Fatal(qlabErr)
 	}
@@ -60,6 +65,18 @@ var resetCmd = regexp.MustCompile(`rabbitmqctl delete_queue (\S+?)(;|\s|$)`)
 // must remove too, is the only one there (and so is a schema named after
 // the prefix, on PostgreSQL).
 func killed(t *testing.T) {
+	// The build and the node's start each take tens of seconds on a busy
+	// machine (at load 40 the cases began 98 s in, the node's start about
+	// 30 s of it): one beside the other. Even a skip waits for the build,
+	// so no goroutine of it is left for goleak.
+	built := make(chan struct{})
+	go func() {
+		defer close(built)
+		if !testing.Short() {
+			buildQlab()
+		}
+	}()
+	defer func() { <-built }()
 	n := runNode.get(t)
 	bin := qlab(t)
 	ls := lessonsOf(t, killLessons)
