@@ -80,6 +80,13 @@
 // (concurrent, each under its own prefix), one for the restart and then
 // the broker kept down, which stop the whole node.
 //
+// Measured alone (go test -race -count=1 ./lessons/faults, its own
+// cluster, other work loading the 2 cores): every lesson under every
+// fault on three nodes took 288 s at load 27–31 (the kill group 234 s);
+// this selection took 172 s at load 39–41, the cluster's start now the
+// long pole (142 s; make test shares one cluster), then the outage node
+// (101 s: its start, the restart 27 s, the broker kept down 48 s).
+//
 // The node failure runs on a three-node cluster (rabbit/cluster, one for
 // the package through clustertest: TestMain runs the tests through
 // clustertest.Main, which removes it). Q10 runs with every queue declared
