@@ -2,10 +2,10 @@
 # sigint-check.sh [SECONDS...]: stop `make test` with SIGINT (as Ctrl-C
 # does: to its whole process group) after each number of seconds (default
 # 60 180 300), wait 30 s (SIGINT_SETTLE), and list what it left: beam.smp
-# processes that were not running before, queues on the shared broker
-# (rabbitmqctl, local default node) and schemas in the test database
-# (QLAB_DATABASE_URL, psql) that were not there before. Exits 1 if any run
-# left something, 2 on bad use. It runs the whole suite up to each stop:
+# processes it started (marked in their environment), queues on the
+# shared broker (rabbitmqctl, local default node) and schemas in the test
+# database (QLAB_DATABASE_URL, psql) that were not there before. Exits 1
+# if any run left something, 2 on bad use. It runs the whole suite up to each stop:
 # heavy, so run it on a quiet machine. Where something new is there after
 # the 30 s, it looks again SIGINT_RECHECK (30) s later and counts only
 # what stayed: another user's run that ends meanwhile is not counted,
@@ -36,7 +36,14 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-beams() { pgrep -x beam.smp | sort; }
+# beams lists the beam.smp processes that make's run started: each
+# carries the run's mark in its environment (a node inherits it from
+# the test that starts it), so another user's nodes are never counted.
+beams() {
+	for pid in $(pgrep -x beam.smp); do
+		tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "QLAB_SIGINT_MARK=$out" && echo "$pid"
+	done | sort
+}
 queues() { timeout 60 rabbitmqctl list_queues -q --no-table-headers name 2>/dev/null | sort; }
 schemas() {
 	[ -n "$db" ] || return 0
@@ -61,7 +68,7 @@ for at in "$@"; do
 	# reset to its default: this script started in the background
 	# (script &) has it ignored, and so would make and every test, which
 	# would then run on as if no Ctrl-C came.
-	setsid $reset bash -c "exec $make_cmd" >"$out/make.log" 2>&1 &
+	QLAB_SIGINT_MARK=$out setsid $reset bash -c "exec $make_cmd" >"$out/make.log" 2>&1 &
 	run=$!
 	start=$SECONDS
 	while [ $((SECONDS - start)) -lt "$at" ] && kill -0 "$run" 2>/dev/null; do sleep 1; done
@@ -102,7 +109,7 @@ for at in "$@"; do
 		echo "  left, ${settle}s later: $kind:"
 		for item in $new; do
 			case $kind in
-			beam) echo "    $item $(ps -o args= -p "$item" | cut -c1-120)" ;;
+			beam) echo "    $item $(tr '\0' '\n' <"/proc/$item/environ" 2>/dev/null | grep '^RABBITMQ_NODENAME=')" ;;
 			*) echo "    $item" ;;
 			esac
 		done
