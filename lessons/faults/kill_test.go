@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -89,7 +90,10 @@ func killed(t *testing.T) {
 		l := ls[i]
 		prefix := fmt.Sprintf("kill%d-%d", os.Getpid(), i)
 		ran(n, prefix+".")
-		at := 3 + int(seed()+uint64(i))%8
+		// The moment by the lesson's place among all enrolled ones, as
+		// when every lesson was killed (see moments).
+		e := slices.IndexFunc(enrolled(), func(e lesson.Lesson) bool { return e.ID == l.ID })
+		at := 3 + int(seed()+uint64(e))%8
 		start := time.Now()
 		tmp := t.TempDir()
 		env := []string{"RABBITMQ_URL=" + n.URL, "TMPDIR=" + tmp}
