@@ -83,10 +83,10 @@
 // Measured alone (go test -race -count=1 ./lessons/faults, its own
 // cluster, other work loading the 2 cores): every lesson under every
 // fault on three nodes took 288 s at load 27–31 (the kill group 234 s);
-// this selection 172–211 s at load 35–45 in three runs, the cluster's
-// start now the long pole (120–151 s; make test shares one cluster),
-// then the outage node (91–109 s: its start, the restart 22–30 s, the
-// broker kept down 44–55 s).
+// this selection 172 s and 211 s in two runs at load 23–45, the
+// cluster's start now the long pole (142 s, 151 s; make test shares one
+// cluster), then the outage node (101 s, 109 s: its start, the restart
+// 27 s, 30 s, the broker kept down 48 s, 55 s).
 //
 // The node failure runs on a three-node cluster (rabbit/cluster, one for
 // the package through clustertest: TestMain runs the tests through
