@@ -21,7 +21,7 @@ var (
 	// closeLessons meet every connection of their run closed.
 	closeLessons = []string{
 		"Q10", // the flow path (flow consumers, the publisher, republish to
-		// a wait queue) every lesson but Q11 reaches the broker through
+		// a wait queue) most lessons reach the broker through alone
 		"Q11", // a sibling session per scheduler process and a publisher of
 		// its own, with per-message TTLs: a second connection of the run
 		"Q15", // a worker on a connection of its own (Session.Dial) and a
