@@ -3,16 +3,23 @@ package exercises
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -45,21 +52,24 @@ func chosen(t *testing.T) []Exercise {
 // passes it (under -race and vet when this test runs under -race), and
 // every known-wrong solution (testdata/wrong/*.go) fails with the check
 // its header names first, built as qlab check builds a student's file
-// (studentFlags). go's -overlay puts the file in place of the student's, so
-// the check holds in a student's clone whatever they have written; one go
-// invocation builds one variant of every exercise.
-// Broker exercises skip (and so neither fail nor pass) without a broker,
-// unless QLAB_REQUIRE_BROKER=1, where the checker fails instead.
+// (studentFlags). go's -overlay puts each file beside its exercise's own
+// files, so the check holds in a student's clone whatever they have
+// written. Broker exercises skip (and so neither fail nor pass) without a
+// broker, unless QLAB_REQUIRE_BROKER=1, where the checker fails instead.
+//
+// A test binary's link is most of what a variant costs (about a second of
+// CPU; measured), so the stubs and wrong solutions are linked once, into
+// one binary (variantBinary), and each runs in a process of its own,
+// chosen by -test.run, all at once.
 func TestAuthorCheck(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go test on every exercise; skipped under -short")
 	}
 	exs := chosen(t)
-	// Run at once: each go test spends much of its time linking. The
-	// solutions are held to the strictest build; the stubs and wrong
-	// solutions share the student's, whose link is cheaper (no race
-	// runtime, no symbols) and whose first failure is the one a student
-	// reads.
+	// The solutions are held to the strictest build, as go test builds
+	// them; the stubs and wrong solutions share the student's, whose link
+	// is cheaper (no race runtime, no symbols) and whose first failure is
+	// the one a student reads.
 	t.Run("solutions pass", func(t *testing.T) {
 		t.Parallel()
 		got := goTest(t, overlay(t, exs, func(ex Exercise) string { return "solution.go" }), raceFlag)
@@ -68,51 +78,50 @@ func TestAuthorCheck(t *testing.T) {
 				"exercise %s: its solution must pass its checker (first failure: %s)", ex.Dir, got[ex.Dir].first)
 		}
 	})
-	t.Run("stubs fail", func(t *testing.T) {
+	vs := studentVariants(t, exs)
+	t.Run("stubs and wrong solutions", func(t *testing.T) {
 		t.Parallel()
-		got := goTest(t, overlay(t, exs, func(ex Exercise) string { return "stub.go" }), studentFlags)
-		for _, ex := range exs {
-			want := []string{"fail"}
-			if ex.Broker {
-				want = append(want, "skip") // no broker here: nothing to check against
-			}
-			assert.Contains(t, want, got[ex.Dir].action, "exercise %s: its stub must fail its checker", ex.Dir)
+		bin := variantBinary(t, vs)
+		for _, v := range vs {
+			t.Run(v.ex.Dir+"/"+v.file, func(t *testing.T) {
+				t.Parallel()
+				v.check(t, bin)
+			})
 		}
 	})
-	wrong := wrongSolutions(t, exs)
-	for round := 0; ; round++ {
-		var in []Exercise
-		for _, ex := range exs {
-			if round < len(wrong[ex.Dir]) {
-				in = append(in, ex)
-			}
-		}
-		if len(in) == 0 {
-			break
-		}
-		t.Run(fmt.Sprintf("wrong solutions, round %d", round+1), func(t *testing.T) {
-			t.Parallel()
-			got := goTest(t, overlay(t, in, func(ex Exercise) string { return wrong[ex.Dir][round].file }), studentFlags)
-			for _, ex := range in {
-				w, g := wrong[ex.Dir][round], got[ex.Dir]
-				if g.action == "skip" && ex.Broker {
-					continue
-				}
-				assert.Contains(t, w.first, g.first, "exercise %s: %s must fail with its first message", ex.Dir, w.file)
-			}
-		})
-	}
 }
 
-// wrongSolution is one known-wrong solution of an exercise: its file
-// under testdata/ and the checks its header says may fail first.
-type wrongSolution struct {
+// variant is one file of an exercise's testdata/ in the student's place:
+// its stub (first nil: it must fail) or a wrong solution, which must fail
+// with one of first.
+type variant struct {
+	ex    Exercise
 	file  string
 	first []string
+	tests []string // the checker's test functions
+	index int      // its place in the variant binary
+}
+
+// check runs v's checker from bin, the variant binary, and holds its
+// outcome to what v must come to.
+func (v variant) check(t *testing.T, bin string) {
+	got := runVariant(t, bin, v)
+	if v.first == nil {
+		want := []string{"fail"}
+		if v.ex.Broker {
+			want = append(want, "skip") // no broker here: nothing to check against
+		}
+		assert.Contains(t, want, got.action, "exercise %s: its stub must fail its checker", v.ex.Dir)
+		return
+	}
+	if got.action == "skip" && v.ex.Broker {
+		return
+	}
+	assert.Contains(t, v.first, got.first, "exercise %s: %s must fail with its first message", v.ex.Dir, v.file)
 }
 
 // firstFailure is the header line of a wrong solution naming the first
-// failing check (or "deadlock", "timeout", "panic", "build").
+// failing check (or "deadlock", "timeout", "panic").
 var firstFailure = regexp.MustCompile(`(?m)^// First failure: (.+)$`)
 
 // orFirst names another check that may fail first, where the broker's
@@ -120,11 +129,14 @@ var firstFailure = regexp.MustCompile(`(?m)^// First failure: (.+)$`)
 // not, before its refusal is checked).
 var orFirst = regexp.MustCompile(`(?m)^// Or first, if slow: (.+)$`)
 
-// wrongSolutions reads every exercise's testdata/wrong/*.go. Each
-// exercise has at least two, each with its First failure line.
-func wrongSolutions(t *testing.T, exs []Exercise) map[string][]wrongSolution {
-	out := map[string][]wrongSolution{}
+// studentVariants are every exercise's stub and its known-wrong solutions
+// (testdata/wrong/*.go): at least two each, each with its First failure
+// line.
+func studentVariants(t *testing.T, exs []Exercise) []variant {
+	var out []variant
 	for _, ex := range exs {
+		tests := checkerTests(t, ex)
+		out = append(out, variant{ex: ex, file: "stub.go", tests: tests, index: len(out)})
 		files, err := filepath.Glob(filepath.Join(ex.Dir, "testdata", "wrong", "*.go"))
 		require.NoError(t, err)
 		assert.GreaterOrEqual(t, len(files), 2, "%s: at least two known-wrong solutions in testdata/wrong/", ex.Dir)
@@ -140,21 +152,127 @@ func wrongSolutions(t *testing.T, exs []Exercise) map[string][]wrongSolution {
 				first = append(first, strings.TrimSpace(string(or[1])))
 			}
 			rel, _ := filepath.Rel(filepath.Join(ex.Dir, "testdata"), f)
-			out[ex.Dir] = append(out[ex.Dir], wrongSolution{file: rel, first: first})
+			out = append(out, variant{ex: ex, file: rel, first: first, tests: tests, index: len(out)})
 		}
 	}
 	return out
 }
 
-// variant is one go test run: an overlay file and the packages it covers.
-type variant struct {
+// checkerTests names the test functions of ex's checker: every
+// func TestX(*testing.T) of its _test.go files, all in ex's own package.
+func checkerTests(t *testing.T, ex Exercise) []string {
+	files, err := filepath.Glob(filepath.Join(ex.Dir, "*_test.go"))
+	require.NoError(t, err)
+	var tests []string
+	for _, f := range files {
+		file, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.SkipObjectResolution)
+		require.NoError(t, err)
+		require.False(t, strings.HasSuffix(file.Name.Name, "_test"),
+			"%s: the author check links a checker into one binary: in the exercise's package, not %s", f, file.Name.Name)
+		for _, d := range file.Decls {
+			if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv == nil && strings.HasPrefix(fn.Name.Name, "Test") {
+				tests = append(tests, fn.Name.Name)
+			}
+		}
+	}
+	require.NotEmpty(t, tests, "%s: a checker has a test", ex.Dir)
+	return tests
+}
+
+// variantsDir is where, in the overlay only, variantBinary puts the test
+// package that links every variant and, under it, the variants: testdata
+// keeps go's ./... patterns away, and nothing is written there.
+const variantsDir = "testdata/authorcheck"
+
+// variantBinary links every variant into one test binary, built as qlab
+// check builds a student's exercise (studentFlags). Variant i is a copy of
+// its exercise's package in variantsDir/vNNN, in the overlay only: the
+// exercise's files with the variant in the student file's place, and the
+// checker's _test.go files as files of the package (TestX stays exported).
+// The binary's TestVNNN_X runs variant NNN's TestX: variantName.
+func variantBinary(t *testing.T, vs []variant) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	base := reflect.TypeFor[Exercise]().PkgPath() + "/" + variantsDir
+	replace := map[string]string{}
+	var imports, tests strings.Builder
+	for _, v := range vs {
+		i := v.index
+		dir := filepath.Join(wd, variantsDir, fmt.Sprintf("v%03d", i))
+		files, err := filepath.Glob(filepath.Join(wd, v.ex.Dir, "*.go"))
+		require.NoError(t, err)
+		for _, f := range files {
+			name := filepath.Base(f)
+			if name == v.ex.File {
+				f = filepath.Join(wd, v.ex.Dir, "testdata", v.file)
+			}
+			// check_test.go becomes check_test_.go: a file of the package.
+			replace[filepath.Join(dir, strings.TrimSuffix(name, ".go")+"_.go")] = f
+		}
+		fmt.Fprintf(&imports, "\tv%03d %q\n", i, fmt.Sprintf("%s/v%03d", base, i))
+		for _, test := range v.tests {
+			fmt.Fprintf(&tests, "func %s(t *testing.T) { v%03d.%s(t) }\n", variantName(i, test), i, test)
+		}
+	}
+	tmp := t.TempDir()
+	main := filepath.Join(tmp, "variants_test.go")
+	src := "//go:build qlabex\n\npackage authorcheck\n\nimport (\n\t\"testing\"\n\n" + imports.String() + ")\n\n" + tests.String()
+	require.NoError(t, os.WriteFile(main, []byte(src), 0o644))
+	replace[filepath.Join(wd, variantsDir, "variants_test.go")] = main
+	b, err := json.Marshal(map[string]any{"Replace": replace})
+	require.NoError(t, err)
+	ov := filepath.Join(tmp, "overlay.json")
+	require.NoError(t, os.WriteFile(ov, b, 0o644))
+
+	bin := filepath.Join(tmp, "variants.test")
+	args := append([]string{"test", "-c", "-o", bin, "-tags", "qlabex", "-overlay", ov}, studentFlags...)
+	cmd := exec.Command("go", append(args, "./"+variantsDir)...)
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "every stub and wrong solution must compile:\n%s", out)
+	t.Logf("%d variants linked into one binary in %.1fs (%.1fs of CPU)", len(vs),
+		time.Since(start).Seconds(), (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds())
+	return bin
+}
+
+// variantName is the variant binary's test that runs variant i's test.
+func variantName(i int, test string) string { return fmt.Sprintf("TestV%03d_%s", i, test) }
+
+// runVariant runs v's checker from bin in v's exercise directory, as go
+// test runs a test binary (-timeout 2m as goTest), and returns its outcome:
+// skip where it passed with a test skipped.
+func runVariant(t *testing.T, bin string, v variant) outcome {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute) // the binary's own alarm is at 2
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "-test.run=^"+variantName(v.index, ""), "-test.v",
+		"-test.count=1", "-test.timeout=2m", "-test.paniconexit0")
+	cmd.Dir = v.ex.Dir
+	out, err := cmd.CombinedOutput()
+	got := outcome{action: "pass", first: firstMessage(string(out))}
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		got.action = "fail"
+	case err != nil:
+		require.NoError(t, err, "running %s", bin)
+	case strings.Contains(string(out), "--- SKIP: "):
+		got.action = "skip"
+	}
+	require.Contains(t, string(out), "=== RUN   "+variantName(v.index, v.tests[0]), "the variant's checker ran:\n%s", out)
+	return got
+}
+
+// goRun is one go test run: an overlay file and the packages it covers.
+type goRun struct {
 	overlay string
 	pkgs    []string
 }
 
 // overlay writes a go -overlay file that replaces each exercise's student
 // file with its testdata/<file(ex)>.
-func overlay(t *testing.T, exs []Exercise, file func(Exercise) string) variant {
+func overlay(t *testing.T, exs []Exercise, file func(Exercise) string) goRun {
 	t.Helper()
 	wd, err := os.Getwd()
 	require.NoError(t, err)
@@ -168,7 +286,7 @@ func overlay(t *testing.T, exs []Exercise, file func(Exercise) string) variant {
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "overlay.json")
 	require.NoError(t, os.WriteFile(path, b, 0o644))
-	return variant{path, pkgs}
+	return goRun{path, pkgs}
 }
 
 // outcome is what one exercise's checker came to: its action (pass, fail
@@ -182,7 +300,7 @@ var studentFlags = []string{"-vet=off", "-ldflags=-s -w"}
 
 // goTest runs go test -json with build on pkgs with the overlay and
 // returns each exercise directory's outcome.
-func goTest(t *testing.T, v variant, build []string) map[string]outcome {
+func goTest(t *testing.T, v goRun, build []string) map[string]outcome {
 	t.Helper()
 	flags := append([]string{"test", "-json", "-count=1", "-tags", "qlabex", "-timeout", "2m", "-overlay", v.overlay}, build...)
 	cmd := exec.Command("go", append(flags, v.pkgs...)...)
