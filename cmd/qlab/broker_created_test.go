@@ -62,6 +62,7 @@ func TestCreatedChild(t *testing.T) {
 // and schema; clean --created finds them through the process's record
 // and deletes them, and nothing of a prefix no ended process recorded.
 func TestBrokerCleanCreated(t *testing.T) {
+	t.Parallel() // waits on killed children and the broker: beside the others
 	url := rabbittest.NeedBroker(t)
 	stranger := rabbit.Names{Prefix: "qlab-created-stranger-" + fmt.Sprint(os.Getpid()) + "."}
 	conn, err := amqp.Dial(url)
@@ -75,6 +76,7 @@ func TestBrokerCleanCreated(t *testing.T) {
 
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL} {
 		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel() // a child and a record directory of its own
 			dir := t.TempDir()
 			prefix, schema := startChildAndKill(t, dir, sig)
 			names := rabbit.Names{Prefix: prefix + "."}
