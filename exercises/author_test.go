@@ -1,8 +1,6 @@
 package exercises
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -58,45 +56,50 @@ func chosen(t *testing.T) []Exercise {
 // broker, unless QLAB_REQUIRE_BROKER=1, where the checker fails instead.
 //
 // A test binary's link is most of what a variant costs (about a second of
-// CPU; measured), so the stubs and wrong solutions are linked once, into
-// one binary (variantBinary), and each runs in a process of its own,
-// chosen by -test.run, all at once.
+// CPU, more under -race; measured), so the variants are linked into two
+// binaries (variantBinary), and each runs in a process of its own, chosen
+// by -test.run, all at once.
 func TestAuthorCheck(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go test on every exercise; skipped under -short")
 	}
 	exs := chosen(t)
-	// The solutions are held to the strictest build, as go test builds
-	// them; the stubs and wrong solutions share the student's, whose link
-	// is cheaper (no race runtime, no symbols) and whose first failure is
-	// the one a student reads.
+	// The solutions are held to the strictest build: -race, and go vet
+	// with every analyzer (go test vets with a few); the stubs and wrong
+	// solutions share the student's, whose link is cheaper (no race
+	// runtime, no symbols) and whose first failure is the one a student
+	// reads.
 	t.Run("solutions pass", func(t *testing.T) {
 		t.Parallel()
-		got := goTest(t, overlay(t, exs, func(ex Exercise) string { return "solution.go" }), raceFlag)
-		for _, ex := range exs {
-			assert.Contains(t, []string{"pass", "skip"}, got[ex.Dir].action,
-				"exercise %s: its solution must pass its checker (first failure: %s)", ex.Dir, got[ex.Dir].first)
-		}
+		vetSolutions(t, exs)
+		checkAll(t, solutions(t, exs), append([]string{"-vet=off"}, raceFlag...))
 	})
 	vs := studentVariants(t, exs)
 	t.Run("stubs and wrong solutions", func(t *testing.T) {
 		t.Parallel()
-		bin := variantBinary(t, vs)
-		for _, v := range vs {
-			t.Run(v.ex.Dir+"/"+v.file, func(t *testing.T) {
-				t.Parallel()
-				v.check(t, bin)
-			})
-		}
+		checkAll(t, vs, studentFlags)
 	})
 }
 
+// checkAll links vs into one binary with the build flags and checks each
+// variant in a parallel subtest of its own.
+func checkAll(t *testing.T, vs []variant, build []string) {
+	bin := variantBinary(t, vs, build)
+	for _, v := range vs {
+		t.Run(v.ex.Dir+"/"+v.file, func(t *testing.T) {
+			t.Parallel()
+			v.check(t, bin)
+		})
+	}
+}
+
 // variant is one file of an exercise's testdata/ in the student's place:
-// its stub (first nil: it must fail) or a wrong solution, which must fail
-// with one of first.
+// its solution (pass: it must pass), its stub (first nil: it must fail)
+// or a wrong solution, which must fail with one of first.
 type variant struct {
 	ex    Exercise
 	file  string
+	pass  bool
 	first []string
 	tests []string // the checker's test functions
 	index int      // its place in the variant binary
@@ -106,6 +109,11 @@ type variant struct {
 // outcome to what v must come to.
 func (v variant) check(t *testing.T, bin string) {
 	got := runVariant(t, bin, v)
+	if v.pass {
+		assert.Contains(t, []string{"pass", "skip"}, got.action,
+			"exercise %s: its solution must pass its checker (first failure: %s)", v.ex.Dir, got.first)
+		return
+	}
 	if v.first == nil {
 		want := []string{"fail"}
 		if v.ex.Broker {
@@ -128,6 +136,41 @@ var firstFailure = regexp.MustCompile(`(?m)^// First failure: (.+)$`)
 // timing decides (a fire-and-forget publisher can lose messages, or
 // not, before its refusal is checked).
 var orFirst = regexp.MustCompile(`(?m)^// Or first, if slow: (.+)$`)
+
+// solutions are every exercise's solution, as variants.
+func solutions(t *testing.T, exs []Exercise) []variant {
+	var out []variant
+	for i, ex := range exs {
+		out = append(out, variant{ex: ex, file: "solution.go", pass: true, tests: checkerTests(t, ex), index: i})
+	}
+	return out
+}
+
+// vetSolutions runs go vet on every exercise with its solution in the
+// student's file, and fails t with what it says.
+func vetSolutions(t *testing.T, exs []Exercise) {
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	replace := map[string]string{}
+	args := []string{"vet", "-tags", "qlabex", "-overlay", ""}
+	for _, ex := range exs {
+		replace[filepath.Join(wd, ex.Dir, ex.File)] = filepath.Join(wd, ex.Dir, "testdata", "solution.go")
+		args = append(args, "./"+ex.Dir)
+	}
+	args[4] = writeOverlay(t, replace)
+	out, err := exec.Command("go", args...).CombinedOutput()
+	assert.NoError(t, err, "go vet on the solutions:\n%s", out)
+}
+
+// writeOverlay writes a go -overlay file of replace (the file go reads,
+// by the file it stands for) and returns its path.
+func writeOverlay(t *testing.T, replace map[string]string) string {
+	b, err := json.Marshal(map[string]any{"Replace": replace})
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "overlay.json")
+	require.NoError(t, os.WriteFile(path, b, 0o644))
+	return path
+}
 
 // studentVariants are every exercise's stub and its known-wrong solutions
 // (testdata/wrong/*.go): at least two each, each with its First failure
@@ -184,13 +227,13 @@ func checkerTests(t *testing.T, ex Exercise) []string {
 // keeps go's ./... patterns away, and nothing is written there.
 const variantsDir = "testdata/authorcheck"
 
-// variantBinary links every variant into one test binary, built as qlab
-// check builds a student's exercise (studentFlags). Variant i is a copy of
+// variantBinary links every variant into one test binary with the build
+// flags (studentFlags: as qlab check builds a student's exercise). Variant i is a copy of
 // its exercise's package in variantsDir/vNNN, in the overlay only: the
 // exercise's files with the variant in the student file's place, and the
 // checker's _test.go files as files of the package (TestX stays exported).
 // The binary's TestVNNN_X runs variant NNN's TestX: variantName.
-func variantBinary(t *testing.T, vs []variant) string {
+func variantBinary(t *testing.T, vs []variant, build []string) string {
 	t.Helper()
 	wd, err := os.Getwd()
 	require.NoError(t, err)
@@ -220,17 +263,12 @@ func variantBinary(t *testing.T, vs []variant) string {
 	src := "//go:build qlabex\n\npackage authorcheck\n\nimport (\n\t\"testing\"\n\n" + imports.String() + ")\n\n" + tests.String()
 	require.NoError(t, os.WriteFile(main, []byte(src), 0o644))
 	replace[filepath.Join(wd, variantsDir, "variants_test.go")] = main
-	b, err := json.Marshal(map[string]any{"Replace": replace})
-	require.NoError(t, err)
-	ov := filepath.Join(tmp, "overlay.json")
-	require.NoError(t, os.WriteFile(ov, b, 0o644))
-
 	bin := filepath.Join(tmp, "variants.test")
-	args := append([]string{"test", "-c", "-o", bin, "-tags", "qlabex", "-overlay", ov}, studentFlags...)
+	args := append([]string{"test", "-c", "-o", bin, "-tags", "qlabex", "-overlay", writeOverlay(t, replace)}, build...)
 	cmd := exec.Command("go", append(args, "./"+variantsDir)...)
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "every stub and wrong solution must compile:\n%s", out)
+	require.NoError(t, err, "every variant must compile:\n%s", out)
 	t.Logf("%d variants linked into one binary in %.1fs (%.1fs of CPU)", len(vs),
 		time.Since(start).Seconds(), (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds())
 	return bin
@@ -264,82 +302,14 @@ func runVariant(t *testing.T, bin string, v variant) outcome {
 	return got
 }
 
-// goRun is one go test run: an overlay file and the packages it covers.
-type goRun struct {
-	overlay string
-	pkgs    []string
-}
-
-// overlay writes a go -overlay file that replaces each exercise's student
-// file with its testdata/<file(ex)>.
-func overlay(t *testing.T, exs []Exercise, file func(Exercise) string) goRun {
-	t.Helper()
-	wd, err := os.Getwd()
-	require.NoError(t, err)
-	replace := map[string]string{}
-	var pkgs []string
-	for _, ex := range exs {
-		replace[filepath.Join(wd, ex.Dir, ex.File)] = filepath.Join(wd, ex.Dir, "testdata", file(ex))
-		pkgs = append(pkgs, "./"+ex.Dir)
-	}
-	b, err := json.Marshal(map[string]any{"Replace": replace})
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "overlay.json")
-	require.NoError(t, os.WriteFile(path, b, 0o644))
-	return goRun{path, pkgs}
-}
-
 // outcome is what one exercise's checker came to: its action (pass, fail
 // or skip: every test skipped) and its first message: the first failed
-// check, else what ended it (deadlock, timeout, panic, build).
+// check, else what ended it (deadlock, timeout, panic).
 type outcome struct{ action, first string }
 
 // studentFlags build a checker as qlab check does (cmd/qlab's
 // runExercise): no vet, no symbol table, no race detector.
 var studentFlags = []string{"-vet=off", "-ldflags=-s -w"}
-
-// goTest runs go test -json with build on pkgs with the overlay and
-// returns each exercise directory's outcome.
-func goTest(t *testing.T, v goRun, build []string) map[string]outcome {
-	t.Helper()
-	flags := append([]string{"test", "-json", "-count=1", "-tags", "qlabex", "-timeout", "2m", "-overlay", v.overlay}, build...)
-	cmd := exec.Command("go", append(flags, v.pkgs...)...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	_ = cmd.Run() // a failing package is what most of this test expects
-	got := map[string]outcome{}
-	skipped := map[string]bool{}
-	output := map[string]*strings.Builder{}
-	sc := bufio.NewScanner(&out)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		var ev struct{ Action, Package, ImportPath, Test, Output string }
-		if json.Unmarshal(sc.Bytes(), &ev) != nil {
-			continue
-		}
-		dir := filepath.Base(ev.Package + ev.ImportPath)
-		if output[dir] == nil {
-			output[dir] = &strings.Builder{}
-		}
-		output[dir].WriteString(ev.Output)
-		switch {
-		case ev.Package == "":
-		case ev.Test != "" && ev.Action == "skip":
-			skipped[dir] = true
-		case ev.Test == "" && (ev.Action == "pass" || ev.Action == "fail"):
-			got[dir] = outcome{action: ev.Action}
-		}
-	}
-	for dir, o := range got {
-		if skipped[dir] && o.action == "pass" {
-			o.action = "skip"
-		}
-		o.first = firstMessage(output[dir].String())
-		got[dir] = o
-	}
-	require.NotEmpty(t, got, "go test printed no results:\n%s", out.String())
-	return got
-}
 
 // firstMessage is the first line a student reads of a failed check.
 func firstMessage(out string) string {
@@ -356,8 +326,6 @@ func firstMessage(out string) string {
 		return "deadlock"
 	case strings.Contains(rest, "panic:"):
 		return "panic"
-	case strings.Contains(rest, "[build failed]") || strings.Contains(rest, "[setup failed]"):
-		return "build"
 	}
 	return ""
 }
