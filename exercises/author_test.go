@@ -47,7 +47,7 @@ func chosen(t *testing.T) []Exercise {
 }
 
 // The author check: every pristine stub fails its checker, every solution
-// passes it (under -race and vet when this test runs under -race), and
+// passes it (under -race when this test runs under it, and go vet), and
 // every known-wrong solution (testdata/wrong/*.go) fails with the check
 // its header names first, built as qlab check builds a student's file
 // (studentFlags). go's -overlay puts each file beside its exercise's own
