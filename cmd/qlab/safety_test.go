@@ -258,9 +258,10 @@ func TestMain(m *testing.M) {
 	os.Setenv("QLAB_CONFIG_DIR", cfg)
 	// The link takes seconds (a minute at a load of 40, measured): start it
 	// now, beside the in-process tests, for the tests that run the binary,
-	// unless -short skips them or -run picks a few tests.
+	// unless -short skips them, -run picks a few tests or -list runs none.
 	flag.Parse()
-	prebuild := !testing.Short() && flag.Lookup("test.run").Value.String() == ""
+	prebuild := !testing.Short() && flag.Lookup("test.run").Value.String() == "" &&
+		flag.Lookup("test.list").Value.String() == ""
 	if prebuild {
 		go buildOnce() // its tests read the error
 	}
