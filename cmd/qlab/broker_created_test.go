@@ -64,7 +64,11 @@ func TestCreatedChild(t *testing.T) {
 func TestBrokerCleanCreated(t *testing.T) {
 	t.Parallel() // waits on killed children and the broker: beside the others
 	url := rabbittest.NeedBroker(t)
-	stranger := rabbit.Names{Prefix: "qlab-created-stranger-" + fmt.Sprint(os.Getpid()) + "."}
+	// The stranger is this process's, recorded where make test records
+	// it, so a Ctrl-C that skips the cleanup below still gets it deleted.
+	strangerRun := "qlab-created-stranger-" + fmt.Sprint(os.Getpid())
+	created.Prefix(strangerRun)
+	stranger := rabbit.Names{Prefix: strangerRun + "."}
 	conn, err := amqp.Dial(url)
 	require.NoError(t, err)
 	t.Cleanup(func() { conn.Close() }) // after the delete below: cleanups run last first
