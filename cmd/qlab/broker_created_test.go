@@ -62,6 +62,7 @@ func TestCreatedChild(t *testing.T) {
 // and schema; clean --created finds them through the process's record
 // and deletes them, and nothing of a prefix no ended process recorded.
 func TestBrokerCleanCreated(t *testing.T) {
+	t.Parallel() // waits on killed children and the broker: beside the others
 	url := rabbittest.NeedBroker(t)
 	// The stranger is this process's, recorded where make test records
 	// it, so a Ctrl-C that skips the cleanup below still gets it deleted.
@@ -79,6 +80,7 @@ func TestBrokerCleanCreated(t *testing.T) {
 
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL} {
 		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel() // a child and a record directory of its own
 			dir := t.TempDir()
 			prefix, schema := startChildAndKill(t, dir, sig)
 			names := rabbit.Names{Prefix: prefix + "."}
