@@ -2,6 +2,7 @@ package rabbit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -120,7 +121,22 @@ func (g *Guest) Empty(ctx context.Context, queue string, n int) (int, error) {
 		return 0, fmt.Errorf("emptying %s: %w", name, err)
 	}
 	defer ch.Close()
-	tasks := 0
+	// The run's tasks are acked in batches (multiple: every outstanding
+	// tag up to the last), half a window at a time: one ack a message
+	// cost Q17 as long as publishing them. Whatever way Empty returns, it
+	// acks what it counted first, so a task it counts never goes back.
+	var last amqp.Delivery
+	tasks, acked := 0, 0 // acked: the tasks whose ack went out
+	ackCounted := func() error {
+		if tasks == acked {
+			return nil
+		}
+		if err := last.Ack(true); err != nil {
+			return fmt.Errorf("emptying %s: %w", name, err)
+		}
+		acked = tasks
+		return nil
+	}
 	for got := 0; got < n; got++ {
 		select {
 		case d, ok := <-deliveries:
@@ -130,17 +146,24 @@ func (g *Guest) Empty(ctx context.Context, queue string, n int) (int, error) {
 			if !g.Screen(ctx, queue, d) {
 				continue
 			}
-			if err := d.Ack(false); err != nil {
-				return tasks, fmt.Errorf("emptying %s: %w", name, err)
+			last, tasks = d, tasks+1
+			if tasks-acked < emptyWindow/2 {
+				continue
 			}
-			tasks++
+			if err := ackCounted(); err != nil {
+				return acked, err
+			}
 		case <-time.After(opTimeout):
-			return tasks, fmt.Errorf("emptying %s: %d of %d messages came within %v", name, got, n, opTimeout)
+			err := errors.Join(ackCounted(),
+				fmt.Errorf("emptying %s: %d of %d messages came within %v", name, got, n, opTimeout))
+			return acked, err
 		case <-ctx.Done():
-			return tasks, ctx.Err()
+			err := errors.Join(ackCounted(), ctx.Err())
+			return acked, err
 		}
 	}
-	return tasks, nil
+	err = ackCounted()
+	return acked, err
 }
 
 // consumeAll opens a channel on the session's connection and consumes
