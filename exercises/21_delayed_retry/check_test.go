@@ -77,6 +77,19 @@ func checkSchedule(c *check.Checker, s *check.Scratch, i int, sc schedule) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	round, err := sendRound(ctx, s, queue, dlq, sc)
+	// A busy machine only ever makes a return late, never early: a round
+	// whose waits are only late goes again (twice at most), each failure
+	// keeping its shortest wait. Load then fails no right schedule, and a
+	// maximum not kept, late in every round, still fails.
+	for again := 0; again < 2 && err == nil && onlyLate(round.waits, sc); again++ {
+		more, err := sendRound(ctx, s, queue, dlq, sc)
+		if err != nil || len(more.waits) != len(round.waits) {
+			break
+		}
+		for n, w := range more.waits {
+			round.waits[n] = min(round.waits[n], w)
+		}
+	}
 	r.Events = round.events
 	want := []string{"-"}
 	for n := 1; n <= sc.limit; n++ {
@@ -93,7 +106,7 @@ func checkSchedule(c *check.Checker, s *check.Scratch, i int, sc schedule) {
 	for n, w := range round.waits {
 		d := sc.delay(n + 1)
 		gotWaits = append(gotWaits, fmt.Sprint(w.Round(10*time.Millisecond)))
-		waitsOK = waitsOK && w >= d-time.Millisecond && w < d+late // the broker's timers count whole ms
+		waitsOK = waitsOK && !early(w, d) && w < d+late
 	}
 	for n := 1; n <= sc.limit; n++ {
 		wantWaits = append(wantWaits, fmt.Sprint(sc.delay(n)))
@@ -102,6 +115,27 @@ func checkSchedule(c *check.Checker, s *check.Scratch, i int, sc schedule) {
 		strings.Join(gotWaits, ", "), strings.Join(wantWaits, ", ")+" (or up to "+late.String()+" more)", "m")
 	c.That(r, fmt.Sprintf("failure %d is dead-lettered by the broker (x-death reason delivery_limit)", sc.limit+1),
 		round.death == "delivery_limit", "x-death reason "+round.death, "x-death reason delivery_limit", "m")
+}
+
+// early says wait w came before delay d (the broker's timers count
+// whole milliseconds).
+func early(w, d time.Duration) bool { return w < d-time.Millisecond }
+
+// onlyLate says every failure of a whole round waited at least its delay
+// and one came back more than late after it: what a busy machine does.
+func onlyLate(waits []time.Duration, sc schedule) bool {
+	if len(waits) != sc.limit {
+		return false
+	}
+	late1 := false
+	for n, w := range waits {
+		d := sc.delay(n + 1)
+		if early(w, d) {
+			return false
+		}
+		late1 = late1 || w >= d+late
+	}
+	return late1
 }
 
 // round is what one message did.
