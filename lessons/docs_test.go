@@ -93,6 +93,7 @@ func placeholder(p string) bool {
 // exist. A doc that outlives a moved file or a renumbered lesson fails
 // here, naming the doc and the line.
 func TestDocPathsExist(t *testing.T) {
+	t.Parallel() // reads the docs only; started early, the broker suites need not wait for it
 	top := map[string]bool{}
 	entries, err := os.ReadDir(root)
 	require.NoError(t, err)

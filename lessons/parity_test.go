@@ -40,6 +40,7 @@ func TestParity(t *testing.T) {
 		for _, v := range brokerLines() {
 			for _, name := range parityPlans(l) {
 				t.Run(l.ID+versionTag(v)+"/"+name, func(t *testing.T) {
+					lessontest.Start(t, v, l, name, recordedOpts(t, l, name))
 					t.Parallel() // each run declares under names of its own (rabbit.RunNames)
 					parity(t, l, v, name, mem, broker)
 				})
@@ -88,10 +89,14 @@ func TestParityInterrupted(t *testing.T) {
 	}
 }
 
-// versionsOf lists the broker lines a suite runs backend b on: none but
-// a placeholder in memory.
+// versionsOf lists the broker lines TestParityInterrupted runs backend b
+// on: none under -short (make quick's one broker pass is the default
+// runs), none but a placeholder in memory.
 func versionsOf(b lab.Backend) []rabbittest.Version {
 	if b == lab.Rabbit {
+		if testing.Short() {
+			return nil
+		}
 		return brokerLines()
 	}
 	return []rabbittest.Version{rabbittest.V310} // unused in memory; names stay plain
@@ -143,9 +148,11 @@ func runInterrupted(t *testing.T, b lab.Backend, v rabbittest.Version, l lesson.
 	return rec.Events, res
 }
 
+// dualLessons lists the lessons with both backends, slowest broker
+// run first (slowestFirst).
 func dualLessons() []lesson.Lesson {
 	var out []lesson.Lesson
-	for _, l := range All {
+	for _, l := range slowestFirst() {
 		if l.Dual() {
 			out = append(out, l)
 		}

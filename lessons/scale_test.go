@@ -44,6 +44,7 @@ func assertScaledRun(t *testing.T, plan *lab.Plan, events []lab.Event) {
 // declares Scales runs 2000 tasks arriving 50 per lesson second under
 // synctest, and every one of them is accounted for.
 func TestScalingLessonsAccountForThousandsInMemory(t *testing.T) {
+	t.Parallel() // in synctest bubbles; started early, the broker suites need not wait for it
 	plan := scaledPlan(t, 2000, 20*time.Millisecond)
 	for _, l := range All {
 		if !l.Scales || l.InMem == nil {

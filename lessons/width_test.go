@@ -12,7 +12,6 @@ import (
 
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lesson"
-	"github.com/queuelab/qlab/lesson/lessontest"
 	"github.com/queuelab/qlab/render"
 )
 
@@ -22,11 +21,14 @@ import (
 // what to notice, the log, the tables and their notes. Every lesson, on
 // every backend it has (the broker's when one answers).
 func TestWidth(t *testing.T) {
-	for _, l := range All {
+	t.Parallel() // beside the package's other broker suites, whose recordings it reads
+	for _, l := range slowestFirst() {
 		for _, b := range l.Backends() {
+			on := widthOn(b, l)
 			t.Run(l.ID+"/"+string(b), func(t *testing.T) {
+				on.start(t, l, "default")
 				t.Parallel()
-				events, res := widthRun(t, b, l)
+				events, res := on.run(t, l, "default")
 				var out bytes.Buffer
 				page := render.Page{W: &out, Layout: render.LayoutFor(0)}
 				page.Prose(fmt.Sprintf("%s · %s  (%s, speed 1×)", l.ID, l.Title, b), "  ")
@@ -44,15 +46,14 @@ func TestWidth(t *testing.T) {
 	}
 }
 
-// widthRun is lesson l's default run on backend b: in memory, or the
-// recording of its default run on the test broker (the 4.3 node for a
-// lesson that needs it) that TestEveryTaskAccountedFor reads too.
-func widthRun(t *testing.T, b lab.Backend, l lesson.Lesson) ([]lab.Event, lesson.Result) {
-	t.Helper()
+// widthOn is where TestWidth runs lesson l of backend b: in memory, or
+// its default run on the test broker (the 4.3 node for a lesson that
+// needs it), the recording TestEveryTaskAccountedFor reads too.
+func widthOn(b lab.Backend, l lesson.Lesson) backendRun {
 	if b != lab.Rabbit {
-		return lessontest.RunInMem(t, l, lesson.Options{})
+		return backendRun{name: string(b)}
 	}
-	return lessontest.Recorded(t, testLine(l), l, "default", recordedOpts(t, l, "default"))
+	return backendRun{name: string(b), broker: true, v: testLine(l)}
 }
 
 // assertNoCuts fails for every table of a run that, at 80 columns,

@@ -39,20 +39,30 @@ func NoGoroutineOutlives(t testing.TB, run func()) {
 // outlives is NoGoroutineOutlives with the bound as a parameter.
 func outlives(t testing.TB, bound time.Duration, run func()) {
 	t.Helper()
+	if left := outlived(bound, run); len(left) > 0 {
+		t.Errorf("%s", leakReport(left, bound))
+	}
+}
+
+// outlived runs run and returns the goroutine groups it started that were
+// still alive bound after it returned: none when all ended.
+func outlived(bound time.Duration, run func()) []string {
 	id := fmt.Sprint(lastRun.Add(1))
 	pprof.Do(context.Background(), pprof.Labels(runLabel, id), func(context.Context) { run() })
 	deadline := time.Now().Add(bound)
 	for {
 		left := labelled(id)
-		if len(left) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("%d goroutine group(s) of the run outlived it by %v:\n%s", len(left), bound, strings.Join(left, "\n\n"))
-			return
+		if len(left) == 0 || time.Now().After(deadline) {
+			return left
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// leakReport says which goroutine groups outlived their run by bound.
+func leakReport(left []string, bound time.Duration) string {
+	return fmt.Sprintf("%d goroutine group(s) of the run outlived it by %v:\n%s",
+		len(left), bound, strings.Join(left, "\n\n"))
 }
 
 // labelled returns the goroutine profile's records (stacks grouped, as

@@ -6,7 +6,11 @@ package lessontest
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"reflect"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -88,6 +92,15 @@ func RunRabbitWith(t *testing.T, l lesson.Lesson, opts lesson.Options, sinks ...
 // NoGoroutineOutlives.
 func runRabbit(t *testing.T, l lesson.Lesson, opts lesson.Options, sinks ...lab.Sink) ([]lab.Event, lesson.Result, error) {
 	t.Helper()
+	var events []lab.Event
+	var res lesson.Result
+	var err error
+	NoGoroutineOutlives(t, func() { events, res, err = runBounded(l, opts, sinks...) })
+	return events, res, err
+}
+
+// runBounded is runRabbit without the goroutine check.
+func runBounded(l lesson.Lesson, opts lesson.Options, sinks ...lab.Sink) ([]lab.Event, lesson.Result, error) {
 	opts.Backend = lab.Rabbit
 	if opts.Speed == 0 {
 		opts.Speed = RabbitSpeed
@@ -98,9 +111,7 @@ func runRabbit(t *testing.T, l lesson.Lesson, opts lesson.Options, sinks ...lab.
 	ctx, cancel := context.WithTimeout(context.Background(), runBound)
 	defer cancel()
 	var rec labtest.Recorder
-	var res lesson.Result
-	var err error
-	NoGoroutineOutlives(t, func() { res, err = lesson.Run(ctx, l, opts, append(sinks, &rec)...) })
+	res, err := lesson.Run(ctx, l, opts, append(sinks, &rec)...)
 	return rec.Events(), res, err
 }
 
@@ -166,11 +177,13 @@ func TableTitled(t *testing.T, tables []render.Table, prefix string) render.Tabl
 
 // recording is one broker run that every test reading it shares.
 type recording struct {
-	once   sync.Once
+	claim  sync.Once     // the run is Started in the background or run by its first reader
+	done   chan struct{} // closed when the run ended
+	l      lesson.Lesson
 	opts   lesson.Options
 	events []lab.Event
 	res    lesson.Result
-	err    error
+	err    error // the run's, or its goroutines' that outlived it
 }
 
 // recordings holds the process's recordings by Recorded's key.
@@ -182,23 +195,108 @@ var recordings sync.Map // string → *recording
 // only read a run (its accounting, its width, its fates against the
 // in-memory run's) share one instead of each repeating it. name stands
 // for opts ("default", "seed7"): the same name must come with equal
-// options, or the test fails. The first caller's test runs it and holds
-// its goroutines to NoGoroutineOutlives; a run that fails fails every
-// test that reads it. Safe for parallel tests: the others wait for it.
+// options, or the test fails. Unless Start queued it, the first caller's
+// test runs it. Its goroutines are held to NoGoroutineOutlives: a run
+// that fails, or leaves a goroutine, fails every test that reads it. Safe
+// for parallel tests: the others wait for it.
 func Recorded(t *testing.T, v rabbittest.Version, l lesson.Lesson, name string, opts lesson.Options) ([]lab.Event, lesson.Result) {
+	t.Helper()
+	rec := recordingOf(t, v, l, name, opts)
+	rec.claim.Do(rec.record)
+	<-rec.done
+	require.NoError(t, rec.err, "the recorded run %s of %s on %s", name, l.ID, v)
+	return rec.events, rec.res
+}
+
+// Start queues the run Recorded would make, so that it is under way, or
+// done, when a test asks for it: call it before t.Parallel, slowest runs
+// first. Queued runs start in the order queued, as many at once as
+// -parallel allows tests (they wait on the broker's timers, not a CPU),
+// whatever holds the tests' own slots; a run already queued or done is
+// left alone. It skips or fails t as Recorded would.
+func Start(t *testing.T, v rabbittest.Version, l lesson.Lesson, name string, opts lesson.Options) {
+	t.Helper()
+	rec := recordingOf(t, v, l, name, opts)
+	rec.claim.Do(func() { queue.add(rec) })
+}
+
+// recordingOf is the recording of l on line v named name, made on first
+// use, after RunRabbitOn's skips.
+func recordingOf(t *testing.T, v rabbittest.Version, l lesson.Lesson, name string, opts lesson.Options) *recording {
 	t.Helper()
 	skipCluster(t, l)
 	skipOlder(t, v, l)
 	opts.Broker = rabbittest.Need(t, v)
-	r, _ := recordings.LoadOrStore(string(v)+"/"+l.ID+"/"+name, &recording{opts: opts})
+	r, _ := recordings.LoadOrStore(string(v)+"/"+l.ID+"/"+name,
+		&recording{l: l, opts: opts, done: make(chan struct{})})
 	rec := r.(*recording)
 	if !reflect.DeepEqual(rec.opts, opts) {
 		t.Fatalf("recording %s of %s on %s: asked for with options %+v, recorded with %+v", name, l.ID, v, opts, rec.opts)
 	}
-	rec.once.Do(func() {
-		rec.err = errors.New("the recorded run ended before it returned") // replaced unless it panicked
-		rec.events, rec.res, rec.err = runRabbit(t, l, opts)
-	})
-	require.NoError(t, rec.err, "the recorded run %s of %s on %s", name, l.ID, v)
-	return rec.events, rec.res
+	return rec
+}
+
+// record makes the run, then closes done. A panic in it (not in the
+// run's own goroutines) is the recording's error: a queued run has no
+// test to fail.
+func (r *recording) record() {
+	defer close(r.done)
+	defer func() {
+		if p := recover(); p != nil {
+			r.err = fmt.Errorf("the recorded run panicked: %v\n%s", p, debug.Stack())
+		}
+	}()
+	var err error
+	left := outlived(leakBound, func() { r.events, r.res, err = runBounded(r.l, r.opts) })
+	if len(left) > 0 {
+		err = errors.Join(err, errors.New(leakReport(left, leakBound)))
+	}
+	r.err = err
+}
+
+// queue runs Started recordings in the order queued.
+var queue recordQueue
+
+// recordQueue is a FIFO of recordings and the workers that run them.
+type recordQueue struct {
+	mu      sync.Mutex
+	waiting []*recording
+	workers int
+}
+
+// add queues r and starts a worker if fewer than -parallel are running.
+func (q *recordQueue) add(r *recording) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.waiting = append(q.waiting, r)
+	if q.workers < parallel() {
+		q.workers++
+		go q.work()
+	}
+}
+
+// work runs queued recordings until none is left.
+func (q *recordQueue) work() {
+	for {
+		q.mu.Lock()
+		if len(q.waiting) == 0 {
+			q.workers--
+			q.mu.Unlock()
+			return
+		}
+		r := q.waiting[0]
+		q.waiting = q.waiting[1:]
+		q.mu.Unlock()
+		r.record()
+	}
+}
+
+// parallel is go test's -parallel: how many tests run at once.
+func parallel() int {
+	if f := flag.Lookup("test.parallel"); f != nil {
+		if n, ok := f.Value.(flag.Getter).Get().(int); ok && n > 0 {
+			return n
+		}
+	}
+	return runtime.GOMAXPROCS(0)
 }
