@@ -27,6 +27,9 @@ import (
 // 109 behind. Now it tries again, and whatever it tried is deleted at
 // Close.
 func TestExchangeDeclaredLateIsDeleted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a private RabbitMQ node")
+	}
 	n := rabbittest.StartNode(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

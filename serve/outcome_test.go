@@ -41,6 +41,9 @@ func postUser(base, body string) (int, map[string]string, error) {
 // outcome "unknown" and the id, the stream keeps the user as enqueued,
 // and after the node is back the user is in raffle_queue, under that id.
 func TestServeBrokerStoppedBeforeItsConfirmIsUnknown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a private RabbitMQ node")
+	}
 	n := rabbittest.StartNode(t)
 	rec := &lockedRecorder{}
 	stream := lab.NewStream("serve", lab.Rabbit, lab.NewClock(1), rec)
