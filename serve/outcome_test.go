@@ -44,6 +44,7 @@ func TestServeBrokerStoppedBeforeItsConfirmIsUnknown(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a private RabbitMQ node")
 	}
+	t.Parallel() // a node of its own, started beside the other tests' waits
 	n := rabbittest.StartNode(t)
 	rec := &lockedRecorder{}
 	stream := lab.NewStream("serve", lab.Rabbit, lab.NewClock(1), rec)
@@ -176,6 +177,7 @@ func TestServeBrokerStoppedUnderLoadKeepsItsWord(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts and stops a RabbitMQ node")
 	}
+	t.Parallel() // a node of its own, started beside the other tests' waits
 	n := rabbittest.StartNode(t)
 	stream := lab.NewStream("serve", lab.Rabbit, lab.NewClock(1), &lockedRecorder{})
 	ctx, cancel := context.WithCancel(context.Background())
