@@ -30,6 +30,7 @@ func TestExchangeDeclaredLateIsDeleted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a private RabbitMQ node")
 	}
+	t.Parallel() // stalls a node of its own: beside the other tests' waits
 	n := rabbittest.StartNode(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
