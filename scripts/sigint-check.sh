@@ -2,11 +2,12 @@
 # sigint-check.sh [SECONDS...]: stop `make test` with SIGINT (as Ctrl-C
 # does: to its whole process group) after each number of seconds (default
 # 60 180 300), wait 30 s (SIGINT_SETTLE), and list what it left: beam.smp
-# processes that were not running before, queues on the shared broker
-# (rabbitmqctl, local default node) and schemas in the test database
-# (QLAB_DATABASE_URL, psql) that were not there before. Exits 1 if any run
-# left something, 2 on bad use. It runs the whole suite up to each stop:
-# heavy, so run it on a quiet machine. Where something new is there after
+# processes it started (marked in their environment), queues on the
+# shared broker (rabbitmqctl, local default node) and schemas in the test
+# database (QLAB_DATABASE_URL, psql) that were not there before and that
+# the run recorded as its own (others are printed, not counted). Exits 1
+# if any run left something, 2 on bad use. It runs the whole suite up to
+# each stop: heavy, so run it on a quiet machine. Where something new is there after
 # the 30 s, it looks again SIGINT_RECHECK (30) s later and counts only
 # what stayed: another user's run that ends meanwhile is not counted,
 # one that outlives both looks is (each item is printed, to judge).
@@ -36,13 +37,48 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-beams() { pgrep -x beam.smp | sort; }
+# beams lists the beam.smp processes that make's run started: each
+# carries the run's mark in its environment (a node inherits it from
+# the test that starts it), so another user's nodes are never counted.
+beams() {
+	for pid in $(pgrep -x beam.smp); do
+		{ tr '\0' '\n' <"/proc/$pid/environ"; } 2>/dev/null | grep -qx "QLAB_SIGINT_MARK=$out" && echo "$pid"
+	done | sort
+}
 queues() { timeout 60 rabbitmqctl list_queues -q --no-table-headers name 2>/dev/null | sort; }
 schemas() {
 	[ -n "$db" ] || return 0
 	timeout 30 psql "$db" -Atc "select nspname from pg_namespace" 2>/dev/null | sort
 }
 snapshot() { beams >"$1.beam"; queues >"$1.queues"; schemas >"$1.schemas"; }
+
+# keep copies, every second while make runs, the records its tests write
+# of the prefixes and schemas they create (lab/created, in make test's
+# qlab-created-PID directory, which make deletes when it has cleaned):
+# a new queue or schema is this run's only if this run recorded it.
+keep() {
+	mkdir -p "$out/records"
+	while kill -0 "$run" 2>/dev/null; do
+		for d in "${TMPDIR:-/tmp}"/qlab-created-*; do
+			[ "$(ps -o sid= -p "${d##*-}" 2>/dev/null | tr -d ' ')" = "$run" ] || continue
+			for f in "$d"/*; do [ -f "$f" ] && cp -f "$f" "$out/records/${f##*/}"; done
+		done
+		sleep 1
+	done
+}
+
+# ours prints the items of kind (queues, schemas) in file $2 that this
+# run recorded; others prints the rest.
+ours() {
+	case $1 in
+	queues) awk 'NR == FNR { if ($1 == "prefix") p[$2] = 1; next }
+		{ split($0, a, "."); if (a[1] in p) print }' "$out/records.all" "$2" ;;
+	schemas) awk 'NR == FNR { if ($1 == "schema") s[$2] = 1; next }
+		$0 in s' "$out/records.all" "$2" ;;
+	*) cat "$2" ;;
+	esac
+}
+others() { ours "$1" "$2" | comm -13 - "$2"; }
 
 reset=
 if env --default-signal=INT true 2>/dev/null; then
@@ -61,8 +97,11 @@ for at in "$@"; do
 	# reset to its default: this script started in the background
 	# (script &) has it ignored, and so would make and every test, which
 	# would then run on as if no Ctrl-C came.
-	setsid $reset bash -c "exec $make_cmd" >"$out/make.log" 2>&1 &
+	QLAB_SIGINT_MARK=$out setsid $reset bash -c "exec $make_cmd" >"$out/make.log" 2>&1 &
 	run=$!
+	rm -rf "$out/records"
+	keep &
+	keeper=$!
 	start=$SECONDS
 	while [ $((SECONDS - start)) -lt "$at" ] && kill -0 "$run" 2>/dev/null; do sleep 1; done
 	if ! kill -0 "$run" 2>/dev/null; then
@@ -80,6 +119,10 @@ for at in "$@"; do
 		fi
 	fi
 	wait "$run" 2>/dev/null
+	wait "$keeper" 2>/dev/null
+	cat "$out"/records/* 2>/dev/null | sort -u >"$out/records.all"
+	echo "  its tests recorded $(grep -c '^prefix ' "$out/records.all") prefixes" \
+		"and $(grep -c '^schema ' "$out/records.all") schemas"
 	run=
 	[ -z "${SIGINT_LOG:-}" ] || { mkdir -p "$SIGINT_LOG" && cp "$out/make.log" "$SIGINT_LOG/make-$at.log"; }
 	sleep "$settle"
@@ -96,13 +139,16 @@ for at in "$@"; do
 	fi
 	left=0
 	for kind in beam queues schemas; do
-		new=$(comm -13 "$out/before.$kind" "$out/after.$kind")
+		comm -13 "$out/before.$kind" "$out/after.$kind" >"$out/new.$kind"
+		other=$(others "$kind" "$out/new.$kind")
+		[ -z "$other" ] || echo "  new, not recorded by this run (another user's):" $other
+		new=$(ours "$kind" "$out/new.$kind")
 		[ -n "$new" ] || continue
 		left=1
 		echo "  left, ${settle}s later: $kind:"
 		for item in $new; do
 			case $kind in
-			beam) echo "    $item $(ps -o args= -p "$item" | cut -c1-120)" ;;
+			beam) echo "    $item $({ tr '\0' '\n' <"/proc/$item/environ"; } 2>/dev/null | grep '^RABBITMQ_NODENAME=')" ;;
 			*) echo "    $item" ;;
 			esac
 		done

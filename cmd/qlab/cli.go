@@ -154,7 +154,7 @@ func cmdList(_ context.Context, args []string, stdout, _ io.Writer) error {
 	fs := newFlagSet("list", listHelp)
 	backend := fs.String("backend", "", "only lessons that run on this backend: inmem or rabbit")
 	numbers := fs.Bool("numbers", false, "print only the lesson numbers, one per line (for scripts)")
-	markdown := fs.Bool("markdown", false, "print the README's lesson table: each lesson's page, backends, exercise and question")
+	markdown := fs.Bool("markdown", false, "print the README's lesson list: each lesson's page, backends, exercise and question")
 	pos, err := parseInterspersed(fs, args, stdout)
 	if err != nil {
 		return err
@@ -208,26 +208,32 @@ func backendList(l lesson.Lesson) string {
 	return strings.Join(b, ", ")
 }
 
-// lessonTable is the README's lesson table, generated from the registry
-// and the lessons' pages: each lesson's title linked to its page, its
-// backends, its exercise (qlab ex N) and the question its page asks.
+// lessonTable is the README's lesson list, generated from the registry
+// and the lessons' pages: an item a lesson, wrapped to 80 columns, with
+// its number, its title linked to its page, its backends, its exercises
+// (qlab ex N) and the question its page asks. A table row would be over
+// 100 columns for most lessons.
 func lessonTable(ls []lesson.Lesson) (string, error) {
 	exercise := map[string][]string{}
 	for _, e := range exercises.All {
 		exercise[e.Lesson] = append(exercise[e.Lesson], strconv.Itoa(e.Number()))
 	}
 	var b strings.Builder
-	b.WriteString("| N | lesson | backends | exercise | ask yourself |\n| --- | --- | --- | --- | --- |\n")
 	for _, l := range ls {
 		q, err := lessons.Question(l)
 		if err != nil {
 			return "", err
 		}
-		ex := strings.Join(exercise[l.ID], ", ")
-		if ex == "" {
-			ex = "—"
+		about := backendList(l)
+		switch ex := exercise[l.ID]; len(ex) {
+		case 0:
+		case 1:
+			about += "; exercise " + ex[0]
+		default:
+			about += "; exercises " + strings.Join(ex, ", ")
 		}
-		fmt.Fprintf(&b, "| %d | [%s](%s) | %s | %s | %s |\n", l.Number(), l.Title, lessons.PagePath(l), backendList(l), ex, q)
+		item := fmt.Sprintf("- **%d** [%s](%s) (%s): %s", l.Number(), l.Title, lessons.PagePath(l), about, q)
+		b.WriteString(strings.Join(render.Wrap(item, render.DefaultWidth, "  "), "\n") + "\n")
 	}
 	return b.String(), nil
 }

@@ -13,20 +13,24 @@ import (
 
 	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/lesson"
-	_ "github.com/queuelab/qlab/lesson/rabbitenv" // the broker mechanism env.Open uses
+	// the broker mechanism env.Open uses
+	_ "github.com/queuelab/qlab/lesson/rabbitenv"
 )
 
 // Lesson is the lesson's entry for the registry, lessons.All.
 var Lesson = lesson.Lesson{
 	ID:    "Q99", // QNN: its number, two digits
 	Title: "A template: retry through a wait queue, then the DLQ",
-	Notice: "C fails every attempt: each failure waits 1 s in template.wait, " +
-		"whose TTL sends it back to template.queue, and the third parks it in template.dlq. " +
+	Notice: "C fails every attempt: each failure waits 1 s in " +
+		"template.wait, whose TTL sends it back to template.queue, " +
+		"and the third parks it in template.dlq. " +
 		"A, B and D never wait for it.",
-	InMem:      run,
-	Rabbit:     run,
-	TestSpeed:  4,                               // the broker tests' pace: the 1 s wait takes 250 ms
-	Parity:     lesson.Parity{ExactTimes: true}, // each retry waits the TTL on both backends
+	InMem:  run,
+	Rabbit: run,
+	// the broker tests' pace: the 1 s wait takes 250 ms
+	TestSpeed: 4,
+	// each retry waits the TTL on both backends
+	Parity:     lesson.Parity{ExactTimes: true},
 	Topologies: func() []flow.Topology { return []flow.Topology{topology} },
 }
 
@@ -43,7 +47,8 @@ const (
 // dead-letter routes; in memory a timer does.
 var topology = flow.Topology{Queues: []flow.Queue{
 	{Name: mainQueue, Role: flow.Work, DeadLetterTo: waitQueue},
-	{Name: waitQueue, Role: flow.Wait, TTL: time.Second, DeadLetterTo: mainQueue},
+	{Name: waitQueue, Role: flow.Wait, TTL: time.Second,
+		DeadLetterTo: mainQueue},
 	{Name: dlq, Role: flow.DLQ},
 }}
 
@@ -54,21 +59,28 @@ func run(ctx context.Context, env *lesson.Env) error {
 	if err != nil {
 		return err
 	}
-	defer env.Close(ctx, b) // stops the consumers; a broker run deletes its queues
+	// stops the consumers; a broker run deletes its queues
+	defer env.Close(ctx, b)
 	if err := env.Declare(ctx, b, topology); err != nil {
 		return err
 	}
-	actor := env.Worker("Sequential") // Sequential-Worker, or Sequential-Rabbit-Worker
+	// Sequential-Worker, or Sequential-Rabbit-Worker
+	actor := env.Worker("Sequential")
 	policy := flow.Retries{Via: waitQueue, DLQ: dlq, Max: maxAttempts}
+	work := func(ctx context.Context, d *flow.Delivery) error {
+		return env.Stream.Attempt(d.Event(actor), func() error {
+			return env.Work(ctx, d.Task, d.Attempt)
+		})
+	}
 	err = b.Consume(ctx, flow.Consumer{Queue: mainQueue, Actor: actor,
-		Handle: policy.Handler(func(ctx context.Context, d *flow.Delivery) error {
-			return env.Stream.Attempt(d.Event(actor), func() error { return env.Work(ctx, d.Task, d.Attempt) })
-		})})
+		Handle: policy.Handler(work)})
 	if err != nil {
 		return err
 	}
 	defer env.InterruptOn(b)() // the planned crash qlab compare measures
-	err = env.Produce(ctx, func(task string) error { return b.Publish(ctx, "Producer", mainQueue, task) })
+	err = env.Produce(ctx, func(task string) error {
+		return b.Publish(ctx, "Producer", mainQueue, task)
+	})
 	if err != nil {
 		return err
 	}
