@@ -17,7 +17,6 @@ import (
 )
 
 func TestCompareQ10OnBothBackends(t *testing.T) {
-	t.Parallel() // broker runs under names of their own (rabbit.RunNames)
 	url := rabbittest.NeedBroker(t)
 	l, err := lessons.Parse("10")
 	require.NoError(t, err)
@@ -67,7 +66,6 @@ func TestCompareLessonsInParts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("make quick compares one lesson on the broker, Q10")
 	}
-	t.Parallel()
 	url := rabbittest.NeedBroker(t)
 	for _, tc := range []struct {
 		lesson string
@@ -77,7 +75,6 @@ func TestCompareLessonsInParts(t *testing.T) {
 		{"13", "same?"},
 	} {
 		t.Run("Q"+tc.lesson, func(t *testing.T) {
-			t.Parallel() // broker runs under names of their own (rabbit.RunNames)
 			l, err := lessons.Parse(tc.lesson)
 			require.NoError(t, err)
 			rep, err := Run(context.Background(), l, Config{Speed: max(l.TestSpeed, 40), Broker: url, BrokerInfo: "test broker", Repeat: 1})
@@ -147,8 +144,6 @@ func taskSet(s Side) []string {
 // CompareSpeed, its waits are the seed's (30 s … 5 min of lesson time),
 // and the interruption at 200 s finds the same tasks on both sides (A
 // waiting, D done, E waiting behind A; issue 20: 3 against 5).
-// It runs alone, before the others: at 400× its in-memory side's
-// interruption is 35 ms of real time from B and C's arrival.
 func TestCompareQ14AtItsOwnSpeed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("make quick compares one lesson on the broker, Q10")
