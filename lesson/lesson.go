@@ -70,9 +70,11 @@ type Lesson struct {
 	// of a lesson that has both (fates and attempts always).
 	Parity Parity
 	// Faults enrols a broker lesson in the fault suite (lessons/faults):
-	// it runs on a private node while the broker closes its connections,
-	// restarts, loses a queue and the process is killed, and must still
-	// account for every task within its bound.
+	// it runs on a private node with the broker kept down past its
+	// give-up, and meets the other faults (connections closed, a
+	// restart, a queue deleted, the process killed) where its code takes
+	// a path no other lesson does; every run must still account for
+	// every task within its bound.
 	Faults bool
 	// Store says the broker run keeps a status store (lessons/runstore)
 	// in the run's database: the fault suite (lessons/faults) then also
@@ -89,7 +91,7 @@ type Lesson struct {
 	// values its RabbitMQ RunFunc passes to Declare (TTLs aside, which do
 	// not change a name). AMQP cannot list a broker's queues, so this is
 	// how `qlab broker clean` finds a killed run's. Every broker lesson
-	// sets it; the fault suite's killed-process case checks it is complete.
+	// sets it; the fault suite's broker-down case checks it is complete.
 	Topologies func() []flow.Topology
 	// Scales says the lesson runs whatever plan it is given: any number of
 	// tasks (lab.ScaledPlan) arriving at the plan's pace (Plan.Every), so

@@ -62,8 +62,13 @@ func TestCreatedChild(t *testing.T) {
 // and schema; clean --created finds them through the process's record
 // and deletes them, and nothing of a prefix no ended process recorded.
 func TestBrokerCleanCreated(t *testing.T) {
+	t.Parallel() // waits on killed children and the broker: beside the others
 	url := rabbittest.NeedBroker(t)
-	stranger := rabbit.Names{Prefix: "qlab-created-stranger-" + fmt.Sprint(os.Getpid()) + "."}
+	// The stranger is this process's, recorded where make test records
+	// it, so a Ctrl-C that skips the cleanup below still gets it deleted.
+	strangerRun := "qlab-created-stranger-" + fmt.Sprint(os.Getpid())
+	created.Prefix(strangerRun)
+	stranger := rabbit.Names{Prefix: strangerRun + "."}
 	conn, err := amqp.Dial(url)
 	require.NoError(t, err)
 	t.Cleanup(func() { conn.Close() }) // after the delete below: cleanups run last first
@@ -75,6 +80,7 @@ func TestBrokerCleanCreated(t *testing.T) {
 
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL} {
 		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel() // a child and a record directory of its own
 			dir := t.TempDir()
 			prefix, schema := startChildAndKill(t, dir, sig)
 			names := rabbit.Names{Prefix: prefix + "."}

@@ -141,7 +141,7 @@ func TestCompareBadInput(t *testing.T) {
 func TestCompareQ10Markdown(t *testing.T) {
 	t.Parallel() // waits on the broker: beside the other tests that wait
 	rabbittest.NeedBroker(t)
-	code, out, errOut := qlabChecked(t, "compare", "10", "--markdown", "--speed", "40")
+	code, out, errOut := qlabChecked(t, "compare", "10", "--markdown", "--speed", "40", "--repeat", "1")
 	require.Equal(t, exitOK, code, errOut)
 	for _, title := range []string{"**Per task**", "**Retry delay", "**Persistence", "**Scalability", "**Observability", "**Setup"} {
 		assert.Contains(t, out, title)

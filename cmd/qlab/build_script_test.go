@@ -47,6 +47,7 @@ func buildScript(t *testing.T, exit string) (string, error) {
 // A cold build says what it is doing while it fetches and compiles, in
 // lines that fit 80 columns, and what it did at the end.
 func TestBuildScriptReportsProgress(t *testing.T) {
+	t.Parallel() // the fake go sleeps 4 s: beside the other tests that wait
 	out, err := buildScript(t, "0")
 	require.NoError(t, err, out)
 	assert.Contains(t, out, "building ")
@@ -60,6 +61,7 @@ func TestBuildScriptReportsProgress(t *testing.T) {
 
 // A failed build passes go's errors on as they are and exits as go did.
 func TestBuildScriptPassesErrorsAndExitStatus(t *testing.T) {
+	t.Parallel() // the fake go sleeps 4 s: beside the other tests that wait
 	out, err := buildScript(t, "3")
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit, out)

@@ -21,6 +21,7 @@ import (
 // qlab broker clean removes every queue of the run. Only the run's own
 // queues are touched: they carry its private prefix.
 func TestKeepThenDLQThenClean(t *testing.T) {
+	t.Parallel() // waits on the broker: beside the other tests that wait
 	url := rabbittest.NeedBroker(t)
 	code, out, errOut := qlab("run", "15", "--keep", "--speed", "20", "--no-color")
 	require.Equal(t, exitOK, code, errOut)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -255,7 +256,19 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	os.Setenv("QLAB_CONFIG_DIR", cfg)
+	// The link takes seconds (a minute at a load of 40, measured): start it
+	// now, beside the in-process tests, for the tests that run the binary,
+	// unless -short skips them, -run picks a few tests or -list runs none.
+	flag.Parse()
+	prebuild := !testing.Short() && flag.Lookup("test.run").Value.String() == "" &&
+		flag.Lookup("test.list").Value.String() == ""
+	if prebuild {
+		go buildOnce() // its tests read the error
+	}
 	code := m.Run()
+	if prebuild {
+		_, _ = buildOnce() // a build still going ends before binDir goes
+	}
 	os.RemoveAll(cfg)
 	if binDir != "" {
 		os.RemoveAll(binDir)

@@ -98,6 +98,7 @@ func TestVersion(t *testing.T) {
 // the Next: lines included: every lesson in memory (in a synctest
 // bubble), and a --keep run on the broker.
 func TestRunOutputFitsTheScreen(t *testing.T) {
+	t.Parallel() // its broker run waits: beside the other tests that wait
 	fits := func(t *testing.T, out string) {
 		t.Helper()
 		for _, line := range strings.Split(out, "\n") {
@@ -145,6 +146,7 @@ func TestHelpFitsTheScreen(t *testing.T) {
 // (Q22 cuts its workers' connections on purpose, and says so on stderr)
 // is a wrapped "qlab: " line, with no wall-clock stamp among the lesson's.
 func TestRunStderrFitsTheScreen(t *testing.T) {
+	t.Parallel() // waits on the broker: beside the other tests that wait
 	rabbittest.NeedBroker(t)
 	code, _, errOut := qlab("run", "22", "--backend", "rabbit", "--no-color")
 	require.Equal(t, exitOK, code, errOut)

@@ -15,14 +15,15 @@ import (
 	"github.com/queuelab/qlab/rabbit/rabbittest"
 )
 
-// conflicted runs each enrolled lesson on names under which one of its
-// queues already exists with other arguments and a message of its own (an
-// earlier run at another --speed): the run must refuse with the 406
-// explained, and leave that queue, its message, and the node as they
-// were (it once deleted the queue it had re-declared on its way out).
+// conflicted runs each lesson kept for it (conflictLessons) on names
+// under which one of its queues already exists with other arguments and
+// a message of its own (an earlier run at another --speed): the run must
+// refuse with the 406 explained, and leave that queue, its message, and
+// the node as they were (it once deleted the queue it had re-declared on
+// its way out).
 func conflicted(t *testing.T) {
 	n := runNode.get(t)
-	ls := enrolled()
+	ls := lessonsOf(t, conflictLessons)
 	var slugs []string
 	for _, l := range ls {
 		slugs = append(slugs, l.Slug())

@@ -35,13 +35,14 @@ const runBound = 90 * time.Second
 
 // The suite's private nodes: one shared by the cases that disturb only
 // their own run (they run concurrently, each under its own prefix), and
-// one each for the restarts and for the broker kept down (those stop the
-// whole node, so each group meets one outage, beside the others). Each
-// starts once and TestMain removes it.
+// one for the restart and then the broker kept down (those stop the
+// whole node: each group meets one outage there, one group after the
+// other, beside the cases on the run node). Each starts once and
+// TestMain removes it.
 var (
-	runNode, wideNode, downNode lazyNode
-	lines                       []string
-	linesMu                     sync.Mutex
+	runNode, outageNode lazyNode
+	lines               []string
+	linesMu             sync.Mutex
 )
 
 // lazyNode is a private node started on first use.
@@ -77,7 +78,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "faults: goroutines left behind by the fault runs: %v\n", err)
 		code = 1
 	}
-	for _, l := range []*lazyNode{&runNode, &wideNode, &downNode} {
+	for _, l := range []*lazyNode{&runNode, &outageNode} {
 		if l.node == nil {
 			continue
 		}
@@ -330,7 +331,8 @@ type fault struct {
 const endSlack = lesson.SessionSettle + rabbitenv.TidyBound + 5*time.Second
 
 // runFaults disturb only the run they are injected into: they run
-// concurrently on one node, each run under its own prefix.
+// concurrently on one node, each run under its own prefix, each on the
+// lessons kept for it (closeLessons, deleteLessons).
 var runFaults = []fault{
 	{name: "close", fire: func(ctx context.Context, n *rabbittest.Node, names rabbit.Names, _ lab.Event) error {
 		_, err := n.CloseConnections(ctx, rabbit.ConnectionName(names), "qlab fault suite: every connection of the run closed")
@@ -347,7 +349,7 @@ var runFaults = []fault{
 }
 
 // restartApp stops and starts the node's application: every run on it is
-// disturbed, so the restarts have a node of their own (see outage).
+// disturbed, so the restarts meet it on the outage node (see outage).
 func restartApp(ctx context.Context, n *rabbittest.Node) error {
 	if _, err := n.Ctl(ctx, "stop_app"); err != nil {
 		return err
@@ -378,7 +380,8 @@ func startApp(ctx context.Context, n *rabbittest.Node) error {
 // after a stop). Each lesson so meets the fault mid-run as if alone, and
 // the group waits out one fault instead of one per lesson, one after
 // another (twelve kept-down cases took 34–38 s each at load 50: over
-// seven minutes; twelve restarts 249 s).
+// seven minutes; twelve restarts 249 s). The restart and the broker kept
+// down take turns on one node (outageFaults).
 type outage struct {
 	hit, heal        func(context.Context, *rabbittest.Node) error
 	mu               sync.Mutex
@@ -418,8 +421,9 @@ func (o *outage) fault(n *rabbittest.Node, f fault) fault {
 }
 
 // down is the broker kept down: the run must give it up within its bound
-// (5 s of redialling here; rabbit.DefaultGiveUpAfter, 30 s, by default)
-// with exit 1 and every unfinished task lost with a reason.
+// (5 s of redialling here, injected through lesson.Options.GiveUpAfter;
+// rabbit.DefaultGiveUpAfter, 30 s, by default) with exit 1 and every
+// unfinished task lost with a reason.
 var down = fault{name: "down", mayFail: true, mustFail: true, giveUpAfter: 5 * time.Second}
 
 // restart is the broker restarted: the run goes on (a publish nacked while
@@ -514,44 +518,57 @@ func concurrentlyIn(t *testing.T, slots chan struct{}, names []string, run func(
 	wg.Wait()
 }
 
-// TestFaults runs the suite's groups at once: the restarts and the broker
-// kept down on a node each, every lesson against one outage; the faults
-// of one run, the killed processes, the refused re-declares and the
-// database taken away concurrently on the run node; the node failures one
-// at a time on the package's three-node cluster (clusterFaults). At the
-// end no queue of any run is left on any node.
+// TestFaults runs the suite's groups at once: the restart and then the
+// broker kept down on the outage node, each group of lessons against one
+// outage; the faults of one run, the killed processes, the refused
+// re-declares and the database taken away concurrently on the run node;
+// the node failure on the package's three-node cluster (clusterFaults).
+// Each mechanism runs the lessons kept for it (cases_test.go). At the end
+// no queue of any run is left on any node.
 func TestFaults(t *testing.T) {
-	groups := []func(*testing.T){nodeFaults, downFaults, runFaultCases, killed, conflicted, databaseAway, clusterFaults}
-	names := []string{"node", "down", "run", "kill", "conflict", "dbaway", "cluster"}
+	groups := []func(*testing.T){outageFaults, runFaultCases, killed, conflicted, databaseAway, clusterFaults}
+	names := []string{"outage", "run", "kill", "conflict", "dbaway", "cluster"}
 	slots := make(chan struct{}, len(groups)) // every group at once; each bounds its own cases
 	concurrentlyIn(t, slots, names, func(t *testing.T, i int) { groups[i](t) })
 	assertNodeClean(t)
 }
 
-// nodeFaults runs every enrolled lesson at once on a node of their own
-// through one broker restart (see outage), at each run's seeded moment.
-func nodeFaults(t *testing.T) {
-	rng := rand.New(rand.NewPCG(seed(), 15))
-	ls := enrolled()
+// outageFaults runs, on the outage node, the restart lessons through one
+// broker restart, then every enrolled lesson against the broker kept down:
+// the node goes down once every run has reached its seeded moment and
+// stays down until every run has ended. The broker kept down runs every
+// lesson, cut short at its moment: each run's queues are left on a node
+// that was down, and removing them with the lesson's Topologies (as qlab
+// broker clean does) and then finding none under the run's prefix
+// (assertNodeClean) is what holds every lesson's Topologies complete.
+func outageFaults(t *testing.T) {
+	n := outageNode.get(t)
+	moment := moments(rand.New(rand.NewPCG(seed(), 15)))
+	ls := lessonsOf(t, restartLessons)
 	at := make([]int, len(ls))
-	for i := range ls {
-		at[i] = 3 + rng.IntN(10)
+	for i, l := range ls {
+		at[i] = moment[l.ID]
 	}
-	n := wideNode.get(t)
 	outageGroup(t, "restart", ls, newOutage(len(ls), restartApp, nil).fault(n, restart), n, at)
-}
 
-// downFaults runs every enrolled lesson at once on a third node, against
-// one outage: the node goes down at each run's seeded moment and stays
-// down past the runs' bound.
-func downFaults(t *testing.T) {
-	ls := enrolled()
-	at := make([]int, len(ls))
+	ls = enrolled()
+	at = make([]int, len(ls))
 	for i := range ls {
 		at[i] = 3 + int(seed()+uint64(i)*7)%10
 	}
-	n := downNode.get(t)
 	outageGroup(t, "down", ls, newOutage(len(ls), stopApp, startApp).fault(n, down), n, at)
+}
+
+// moments draws a seeded moment (the event the fault lands at) for every
+// enrolled lesson from rng, in the order of enrolled(), as the suite did
+// when it ran every lesson under every fault: a kept case meets its fault
+// at the moment it always did, and QLAB_FAULT_SEED moves it as before.
+func moments(rng *rand.Rand) map[string]int {
+	at := map[string]int{}
+	for _, l := range enrolled() {
+		at[l.ID] = 3 + rng.IntN(10)
+	}
+	return at
 }
 
 // outageGroup runs ls, all at once (the outage waits for every one), as
@@ -568,10 +585,11 @@ func outageGroup(t *testing.T, name string, ls []lesson.Lesson, f fault, n *rabb
 	})
 }
 
-// runFaultCases runs every enrolled lesson under every fault that
-// disturbs only its own run, concurrently on one node.
+// runFaultCases runs each fault that disturbs only its own run on the
+// lessons kept for it, concurrently on one node.
 func runFaultCases(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed(), 14))
+	kept := map[string][]string{"close": closeLessons, "delete": deleteLessons}
 	type fcase struct {
 		f  fault
 		l  lesson.Lesson
@@ -580,8 +598,9 @@ func runFaultCases(t *testing.T) {
 	var cases []fcase
 	var names []string
 	for _, f := range runFaults {
-		for _, l := range enrolled() {
-			cases = append(cases, fcase{f, l, 3 + rng.IntN(10)})
+		moment := moments(rng)
+		for _, l := range lessonsOf(t, kept[f.name]) {
+			cases = append(cases, fcase{f, l, moment[l.ID]})
 			names = append(names, f.name+"/"+l.Slug())
 		}
 	}

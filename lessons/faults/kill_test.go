@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,9 +26,8 @@ var (
 	qlabErr  error
 )
 
-// qlab builds ./cmd/qlab once for the package.
-func qlab(t *testing.T) string {
-	t.Helper()
+// buildQlab builds ./cmd/qlab once for the package.
+func buildQlab() {
 	qlabOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "qlabfault-bin-")
 		if err != nil {
@@ -40,6 +40,12 @@ func qlab(t *testing.T) string {
 			qlabErr = fmt.Errorf("building qlab: %v: %s", err, out)
 		}
 	})
+}
+
+// qlab is the qlab binary, built once for the package.
+func qlab(t *testing.T) string {
+	t.Helper()
+	buildQlab()
 	if qlabErr != nil {
 		t.Fatal(qlabErr)
 	}
@@ -49,7 +55,7 @@ func qlab(t *testing.T) string {
 // resetCmd finds the queues a refused run names in its reset command.
 var resetCmd = regexp.MustCompile(`rabbitmqctl delete_queue (\S+?)(;|\s|$)`)
 
-// killed runs each enrolled lesson as a child qlab process on the
+// killed runs each lesson kept for it (killLessons) as a child qlab on the
 // private node, SIGKILLs it at a seeded line of its JSON output, and has a
 // second process take over: the same run (same --prefix) must refuse to
 // start on the killed run's queues without touching them and name the
@@ -60,9 +66,21 @@ var resetCmd = regexp.MustCompile(`rabbitmqctl delete_queue (\S+?)(;|\s|$)`)
 // must remove too, is the only one there (and so is a schema named after
 // the prefix, on PostgreSQL).
 func killed(t *testing.T) {
+	// The build and the node's start each take tens of seconds on a busy
+	// machine (at load 40 the cases began 98 s in, the node's start about
+	// 30 s of it): one beside the other. Even a skip waits for the build,
+	// so no goroutine of it is left for goleak.
+	built := make(chan struct{})
+	go func() {
+		defer close(built)
+		if !testing.Short() {
+			buildQlab()
+		}
+	}()
+	defer func() { <-built }()
 	n := runNode.get(t)
 	bin := qlab(t)
-	ls := enrolled()
+	ls := lessonsOf(t, killLessons)
 	var slugs []string
 	for _, l := range ls {
 		slugs = append(slugs, l.Slug())
@@ -72,7 +90,10 @@ func killed(t *testing.T) {
 		l := ls[i]
 		prefix := fmt.Sprintf("kill%d-%d", os.Getpid(), i)
 		ran(n, prefix+".")
-		at := 3 + int(seed()+uint64(i))%8
+		// The moment by the lesson's place among all enrolled ones, as
+		// when every lesson was killed (see moments).
+		e := slices.IndexFunc(enrolled(), func(e lesson.Lesson) bool { return e.ID == l.ID })
+		at := 3 + int(seed()+uint64(e))%8
 		start := time.Now()
 		tmp := t.TempDir()
 		env := []string{"RABBITMQ_URL=" + n.URL, "TMPDIR=" + tmp}

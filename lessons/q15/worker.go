@@ -55,6 +55,12 @@ func (w *q15Worker) work(ctx context.Context, tasks []string) error {
 func (w *q15Worker) serve(ctx context.Context) error {
 	for ctx.Err() == nil {
 		conn, err := w.s.Dial(ctx)
+		if ctx.Err() != nil { // the run ended while the worker redialled
+			if err == nil {
+				_ = conn.Close()
+			}
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", w.run.actor, err)
 		}

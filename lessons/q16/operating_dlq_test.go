@@ -17,6 +17,7 @@ import (
 // reject-publish-dlx), the seed's destructive read against the two that
 // keep every message, and the replay without and with the counter reset.
 func TestQ16RabbitMQ(t *testing.T) {
+	t.Parallel() // beside the fault runs' private node
 	events, res := lessontest.RunRabbit(t, Lesson, lesson.Options{})
 	labtest.AssertAccounted(t, events)
 

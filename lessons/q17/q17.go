@@ -67,9 +67,27 @@ var Lesson = lesson.Lesson{
 
 // runQ17 runs the four parts on one session and reports their tables.
 func runQ17(ctx context.Context, env *lesson.Env) error {
+	_, err := measure(ctx, env)
+	return err
+}
+
+// measured is what a run of the lesson measured, beyond its tables: the
+// package's tests hold the parts to their claims on one run of the
+// lesson rather than a run of each part of their own.
+type measured struct {
+	cutAt    int // the confirm runs' cut: after this message
+	confirms []confirmRow
+	prefetch []jobRun // one per prefetchSettings
+	seed     []jobRun // one delivery loop, then seedPrefetch handlers
+}
+
+// measure runs the four parts on one session, reports their tables and
+// returns what they measured.
+func measure(ctx context.Context, env *lesson.Env) (measured, error) {
+	var m measured
 	s, err := rabbitenv.Session(ctx, env)
 	if err != nil {
-		return err
+		return m, err
 	}
 	defer rabbitenv.CloseSession(ctx, env, s)
 	version, _ := s.Connection().Properties["version"].(string)
@@ -77,46 +95,43 @@ func runQ17(ctx context.Context, env *lesson.Env) error {
 	env.Phase("Before the worker declared email-queue: the API publishes a job")
 	early, err := publishUndeclared(ctx, s)
 	if err != nil {
-		return err
+		return m, err
 	}
 	if err := s.Topo().Declare(ctx, flow.Topology{Queues: []flow.Queue{{Name: notify.EmailQueue, Role: flow.Work}}}); err != nil {
-		return err
+		return m, err
 	}
 
 	env.Phase(fmt.Sprintf("Publishing %d jobs per strategy, then again with the connection cut", confirmMessages))
-	cutAt := cutPoint(env.Plan.Seed, confirmMessages)
-	rows, err := measureConfirms(ctx, s, confirmMessages, cutAt, func(line string) { env.Log().Info(line) })
-	if err != nil {
-		return err
+	m.cutAt = cutPoint(env.Plan.Seed, confirmMessages)
+	if m.confirms, err = measureConfirms(ctx, s, confirmMessages, m.cutAt, func(line string) { env.Log().Info(line) }); err != nil {
+		return m, err
 	}
-	env.Report(confirmTable(version, rows, confirmMessages, cutAt))
+	env.Report(confirmTable(version, m.confirms, confirmMessages, m.cutAt))
 	env.Report(unroutableTable(version, early))
 
-	var prefetchRuns []jobRun
 	for _, p := range prefetchSettings {
 		env.Phase(fmt.Sprintf("A slow and a fast worker, both at prefetch %s", prefetchName(p)))
 		run, err := runJobs(ctx, env, s, fmt.Sprintf("p%d-", p), prefetchJobs,
 			&worker{name: "Slow-Worker", prefetch: p, work: slowWork, concurrency: 1},
 			&worker{name: "Fast-Worker", prefetch: p, work: fastWork, concurrency: 1})
 		if err != nil {
-			return err
+			return m, err
 		}
-		prefetchRuns = append(prefetchRuns, run)
+		m.prefetch = append(m.prefetch, run)
 	}
-	env.Report(prefetchTable(version, prefetchRuns))
+	env.Report(prefetchTable(version, m.prefetch))
 
-	var seedRuns []jobRun
 	for _, c := range []int{1, seedPrefetch} {
 		env.Phase(fmt.Sprintf("The birthday scheduler's worker: prefetch %d, %v a job, %d handler(s) at once", seedPrefetch, seedWork, c))
 		run, err := runJobs(ctx, env, s, fmt.Sprintf("s%d-", c), seedJobs,
 			&worker{name: fmt.Sprintf("Birthday-Worker-%d", c), prefetch: seedPrefetch, work: seedWork, concurrency: c})
 		if err != nil {
-			return err
+			return m, err
 		}
-		seedRuns = append(seedRuns, run)
+		m.seed = append(m.seed, run)
 	}
-	env.Report(seedTable(version, seedRuns))
-	return nil
+	env.Report(seedTable(version, m.seed))
+	return m, nil
 }
 
 // prefetchName is how a prefetch setting reads: 0 is unlimited.

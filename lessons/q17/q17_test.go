@@ -3,6 +3,9 @@ package q17
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -46,16 +49,28 @@ func TestQ17UnroutableIsConfirmedAndOnlyMandatoryReturnsIt(t *testing.T) {
 
 // Every strategy delivers every message when nothing goes wrong; when the
 // connection is cut, what the publisher cannot vouch for stays within its
-// window, and every confirmed message is in the queue.
+// window, and every confirmed message is in the queue. Under -short only
+// (make quick has no run of the whole lesson here): otherwise
+// TestQ17Lesson holds the lesson's own measurement to the same claims.
 func TestQ17ConfirmStrategies(t *testing.T) {
+	if !testing.Short() {
+		t.Skip("TestQ17Lesson holds the lesson's own confirm measurement to these claims")
+	}
 	const n, cutAt = 200, 150
 	s := emailQueue(t, 1)
 	var said []string
 	rows, err := measureConfirms(testCtx(t), s, n, cutAt, func(line string) { said = append(said, line) })
 	require.NoError(t, err)
+	assertConfirms(t, rows, said, n, cutAt)
+}
+
+// assertConfirms holds measureConfirms' rows, and the lines it said, of
+// n messages cut after cutAt to the claims of TestQ17ConfirmStrategies.
+func assertConfirms(t *testing.T, rows []confirmRow, said []string, n, cutAt int) {
+	t.Helper()
 	assert.Len(t, said, confirmRepeats*len(confirmStrategies)+len(confirmStrategies), "a line before every publish: %q", said)
-	assert.Equal(t, "q17: waitForConfirms after each (the seed), clean run 1 of 5: 200 jobs, then waiting for all in the queue", said[0])
-	require.NoError(t, err)
+	require.NotEmpty(t, said)
+	assert.Equal(t, fmt.Sprintf("q17: waitForConfirms after each (the seed), clean run 1 of 5: %d jobs, then waiting for all in the queue", n), said[0])
 	require.Len(t, rows, len(confirmStrategies))
 	for _, r := range rows {
 		w := r.strategy.window
@@ -150,11 +165,21 @@ func TestQ17SeedConcurrencyIsTheHandlersNotThePrefetch(t *testing.T) {
 	}
 }
 
+// TestQ17Lesson runs the whole lesson once (its confirm measurement is
+// most of the package's time) and holds its tables, its events and its
+// confirm measurement (assertConfirms) to their claims.
 func TestQ17Lesson(t *testing.T) {
 	if testing.Short() {
 		t.Skip("make quick: one broker pass, the lessons package's run of Q17")
 	}
-	events, res := lessontest.RunRabbit(t, Lesson, lesson.Options{})
+	var m measured
+	l := Lesson
+	l.Rabbit = func(ctx context.Context, env *lesson.Env) (err error) {
+		m, err = measure(ctx, env)
+		return err
+	}
+	var log lines
+	events, res := lessontest.RunRabbit(t, l, lesson.Options{Logger: slog.New(&log)})
 	labtest.AssertAccounted(t, events)
 	confirms := lessontest.TableTitled(t, res.Tables, "Publishing: confirms")
 	assert.Contains(t, confirms.Title, "RabbitMQ ", "the figures name the broker version")
@@ -171,6 +196,41 @@ func TestQ17Lesson(t *testing.T) {
 		assert.Equal(t, lab.FateDone, fate, task)
 		assert.Equal(t, 1, attempts, task)
 	}
+	t.Run("confirm strategies", func(t *testing.T) {
+		assertConfirms(t, m.confirms, log.prefixed("q17: "), confirmMessages, m.cutAt)
+	})
+}
+
+// lines is a log handler that keeps the message of every record at Info
+// and above: what the TUI's status line shows of a run.
+type lines struct {
+	mu  sync.Mutex
+	all []string
+}
+
+func (l *lines) Enabled(_ context.Context, level slog.Level) bool { return level >= slog.LevelInfo }
+
+func (l *lines) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.all = append(l.all, r.Message)
+	return nil
+}
+
+func (l *lines) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *lines) WithGroup(string) slog.Handler      { return l }
+
+// prefixed is the messages that start with prefix, in order.
+func (l *lines) prefixed(prefix string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, m := range l.all {
+		if strings.HasPrefix(m, prefix) {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // The confirm table shows each strategy's median and spread, orders the

@@ -11,6 +11,7 @@ import (
 
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lessons/runstore"
+	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/cluster"
 	"github.com/queuelab/qlab/seeds/birthday"
 	"github.com/queuelab/qlab/store"
@@ -50,7 +51,7 @@ func (r *runner) failover(ctx context.Context) error {
 		}
 	}
 	res := &failed{store: db.Kind, sends: map[string]int{}}
-	if res.leader, err = r.c.Leader(ctx, r.names.Of(birthday.Queue)); err != nil {
+	if res.leader, err = r.leaderOf(ctx, birthday.Queue); err != nil {
 		return err
 	}
 	res.newLeader = res.leader
@@ -149,13 +150,34 @@ func (r *runner) stopLeader(ctx context.Context, res *failed) (err error) {
 		}
 		return err
 	}
-	res.newLeader, err = r.c.Leader(ctx, r.names.Of(birthday.Queue))
+	res.newLeader, err = r.leaderOf(ctx, birthday.Queue)
 	if err == nil { // the TUI's status line follows it
 		r.env.Log().Info(fmt.Sprintf("q21: %s stopped (stop_app took %.1f s); %s leads %s now",
 			res.leader.Short, res.stopTook.Seconds(), res.newLeader.Short, birthday.Queue))
 	}
 	return err
 }
+
+// leaderOf is the node that leads quorum queue queue (a seed-style
+// name), asked again until a running node lists it with a leader, within
+// leaderBound: a 4.3 cluster just started once left the queue out of
+// list_queues right after its declare, on a busy machine.
+func (r *runner) leaderOf(ctx context.Context, queue string) (cluster.NodeSpec, error) {
+	var n cluster.NodeSpec
+	var last error
+	ok, err := rabbit.PollUntil(ctx, 250*time.Millisecond, leaderBound, func() (bool, error) {
+		n, last = r.c.Leader(ctx, r.names.Of(queue))
+		return last == nil, nil
+	})
+	if err == nil && !ok {
+		err = last
+	}
+	return n, err
+}
+
+// leaderBound bounds leaderOf: each ask is a rabbitmqctl, seconds on a
+// busy machine.
+const leaderBound = 30 * time.Second
 
 // reviveAtEnd revives the node the run stopped, unless the student did.
 func (r *runner) reviveAtEnd(ctx context.Context, res *failed) error {

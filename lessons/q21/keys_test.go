@@ -136,10 +136,16 @@ func failoverOnly(c *cluster.Cluster) lesson.Lesson {
 	return l
 }
 
-// runWith runs part 1 at speed 2 with s's keys and s.pause.
+// keySpeed is the key tests' speed: they hold counts, answers and
+// tables, no lesson-clock figure (TestQ21OnACluster holds the
+// reconnect waits, at the TUI's speed), so amqp-connection-manager's
+// 60 s waits take 7.5 s.
+const keySpeed = 8
+
+// runWith runs part 1 at keySpeed with s's keys and s.pause.
 func runWith(ctx context.Context, c *cluster.Cluster, s *student) (lesson.Result, error) {
 	return lesson.Run(ctx, failoverOnly(c), lesson.Options{Backend: lab.Rabbit, Broker: c.URLList(),
-		Speed: 2, Act: s.act, Pause: &s.pause, Logger: slog.New(s)}, s)
+		Speed: keySpeed, Act: s.act, Pause: &s.pause, Logger: slog.New(s)}, s)
 }
 
 // TestStudentPullsThePlug: with Options.Act the leader's node stops at the
@@ -149,7 +155,9 @@ func TestStudentPullsThePlug(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs a three-node cluster and stops a node")
 	}
-	c := clustertest.Get(t)
+	c := clustertest.Get(t) // before t.Parallel: see Hold
+	t.Parallel()
+	Hold(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	s := newStudent()
@@ -228,7 +236,9 @@ func TestNoKeyNoStop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs a three-node cluster")
 	}
-	c := clustertest.Get(t)
+	c := clustertest.Get(t) // before t.Parallel: see Hold
+	t.Parallel()
+	Hold(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	s := newStudent()
@@ -252,7 +262,9 @@ func TestQuitMidStop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs a three-node cluster and stops a node")
 	}
-	c := clustertest.Get(t)
+	c := clustertest.Get(t) // before t.Parallel: see Hold
+	t.Parallel()
+	Hold(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	runCtx, quit := context.WithCancel(ctx)
