@@ -61,7 +61,11 @@ func TestCompareQ10OnBothBackends(t *testing.T) {
 // in memory the interruption ends the run in the first): both sides of
 // the persistence row count the same tasks, the observability and setup
 // tables list each queue once per part, and every table fits a slide.
+// make quick's one broker pass is Q10's (TestCompareQ10OnBothBackends).
 func TestCompareLessonsInParts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("make quick compares one lesson on the broker, Q10")
+	}
 	url := rabbittest.NeedBroker(t)
 	for _, tc := range []struct {
 		lesson string
@@ -141,6 +145,9 @@ func taskSet(s Side) []string {
 // and the interruption at 200 s finds the same tasks on both sides (A
 // waiting, D done, E waiting behind A; issue 20: 3 against 5).
 func TestCompareQ14AtItsOwnSpeed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("make quick compares one lesson on the broker, Q10")
+	}
 	url := rabbittest.NeedBroker(t)
 	l, err := lessons.Parse("14")
 	require.NoError(t, err)

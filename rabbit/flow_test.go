@@ -20,6 +20,7 @@ const flowSpeed = 20
 // TestFlowContract runs the seam's shared suite on the broker mechanism,
 // each case on a session with its own queue prefix.
 func TestFlowContract(t *testing.T) {
+	t.Parallel() // its cases wait on the broker's timers, each under a prefix of its own
 	flowtest.Run(t, flowtest.Config{
 		Speed: flowSpeed,
 		Open: func(t *testing.T, ctx context.Context, stream *lab.Stream) flow.Backend {

@@ -61,6 +61,7 @@ func TestMalformedTaskOfTheRunIsHeld(t *testing.T) {
 // TestHugeMessageIsHeld: 10 MB with the run's app-id is held by its
 // size, whole, and the run's next task is handled after it.
 func TestHugeMessageIsHeld(t *testing.T) {
+	t.Parallel() // 10 MB through the broker and back: beside the waits
 	body := `{"task":"big","pad":"` + strings.Repeat("x", 10<<20) + `"}`
 	heldBeforeA(t, amqp.Publishing{MessageId: "big", ContentType: "application/json", Body: []byte(body)},
 		fmt.Sprintf("malformed: a body of %d bytes", len(body)))

@@ -39,6 +39,7 @@ func sessionOn(t *testing.T, url string, speed float64) *rabbit.Session {
 // after 20 failed deliveries (the 21st delivery's reject), while nacks go
 // on for ever.
 func TestQuorumReturnsByVersion(t *testing.T) {
+	t.Parallel() // waits on the broker's redeliveries, under a prefix of its own
 	const rounds, max = 3, 25
 	want := map[string]struct {
 		count, acquired map[rabbit.Return][]int64

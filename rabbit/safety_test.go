@@ -223,6 +223,7 @@ func TestDeletedWaitQueueEndsTheRun(t *testing.T) {
 // never published) ends the wait after the session's patience (here the
 // real-time floor, 10 s, as a loaded machine needs).
 func TestStalledRunGivesUp(t *testing.T) {
+	t.Parallel() // waits out the watchdog's real-time floor
 	s := rabbittest.Session(t, 1)
 	s.Patience = time.Second
 	stream, _ := recorded()
@@ -240,6 +241,7 @@ func TestStalledRunGivesUp(t *testing.T) {
 // waits, and settles once its task does. Counted in real time, a 16 s
 // pause of Q10 in the TUI ended the run with "no task made progress".
 func TestPausedRunIsNotStalled(t *testing.T) {
+	t.Parallel() // holds past the watchdog's real-time floor
 	s := rabbittest.Session(t, 1)
 	s.Patience = time.Second
 	pause := &lab.Pause{}

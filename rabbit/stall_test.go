@@ -27,6 +27,10 @@ import (
 // 109 behind. Now it tries again, and whatever it tried is deleted at
 // Close.
 func TestExchangeDeclaredLateIsDeleted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a private RabbitMQ node")
+	}
+	t.Parallel() // stalls a node of its own: beside the other tests' waits
 	n := rabbittest.StartNode(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -94,6 +94,7 @@ func openTestBroker(t *testing.T, stream *lab.Stream) (*Broker, *amqp.Connection
 // mails land where the seeds say, bad bodies land nowhere, and Close
 // deletes exactly what the run declared.
 func TestServeEndToEnd(t *testing.T) {
+	t.Parallel() // a mail waits 2 s; the broker's names are the test's own
 	rec := &lockedRecorder{}
 	stream := lab.NewStream("serve", lab.Rabbit, lab.NewClock(1), rec)
 	b, conn := openTestBroker(t, stream)
@@ -165,6 +166,7 @@ func exchangeExists(t *testing.T, conn *amqp.Connection, name string) bool {
 // says 503; without, as the seed publishes, the API says 200 for a user
 // the broker dropped.
 func TestServeSeedTrapWithoutConfirms(t *testing.T) {
+	t.Parallel() // the broker's names are the test's own (openTestBroker)
 	rec := &lockedRecorder{}
 	stream := lab.NewStream("serve", lab.Rabbit, lab.NewClock(1), rec)
 	b, conn := openTestBroker(t, stream)
@@ -209,6 +211,7 @@ func (p *BrokerPublisher) connectionLost() bool {
 // error, within the publish bound; once the broker answers again the
 // publisher dials anew and the next user is a 200, in raffle_queue.
 func TestServeBrokerGoneIs503AndBackIs200(t *testing.T) {
+	t.Parallel() // the broker's names and its proxy are the test's own
 	stream := lab.NewStream("serve", lab.Rabbit, lab.NewClock(1), &lockedRecorder{})
 	b, conn := openTestBroker(t, stream)
 	brokerURL := rabbittest.NeedBroker(t)

@@ -41,6 +41,10 @@ func postUser(base, body string) (int, map[string]string, error) {
 // outcome "unknown" and the id, the stream keeps the user as enqueued,
 // and after the node is back the user is in raffle_queue, under that id.
 func TestServeBrokerStoppedBeforeItsConfirmIsUnknown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a private RabbitMQ node")
+	}
+	t.Parallel() // a node of its own, started beside the other tests' waits
 	n := rabbittest.StartNode(t)
 	rec := &lockedRecorder{}
 	stream := lab.NewStream("serve", lab.Rabbit, lab.NewClock(1), rec)
@@ -173,6 +177,7 @@ func TestServeBrokerStoppedUnderLoadKeepsItsWord(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts and stops a RabbitMQ node")
 	}
+	t.Parallel() // a node of its own, started beside the other tests' waits
 	n := rabbittest.StartNode(t)
 	stream := lab.NewStream("serve", lab.Rabbit, lab.NewClock(1), &lockedRecorder{})
 	ctx, cancel := context.WithCancel(context.Background())

@@ -218,6 +218,7 @@ func TestServeYearOneIsASaneMessage(t *testing.T) {
 // bound ran out at the same moment); one whose headers do not arrive
 // gets net/http's own 400 with a body.
 func TestServeSlowClientGetsAnAnswer(t *testing.T) {
+	t.Parallel() // waits out the body's 5 s bound: beside the others
 	var rec lab.Recorder
 	base, _, _ := serveInBackground(t, newTestServer(&recordingPublisher{}, &rec), DrainTimeout)
 	addr := strings.TrimPrefix(base, "http://")
@@ -344,6 +345,7 @@ func TestServeBrokerUnreachableIs503WithAJSONError(t *testing.T) {
 // Requests that arrive together each end in a 503 within their own
 // bound, not one after another behind the first.
 func TestServeBrokerThatNeverAnswersIs503WithinTheBound(t *testing.T) {
+	t.Parallel() // waits out the publish bound: beside the others
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	var held []net.Conn

@@ -21,6 +21,7 @@ import (
 // QUEUED and three SENT (its table's "stuck QUEUED 1", "SENT 3"); every
 // frame still fills the screen exactly.
 func TestStorePanelShowsTheStoresCounts(t *testing.T) {
+	t.Parallel() // Q18 runs on the wall clock (600×): beside the other runs
 	l, err := lessons.Parse("18")
 	require.NoError(t, err)
 	m, err := New(Config{Lessons: []lesson.Lesson{l}, Start: 18, Backend: lab.InMem})

@@ -15,6 +15,7 @@ func TestPrivateNode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a RabbitMQ node")
 	}
+	t.Parallel() // a node starts mostly waiting: beside the others
 	n := StartNode(t)
 	conn, err := amqp.Dial(n.URL)
 	if err != nil {

@@ -64,6 +64,7 @@ func TestNodeGoesWithItsOwner(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a private node")
 	}
+	t.Parallel() // a node start mostly waits: beside the others
 	owner, n := startOwner(t, "qlabtest")
 	require.NotZero(t, n.Pid(), "the node runs while its owner lives")
 	require.NoError(t, owner.Process.Signal(syscall.SIGKILL))
@@ -81,6 +82,7 @@ func TestReapOrphansRemovesOnlyTheDeadOwnersNodes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts private nodes")
 	}
+	t.Parallel() // its own prefix: no other test reaps or counts its nodes
 	dead, orphan := startOwner(t, "qlabreap")
 	_, kept := startOwner(t, "qlabreap")
 	t.Cleanup(func() { _ = cluster.RemoveLocal(kept) })

@@ -30,6 +30,7 @@ func TestScriptUpIsIdempotentAndDownLeavesNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a RabbitMQ 4.3 node")
 	}
+	t.Parallel() // a port and a node name of its own
 	root, err := cluster.BuiltRoot("4.3")
 	if err == nil && os.Geteuid() != 0 {
 		err = fmt.Errorf("%w: the script needs root", cluster.ErrNoServer)
