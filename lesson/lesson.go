@@ -178,6 +178,12 @@ type Parity struct {
 	// does not survive a crash is on purpose (Lesson.Unexpected); the
 	// lesson's own tests hold them.
 	Crashed []string
+	// Raced, when set, returns the tasks of a run whose fate the
+	// broker's real-time lateness decided, each by a rule the lesson
+	// states and its events show (Q24: a user saved because a late retry
+	// began after the outage ended). TestParity leaves their fates out of
+	// the comparison; a fate that differs with no such reason still fails.
+	Raced func(events []lab.Event) []string
 }
 
 // DefaultBackend is the backend the lesson runs on when none is named.

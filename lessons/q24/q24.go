@@ -66,7 +66,8 @@ var Lesson = lesson.Lesson{
 	// retry 1 s real late.
 	TestSpeed: 5,
 	Parity: lesson.Parity{TimingSensitive: "part (e)'s hot loop spins as fast as the " +
-		"mechanism redelivers, so its counts (not its fates) depend on the backend"},
+		"mechanism redelivers, so its counts (not its fates) depend on the backend",
+		Raced: LatelySaved},
 	Topologies: func() []flow.Topology { return []flow.Topology{Topology()} },
 	Faults:     true, // in the fault suite (lessons/faults)
 	Store:      true, // the fault suite cuts its status store's database too

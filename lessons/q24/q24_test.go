@@ -242,3 +242,25 @@ func TestRowsMatchNamesAStoredUserWhoseAckWasLost(t *testing.T) {
 	require.NoError(t, db.InsertUsers(ctx, []store.User{userOf("z99")})) // no delivery inserted it
 	assert.ErrorContains(t, r.rowsMatch(ctx), "holds 2 rows, the consumers acked 0 inserts")
 }
+
+// TestLatelySavedIsOnlyWhatLatenessDecided: a user of an outage longer
+// than the retries reach counts as saved by lateness only when its last
+// delivery began after its outage ended; an outage the arithmetic
+// outlasts, or a delivery inside the outage, does not count.
+func TestLatelySavedIsOnlyWhatLatenessDecided(t *testing.T) {
+	started := func(task string, ms int64) lab.Event {
+		return lab.Event{Kind: lab.Started, Task: task, TMs: ms}
+	}
+	const start = 1000 // part (a)'s first delivery, in lesson ms
+	events := []lab.Event{
+		started("a05-1", start),
+		started("b-attempt", start+40000), // another part's task
+		started("a15-1", start+20400),     // saved by the arithmetic
+		started("a30-1", start+20400),     // inside its outage: parked
+		started("a30-2", start+29960),     // its insert, 50 ms on, after 30 s
+		started("a45-1", start+44000),     // still inside its outage
+	}
+	assert.Equal(t, []string{"a30-2"}, LatelySaved(events))
+	withoutA302 := append(events[:4:4], events[5])
+	assert.Empty(t, LatelySaved(withoutA302), "no delivery after an outage the retries cannot reach")
+}
