@@ -79,6 +79,11 @@ type Options struct {
 	// side by side). It is called from the readers' goroutines: it must be
 	// safe for concurrent use. The in-memory backend never calls it.
 	Deliveries func(Carried)
+	// Brief makes a lesson measure less: for a suite that checks the event
+	// stream and the tables' shape, not the figures. A brief run keeps
+	// every part, table and kind of event of the full one, on fewer
+	// messages. A lesson without measurements ignores it.
+	Brief bool
 }
 
 // Carried is one delivery a broker made, as Options.Deliveries sees it.

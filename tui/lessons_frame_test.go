@@ -42,7 +42,7 @@ func TestEveryLessonFitsAndTheLogFollows(t *testing.T) {
 					t.Skipf("make quick draws only %s from a broker run", shortBrokerLesson)
 				}
 				t.Parallel()
-				events, res := lessontest.On(t, b, l, lesson.Options{})
+				events, res := lessontest.On(t, b, l, lesson.Options{Brief: true}) // frames, not figures
 				for _, size := range sizes {
 					t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
 						replay(t, l, b, events, res, size[0], size[1])

@@ -121,6 +121,27 @@ func publishChannel(conn *amqp.Connection, s confirmStrategy) (*amqp.Channel, er
 // spread, so a reader sees which rows this machine can tell apart.
 const confirmRepeats = 5
 
+// A brief run (lesson.Options.Brief) measures the same strategies, cut
+// and tables on fewer messages and runs: a median and a spread still,
+// about a tenth of the publishing.
+const (
+	briefMessages = 100
+	briefRepeats  = 2
+)
+
+// confirmSize is how much the confirm measurement publishes: messages per
+// strategy and run (cleanMessages of it for a clean run) and clean runs
+// per strategy.
+type confirmSize struct{ messages, repeats int }
+
+// confirmSizes is the lesson's size, or the brief one when brief.
+func confirmSizes(brief bool) confirmSize {
+	if brief {
+		return confirmSize{messages: briefMessages, repeats: briefRepeats}
+	}
+	return confirmSize{messages: confirmMessages, repeats: confirmRepeats}
+}
+
 // cleanMessages is how many messages a clean run of s publishes: n for the
 // seed's confirm-per-message (each a round trip, steady), ten times n for
 // the strategies that pipeline, so that their runs last long enough for a
@@ -132,8 +153,8 @@ func cleanMessages(s confirmStrategy, n int) int {
 	return 10 * n
 }
 
-// confirmRow is one strategy's measurement: confirmRepeats clean runs and
-// a cut one.
+// confirmRow is one strategy's measurement: confirmSize.repeats clean
+// runs and a cut one.
 type confirmRow struct {
 	strategy confirmStrategy
 	clean    publishRun      // the clean run that confirmed fewest (every one must confirm all)
@@ -147,14 +168,15 @@ type confirmRow struct {
 // lost is what the cut destroyed: sent, and not in the queue.
 func (r confirmRow) lost() int { return r.cut.sent - r.cutHeld }
 
-// measureConfirms runs each strategy confirmRepeats times on email-queue
-// with cleanMessages and no fault (msg/s, and the broker must hold all n),
+// measureConfirms runs each strategy z.repeats times on email-queue with
+// cleanMessages of z.messages and no fault (msg/s, and the broker must
+// hold all),
 // the strategies taking turns so that a busy moment of the machine hits
 // them alike; then once more each with the publisher's TCP connection
-// reset right after message cutAt. The queue is the run's own and is
+// reset right after message cutAt of z.messages. The queue is the run's own and is
 // purged between runs. say hears, before each publish, what the next
 // seconds wait for: the whole takes 25 s and more with no event.
-func measureConfirms(ctx context.Context, s *rabbit.Session, n, cutAt int, say func(string)) ([]confirmRow, error) {
+func measureConfirms(ctx context.Context, s *rabbit.Session, z confirmSize, cutAt int, say func(string)) ([]confirmRow, error) {
 	// The TUI's fault key leaves these connections alone: a cut from
 	// outside would measure the fault (the lesson makes its own cut).
 	ctx = lab.WithFaults(ctx, nil)
@@ -163,12 +185,12 @@ func measureConfirms(ctx context.Context, s *rabbit.Session, n, cutAt int, say f
 	for i, st := range confirmStrategies {
 		rows[i] = confirmRow{strategy: st, held: -1}
 	}
-	for rep := range confirmRepeats {
+	for rep := range z.repeats {
 		for i := range rows {
 			r := &rows[i]
 			say(fmt.Sprintf("q17: %s, clean run %d of %d: %d jobs, then waiting for all in the queue",
-				r.strategy.name, rep+1, confirmRepeats, cleanMessages(r.strategy, n)))
-			run, held, allIn, err := publishOnce(ctx, s, queue, r.strategy, cleanMessages(r.strategy, n), 0)
+				r.strategy.name, rep+1, z.repeats, cleanMessages(r.strategy, z.messages)))
+			run, held, allIn, err := publishOnce(ctx, s, queue, r.strategy, cleanMessages(r.strategy, z.messages), 0)
 			if err != nil {
 				return nil, err
 			}
@@ -185,7 +207,7 @@ func measureConfirms(ctx context.Context, s *rabbit.Session, n, cutAt int, say f
 		say(fmt.Sprintf("q17: %s, cut after job %d: waiting for the queue's depth to settle (≤ 10 s)",
 			rows[i].strategy.name, cutAt))
 		var err error
-		if rows[i].cut, rows[i].cutHeld, _, err = publishOnce(ctx, s, queue, rows[i].strategy, n, cutAt); err != nil {
+		if rows[i].cut, rows[i].cutHeld, _, err = publishOnce(ctx, s, queue, rows[i].strategy, z.messages, cutAt); err != nil {
 			return nil, err
 		}
 	}

@@ -101,12 +101,13 @@ func measure(ctx context.Context, env *lesson.Env) (measured, error) {
 		return m, err
 	}
 
-	env.Phase(fmt.Sprintf("Publishing %d jobs per strategy, then again with the connection cut", confirmMessages))
-	m.cutAt = cutPoint(env.Plan.Seed, confirmMessages)
-	if m.confirms, err = measureConfirms(ctx, s, confirmMessages, m.cutAt, func(line string) { env.Log().Info(line) }); err != nil {
+	z := confirmSizes(env.Brief)
+	env.Phase(fmt.Sprintf("Publishing %d jobs per strategy, then again with the connection cut", z.messages))
+	m.cutAt = cutPoint(env.Plan.Seed, z.messages)
+	if m.confirms, err = measureConfirms(ctx, s, z, m.cutAt, func(line string) { env.Log().Info(line) }); err != nil {
 		return m, err
 	}
-	env.Report(confirmTable(version, m.confirms, confirmMessages, m.cutAt))
+	env.Report(confirmTable(version, m.confirms, z, m.cutAt))
 	env.Report(unroutableTable(version, early))
 
 	for _, p := range prefetchSettings {

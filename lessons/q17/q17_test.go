@@ -56,27 +56,29 @@ func TestQ17ConfirmStrategies(t *testing.T) {
 	if !testing.Short() {
 		t.Skip("TestQ17Lesson holds the lesson's own confirm measurement to these claims")
 	}
-	const n, cutAt = 200, 150
+	z := confirmSizes(true) // the brief run's size: the lessons package's suites run it
+	cutAt := cutPoint(1, z.messages)
 	s := emailQueue(t, 1)
 	var said []string
-	rows, err := measureConfirms(testCtx(t), s, n, cutAt, func(line string) { said = append(said, line) })
+	rows, err := measureConfirms(testCtx(t), s, z, cutAt, func(line string) { said = append(said, line) })
 	require.NoError(t, err)
-	assertConfirms(t, rows, said, n, cutAt)
+	assertConfirms(t, rows, said, z, cutAt)
 }
 
 // assertConfirms holds measureConfirms' rows, and the lines it said, of
-// n messages cut after cutAt to the claims of TestQ17ConfirmStrategies.
-func assertConfirms(t *testing.T, rows []confirmRow, said []string, n, cutAt int) {
+// a measurement of size z cut after cutAt to the claims of
+// TestQ17ConfirmStrategies.
+func assertConfirms(t *testing.T, rows []confirmRow, said []string, z confirmSize, cutAt int) {
 	t.Helper()
-	assert.Len(t, said, confirmRepeats*len(confirmStrategies)+len(confirmStrategies), "a line before every publish: %q", said)
+	assert.Len(t, said, z.repeats*len(confirmStrategies)+len(confirmStrategies), "a line before every publish: %q", said)
 	require.NotEmpty(t, said)
-	assert.Equal(t, fmt.Sprintf("q17: waitForConfirms after each (the seed), clean run 1 of 5: %d jobs, then waiting for all in the queue", n), said[0])
+	assert.Equal(t, fmt.Sprintf("q17: waitForConfirms after each (the seed), clean run 1 of %d: %d jobs, then waiting for all in the queue", z.repeats, z.messages), said[0])
 	require.Len(t, rows, len(confirmStrategies))
 	for _, r := range rows {
 		w := r.strategy.window
 		t.Run(r.strategy.name, func(t *testing.T) {
-			assert.Len(t, r.allIn, confirmRepeats, "every strategy is measured confirmRepeats times")
-			clean := cleanMessages(r.strategy, n)
+			assert.Len(t, r.allIn, z.repeats, "every strategy is measured z.repeats times")
+			clean := cleanMessages(r.strategy, z.messages)
 			assert.Equal(t, clean, r.held, "every clean run: the broker holds every message")
 			assert.Equal(t, clean, r.clean.sent)
 			assert.Equal(t, cutAt, r.cut.sent, "the cut comes right after message cutAt")
@@ -102,6 +104,37 @@ func TestQ17CutPointIsSeededInTheSecondHalf(t *testing.T) {
 		assert.Less(t, k, 450)
 		assert.Equal(t, k, cutPoint(seed, 600), "the same seed cuts at the same message")
 	}
+}
+
+// A brief run (lesson.Options.Brief, the stream suites') publishes a
+// fraction of the full run's messages, still over two clean runs (a
+// median and a spread) and a cut in the second half of its messages; its
+// confirm table says the counts it ran. No broker: the sizes decide it.
+func TestQ17BriefMeasuresLess(t *testing.T) {
+	full, brief := confirmSizes(false), confirmSizes(true)
+	assert.Equal(t, confirmSize{messages: confirmMessages, repeats: confirmRepeats}, full, "a full run is the lesson's")
+	published := func(z confirmSize) int {
+		n := 0
+		for _, s := range confirmStrategies {
+			n += z.repeats*cleanMessages(s, z.messages) + z.messages
+		}
+		return n
+	}
+	assert.Less(t, published(brief)*5, published(full), "a brief run publishes under a fifth")
+	assert.GreaterOrEqual(t, brief.repeats, 2, "a median and a spread need two runs")
+	for seed := range int64(50) {
+		k := cutPoint(seed, brief.messages)
+		assert.GreaterOrEqual(t, k, brief.messages/2, "the cut is in the second half")
+		assert.Less(t, k, brief.messages, "the cut comes before the last message")
+	}
+	var rows []confirmRow
+	for _, s := range confirmStrategies {
+		rows = append(rows, confirmRow{strategy: s, clean: publishRun{sent: cleanMessages(s, brief.messages)}})
+	}
+	tb := confirmTable("3.10.8", rows, brief, cutPoint(1, brief.messages))
+	assert.Contains(t, tb.Header[1], fmt.Sprintf("(min–max of %d)", brief.repeats))
+	assert.Contains(t, tb.Notes[0], fmt.Sprintf("%d persistent jobs per clean run", brief.messages))
+	assert.Contains(t, tb.Notes[0], fmt.Sprintf("%d clean runs per strategy", brief.repeats))
 }
 
 // testEnv is an Env for running one part of the lesson on the broker.
@@ -197,7 +230,7 @@ func TestQ17Lesson(t *testing.T) {
 		assert.Equal(t, 1, attempts, task)
 	}
 	t.Run("confirm strategies", func(t *testing.T) {
-		assertConfirms(t, m.confirms, log.prefixed("q17: "), confirmMessages, m.cutAt)
+		assertConfirms(t, m.confirms, log.prefixed("q17: "), confirmSizes(false), m.cutAt)
 	})
 }
 
@@ -251,7 +284,7 @@ func TestQ17ConfirmTableOrdersByMedianAndShowsTheSpread(t *testing.T) {
 	}
 	got := rates(100, rows[0].allIn)
 	assert.Equal(t, "8333 (3333–10000)", got.String())
-	tb := confirmTable("3.10.8", rows, 100, 50)
+	tb := confirmTable("3.10.8", rows, confirmSize{messages: 100, repeats: 3}, 50)
 	var order []string
 	for _, r := range tb.Rows {
 		order = append(order, r[0])

@@ -16,17 +16,17 @@ import (
 func onBroker(version string) string { return " (RabbitMQ " + version + ")" }
 
 // confirmTable shows each strategy's clean run and cut run.
-func confirmTable(version string, rows []confirmRow, n, cutAt int) render.Table {
+func confirmTable(version string, rows []confirmRow, z confirmSize, cutAt int) render.Table {
 	t := render.Table{
 		Title: "Publishing: confirms against speed, and what a cut connection loses" + onBroker(version),
-		Header: []string{"strategy", fmt.Sprintf("msg/s all confirmed: median (min–max of %d)", confirmRepeats),
-			fmt.Sprintf("msg/s broker holds all: median (min–max of %d)", confirmRepeats), "held / sent",
+		Header: []string{"strategy", fmt.Sprintf("msg/s all confirmed: median (min–max of %d)", z.repeats),
+			fmt.Sprintf("msg/s broker holds all: median (min–max of %d)", z.repeats), "held / sent",
 			fmt.Sprintf("cut after #%d: confirmed", cutAt), "broker holds", "lost", "unknown to the publisher", "at most unknown"},
 		Notes: []string{
 			fmt.Sprintf("%d persistent jobs per clean run to the durable email-queue for the seed's strategy, ten times as many for the others (their runs are short), "+
 				"%d clean runs per strategy taking turns, real time on this machine "+
 				"(a loaded 2-core box: compare the rows, not the numbers with yours). Rows are ordered by the median of the third column. "+
-				"Without confirms the publisher is done when the bytes are in its socket, long before the broker has them: the third column waits for the queue's depth.", n, confirmRepeats),
+				"Without confirms the publisher is done when the bytes are in its socket, long before the broker has them: the third column waits for the queue's depth.", z.messages, z.repeats),
 			"The cut resets the publisher's TCP connection (SO_LINGER 0) right after it sent the message, the way a killed process or a pulled cable does: " +
 				"bytes still in the socket are thrown away. Measured: sent, confirmed and what the queue holds afterwards. " +
 				"Every confirmed message was in the queue; lost = sent - held; the unknown are the ones a recovering publisher must send again (a duplicate where the broker had it).",
