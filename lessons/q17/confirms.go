@@ -170,12 +170,12 @@ func (r confirmRow) lost() int { return r.cut.sent - r.cutHeld }
 
 // measureConfirms runs each strategy z.repeats times on email-queue with
 // cleanMessages of z.messages and no fault (msg/s, and the broker must
-// hold all),
-// the strategies taking turns so that a busy moment of the machine hits
-// them alike; then once more each with the publisher's TCP connection
-// reset right after message cutAt of z.messages. The queue is the run's own and is
-// purged between runs. say hears, before each publish, what the next
-// seconds wait for: the whole takes 25 s and more with no event.
+// hold all), the strategies taking turns so that a busy moment of the
+// machine hits them alike; then once more each on z.messages with the
+// publisher's TCP connection reset right after message cutAt. The queue
+// is the run's own and is purged between runs. say hears, before each
+// publish, what the next seconds wait for: a full run takes 25 s and
+// more with no event.
 func measureConfirms(ctx context.Context, s *rabbit.Session, z confirmSize, cutAt int, say func(string)) ([]confirmRow, error) {
 	// The TUI's fault key leaves these connections alone: a cut from
 	// outside would measure the fault (the lesson makes its own cut).
