@@ -22,8 +22,10 @@ import (
 // configures, and the order the retries came back in, which is where
 // head-of-line blocking shows without reading a clock.
 func TestQ14(t *testing.T) {
+	t.Parallel() // beside the quorum runs: each broker run has its own names
 	for _, b := range Lesson.Backends() {
 		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
 			events, res := lessontest.On(t, b, Lesson, lesson.Options{})
 			labtest.AssertAccounted(t, events)
 			for _, st := range strategies() {
@@ -165,8 +167,10 @@ func TestQ14NoticeSaysWhatWasMeasured(t *testing.T) {
 // C's 30 s retries come back after A's 5-minute one (the order, not the
 // clock), and the table says which broker measured it.
 func TestQ14QuorumHeadOfLineByVersion(t *testing.T) {
+	t.Parallel()
 	for _, line := range []string{"3.10", "4.3"} {
 		t.Run(line, func(t *testing.T) {
+			t.Parallel()
 			url, version := rabbittest.NeedVersion(t, line)
 			events, res := lessontest.RunRabbit(t, Lesson, lesson.Options{Broker: url})
 			labtest.AssertAccounted(t, events)
