@@ -28,7 +28,13 @@ func DropDeadSchemas(ctx context.Context, url string, match func(schema string) 
 	pc.ConnectTimeout = DefaultConnectTimeout
 	db := stdlib.OpenDB(*pc)
 	defer db.Close()
-	rows, err := db.QueryContext(ctx, `SELECT nspname FROM pg_namespace WHERE nspname LIKE 'qlab%' ORDER BY nspname`)
+	// Every schema but PostgreSQL's own: a run under --names exact
+	// --prefix alice keeps its store in alice_q18_…, which a filter on
+	// 'qlab%' never showed to match (the fault suite's kill case left one
+	// such schema each run). match alone decides which are a run's.
+	rows, err := db.QueryContext(ctx, `SELECT nspname FROM pg_namespace
+		WHERE nspname NOT LIKE 'pg\_%' AND nspname NOT IN ('information_schema', 'public')
+		ORDER BY nspname`)
 	if err != nil {
 		return nil, nil, fmt.Errorf("store: listing schemas at %s: %s", Redact(url), oneLine(redactIn(connectReason(err).Error(), url)))
 	}
