@@ -1,6 +1,7 @@
 package sqlstore_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"testing"
@@ -25,8 +26,8 @@ func TestDropDeadSchemasFindsAnyPrefix(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, s.Close()) // the run ends, its schema stays
 	}
-	t.Cleanup(func() {
-		_, _, _ = sqlstore.DropDeadSchemas(t.Context(), url, func(s string) bool { return s == other }, false)
+	t.Cleanup(func() { // t.Context is done by now
+		_, _, _ = sqlstore.DropDeadSchemas(context.Background(), url, func(s string) bool { return s == other }, false)
 	})
 	dropped, inUse, err := sqlstore.DropDeadSchemas(t.Context(), url, func(s string) bool { return s == mine }, false)
 	require.NoError(t, err)
