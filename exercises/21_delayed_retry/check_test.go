@@ -81,7 +81,7 @@ func checkSchedule(c *check.Checker, s *check.Scratch, i int, sc schedule) {
 	// whose waits are only late goes again (twice at most), each failure
 	// keeping its shortest wait. Load then fails no right schedule, and a
 	// maximum not kept, late in every round, still fails.
-	for again := 0; again < 2 && err == nil && onlyLate(round.waits, sc); again++ {
+	for again := 0; again < 2 && err == nil && round.timing(sc) == lateOnly; again++ {
 		more, err := sendRound(ctx, s, queue, dlq, sc)
 		if err != nil || len(more.waits) != len(round.waits) {
 			break
@@ -102,40 +102,42 @@ func checkSchedule(c *check.Checker, s *check.Scratch, i int, sc schedule) {
 	c.That(r, "x-delivery-count grows by one with each failure", got == strings.Join(want, ", "), got,
 		strings.Join(want, ", "), "m")
 	var gotWaits, wantWaits []string
-	waitsOK := len(round.waits) == sc.limit
-	for n, w := range round.waits {
-		d := sc.delay(n + 1)
+	for _, w := range round.waits {
 		gotWaits = append(gotWaits, fmt.Sprint(w.Round(10*time.Millisecond)))
-		waitsOK = waitsOK && !early(w, d) && w < d+late
 	}
 	for n := 1; n <= sc.limit; n++ {
 		wantWaits = append(wantWaits, fmt.Sprint(sc.delay(n)))
 	}
-	c.That(r, "a failure waits min × x-delivery-count, never more than max, before it comes back", waitsOK,
+	c.That(r, "a failure waits min × x-delivery-count, never more than max, before it comes back", round.timing(sc) == onTime,
 		strings.Join(gotWaits, ", "), strings.Join(wantWaits, ", ")+" (or up to "+late.String()+" more)", "m")
 	c.That(r, fmt.Sprintf("failure %d is dead-lettered by the broker (x-death reason delivery_limit)", sc.limit+1),
 		round.death == "delivery_limit", "x-death reason "+round.death, "x-death reason delivery_limit", "m")
 }
 
-// early says wait w came before delay d (the broker's timers count
-// whole milliseconds).
-func early(w, d time.Duration) bool { return w < d-time.Millisecond }
+// How a whole round's waits compare with the schedule's delays.
+const (
+	onTime   = "on time"   // each at least its delay, and less than late after it
+	lateOnly = "late only" // none early, one or more late or later
+	wrong    = "wrong"     // a failure missing, or a wait shorter than its delay
+)
 
-// onlyLate says every failure of a whole round waited at least its delay
-// and one came back more than late after it: what a busy machine does.
-func onlyLate(waits []time.Duration, sc schedule) bool {
-	if len(waits) != sc.limit {
-		return false
+// timing says how rd's waits kept sc's delays. The broker's timers count
+// whole milliseconds, so a wait a millisecond short is not early.
+func (rd round) timing(sc schedule) string {
+	if len(rd.waits) != sc.limit {
+		return wrong
 	}
-	late1 := false
-	for n, w := range waits {
+	verdict := onTime
+	for n, w := range rd.waits {
 		d := sc.delay(n + 1)
-		if early(w, d) {
-			return false
+		switch {
+		case w < d-time.Millisecond:
+			return wrong
+		case w >= d+late:
+			verdict = lateOnly
 		}
-		late1 = late1 || w >= d+late
 	}
-	return late1
+	return verdict
 }
 
 // round is what one message did.
