@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -211,7 +210,7 @@ func TestQ17Lesson(t *testing.T) {
 		m, err = measure(ctx, env)
 		return err
 	}
-	var log lines
+	var log labtest.Log
 	events, res := lessontest.RunRabbit(t, l, lesson.Options{Logger: slog.New(&log)})
 	labtest.AssertAccounted(t, events)
 	confirms := lessontest.TableTitled(t, res.Tables, "Publishing: confirms")
@@ -230,35 +229,14 @@ func TestQ17Lesson(t *testing.T) {
 		assert.Equal(t, 1, attempts, task)
 	}
 	t.Run("confirm strategies", func(t *testing.T) {
-		assertConfirms(t, m.confirms, log.prefixed("q17: "), confirmSizes(false), m.cutAt)
+		assertConfirms(t, m.confirms, prefixed(&log, "q17: "), confirmSizes(false), m.cutAt)
 	})
 }
 
-// lines is a log handler that keeps the message of every record at Info
-// and above: what the TUI's status line shows of a run.
-type lines struct {
-	mu  sync.Mutex
-	all []string
-}
-
-func (l *lines) Enabled(_ context.Context, level slog.Level) bool { return level >= slog.LevelInfo }
-
-func (l *lines) Handle(_ context.Context, r slog.Record) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.all = append(l.all, r.Message)
-	return nil
-}
-
-func (l *lines) WithAttrs([]slog.Attr) slog.Handler { return l }
-func (l *lines) WithGroup(string) slog.Handler      { return l }
-
-// prefixed is the messages that start with prefix, in order.
-func (l *lines) prefixed(prefix string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// prefixed is the messages of log that start with prefix, in order.
+func prefixed(log *labtest.Log, prefix string) []string {
 	var out []string
-	for _, m := range l.all {
+	for _, m := range log.Messages() {
 		if strings.HasPrefix(m, prefix) {
 			out = append(out, m)
 		}

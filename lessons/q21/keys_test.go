@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/queuelab/qlab/lesson"
 	"github.com/queuelab/qlab/lesson/rabbitenv"
 	"github.com/queuelab/qlab/rabbit/cluster"
@@ -31,29 +32,13 @@ type student struct {
 	mu    sync.Mutex
 	sent  int
 	evs   []lab.Event
-	said  []string // the lesson's answers, in order
-	notes []string // what the lesson logged at Info, as the TUI's status line shows it
+	said  []string    // the lesson's answers, in order
+	log   labtest.Log // what the lesson logged, as the TUI's status line shows it
 }
-
-// Enabled, Handle, WithAttrs and WithGroup make the student the run's
-// log handler (Options.Logger), as the TUI is.
-func (s *student) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
-
-func (s *student) Handle(_ context.Context, r slog.Record) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.notes = append(s.notes, r.Message)
-	return nil
-}
-
-func (s *student) WithAttrs([]slog.Attr) slog.Handler { return s }
-func (s *student) WithGroup(string) slog.Handler      { return s }
 
 // noted reports whether a logged line contains sub.
 func (s *student) noted(sub string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, n := range s.notes {
+	for _, n := range s.log.Messages() {
 		if strings.Contains(n, sub) {
 			return true
 		}
@@ -145,7 +130,7 @@ const keySpeed = 8
 // runWith runs part 1 at keySpeed with s's keys and s.pause.
 func runWith(ctx context.Context, c *cluster.Cluster, s *student) (lesson.Result, error) {
 	return lesson.Run(ctx, failoverOnly(c), lesson.Options{Backend: lab.Rabbit, Broker: c.URLList(),
-		Speed: keySpeed, Act: s.act, Pause: &s.pause, Logger: slog.New(s)}, s)
+		Speed: keySpeed, Act: s.act, Pause: &s.pause, Logger: slog.New(&s.log)}, s)
 }
 
 // TestStudentPullsThePlug: with Options.Act the leader's node stops at the
@@ -195,7 +180,7 @@ func TestStudentPullsThePlug(t *testing.T) {
 	assert.Contains(t, said[3], "reviving ")
 	// What the TUI's status line shows after the answers, as it happens.
 	for _, sub := range []string{" stopped (stop_app took ", " leads ", " reconnected: it consumes again, on ", " revived after "} {
-		assert.True(t, s.noted(sub), "the lesson logged %q: %q", sub, s.notes)
+		assert.True(t, s.noted(sub), "the lesson logged %q: %q", sub, s.log.Messages())
 	}
 
 	evs := s.events()
