@@ -26,10 +26,13 @@ import (
 
 // Bounds on the waits a node involves. Measured on RabbitMQ 3.10.8 with two
 // busy cores: a node with the management plugin starts in 5-20 s,
-// stop_app+start_app takes about 5 s, one rabbitmqctl 1-3 s.
+// stop_app+start_app takes about 5 s, one rabbitmqctl 1-3 s. They guard
+// against a hang, not slowness: at load 27 (make test beside two busy
+// cores, 2026-11-27) one rabbitmqctl stop_app in the 4.3 chroot ran
+// past 60 s, and its cluster never started.
 const (
 	NodeStartTimeout = 120 * time.Second // one node, from exec to AMQP
-	CtlTimeout       = 60 * time.Second  // one rabbitmqctl command
+	CtlTimeout       = 2 * time.Minute   // one rabbitmqctl command
 	stopTimeout      = 30 * time.Second  // a polite stop before SIGKILL
 )
 
