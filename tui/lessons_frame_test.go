@@ -35,6 +35,7 @@ var sizes = [][2]int{{80, 24}, {160, 48}}
 // Under -short (make quick: one broker pass) only shortBrokerLesson is
 // drawn from a broker run; every lesson still is from its in-memory one.
 func TestEveryLessonFitsAndTheLogFollows(t *testing.T) {
+	t.Parallel() // the package's longest: its runs go beside the other tests, not before them
 	for _, l := range lessons.All {
 		for _, b := range l.Backends() {
 			t.Run(l.ID+"/"+string(b), func(t *testing.T) {

@@ -104,6 +104,7 @@ func drive(t *testing.T, m Model, done func(Model) bool) (Model, int) {
 // TestStress10kKeepsUp runs 10,000 tasks as fast as the lesson can go and
 // checks the view took them all in coalesced batches with bounded memory.
 func TestStress10kKeepsUp(t *testing.T) {
+	t.Parallel() // 10,000 tasks in real time: beside the other runs
 	const n = 10_000
 	m, err := New(Config{Lessons: []lesson.Lesson{stressLesson(n)}, Start: 97, Speed: 1000, Plan: stressPlan(n)})
 	require.NoError(t, err)
