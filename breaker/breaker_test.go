@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"regexp"
 	"runtime"
 	"sort"
 	"strings"
@@ -431,11 +432,11 @@ func TestPanicIsAFailureAndPanicsAgain(t *testing.T) {
 func TestNoGoroutineOutlivesACall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := New(seedSettings(realClock{}))
-		before := runtime.NumGoroutine()
+		before := bubbleGoroutines(t)
 		_ = b.Execute(context.Background(), func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })
 		_ = b.Execute(context.Background(), ok)
 		synctest.Wait()
-		assert.Equal(t, before, runtime.NumGoroutine())
+		assert.Equal(t, before, bubbleGoroutines(t))
 		b.Close()
 	})
 }
@@ -566,4 +567,29 @@ func TestLessonClock(t *testing.T) {
 		synctest.Wait()
 		assert.Equal(t, []string{"open", "half_open"}, m.list(), "the timer moved it, no call did")
 	})
+}
+
+// bubbleHeader finds the bubble in a goroutine's traceback header
+// ("goroutine 7 [running, synctest bubble 3]:").
+var bubbleHeader = regexp.MustCompile(`^goroutine \d+ \[.*, synctest bubble (\d+)[\] ]`)
+
+// bubbleGoroutines counts the goroutines of the caller's synctest bubble,
+// as their tracebacks mark them. runtime.NumGoroutine counts the whole
+// process, where another test's goroutine may end meanwhile: it once read
+// 5 then 4 on a loaded machine.
+func bubbleGoroutines(t *testing.T) int {
+	t.Helper()
+	self := make([]byte, 1024)
+	self = self[:runtime.Stack(self, false)]
+	m := bubbleHeader.FindSubmatch(self)
+	require.NotNil(t, m, "not in a synctest bubble: %s", self)
+	all := make([]byte, 1<<20)
+	all = all[:runtime.Stack(all, true)]
+	n := 0
+	for _, line := range strings.Split(string(all), "\n") {
+		if g := bubbleHeader.FindStringSubmatch(line); g != nil && g[1] == string(m[1]) {
+			n++
+		}
+	}
+	return n
 }

@@ -154,7 +154,7 @@ func TestForeignAndMalformedMessagesAreHeld(t *testing.T) {
 			}
 			names := rabbit.RunNames()
 			hold := names.Run + ".foreign"
-			t.Cleanup(func() { deleteQueue(t, url, hold) })
+			t.Cleanup(func() { rabbittest.DeleteHold(t, url, names.Run) })
 			in := newInjector(names)
 			finished := make(chan struct{})
 			go in.run(t, url, finished)
@@ -205,17 +205,4 @@ func assertHeld(t *testing.T, url, hold string) {
 		assert.True(t, d.MessageId == "" || strings.HasPrefix(d.MessageId, forgedPrefix), "held a message of the run: %q", d.MessageId)
 	}
 	assert.Positive(t, held, "nothing was held in %s", hold)
-}
-
-// deleteQueue deletes queue, which the test's run created.
-func deleteQueue(t *testing.T, url, queue string) {
-	conn, err := amqp.Dial(url)
-	if err != nil {
-		t.Logf("cleaning up %s: %v", queue, err)
-		return
-	}
-	defer conn.Close()
-	if ch, err := conn.Channel(); err == nil {
-		_, _ = ch.QueueDelete(queue, false, false, false)
-	}
 }

@@ -200,11 +200,10 @@ func (c *speedCase) run(url string) {
 	var rec labtest.Recorder
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var mu sync.Mutex
+	fired := make(chan struct{}) // closed once the cut has noted where it fell
 	timer := time.AfterFunc(speedCut, func() {
-		mu.Lock()
+		defer close(fired)
 		c.cut, c.before = true, len(rec.Events())
-		mu.Unlock()
 		cancel()
 	})
 	start := time.Now()
@@ -220,9 +219,9 @@ func (c *speedCase) run(url string) {
 		cancel() // the run is abandoned: the case fails, the test binary goes on
 		err = fmt.Errorf("%w: the run did not end within %v of its cut", errHung, speedEnd)
 	}
-	timer.Stop()
-	mu.Lock()
-	defer mu.Unlock()
+	if !timer.Stop() {
+		<-fired // the cut fired as the run ended: let it finish noting
+	}
 	c.err, c.events, c.took = err, rec.Events(), time.Since(start)
 	if !c.cut {
 		c.before = len(c.events)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/queuelab/qlab/flow"
@@ -162,7 +163,9 @@ func writeCreatedCleaned(w io.Writer, dir string, res rabbit.CleanResult, droppe
 
 // cleanEachPrefix runs Clean under each prefix with every lesson's
 // topology and the run's hold queue (<run>.foreign), and sums what it
-// found.
+// found, in the prefixes' order. Each prefix costs a connection and a
+// passive declare per name, so it cleans cleanAtOnce prefixes at a time:
+// one after another, make test's 890 prefixes took 40 s.
 func cleanEachPrefix(ctx context.Context, url string, prefixes []string, dryRun bool) (rabbit.CleanResult, error) {
 	var sum rabbit.CleanResult
 	topos, err := cleanFlags{}.topologies()
@@ -170,18 +173,34 @@ func cleanEachPrefix(ctx context.Context, url string, prefixes []string, dryRun 
 		return sum, err
 	}
 	topos = append(topos, flow.Topology{Queues: []flow.Queue{{Name: "foreign"}}})
-	for _, p := range prefixes {
+	results := make([]rabbit.CleanResult, len(prefixes))
+	errs := make([]error, len(prefixes))
+	slots := make(chan struct{}, cleanAtOnce)
+	var wg sync.WaitGroup
+	for i, p := range prefixes {
 		names, err := rabbit.PersonNames(p)
 		if err != nil {
 			continue // not a prefix a run declares under
 		}
-		res, err := rabbit.Clean(ctx, url, names, topos, dryRun)
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			results[i], errs[i] = rabbit.Clean(ctx, url, names, topos, dryRun)
+		})
+	}
+	wg.Wait()
+	var first error // the report lists all it deleted, past a failed prefix too
+	for i, res := range results {
 		sum.Deleted = append(sum.Deleted, res.Deleted...)
 		sum.Exchanges = append(sum.Exchanges, res.Exchanges...)
 		sum.InUse = append(sum.InUse, res.InUse...)
-		if err != nil && !errors.Is(err, rabbit.ErrInUse) {
-			return sum, fmt.Errorf("cleaning under %s: %w", p, err)
+		if err := errs[i]; first == nil && err != nil && !errors.Is(err, rabbit.ErrInUse) {
+			first = fmt.Errorf("cleaning under %s: %w", prefixes[i], err)
 		}
 	}
-	return sum, nil
+	return sum, first
 }
+
+// cleanAtOnce is how many prefixes cleanEachPrefix cleans at a time:
+// connections to the broker, each busy with its passive declares.
+const cleanAtOnce = 16

@@ -151,7 +151,7 @@ func schemaExists(t *testing.T, name string) bool {
 
 // TestBrokerCleanCreatedOn43: on the 4.3 broker, which rabbitmqctl here
 // cannot list, clean --created finds an ended process's leftovers by the
-// lessons' names and the hold queue.
+// lessons' names and the hold queue, under each of its prefixes.
 func TestBrokerCleanCreatedOn43(t *testing.T) {
 	url43 := rabbittest.Need(t, rabbittest.V43)
 	rabbittest.NeedBroker(t)
@@ -159,10 +159,19 @@ func TestBrokerCleanCreatedOn43(t *testing.T) {
 	dead := exec.Command("true")
 	require.NoError(t, dead.Run())
 	dir := t.TempDir()
-	names := rabbit.RunNames()
-	record := fmt.Sprintf("prefix %s\n", names.Run)
+	// Prefixes are cleaned several at a time: a few, each with its own
+	// leftover, and none may be missed.
+	var record string
+	var left []string
+	for i := range 3 {
+		names := rabbit.RunNames()
+		record += fmt.Sprintf("prefix %s\n", names.Run)
+		left = append(left, names.Run+".foreign")
+		if i == 0 {
+			left = append(left, names.Of(q10.Lesson.Topologies()[0].Queues[0].Name))
+		}
+	}
 	require.NoError(t, os.WriteFile(filepath.Join(dir, fmt.Sprint(dead.Process.Pid)), []byte(record), 0o644))
-	left := []string{names.Of(q10.Lesson.Topologies()[0].Queues[0].Name), names.Run + ".foreign"}
 	conn, err := amqp.Dial(url43)
 	require.NoError(t, err)
 	t.Cleanup(func() { conn.Close() })

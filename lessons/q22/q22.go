@@ -197,6 +197,11 @@ func depthTrap(ctx context.Context, env *lesson.Env, b flow.Backend, w *wire, vi
 	// starts anyway): released, they finish on the worker's goroutines,
 	// and without this wait their lines fell before or after part (b)'s
 	// heading by scheduling (TestGolden/Q22 under -race, 1 run in 6).
+	// Pause first, as above: a poll at once found them all done, or not,
+	// by the same chance (TestGolden/Q22 once at -p 8 on a loaded machine:
+	// part (b) at 0.020 instead of 0.040). In memory the pause lets every
+	// released worker finish before lesson time moves on.
+	time.Sleep(20 * time.Millisecond)
 	_, err := rabbit.PollUntil(ctx, 20*time.Millisecond, depthSettle, func() (bool, error) {
 		return !slices.ContainsFunc(env.Stream.Tasks(), pending), nil
 	})

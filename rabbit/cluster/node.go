@@ -305,25 +305,45 @@ func firstLine(s string) string {
 }
 
 // RemoveLocal stops the node (rabbitmqctl stop, then SIGKILL if its
-// process is still there after a while) and deletes its directory.
+// process is still there after a while) and deletes its directory. It
+// kills every beam that still names the node, not only the first one it
+// found: on a loaded machine a second one (a start in flight) was once
+// still there when the first had gone.
 func RemoveLocal(n NodeSpec) error {
 	var stopErr error
 	if pid := n.Pid(); pid > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 		_, stopErr = CtlIn(ctx, n.Root, n.Name, "stop")
 		cancel()
-		if !awaitGone(pid, n.Name, 10*time.Second) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			awaitGone(pid, n.Name, 5*time.Second)
+		awaitGone(pid, n.Name, 10*time.Second)
+	}
+	for range 3 {
+		pid := n.Pid()
+		if pid == 0 {
+			break
 		}
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		awaitGone(pid, n.Name, 10*time.Second)
 	}
 	if err := os.RemoveAll(n.Dir); err != nil {
 		return err
 	}
-	if n.Pid() > 0 {
-		return fmt.Errorf("node %s is still running: %v", n.Name, stopErr)
+	if pid := n.Pid(); pid > 0 {
+		return fmt.Errorf("node %s is still running (pid %d, %s): stop: %v",
+			n.Name, pid, procState(pid), stopErr)
 	}
 	return nil
+}
+
+// procState is the state field of /proc/PID/stat ("R", "S", "D", ...),
+// for an error that must say why a process outlived its kill.
+func procState(pid int) string {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	i := bytes.LastIndexByte(stat, ')')
+	if err != nil || i < 0 || i+2 >= len(stat) {
+		return "state unknown"
+	}
+	return "state " + string(stat[i+2])
 }
 
 // Pid is the node's beam.smp process (the one whose environment names the

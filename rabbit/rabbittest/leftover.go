@@ -27,8 +27,10 @@ var opened struct {
 // clean-up deletes it.
 func holdQueue(run string) string { return run + ".foreign" }
 
-// deleteHold deletes run's hold queue on url, if there is one.
-func deleteHold(t testing.TB, url, run string) {
+// DeleteHold deletes run's hold queue (<run>.foreign) on url, if there is
+// one, and fails t when it cannot: a test that made a run hold its
+// forgeries removes them, and says so when it could not.
+func DeleteHold(t testing.TB, url, run string) {
 	conn, err := amqp.DialConfig(url, amqp.Config{Dial: amqp.DefaultDial(10 * time.Second)})
 	if err != nil {
 		t.Errorf("deleting the test's hold queue %s: %v", holdQueue(run), err)

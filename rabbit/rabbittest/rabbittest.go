@@ -68,7 +68,7 @@ func Session(t testing.TB, speed float64) *rabbit.Session {
 		if err := s.Close(ctx); err != nil {
 			t.Errorf("cleaning up the test's queues: %v", err)
 		}
-		deleteHold(t, url, s.Names.Run)
+		DeleteHold(t, url, s.Names.Run)
 	})
 	return s
 }
