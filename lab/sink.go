@@ -3,6 +3,7 @@ package lab
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Bounded wraps a sink for a reader that may fall behind (a view, a remote
@@ -46,10 +47,17 @@ func (r *Recorder) Inline() {}
 // delays nobody but itself. The queue is guarded by the Stream's own lock,
 // which every push holds already: a push is an append, no second lock,
 // and the goroutine takes the lock once a batch.
+//
+// The goroutine starts drainDelay after the first event of a quiet spell,
+// or at once when the queue nears its limit (startAt) or the Stream
+// flushes: a busy run starts one for every several hundred events, not
+// for each of its batches (each start wakes an idle core), and a log
+// line is at most a millisecond late.
 type outbox struct {
 	sink    Sink
 	bounded *Bounded    // nil for a plain sink
 	mu      *sync.Mutex // the Stream's
+	drains  *pending    // the Stream's: deliveries under way
 
 	// Guarded by mu. queue and spare swap roles with each batch and
 	// outlive the goroutine, so a steady run allocates no array.
@@ -58,7 +66,13 @@ type outbox struct {
 	inHand  int     // events taken by the goroutine, not yet all handed over
 	running bool
 	room    chan struct{} // closed when the goroutine takes a full queue (room)
+	armed   bool          // timer is set to start the goroutine
+	timer   *time.Timer   // made at the first arming, reset at each one after
 }
+
+// drainDelay is how long the first event of a quiet spell waits for its
+// sink's goroutine to start, so that the events after it share the start.
+const drainDelay = time.Millisecond
 
 // backlogLimit is how many events a plain sink's queue holds before the
 // next emitter waits for the sink's goroutine to take them. A sink that
@@ -83,31 +97,83 @@ func (o *outbox) full() <-chan struct{} {
 	return o.room
 }
 
-func newOutbox(s Sink, mu *sync.Mutex) *outbox {
-	o := &outbox{sink: s, mu: mu}
+func newOutbox(s Sink, mu *sync.Mutex, drains *pending) *outbox {
+	o := &outbox{sink: s, mu: mu, drains: drains}
 	if b, ok := s.(*Bounded); ok {
 		o.bounded = b
 	}
 	return o
 }
 
-// push queues *e and starts the delivering goroutine if none runs,
-// counted in drains, which Finish and Flush wait for. The caller holds
-// o.mu, so pushes keep Seq order. A Bounded sink's events in the queue
-// and in the goroutine's hands never exceed its Buffer.
-func (o *outbox) push(e *Event, drains *pending) {
+// push queues *e and, if no delivering goroutine runs, starts one once
+// the queue holds startAt events, or else arms the timer that starts it
+// drainDelay later. The caller holds o.mu, so pushes keep Seq order. A
+// Bounded sink's events in the queue and in the goroutine's hands never
+// exceed its Buffer.
+func (o *outbox) push(e *Event) {
 	if o.bounded != nil && len(o.queue)+o.inHand >= o.bounded.Buffer {
 		o.bounded.missed.Add(1)
 		return
 	}
 	o.queue = append(o.queue, *e)
-	if o.running {
+	switch {
+	case o.running:
+	case len(o.queue) >= o.startAt():
+		o.start()
+	case o.armed:
+	case o.timer == nil:
+		o.armed = true
+		o.timer = time.AfterFunc(drainDelay, o.fire)
+	default:
+		o.armed = true
+		o.timer.Reset(drainDelay)
+	}
+}
+
+// startAt is the queue length at which a push starts the goroutine at
+// once: three quarters of the backlog limit (half a Bounded sink's
+// Buffer), so it runs before emitters would wait or events be dropped.
+func (o *outbox) startAt() int {
+	if o.bounded != nil {
+		return max(o.bounded.Buffer/2, 1)
+	}
+	return backlogLimit * 3 / 4
+}
+
+// fire is the timer's, in a goroutine of the timer's own, which becomes
+// the delivering goroutine unless a push or a flush started one meanwhile.
+func (o *outbox) fire() {
+	o.mu.Lock()
+	o.armed = false
+	if o.running || len(o.queue) == 0 {
+		o.mu.Unlock()
 		return
 	}
 	o.running = true
-	drains.add()
+	o.drains.add()
+	o.mu.Unlock()
+	defer o.drains.done()
+	o.drain()
+}
+
+// kick starts the goroutine if events wait for it and none runs (a
+// flush: it does not wait for the timer). The caller holds o.mu.
+func (o *outbox) kick() {
+	if !o.running && len(o.queue) > 0 {
+		o.start()
+	}
+}
+
+// start starts the delivering goroutine, counted in drains, which Finish
+// and Flush wait for, and disarms the timer. The caller holds o.mu.
+func (o *outbox) start() {
+	if o.armed && o.timer.Stop() {
+		o.armed = false // else fire is under way: it finds the goroutine running
+	}
+	o.running = true
+	o.drains.add()
 	go func() {
-		defer drains.done()
+		defer o.drains.done()
 		o.drain()
 	}()
 }

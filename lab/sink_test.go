@@ -2,8 +2,10 @@ package lab
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -158,4 +160,71 @@ func TestFinishQueuesSummariesWithinTheLimit(t *testing.T) {
 		require.Len(t, v.got, 2*n)
 		assert.Equal(t, Summary, v.got[2*n-1].Kind)
 	})
+}
+
+// tally is a plain sink that counts what it was handed.
+type tally struct {
+	mu  sync.Mutex
+	got int
+}
+
+func (c *tally) Emit(Event) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.got++
+}
+
+func (c *tally) n() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.got
+}
+
+// A lone event reaches its plain sink within drainDelay, and at once when
+// the stream flushes: Flush starts the delivery rather than wait for the
+// timer, so a reader mid-run, and Finish, lose no time to it.
+func TestFlushDeliversWithoutWaitingForTheTimer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var c tally
+		s := NewStream("q00", InMem, NewClock(1), &c)
+		start := time.Now()
+		s.Emit(Event{Kind: Enqueued, Task: "A"})
+		s.Flush()
+		assert.Equal(t, 1, c.n(), "Flush returned before the sink had the event")
+		assert.Zero(t, time.Since(start), "Flush waited for the timer")
+
+		s.Emit(Event{Kind: Enqueued, Task: "B"})
+		time.Sleep(drainDelay)
+		synctest.Wait()
+		assert.Equal(t, 2, c.n(), "the event waited longer than drainDelay")
+	})
+}
+
+// A busy run's events do not wait for the timer: once a plain sink has
+// startAt events queued (below its backlog limit), or a Bounded one half
+// its Buffer, its goroutine starts at once, before emitters wait or
+// events drop.
+func TestNearlyFullQueueStartsItsDeliveryAtOnce(t *testing.T) {
+	for _, bounded := range []bool{false, true} {
+		t.Run(fmt.Sprint("bounded=", bounded), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var c tally
+				var sink Sink = &c
+				limit := backlogLimit
+				if bounded {
+					sink, limit = NewBounded(&c, 8), 8
+				}
+				s := NewStream("q00", InMem, NewClock(1), sink)
+				n := s.outboxes[0].startAt()
+				require.Less(t, n, limit, "the goroutine starts only once emitters wait or events drop")
+				for i := range n {
+					s.Emit(Event{Kind: Enqueued, Task: fmt.Sprint(i)})
+				}
+				synctest.Wait() // no lesson time passes: the timer has not fired
+				assert.Equal(t, n, c.n(), "the sink waited for the timer")
+				assert.Zero(t, s.Missed())
+				s.Finish()
+			})
+		})
+	}
 }

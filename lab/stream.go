@@ -5,12 +5,13 @@ import "sync"
 // Stream is the one place events enter. It stamps each event with Seq,
 // lesson time, Lesson and Backend and keeps the Ledger under one lock, and
 // queues the event for every sink, which each get them in Seq order from a
-// goroutine of their own, never under that lock: a slow sink never holds
-// up a worker until it is far behind (a plain sink, once backlogLimit
-// events wait for it, makes the emitters wait for it, so memory stays
-// bounded; a Bounded one, a reader that may fall behind, misses events
-// instead, and says how many). Safe for concurrent use by any number of
-// workers.
+// goroutine of their own, never under that lock (it starts at most a
+// millisecond after an event waits for it; Flush and Finish start it at
+// once): a slow sink never holds up a worker until it is far behind (a
+// plain sink, once backlogLimit events wait for it, makes the emitters
+// wait for it, so memory stays bounded; a Bounded one, a reader that may
+// fall behind, misses events instead, and says how many). Safe for
+// concurrent use by any number of workers.
 type Stream struct {
 	lesson  string
 	backend Backend
@@ -46,7 +47,7 @@ func NewStream(lesson string, backend Backend, clock Clock, sinks ...Sink) *Stre
 			s.inline = append(s.inline, k)
 			continue
 		}
-		s.outboxes = append(s.outboxes, newOutbox(sink, &s.mu))
+		s.outboxes = append(s.outboxes, newOutbox(sink, &s.mu, &s.drains))
 	}
 	return s
 }
@@ -163,7 +164,7 @@ func (s *Stream) emitLocked(e *Event, now int64) {
 	e.Backend = s.backend
 	s.ledger.observe(e)
 	for _, o := range s.outboxes {
-		o.push(e, &s.drains)
+		o.push(e)
 	}
 }
 
@@ -226,8 +227,16 @@ func (s *Stream) Finish() []TaskRecord {
 }
 
 // Flush waits until every sink has been handed every event queued for it
-// so far (for a reader of a sink mid-run, such as a test).
-func (s *Stream) Flush() { s.drains.wait() }
+// so far (for a reader of a sink mid-run, such as a test). It starts the
+// delivery of what waits for the timer (outbox) rather than wait for it.
+func (s *Stream) Flush() {
+	s.mu.Lock()
+	for _, o := range s.outboxes {
+		o.kick()
+	}
+	s.mu.Unlock()
+	s.drains.wait()
+}
 
 // Missed is how many events the stream's Bounded sinks lost, all told.
 func (s *Stream) Missed() int {
