@@ -68,7 +68,8 @@ TESTFLAGS ?= -p 8 -parallel 8 -timeout 20m
 SLOWEST   := ./lessons/q21 ./lessons ./tui ./cmd/qlab ./lessons/faults \
 	./rabbit/cluster ./compare ./rabbit/cluster/clustertest ./lesson/rabbitenv \
 	./lessons/q16 ./rabbit ./serve ./rabbit/rabbittest ./exercises \
-	./lessons/q17 ./lessons/q25 ./lessons/q24 ./lessons/q14
+	./lessons/q17 ./lessons/q25 ./lessons/q24 ./lessons/q14 ./lessons/q23 \
+	./lessons/q22 ./lessons/q11 ./lessons/q19 ./lessons/q18 ./lessons/q12
 TESTPKGS  ?= $(SLOWEST) ./...
 
 # Without a broker the broker tests skip (go test prints only "ok"), so say
