@@ -181,7 +181,7 @@ type Parity struct {
 	// Raced, when set, returns the tasks of a run whose fate the
 	// broker's real-time lateness decided, each by a rule the lesson
 	// states and its events show (Q24: a user saved because a late retry
-	// began after the outage ended). TestParity leaves their fates out of
+	// ended after the outage did). TestParity leaves their fates out of
 	// the comparison; a fate that differs with no such reason still fails.
 	Raced func(events []lab.Event) []string
 }

@@ -61,25 +61,33 @@ func recovery(ctx context.Context, env *lesson.Env) error {
 }
 
 // LatelySaved is part (a)'s users of an outage the fixed retry cannot
-// outlast (longer than its 20 s of hops) whose last delivery still began
-// after the outage ended: late hops on a loaded machine saved them, as
-// recoveryTable's note says. In exact lesson time there are none.
+// outlast (longer than its 20 s of hops) whose last delivery ended after
+// the outage did: its insert, which comes between the delivery's start
+// and its end, may have found the DB back. Late hops on a loaded machine
+// save such users, as recoveryTable's note says. In exact lesson time
+// there are none. The end, not the start, bounds the insert: at the
+// lesson's speed a scheduling delay of a fraction of a real second
+// between the two is seconds of lesson time (Q24's a45-2 was saved so
+// while its last delivery began 2 s before its outage ended).
 func LatelySaved(events []lab.Event) []string {
 	reach := time.Duration(MaxRetries-1) * raffle.RetryTTL // the third delivery, by the arithmetic
-	start, last := int64(-1), map[string]int64{}
+	start, ended := int64(-1), map[string]int64{}
 	for _, e := range events {
-		if e.Kind != lab.Started || outageOf(e.Task) == 0 {
+		if outageOf(e.Task) == 0 {
 			continue
 		}
-		if start < 0 {
-			start = e.TMs // part (a)'s clock starts at its first delivery
+		switch e.Kind {
+		case lab.Started:
+			if start < 0 {
+				start = e.TMs // part (a)'s clock starts at its first delivery
+			}
+		case lab.Succeeded, lab.Failed:
+			ended[e.Task] = e.TMs
 		}
-		last[e.Task] = e.TMs
 	}
 	var out []string
-	for task, at := range last {
-		began := time.Duration(at-start) * time.Millisecond
-		if o := outageOf(task); o > reach && began+stepTime >= o {
+	for task, at := range ended {
+		if o := outageOf(task); o > reach && time.Duration(at-start)*time.Millisecond >= o {
 			out = append(out, task)
 		}
 	}
