@@ -178,29 +178,45 @@ func (c *Consumer) run(ctx context.Context, deliveries <-chan amqp.Delivery, clo
 			c.closeConn()
 			return
 		}
-		// A planned cut was announced once by InterruptConsumers: its
-		// loss and reconnection are routine, so they log at debug level.
-		level, what := slog.LevelWarn, "rabbit: consumer connection lost; reconnecting"
-		if c.takePlanned() {
-			level, what = slog.LevelDebug, "rabbit: consumer connection cut as planned; reconnecting"
-		}
-		reason := c.lossReason(closed)
-		if c.takeShutByKey() {
-			level, what = slog.LevelInfo, "rabbit: consumer channel closed with a delivery unacked; the broker requeues it; reconnecting"
-			reason = "closed by the fault key"
-		}
-		c.s.Logger.Log(ctx, level, what, "actor", c.opts.Actor, "queue", c.opts.Queue, "err", reason)
 		var err error
-		deliveries, closed, err = c.reconnect(ctx)
-		if err != nil {
-			if ctx.Err() == nil {
-				c.s.health.fail(err)
-			}
-			c.closeConn()
+		if deliveries, closed, err = c.recover(ctx, closed); err != nil {
 			return
 		}
-		c.s.Logger.Log(ctx, min(level, slog.LevelInfo), "rabbit: consumer reconnected", "actor", c.opts.Actor, "queue", c.opts.Queue)
 	}
+}
+
+// recover logs the loss of the consumer's connection (lost says why) and
+// reconnects; on failure it fails the session (unless ctx ended) and
+// closes what is left. Until the new connection consumes, the run counts
+// as moving (busyRetrying): its unacked message waits for this consumer,
+// and on a loaded machine noticing the loss and redialling took longer
+// than WaitSettled's patience (Q10 under a connection cut, both cores
+// busy).
+func (c *Consumer) recover(ctx context.Context, lost chan *amqp.Error) (<-chan amqp.Delivery, chan *amqp.Error, error) {
+	c.s.health.busyRetrying(1)
+	defer c.s.health.busyRetrying(-1)
+	// A planned cut was announced once by InterruptConsumers: its loss
+	// and reconnection are routine, so they log at debug level.
+	level, what := slog.LevelWarn, "rabbit: consumer connection lost; reconnecting"
+	if c.takePlanned() {
+		level, what = slog.LevelDebug, "rabbit: consumer connection cut as planned; reconnecting"
+	}
+	reason := c.lossReason(lost)
+	if c.takeShutByKey() {
+		level, what = slog.LevelInfo, "rabbit: consumer channel closed with a delivery unacked; the broker requeues it; reconnecting"
+		reason = "closed by the fault key"
+	}
+	c.s.Logger.Log(ctx, level, what, "actor", c.opts.Actor, "queue", c.opts.Queue, "err", reason)
+	deliveries, closed, err := c.reconnect(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			c.s.health.fail(err)
+		}
+		c.closeConn()
+		return nil, nil, err
+	}
+	c.s.Logger.Log(ctx, min(level, slog.LevelInfo), "rabbit: consumer reconnected", "actor", c.opts.Actor, "queue", c.opts.Queue)
+	return deliveries, closed, nil
 }
 
 // serve hands deliveries to the handler until the delivery channel closes

@@ -45,8 +45,9 @@ func (s *Session) InterruptConsumers() {
 	}
 }
 
-// busyRetrying counts a publish that starts (+1) or stops (-1) waiting out
-// a lost channel.
+// busyRetrying counts a retry loop, or a consumer between a lost
+// connection and its new one, that starts (+1) or stops (-1) waiting for
+// the broker: the run's tasks wait behind it (WaitSettled).
 func (h *health) busyRetrying(n int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -88,9 +88,10 @@ func (w *Watch) WaitSettled(ctx context.Context, stream *lab.Stream, extra func(
 			return false, nil
 		}
 		nextCheck = time.Now().Add(checkEvery)
-		// A consumer busy holding messages from outside (Foreign), or
-		// a publisher waiting out a lost channel, is moving too: the
-		// run's tasks wait behind them, not lost.
+		// A consumer busy holding messages from outside (Foreign), a
+		// publisher waiting out a lost channel, or a consumer between
+		// its lost connection and its new one is moving too: the run's
+		// tasks wait behind them, not lost.
 		p, busy := w.s.guest.holdActivity()
 		if moves != last || p != held || busy {
 			last, held, moved = moves, p, clock.Elapsed()
