@@ -59,7 +59,7 @@ func (r *runner) failover(ctx context.Context) error {
 	work, stop := context.WithCancel(ctx)
 	defer stop()
 	first := r.index(res.leader)
-	sh := &shared{db: db, sends: res.sends, attempts: map[string]int{},
+	sh := &shared{db: db, sends: res.sends, attempts: map[string]int{}, reported: map[string]bool{},
 		stopping: make(chan struct{}), stopped: make(chan struct{}), leader: res.leader.Short}
 	res.workers = []*worker{
 		{r: r, name: Worker1, first: first, pace: library(r.from(first)...), shared: sh},
@@ -276,7 +276,22 @@ type shared struct {
 	mu                sync.Mutex
 	sends             map[string]int // the mail API's sends, per message
 	attempts          map[string]int
-	last              time.Time // the last delivery any worker took
+	reported          map[string]bool // the send's attempt is in the stream as succeeded
+	last              time.Time       // the last delivery any worker took
+}
+
+// report notes that id's sending attempt has emitted its succeeded
+// event; isReported says whether it has.
+func (s *shared) report(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reported[id] = true
+}
+
+func (s *shared) isReported(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reported[id]
 }
 
 func (s *shared) sent(id string) {

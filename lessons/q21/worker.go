@@ -163,6 +163,7 @@ func (w *worker) handle(ctx context.Context, on cluster.NodeSpec, gone <-chan st
 	if err != nil {
 		return // ctx ended: the run is over
 	}
+	w.shared.report(id)
 	w.ack(ctx, on, gone, d)
 }
 
@@ -195,13 +196,19 @@ func (w *worker) ack(ctx context.Context, on cluster.NodeSpec, gone <-chan struc
 // a redelivered copy can arrive while the worker that lost its
 // connection is still sending. So SENDING on a redelivery does not mean
 // its worker died, as Q20's resend rule reads it: resending here would
-// send twice. It reports whether the row is SENT.
+// send twice. It reports whether the row is SENT and the send's attempt
+// has said so in the stream: the absorbed copy's event comes after the
+// send's (on a busy machine one came between the sender's MarkSent and
+// its succeeded event, and the stream showed M17 absorbed before sent).
 func (w *worker) awaitSent(ctx context.Context, id string) bool {
 	deadline := time.Now().Add(30 * time.Second)
 	for first := true; time.Now().Before(deadline); first = false {
 		row, err := w.shared.db.Get(ctx, id)
-		if err != nil || row.Status == store.Sent {
-			return err == nil
+		if err != nil {
+			return false
+		}
+		if row.Status == store.Sent && w.shared.isReported(id) {
+			return true
 		}
 		if first && row.Status == store.Sending {
 			w.count(func() { w.sending++ })
