@@ -11,7 +11,6 @@ import (
 
 	"github.com/queuelab/qlab/lab"
 	"github.com/queuelab/qlab/lessons/runstore"
-	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/cluster"
 	"github.com/queuelab/qlab/seeds/birthday"
 	"github.com/queuelab/qlab/store"
@@ -163,16 +162,7 @@ func (r *runner) stopLeader(ctx context.Context, res *failed) (err error) {
 // leaderBound: a 4.3 cluster just started once left the queue out of
 // list_queues right after its declare, on a busy machine.
 func (r *runner) leaderOf(ctx context.Context, queue string) (cluster.NodeSpec, error) {
-	var n cluster.NodeSpec
-	var last error
-	ok, err := rabbit.PollUntil(ctx, 250*time.Millisecond, leaderBound, func() (bool, error) {
-		n, last = r.c.Leader(ctx, r.names.Of(queue))
-		return last == nil, nil
-	})
-	if err == nil && !ok {
-		err = last
-	}
-	return n, err
+	return r.c.AwaitLeader(ctx, r.names.Of(queue), leaderBound)
 }
 
 // leaderBound bounds leaderOf: each ask is a rabbitmqctl, seconds on a
