@@ -64,7 +64,7 @@ func leaderStopped(t *testing.T, c *cluster.Cluster, at int) {
 	tr.fire = func(first lab.Event) {
 		tr.done <- func() error {
 			var err error
-			if before, err = c.AwaitLeader(ctx, names.Of(first.Queue), leaderBound); err != nil {
+			if before, err = c.AwaitLeader(ctx, names.Of(first.Queue)); err != nil {
 				return err
 			}
 			t.Cleanup(func() { revive(t, c, before.Short) }) // also when the case fails
@@ -75,7 +75,7 @@ func leaderStopped(t *testing.T, c *cluster.Cluster, at int) {
 			stopTook = time.Since(begin)
 			// The listing may miss the queue while its new leader is
 			// elected (once on 3.10.8, two cores busy): ask again.
-			if after, err = c.AwaitLeader(ctx, names.Of(first.Queue), leaderBound); err != nil {
+			if after, err = c.AwaitLeader(ctx, names.Of(first.Queue)); err != nil {
 				return err
 			}
 			// Revived before the run goes on: deleting a quorum queue
@@ -251,7 +251,3 @@ func (o *outageLog) String() string {
 	}
 	return fmt.Sprintf("%.1fs(%d-conns)", o.longest.Seconds(), o.losses)
 }
-
-// leaderBound bounds a leader lookup: each ask is a rabbitmqctl, seconds
-// on a busy machine.
-const leaderBound = 30 * time.Second

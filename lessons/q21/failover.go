@@ -158,16 +158,12 @@ func (r *runner) stopLeader(ctx context.Context, res *failed) (err error) {
 }
 
 // leaderOf is the node that leads quorum queue queue (a seed-style
-// name), asked again until a running node lists it with a leader, within
-// leaderBound: a 4.3 cluster just started once left the queue out of
-// list_queues right after its declare, on a busy machine.
+// name), asked again until a running node lists it with a leader
+// (Cluster.AwaitLeader): a 4.3 cluster just started once left the queue
+// out of list_queues right after its declare, on a busy machine.
 func (r *runner) leaderOf(ctx context.Context, queue string) (cluster.NodeSpec, error) {
-	return r.c.AwaitLeader(ctx, r.names.Of(queue), leaderBound)
+	return r.c.AwaitLeader(ctx, r.names.Of(queue))
 }
-
-// leaderBound bounds leaderOf: each ask is a rabbitmqctl, seconds on a
-// busy machine.
-const leaderBound = 30 * time.Second
 
 // reviveAtEnd revives the node the run stopped, unless the student did.
 func (r *runner) reviveAtEnd(ctx context.Context, res *failed) error {

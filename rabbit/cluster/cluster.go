@@ -526,14 +526,18 @@ func parseQueues(out string) ([]Queue, error) {
 	return qs, nil
 }
 
-// AwaitLeader is Leader asked again, every 250 ms within bound, until a
-// running node lists queue with its leader: just after a declare, or a
-// node's stop, the listing can miss it for a while on a busy machine
-// (Q21 on a new 4.3 cluster, and the fault suite's leader case after
-// stop_app on 3.10.8, each saw "no queue named …" once). It returns the
-// last ask's error when bound or ctx ends first.
-func (c *Cluster) AwaitLeader(ctx context.Context, queue string, bound time.Duration) (NodeSpec, error) {
-	deadline := time.Now().Add(bound)
+// leaderWait bounds AwaitLeader: each ask is a rabbitmqctl, seconds on a
+// busy machine.
+const leaderWait = 30 * time.Second
+
+// AwaitLeader is Leader asked again, every 250 ms within leaderWait,
+// until a running node lists queue with its leader: just after a
+// declare, or a node's stop, the listing can miss it for a while on a
+// busy machine (Q21 on a new 4.3 cluster, and the fault suite's leader
+// case after stop_app on 3.10.8, each saw "no queue named …" once). It
+// returns the last ask's error when leaderWait or ctx ends first.
+func (c *Cluster) AwaitLeader(ctx context.Context, queue string) (NodeSpec, error) {
+	deadline := time.Now().Add(leaderWait)
 	for {
 		n, err := c.Leader(ctx, queue)
 		if err == nil || ctx.Err() != nil || time.Now().After(deadline) {

@@ -32,7 +32,7 @@ func TestClusterQuorumFailover(t *testing.T) {
 	const n = 100
 	publishQuorum(ctx, t, c.URLs()[0], queue, n)
 	t.Cleanup(func() { deleteQueue(t, c, queue) })
-	leader, err := c.Leader(ctx, queue)
+	leader, err := c.AwaitLeader(ctx, queue)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestClusterQuorumFailover(t *testing.T) {
 	if len(got) != n {
 		t.Fatalf("consumed %d distinct messages from %s after its leader stopped, want %d", len(got), other.Short, n)
 	}
-	newLeader, err := c.Leader(ctx, queue)
+	newLeader, err := c.AwaitLeader(ctx, queue)
 	if err != nil || newLeader.Name == leader.Name {
 		t.Fatalf("leader after the stop = %v, %v; want a node other than %s", newLeader.Short, err, leader.Short)
 	}
