@@ -168,10 +168,15 @@ func (f *Flow) consume(ctx context.Context, c flow.Consumer, window int, deliver
 				"the run did not publish it", d.Task, SealHeader))
 			return
 		}
+		if d.Redelivered && f.work.reclaim(d.Task, d.Queue) {
+			f.s.Logger.Info("rabbit: a reject was lost with its connection; the broker handed the message out again where it was",
+				"task", d.Task, "queue", d.Queue, "run", f.s.Names.Run)
+		}
 		if !f.work.has(d.Task, d.Queue) {
 			f.notOurs(ctx, d)
 			return
 		}
+		f.work.arrived(d.Task, d.Queue)
 		if d.Redelivered {
 			f.stream.Emit(d.redelivered(c.Actor))
 		}
@@ -377,13 +382,16 @@ func (f *Flow) retryAfter(ctx context.Context, c flow.Consumer, d *Delivery, fd 
 
 // move settles the delivery with settle, expecting the message in queue
 // to (where the broker takes it) if a consumer of the run waits there.
+// A settle that returns nil was only written to the socket: a reject has
+// no reply, so the flow remembers where it sent the message until it
+// arrives there (inflight.rejected), in case the broker never read it.
 func (f *Flow) move(d *Delivery, to string, settle func() error) {
 	at := f.expect(d.Task, to)
 	if err := settle(); err != nil {
 		f.work.done(d.Task, at)
 		return // the broker hands it out again
 	}
-	f.work.done(d.Task, d.Queue)
+	f.work.moved(d.Task, d.Queue, at)
 }
 
 // republish publishes a copy of d to queue with headers, confirmed, then
@@ -555,10 +563,26 @@ func (f *Flow) isConsumed(queue string) bool {
 // it never published, or a copy of a task it already settled, is not) and
 // when nothing is left to handle (idle). Counting per task keeps a
 // duplicate from cancelling another task's count.
+//
+// It also remembers each task's last reject until the message arrives
+// where the reject sent it. A reject (basic.nack) is a frame the broker
+// never answers: one written just before its connection died may never
+// have been read, and then the broker hands the message out again, marked
+// redelivered, in the queue it never left. A settled message cannot come
+// back there (a dead-lettered message is a new one where it goes, and
+// not redelivered), so such a copy is the task itself, still to handle,
+// not a copy of one the run settled (reclaim). Seen as a task left
+// pending in the fault suite's close/q10 on a busy machine: its reject
+// was written, then its redelivery acked away.
 type inflight struct {
-	mu sync.Mutex
-	n  map[taskAt]int
+	mu       sync.Mutex
+	n        map[taskAt]int
+	rejected map[string]reject // by task
 }
+
+// reject is where a task's last reject took it: from the queue it was
+// consumed in to the consumed queue it settles in.
+type reject struct{ from, to string }
 
 // taskAt is one task's messages in one queue (seed name).
 type taskAt struct{ task, queue string }
@@ -581,6 +605,49 @@ func (w *inflight) done(task, queue string) {
 		return
 	}
 	w.n[k]--
+}
+
+// moved records task's message settled in from on its way to to: from's
+// count goes, to's was added when the move began (Flow.expect). A move
+// into the queue it left (a requeue, a loop's wait queue) needs no
+// record: its copy is expected there either way.
+func (w *inflight) moved(task, from, to string) {
+	w.done(task, from)
+	if from == to {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.rejected == nil {
+		w.rejected = map[string]reject{}
+	}
+	w.rejected[task] = reject{from, to}
+}
+
+// arrived forgets task's reject once its message is where it went.
+func (w *inflight) arrived(task, queue string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if r, ok := w.rejected[task]; ok && r.to == queue {
+		delete(w.rejected, task)
+	}
+}
+
+// reclaim undoes task's last reject if it left queue: the broker handed
+// the message out again there, so the reject never reached it. It
+// reports whether it did.
+func (w *inflight) reclaim(task, queue string) bool {
+	w.mu.Lock()
+	r, ok := w.rejected[task]
+	if !ok || r.from != queue {
+		w.mu.Unlock()
+		return false
+	}
+	delete(w.rejected, task)
+	w.mu.Unlock()
+	w.done(task, r.to)
+	w.add(task, queue)
+	return true
 }
 
 // has reports whether a message of task is expected in queue.

@@ -2,7 +2,10 @@ package rabbit_test
 
 import (
 	"context"
+	"errors"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -10,6 +13,7 @@ import (
 	"github.com/queuelab/qlab/flow"
 	"github.com/queuelab/qlab/flow/flowtest"
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
 )
@@ -57,4 +61,52 @@ func TestPublishToSurvivesALostChannel(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 2, depth, "both routed to mail")
 	require.NoError(t, f.Close(ctx))
+}
+
+// TestALostRejectIsHandledAgain: a reject is a frame the broker never
+// answers. When the connection dies with it written but unread, the
+// broker hands the message out again, redelivered, in the queue it never
+// left; the flow must handle it as the task it still is. It used to ack
+// it away as the copy of a message it had settled, and the task stayed
+// pending in a wait queue it never reached (the fault suite's close/q10
+// on a busy machine). The proxy drops the reject, then cuts the line.
+func TestALostRejectIsHandledAgain(t *testing.T) {
+	t.Parallel()
+	p := rabbittest.StartProxy(t, rabbittest.NeedBroker(t))
+	s := rabbittest.SessionAt(t, p.URL(rabbittest.NeedBroker(t)), 1)
+	ctx := testCtx(t)
+	rec := &labtest.Recorder{}
+	stream := lab.NewStream("test", lab.Rabbit, lab.NewClock(1), rec)
+	f, err := rabbit.NewFlow(ctx, s, stream)
+	require.NoError(t, err)
+	require.NoError(t, f.Declare(ctx, flow.Topology{Queues: []flow.Queue{
+		{Name: "work", Role: flow.Work, DeadLetterTo: "wait"},
+		{Name: "wait", Role: flow.Wait, TTL: 50 * time.Millisecond, DeadLetterTo: "next"},
+		{Name: "next", Role: flow.Work},
+	}}))
+	var deafened sync.Once
+	require.NoError(t, f.Consume(ctx, flow.Consumer{Queue: "work", Actor: "W", Handle: func(ctx context.Context, d *flow.Delivery) flow.Decision {
+		deafened.Do(p.Deafen) // the reject this decision makes never arrives
+		err := stream.Attempt(d.Event("W"), func() error { return errors.New("failed") })
+		return flow.Retry("wait", err)
+	}}))
+	require.NoError(t, f.Consume(ctx, flow.Consumer{Queue: "next", Actor: "N", Handle: func(ctx context.Context, d *flow.Delivery) flow.Decision {
+		_ = stream.Attempt(d.Event("N"), func() error { return nil })
+		return flow.Ack()
+	}}))
+	require.NoError(t, f.Publish(ctx, "test", "work", "A"))
+
+	const nackFrame = 21 // header 7, basic.nack 4+8+1, frame end 1
+	require.Eventually(t, func() bool { return p.Dropped() >= nackFrame }, 10*time.Second, time.Millisecond,
+		"the worker's reject was written")
+	p.Reset() // the broker requeues A, which it never saw rejected
+	require.NoError(t, f.Wait(ctx))
+	require.NoError(t, f.Close(ctx))
+
+	tasks := stream.Finish()
+	require.Len(t, tasks, 1)
+	assert.Equal(t, lab.FateDone, tasks[0].Fate, "A reached next and was acked there")
+	redelivered := labtest.OfKind(rec.Events(), lab.Redelivered)
+	require.Len(t, redelivered, 1)
+	assert.Equal(t, "work", redelivered[0].Queue, "handed out again where it was")
 }

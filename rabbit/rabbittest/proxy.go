@@ -1,7 +1,6 @@
 package rabbittest
 
 import (
-	"io"
 	"net"
 	"net/url"
 	"sync"
@@ -18,15 +17,19 @@ import (
 // back, as from a broker that stopped answering or died before its
 // answer left. A broker that closes a connection closes the client's
 // side too. It is for tests that need that fault at a precise point;
-// the broker itself is not touched.
+// the broker itself is not touched. Deafened, it does the same the other
+// way: what the clients send is read and dropped, as frames written just
+// before a connection died that never reached the broker.
 type Proxy struct {
 	ln     net.Listener
 	target string
 	// budget is how many more bytes of the broker's the proxy forwards
 	// (all connections together); negative: no limit.
-	budget atomic.Int64
-	mu     sync.Mutex
-	conns  []net.Conn
+	budget  atomic.Int64
+	deaf    atomic.Bool  // drop what the clients send
+	dropped atomic.Int64 // bytes of the clients' dropped while deaf
+	mu      sync.Mutex
+	conns   []net.Conn
 }
 
 // StartProxy forwards a free loopback port to brokerURL's host until t
@@ -84,8 +87,49 @@ func (p *Proxy) accept() {
 		p.mu.Lock()
 		p.conns = append(p.conns, in, out)
 		p.mu.Unlock()
-		go func() { _, _ = io.Copy(out, in); out.Close() }()
+		go func() { p.forth(in, out); out.Close() }()
 		go func() { p.back(in, out); in.Close() }()
+	}
+}
+
+// Deafen drops everything the clients send from now on (Dropped counts
+// it), until Reset.
+func (p *Proxy) Deafen() { p.deaf.Store(true) }
+
+// Dropped is how many bytes the clients sent while the proxy was deaf.
+func (p *Proxy) Dropped() int64 { return p.dropped.Load() }
+
+// Reset closes every connection through the proxy, as a network failure
+// would, and forwards new ones both ways again: the broker requeues what
+// their channels held unacknowledged, and a client that redials gets
+// through.
+func (p *Proxy) Reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+	p.conns = nil
+	p.deaf.Store(false)
+	p.budget.Store(-1)
+}
+
+// forth copies the client's bytes to the broker, dropping them while the
+// proxy is deaf, until either side closes.
+func (p *Proxy) forth(in, out net.Conn) {
+	buf := make([]byte, 4<<10)
+	for {
+		n, err := in.Read(buf)
+		if n > 0 && p.deaf.Load() {
+			p.dropped.Add(int64(n))
+		} else if n > 0 {
+			if _, werr := out.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
 	}
 }
 

@@ -52,7 +52,13 @@ func NeedBroker(t testing.TB) string {
 // Connection trouble is logged to the test log.
 func Session(t testing.TB, speed float64) *rabbit.Session {
 	t.Helper()
-	url := NeedBroker(t)
+	return SessionAt(t, NeedBroker(t), speed)
+}
+
+// SessionAt is Session on the broker at url (a Proxy's, say), which
+// must answer: its clean-up goes through url too.
+func SessionAt(t testing.TB, url string, speed float64) *rabbit.Session {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	s, err := rabbit.Open(ctx, url, rabbit.RunNames(), lab.NewClock(speed), Logger(t))
