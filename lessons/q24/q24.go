@@ -254,6 +254,17 @@ func (r *run) insert(ctx context.Context, task string, u store.User) error {
 	return r.db.InsertUsers(ctx, []store.User{u})
 }
 
+// tries is how many deliveries of task the part's consumers handled.
+func (r *run) tries(task string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, row := range r.rows {
+		n += btoi(row.task == task)
+	}
+	return n
+}
+
 // all is every delivery the part's consumers handled.
 func (r *run) all() []attemptRow {
 	r.mu.Lock()

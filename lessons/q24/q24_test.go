@@ -182,7 +182,11 @@ func checkMalformed(t *testing.T, o outcome) {
 
 // (e): the seed's requeue spins (the bad message only the guard ends, the
 // user hammering the DB until it is back); the fix tries each message at
-// most 3 times, 10 s apart, and parks the bad one at once.
+// most 3 times, 10 s apart, and parks the bad one at once. How often the
+// user spins while the DB is away is a rate: in memory it is exact, on a
+// broker every spin is a round trip of real time, and on a busy machine
+// the 2 s outage (100 ms real at 20×) held one spin. There the counts
+// that hold are the guard's (hotTries) and the fix's.
 func checkDLQLoop(t *testing.T, o outcome, b lab.Backend) {
 	num := func(key, col string) float64 {
 		v, err := strconv.ParseFloat(o.cell(t, "(e)", key, col), 64)
@@ -192,13 +196,15 @@ func checkDLQLoop(t *testing.T, o outcome, b lab.Backend) {
 	seed, fix := seedDLQ.name, fixedDLQ.name
 	fate, badTries := o.fate(t, seedDLQ.bad)
 	assert.Equal(t, lab.FateDropped, fate, "only the lab's guard stops the seed's loop")
-	_, userTries := o.fate(t, seedDLQ.user)
-	// On a broker every redelivery's round trip is lesson time too (×20 at
-	// the test speed): the counts are lower there, the loop the same.
-	assert.Greater(t, badTries, dlqTries, "a message that can never succeed, again and again")
-	assert.Greater(t, userTries, dlqTries, "the user hammers the DB while it is away")
-	assert.Greater(t, num(seed, "inserts/s"), num(fix, "inserts/s"))
-	assert.Greater(t, num(seed, "deliveries/s"), 2*num(fix, "deliveries/s"))
+	assert.GreaterOrEqual(t, badTries, hotTries, "a message that can never succeed, again and again")
+	assert.Greater(t, badTries, dlqTries)
+	userFate, userTries := o.fate(t, seedDLQ.user)
+	assert.Equal(t, lab.FateDone, userFate, "saved once the DB is back")
+	if b == lab.InMem {
+		assert.Greater(t, userTries, dlqTries, "the user hammers the DB while it is away")
+		assert.Greater(t, num(seed, "inserts/s"), num(fix, "inserts/s"))
+		assert.Greater(t, num(seed, "deliveries/s"), 2*num(fix, "deliveries/s"))
+	}
 
 	fate, attempts := o.fate(t, fixedDLQ.bad)
 	assert.Equal(t, lab.FateDead, fate, "parked at once")
