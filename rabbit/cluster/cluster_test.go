@@ -51,6 +51,12 @@ func TestConfigListensOnTheNodesOwnLoopbackPorts(t *testing.T) {
 	assert.Equal(t, "[rabbitmq_management,rabbitmq_prometheus].\n", n.plugins())
 	assert.Equal(t, "amqp://guest:guest@127.0.0.1:21001/", n.URL())
 	assert.Equal(t, "http://127.0.0.1:21003/metrics", n.MetricsURL())
+
+	lean := NodeSpec{Port: 21001, PromPort: 21003} // Options.Lean
+	assert.Equal(t, "listeners.tcp.default = 127.0.0.1:21001\n"+
+		"prometheus.tcp.ip = 127.0.0.1\nprometheus.tcp.port = 21003\n", lean.Config())
+	assert.Equal(t, "[rabbitmq_prometheus].\n", lean.plugins())
+	assert.Empty(t, lean.ManagementURL())
 }
 
 func TestEnvNamesEveryPathAndPortOfTheNode(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"syscall"
 	"time"
 )
 
@@ -28,16 +29,23 @@ func (d *localDriver) alive(_ context.Context, n NodeSpec) bool { return n.Pid()
 func (d *localDriver) remove(_ context.Context, n NodeSpec) error { return RemoveLocal(n) }
 
 // cleanup waits for the nodes' helper processes (erl_child_setup,
-// inet_gethost) to follow their node out, and deletes the cluster's
-// directory (Load has checked it is the one Up made).
+// inet_gethost, a rabbitmqctl still ending) to follow their node out,
+// kills those that do not (their environment names the cluster: they
+// are its own; one outlived the 10 s wait at a load average near 10),
+// and deletes the cluster's directory (Load has checked it is the one Up
+// made).
 func (d *localDriver) cleanup(_ context.Context, c *Cluster) error {
 	for deadline := time.Now().Add(helpersExit(c)); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		if len(processesNaming(c.ID)) == 0 {
 			break
 		}
 	}
+	for _, pid := range processesNaming(c.ID) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		awaitGone(pid, c.ID, 5*time.Second)
+	}
 	if left := processesNaming(c.ID); len(left) > 0 {
-		return fmt.Errorf("processes of the cluster still run: %v", left)
+		return fmt.Errorf("processes of the cluster still run after SIGKILL: %v", left)
 	}
 	if err := os.RemoveAll(c.Dir); err != nil {
 		return err

@@ -57,8 +57,14 @@ type NodeSpec struct {
 // URL is the node's AMQP URL (guest/guest, loopback only).
 func (n NodeSpec) URL() string { return fmt.Sprintf("amqp://guest:guest@127.0.0.1:%d/", n.Port) }
 
-// ManagementURL is the node's management UI.
-func (n NodeSpec) ManagementURL() string { return fmt.Sprintf("http://127.0.0.1:%d/", n.MgmtPort) }
+// ManagementURL is the node's management UI; "" for a lean node
+// (Options.Lean), which has none.
+func (n NodeSpec) ManagementURL() string {
+	if n.MgmtPort == 0 {
+		return ""
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d/", n.MgmtPort)
+}
 
 // MetricsURL is the node's rabbitmq_prometheus endpoint.
 func (n NodeSpec) MetricsURL() string { return fmt.Sprintf("http://127.0.0.1:%d/metrics", n.PromPort) }
@@ -103,12 +109,18 @@ func (n NodeSpec) Config() string {
 	return b.String()
 }
 
-// plugins is the node's enabled_plugins file.
+// plugins is the node's enabled_plugins file: the management plugin
+// where it has a port for its UI, rabbitmq_prometheus where it has one
+// for its metrics.
 func (n NodeSpec) plugins() string {
+	var on []string
 	if n.MgmtPort > 0 {
-		return "[rabbitmq_management,rabbitmq_prometheus].\n"
+		on = append(on, "rabbitmq_management")
 	}
-	return "[].\n"
+	if n.PromPort > 0 {
+		on = append(on, "rabbitmq_prometheus")
+	}
+	return "[" + strings.Join(on, ",") + "].\n"
 }
 
 // prepare writes the node's config and plugins files and, as root, hands

@@ -119,7 +119,7 @@ func Get43(t testing.TB) *cluster.Cluster {
 		} else {
 			ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
 			defer cancel()
-			shared43, initErr43 = cluster.Up(ctx, cluster.Options{Prefix: "qlabtest", Root: root})
+			shared43, initErr43 = cluster.Up(ctx, cluster.Options{Prefix: "qlabtest", Root: root, Lean: true})
 			watch(shared43)
 		}
 	}
@@ -150,7 +150,7 @@ func Get(t testing.TB) *cluster.Cluster {
 		}
 		if !outside {
 			cluster.ReapOrphans(cluster.TestPrefixes...)
-			shared, initErr = cluster.Up(ctx, cluster.Options{Prefix: "qlabtest"})
+			shared, initErr = cluster.Up(ctx, cluster.Options{Prefix: "qlabtest", Lean: true})
 			watch(shared)
 		}
 	}
