@@ -38,6 +38,12 @@ const EnvURL = "QLAB_DATABASE_URL"
 // not answer.
 const DefaultConnectTimeout = 5 * time.Second
 
+// setupTimeout bounds creating the schema and the tables once PostgreSQL
+// has answered: a database that answered is busy, not away. Both inside
+// ConnectTimeout, a test's store on a busy machine (make test, two cores
+// kept busy, many schemas created at once) gave up after 5 s.
+const setupTimeout = 30 * time.Second
+
 // Config says which database Open opens.
 type Config struct {
 	// URL is empty for the embedded SQLite store, "postgres://…" (or
@@ -76,6 +82,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = DefaultConnectTimeout
 	}
+	switch {
+	case strings.HasPrefix(cfg.URL, "postgres://"), strings.HasPrefix(cfg.URL, "postgresql://"):
+		return openPostgres(ctx, cfg)
+	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 	defer cancel()
 	switch {
@@ -90,8 +100,6 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 			return nil, fmt.Errorf("store: %w: %s=sqlite: names no file (want sqlite:PATH)", store.ErrUnavailable, EnvURL)
 		}
 		return openSQLite(ctx, path)
-	case strings.HasPrefix(cfg.URL, "postgres://"), strings.HasPrefix(cfg.URL, "postgresql://"):
-		return openPostgres(ctx, cfg)
 	}
 	// Never echo a URL we cannot parse: its password may be anywhere in it.
 	return nil, fmt.Errorf("store: %w: %s is not a postgres:// or sqlite: URL "+
@@ -134,8 +142,9 @@ const maxPostgresConns = 8
 
 var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
-// openPostgres connects with pgx through database/sql, its connect bounded
-// by cfg.ConnectTimeout, and keeps the tables in cfg.Schema.
+// openPostgres connects with pgx through database/sql, its connect and a
+// ping bounded by cfg.ConnectTimeout, then creates the schema and tables
+// within setupTimeout, and keeps the tables in cfg.Schema.
 func openPostgres(ctx context.Context, cfg Config) (*Store, error) {
 	where := Redact(cfg.URL)
 	if cfg.Schema != "" && !schemaName.MatchString(cfg.Schema) {
@@ -157,12 +166,26 @@ func openPostgres(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	s := &Store{db: stdlib.OpenDB(*pc), d: postgres, schema: cfg.Schema}
 	s.db.SetMaxOpenConns(maxPostgresConns)
-	if err := s.create(ctx); err != nil {
+	if err := s.setUp(ctx, cfg.ConnectTimeout); err != nil {
 		s.db.Close()
 		return nil, fmt.Errorf("store: %w: cannot open PostgreSQL at %s: %s (unset %s to use the embedded SQLite)",
 			store.ErrUnavailable, where, oneLine(redactIn(connectReason(err).Error(), cfg.URL)), EnvURL)
 	}
 	return s, nil
+}
+
+// setUp pings the database within connect, then creates what the store
+// needs within setupTimeout.
+func (s *Store) setUp(ctx context.Context, connect time.Duration) error {
+	pingCtx, cancel := context.WithTimeout(ctx, connect)
+	err := s.db.PingContext(pingCtx)
+	cancel()
+	if err != nil {
+		return err
+	}
+	ctx, cancel = context.WithTimeout(ctx, setupTimeout)
+	defer cancel()
+	return s.create(ctx)
 }
 
 // parseReason is url.Parse's complaint without the URL it quotes.
