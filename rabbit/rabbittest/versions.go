@@ -43,12 +43,16 @@ var (
 // NeedBroker's broker, whatever its version; V43 is QLAB_RABBITMQ43_URL,
 // else (when RABBITMQ_URL is not set: it is then the only broker tried)
 // the node scripts/rabbitmq.sh starts, and it must report a 4.3 version.
+// Under -short (make quick: one broker pass) V43 skips.
 func Need(t testing.TB, v Version) string {
 	t.Helper()
 	switch v {
 	case V310:
 		return NeedBroker(t)
 	case V43:
+		if testing.Short() {
+			t.Skip("skipping under -short: one broker line (make test runs 4.3 too)")
+		}
 		once43.Do(func() { broker43, found43 = find43() })
 		if found43 != nil {
 			if os.Getenv(RequireEnv) == "1" {
