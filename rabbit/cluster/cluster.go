@@ -92,6 +92,9 @@ type driver interface {
 	// start starts the nodes (all at once where it can) and returns when
 	// each accepts AMQP connections.
 	start(ctx context.Context, c *Cluster) error
+	// joinsAtBoot reports whether start's nodes joined the first as they
+	// booted; if not, start joins them with rabbitmqctl.
+	joinsAtBoot() bool
 	// ctl runs rabbitmqctl args against node n.
 	ctl(ctx context.Context, n NodeSpec, args ...string) (string, error)
 	// alive reports whether n's process or container runs (its app may be
@@ -107,8 +110,9 @@ type driver interface {
 	leftovers(ctx context.Context, c *Cluster) []string
 }
 
-// Up starts a cluster of opts.Nodes nodes, joins them to the first with
-// rabbitmqctl join_cluster, and returns once every node accepts AMQP
+// Up starts a cluster of opts.Nodes nodes, joined to the first (as they
+// boot, or with rabbitmqctl join_cluster in Docker), and returns once every
+// node accepts AMQP
 // connections and the first reports them all running. It uses local
 // rabbitmq-server binaries when they can run, else Docker containers; with
 // neither the error wraps ErrUnavailable. On failure it removes what it
@@ -192,6 +196,9 @@ func (c *Cluster) plan() error {
 			n.DistPort = p[1]
 			n.Dir = filepath.Join(c.Dir, n.Short)
 			n.Root = c.Root
+			if i > 0 {
+				n.Seed = c.Nodes[0].Name
+			}
 		case Docker:
 			n.Name = "rabbit@" + n.Short
 			n.Container = c.ID + "-" + n.Short
@@ -211,6 +218,9 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	first := c.Nodes[0]
 	for _, n := range c.Nodes[1:] {
+		if c.drv.joinsAtBoot() {
+			break
+		}
 		begin := time.Now()
 		c.say("%s: joining %s", n.Short, first.Name)
 		// await_startup first: a node accepts AMQP before its plugins
@@ -238,20 +248,20 @@ func (c *Cluster) start(ctx context.Context) error {
 	return nil
 }
 
-// startAll runs start for every node at once and reports each on
-// progress; the first error wins.
-func (c *Cluster) startAll(ctx context.Context, start func(context.Context, NodeSpec) error) error {
-	errs := make([]error, len(c.Nodes))
+// startAll runs start for every node of nodes at once and reports each
+// on progress; the first error wins.
+func (c *Cluster) startAll(ctx context.Context, nodes []NodeSpec, start func(context.Context, NodeSpec) error) error {
+	errs := make([]error, len(nodes))
 	var mu sync.Mutex
 	pending := map[string]bool{}
-	for _, n := range c.Nodes {
+	for _, n := range nodes {
 		pending[n.Short] = true
 	}
 	what := func() string { // the nodes still starting, for waiting's line
 		mu.Lock()
 		defer mu.Unlock()
 		var left []string
-		for _, n := range c.Nodes {
+		for _, n := range nodes {
 			if pending[n.Short] {
 				left = append(left, n.Short)
 			}
@@ -260,7 +270,7 @@ func (c *Cluster) startAll(ctx context.Context, start func(context.Context, Node
 	}
 	return c.waitingFor(what, func() error {
 		var wg sync.WaitGroup
-		for i, n := range c.Nodes {
+		for i, n := range nodes {
 			wg.Go(func() {
 				begin := time.Now()
 				c.say("%s: starting %s (AMQP port %d)", n.Short, n.Name, n.Port)

@@ -1,10 +1,12 @@
 // Package cluster starts, inspects and removes a RabbitMQ cluster for the
 // lab: three nodes (by default) on this machine, each a rabbitmq-server
 // process with its own node name, ports, directories and config file,
-// joined with rabbitmqctl join_cluster; or, where no rabbitmq-server can
-// run but a Docker engine answers, three containers on a network of their
-// own. Every node runs the rabbitmq_management and rabbitmq_prometheus
-// plugins on ports of its own.
+// n1 booted first and the others joining it as they boot (classic_config
+// peer discovery); or, where no rabbitmq-server can run but a Docker
+// engine answers, three containers on a network of their own, joined with
+// rabbitmqctl join_cluster. Every node runs the rabbitmq_prometheus
+// plugin, and rabbitmq_management unless the cluster is lean
+// (Options.Lean, the test clusters), on ports of its own.
 //
 // Up starts a cluster and records it in a state file before starting
 // anything, so Load and Down can remove it from another process or after

@@ -52,6 +52,9 @@ type NodeSpec struct {
 	Dir       string `json:"dir,omitempty"`       // config, data, logs, pid file (local nodes)
 	Root      string `json:"root,omitempty"`      // the chroot a local node runs in, "" for none
 	Container string `json:"container,omitempty"` // container name (Docker nodes)
+	// Seed, for a local node, is the running node it joins when it first
+	// boots (classic_config peer discovery), "" for none.
+	Seed string `json:"seed,omitempty"`
 }
 
 // URL is the node's AMQP URL (guest/guest, loopback only).
@@ -105,6 +108,10 @@ func (n NodeSpec) Config() string {
 	}
 	if n.PromPort > 0 {
 		fmt.Fprintf(&b, "prometheus.tcp.ip = 127.0.0.1\nprometheus.tcp.port = %d\n", n.PromPort)
+	}
+	if n.Seed != "" {
+		fmt.Fprintf(&b, "cluster_formation.peer_discovery_backend = classic_config\n"+
+			"cluster_formation.classic_config.nodes.1 = %s\n", n.Seed)
 	}
 	return b.String()
 }

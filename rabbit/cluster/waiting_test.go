@@ -37,7 +37,7 @@ func TestStartAllSaysWhichNodesItWaitsFor(t *testing.T) {
 		var out strings.Builder
 		c := &Cluster{progress: &out, state: state{Nodes: []NodeSpec{{Short: "n1"}, {Short: "n2"}, {Short: "n3"}}}}
 		boot := map[string]time.Duration{"n1": 3 * time.Second, "n2": 7 * time.Second, "n3": 12 * time.Second}
-		assert.NoError(t, c.startAll(context.Background(), func(_ context.Context, n NodeSpec) error {
+		assert.NoError(t, c.startAll(context.Background(), c.Nodes, func(_ context.Context, n NodeSpec) error {
 			time.Sleep(boot[n.Short])
 			return nil
 		}))
