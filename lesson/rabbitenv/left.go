@@ -21,6 +21,13 @@ import (
 // much longer.
 const TidyBound = 5 * time.Second
 
+// tidyEarlierBound bounds the try before a part that declares the names
+// an earlier part left: that part cannot start until they are gone, so it
+// waits longer than the run's last try does. On two busy cores beside
+// make test, a 4.3 node did not delete Q25's queues of the part before
+// within TidyBound.
+const tidyEarlierBound = 30 * time.Second
+
 // sessions are the sessions of one run, in the order it opened them.
 type sessions struct {
 	mu   sync.Mutex
@@ -59,14 +66,14 @@ func sessionsOf(env *lesson.Env) *sessions {
 }
 
 // tidyEarlier deletes what the run's earlier sessions left behind, within
-// ctx and TidyBound. What it cannot delete ends the part with an error
+// ctx and tidyEarlierBound. What it cannot delete ends the part with an error
 // that says it is the run's own and how to remove it.
 func tidyEarlier(ctx context.Context, env *lesson.Env) error {
 	for _, s := range sessionsOf(env).all() {
 		if queues, exchanges := s.Topo().Left(); len(queues)+len(exchanges) == 0 {
 			continue
 		}
-		tidy, cancel := context.WithTimeout(ctx, TidyBound)
+		tidy, cancel := context.WithTimeout(ctx, tidyEarlierBound)
 		err := s.Topo().TidyLeft(tidy)
 		cancel()
 		if err != nil {

@@ -273,7 +273,11 @@ func (c *Cluster) startAll(ctx context.Context, nodes []NodeSpec, start func(con
 		for i, n := range nodes {
 			wg.Go(func() {
 				begin := time.Now()
-				c.say("%s: starting %s (AMQP port %d)", n.Short, n.Name, n.Port)
+				joins := ""
+				if n.Seed != "" {
+					joins = ", joining " + n.Seed + " as it boots"
+				}
+				c.say("%s: starting %s (AMQP port %d)%s", n.Short, n.Name, n.Port, joins)
 				if errs[i] = start(ctx, n); errs[i] == nil {
 					c.say("%s: up in %.1fs", n.Short, time.Since(begin).Seconds())
 				}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuelab/qlab/rabbit/cluster"
 )
 
 // opened is every run prefix (Names.Run) Session handed out in this test
@@ -76,7 +78,9 @@ func Main(m *testing.M) int {
 func leftUnder(runs []string) ([]string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "rabbitmqctl", "list_queues", "-q", "--no-table-headers", "name").Output()
+	cmd := exec.CommandContext(ctx, "rabbitmqctl", "list_queues", "-q", "--no-table-headers", "name")
+	cmd.Env = append(os.Environ(), cluster.CtlErlArgs)
+	out, err := cmd.Output()
 	if err != nil {
 		return nil, fmt.Errorf("rabbitmqctl list_queues: %w", err)
 	}
