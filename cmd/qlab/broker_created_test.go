@@ -24,8 +24,13 @@ import (
 )
 
 // childEnv makes this test binary the test-like child of
-// TestBrokerCleanCreated.
-const childEnv = "QLAB_CREATED_CHILD"
+// TestBrokerCleanCreated; childRunEnv and childSchemaEnv name the run
+// prefix and schema it creates, which its parent records first.
+const (
+	childEnv       = "QLAB_CREATED_CHILD"
+	childRunEnv    = "QLAB_CREATED_CHILD_RUN"
+	childSchemaEnv = "QLAB_CREATED_CHILD_SCHEMA"
+)
 
 // TestCreatedChild is not a test of its own: run by
 // TestBrokerCleanCreated with childEnv set, it declares as a test does (a
@@ -36,7 +41,9 @@ func TestCreatedChild(t *testing.T) {
 	if os.Getenv(childEnv) != "1" {
 		t.Skip("the child of TestBrokerCleanCreated")
 	}
-	names := rabbit.RunNames()
+	run := os.Getenv(childRunEnv)
+	created.Prefix(run) // as RunNames does
+	names := rabbit.Names{Run: run, Prefix: run + "."}
 	conn, err := amqp.Dial(rabbittest.NeedBroker(t))
 	require.NoError(t, err)
 	ch, err := conn.Channel()
@@ -49,7 +56,7 @@ func TestCreatedChild(t *testing.T) {
 	require.NoError(t, ch.ExchangeDeclare(names.Of("created.x"), "direct", true, false, false, false, nil))
 	schema := "-"
 	if url := os.Getenv(sqlstore.EnvURL); strings.HasPrefix(url, "postgres") {
-		schema = fmt.Sprintf("qlab_created_%d", os.Getpid())
+		schema = os.Getenv(childSchemaEnv)
 		_, err := sqlstore.Open(t.Context(), sqlstore.Config{URL: url, Schema: schema})
 		require.NoError(t, err)
 	}
@@ -109,12 +116,19 @@ func TestBrokerCleanCreated(t *testing.T) {
 
 // startChildAndKill runs TestCreatedChild with its record in dir, waits
 // for it to declare, kills it with sig and returns its prefix and schema.
+// This process records the child's names first, in its own record (make
+// test's): a Ctrl-C kills both before the test's clean-up, and make's
+// clean then finds them through this process's record.
 func startChildAndKill(t *testing.T, dir string, sig syscall.Signal) (prefix, schema string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
+	run := rabbit.RunNames().Run // recorded here, as it makes it
+	childSchema := fmt.Sprintf("qlab_created_%s", strings.ReplaceAll(strings.TrimPrefix(run, "qlab-"), "-", "_"))
+	created.Schema(childSchema)
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestCreatedChild$", "-test.v")
-	cmd.Env = append(os.Environ(), childEnv+"=1", created.EnvDir+"="+dir)
+	cmd.Env = append(os.Environ(), childEnv+"=1", created.EnvDir+"="+dir,
+		childRunEnv+"="+run, childSchemaEnv+"="+childSchema)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
