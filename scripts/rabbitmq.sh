@@ -46,7 +46,7 @@ set -euo pipefail
 readonly VERSION=4.3
 # The CLI's Erlang VM without busy waiting, as the nodes run: spinning, a
 # rabbitmqctl took 39-45 s on two cores with ten CPU hogs, 11-13 s without
-# (rabbit/cluster.CtlErlArgs).
+# (rabbit/cluster's ctlErlArgs).
 readonly CTL_ERL_ARGS="+sbwt none +sbwtdcpu none +sbwtdio none"
 CACHE=${QLAB_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/qlab}
 ROOT=$CACHE/rabbitmq-$VERSION

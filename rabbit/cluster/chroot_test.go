@@ -17,7 +17,7 @@ import (
 func TestPlanInAChroot(t *testing.T) {
 	root := t.TempDir()
 	c := &Cluster{state: state{Kind: Local, ID: "qlabtest-1-abcd", Root: root, Nodes: make([]NodeSpec, 3)}}
-	require.NoError(t, c.plan())
+	require.NoError(t, c.plan(false))
 	assert.Equal(t, filepath.Join(root, "tmp", "qlabtest-1-abcd"), c.Dir)
 	for _, n := range c.Nodes {
 		assert.Equal(t, root, n.Root)

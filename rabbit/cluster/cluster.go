@@ -58,9 +58,9 @@ type Options struct {
 	Owner int
 	// Lean starts local nodes without the management plugin (no UI:
 	// every ManagementURL is empty; a Docker node keeps its image's),
-	// which a node loads and starts in seconds of CPU. The test clusters run lean: stop_app waits for a node
-	// still starting its plugins, and at load 27 one stop_app in the 4.3
-	// chroot ran past two minutes.
+	// which a node loads and starts in seconds of CPU. The test clusters
+	// run lean: nobody reads their UI, and they start while make test is
+	// at its busiest.
 	Lean bool
 }
 
@@ -72,7 +72,6 @@ type Cluster struct {
 	progress io.Writer  // never nil
 	sayMu    sync.Mutex // nodes start at once; their lines must not mix
 	drv      driver
-	lean     bool // Options.Lean
 }
 
 // state is what Up records: enough to reach and remove every node later.
@@ -89,12 +88,9 @@ type state struct {
 
 // driver runs the nodes of one kind of cluster.
 type driver interface {
-	// start starts the nodes (all at once where it can) and returns when
-	// each accepts AMQP connections.
+	// start starts the nodes (all at once where it can), joined to the
+	// first, and returns when each accepts AMQP connections.
 	start(ctx context.Context, c *Cluster) error
-	// joinsAtBoot reports whether start's nodes joined the first as they
-	// booted; if not, start joins them with rabbitmqctl.
-	joinsAtBoot() bool
 	// ctl runs rabbitmqctl args against node n.
 	ctl(ctx context.Context, n NodeSpec, args ...string) (string, error)
 	// alive reports whether n's process or container runs (its app may be
@@ -124,13 +120,13 @@ func Up(ctx context.Context, opts Options) (*Cluster, error) {
 	c := &Cluster{file: opts.StateFile, progress: cmp.Or[io.Writer](opts.Progress, io.Discard)}
 	c.Nodes = make([]NodeSpec, cmp.Or(opts.Nodes, 3))
 	c.ID = fmt.Sprintf("%s-%d-%04x", cmp.Or(opts.Prefix, "qlab"), cmp.Or(opts.Owner, os.Getpid()), rand.IntN(1<<16))
-	c.Root, c.lean = opts.Root, opts.Lean
+	c.Root = opts.Root
 	if err := c.pickDriver(ctx, opts.NoDocker); err != nil {
 		return nil, err
 	}
 	begin := time.Now()
 	c.Started = begin.UTC()
-	if err := c.plan(); err != nil {
+	if err := c.plan(opts.Lean); err != nil {
 		return nil, err
 	}
 	if err := c.save(); err != nil {
@@ -172,8 +168,9 @@ func (c *Cluster) pickDriver(ctx context.Context, noDocker bool) error {
 	return nil
 }
 
-// plan names the nodes and picks their ports and directories.
-func (c *Cluster) plan() error {
+// plan names the nodes and picks their ports and directories; a lean
+// node gets no management port (Options.Lean).
+func (c *Cluster) plan(lean bool) error {
 	ports, err := FreePorts(4 * len(c.Nodes))
 	if err != nil {
 		return err
@@ -187,7 +184,7 @@ func (c *Cluster) plan() error {
 	for i := range c.Nodes {
 		p := ports[4*i:]
 		n := NodeSpec{Short: fmt.Sprintf("n%d", i+1), Port: p[0], MgmtPort: p[2], PromPort: p[3]}
-		if c.lean {
+		if lean {
 			n.MgmtPort = 0
 		}
 		switch c.Kind {
@@ -211,16 +208,30 @@ func (c *Cluster) plan() error {
 	return nil
 }
 
-// start starts every node and joins the others to the first.
+// start starts every node, joined to the first, and checks that the
+// first reports them all running.
 func (c *Cluster) start(ctx context.Context) error {
 	if err := c.drv.start(ctx, c); err != nil {
 		return err
 	}
 	first := c.Nodes[0]
+	running, err := c.runningNodes(ctx, first)
+	if err != nil {
+		return err
+	}
+	if len(running) != len(c.Nodes) {
+		return fmt.Errorf("after joining, %s reports %d running nodes, want %d: %s",
+			first.Short, len(running), len(c.Nodes), strings.Join(running, ", "))
+	}
+	return nil
+}
+
+// joinWithCtl joins every node but the first to it with rabbitmqctl
+// (stop_app, join_cluster, start_app): for nodes that booted on their
+// own (Docker's).
+func (c *Cluster) joinWithCtl(ctx context.Context) error {
+	first := c.Nodes[0]
 	for _, n := range c.Nodes[1:] {
-		if c.drv.joinsAtBoot() {
-			break
-		}
 		begin := time.Now()
 		c.say("%s: joining %s", n.Short, first.Name)
 		// await_startup first: a node accepts AMQP before its plugins
@@ -236,14 +247,6 @@ func (c *Cluster) start(ctx context.Context) error {
 			return err
 		}
 		c.say("%s: joined in %.1fs", n.Short, time.Since(begin).Seconds())
-	}
-	running, err := c.runningNodes(ctx, first)
-	if err != nil {
-		return err
-	}
-	if len(running) != len(c.Nodes) {
-		return fmt.Errorf("after joining, %s reports %d running nodes, want %d: %s",
-			first.Short, len(running), len(c.Nodes), strings.Join(running, ", "))
 	}
 	return nil
 }

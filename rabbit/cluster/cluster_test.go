@@ -22,7 +22,7 @@ import (
 func planned(t *testing.T, kind string) *Cluster {
 	t.Helper()
 	c := &Cluster{state: state{Kind: kind, ID: "qlabtest-1-abcd", Nodes: make([]NodeSpec, 3)}}
-	require.NoError(t, c.plan())
+	require.NoError(t, c.plan(false))
 	return c
 }
 

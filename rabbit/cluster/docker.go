@@ -71,15 +71,17 @@ func (d *dockerDriver) start(ctx context.Context, c *Cluster) error {
 	if err != nil {
 		return fmt.Errorf("docker: creating network %s: %v", c.Network, err)
 	}
-	return c.startAll(ctx, c.Nodes, func(ctx context.Context, n NodeSpec) error {
+	err = c.startAll(ctx, c.Nodes, func(ctx context.Context, n NodeSpec) error {
 		if err := d.run(ctx, runOptions(n, network, c.Cookie)); err != nil {
 			return fmt.Errorf("docker: starting %s: %v", n.Container, err)
 		}
 		return c.awaitNode(ctx, n)
 	})
+	if err != nil {
+		return err
+	}
+	return c.joinWithCtl(ctx) // the image's nodes boot on their own
 }
-
-func (d *dockerDriver) joinsAtBoot() bool { return false }
 
 // run starts a container within ctx. dockertest takes no context (a first
 // image pull can take minutes), so past ctx the start is abandoned and the

@@ -27,8 +27,6 @@ func (d *localDriver) start(ctx context.Context, c *Cluster) error {
 	return c.startAll(ctx, c.Nodes[1:], start)
 }
 
-func (d *localDriver) joinsAtBoot() bool { return true }
-
 func (d *localDriver) ctl(ctx context.Context, n NodeSpec, args ...string) (string, error) {
 	return CtlIn(ctx, n.Root, n.Name, args...)
 }

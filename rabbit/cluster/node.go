@@ -295,26 +295,33 @@ func CtlIn(ctx context.Context, root, node string, args ...string) (string, erro
 	return runTool(ctx, root, "rabbitmqctl", node, args...)
 }
 
-// CtlErlArgs (an environment entry) gives the CLI tools' Erlang VM the node's own scheduler
+// ctlErlArgs gives the CLI tools' Erlang VM the node's own scheduler
 // setting: no busy waiting. The CLI spins by default, and on a loaded
 // machine its spinning threads take the time its working one needs: with
 // ten CPU hogs on two cores, rabbitmqctl version (4.3.6, no node asked)
 // took 39-45 s, and 11-13 s with it (1 s of CPU either way).
-const CtlErlArgs = "RABBITMQ_CTL_ERL_ARGS=+sbwt none +sbwtdcpu none +sbwtdio none"
+const ctlErlArgs = "RABBITMQ_CTL_ERL_ARGS=+sbwt none +sbwtdcpu none +sbwtdio none"
+
+// CtlEnv is this process's environment for a broker CLI tool run on this
+// machine: with ctlErlArgs, unless RABBITMQ_CTL_ERL_ARGS is already set.
+func CtlEnv() []string {
+	if _, set := os.LookupEnv("RABBITMQ_CTL_ERL_ARGS"); set {
+		return os.Environ()
+	}
+	return append(os.Environ(), ctlErlArgs)
+}
 
 // runTool runs one of the broker's CLI tools against node, inside chroot
-// root when root is not "", with CtlErlArgs unless the caller's
-// environment sets RABBITMQ_CTL_ERL_ARGS.
+// root when root is not "", its VM set as CtlEnv says (in a chroot,
+// whose environment starts empty, always with ctlErlArgs).
 func runTool(ctx context.Context, root, tool, node string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, CtlTimeout)
 	defer cancel()
 	argv := append([]string{"-q", "-n", node}, args...)
 	cmd := exec.CommandContext(ctx, tool, argv...)
-	if _, set := os.LookupEnv("RABBITMQ_CTL_ERL_ARGS"); !set {
-		cmd.Env = append(os.Environ(), CtlErlArgs)
-	}
+	cmd.Env = CtlEnv()
 	if root != "" {
-		cmd = rootCommand(ctx, root, []string{CtlErlArgs}, append([]string{tool}, argv...)...)
+		cmd = rootCommand(ctx, root, []string{ctlErlArgs}, append([]string{tool}, argv...)...)
 	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -79,7 +79,7 @@ func leftUnder(runs []string) ([]string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "rabbitmqctl", "list_queues", "-q", "--no-table-headers", "name")
-	cmd.Env = append(os.Environ(), cluster.CtlErlArgs)
+	cmd.Env = cluster.CtlEnv()
 	out, err := cmd.Output()
 	if err != nil {
 		return nil, fmt.Errorf("rabbitmqctl list_queues: %w", err)
