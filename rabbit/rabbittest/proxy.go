@@ -87,8 +87,8 @@ func (p *Proxy) accept() {
 		p.mu.Lock()
 		p.conns = append(p.conns, in, out)
 		p.mu.Unlock()
-		go func() { p.forth(in, out); out.Close() }()
-		go func() { p.back(in, out); in.Close() }()
+		go func() { pipe(out, in, p.heard); out.Close() }()
+		go func() { pipe(in, out, p.take); in.Close() }()
 	}
 }
 
@@ -114,34 +114,15 @@ func (p *Proxy) Reset() {
 	p.budget.Store(-1)
 }
 
-// forth copies the client's bytes to the broker, dropping them while the
-// proxy is deaf, until either side closes.
-func (p *Proxy) forth(in, out net.Conn) {
+// pipe copies what src sends to dst, passing of each read the first
+// pass(n) bytes and dropping the rest, until either side closes.
+func pipe(dst, src net.Conn, pass func(n int) int) {
 	buf := make([]byte, 4<<10)
 	for {
-		n, err := in.Read(buf)
-		if n > 0 && p.deaf.Load() {
-			p.dropped.Add(int64(n))
-		} else if n > 0 {
-			if _, werr := out.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-// back copies the broker's bytes to the client within the budget, and
-// drops the rest until the broker closes.
-func (p *Proxy) back(in, out net.Conn) {
-	buf := make([]byte, 4<<10)
-	for {
-		n, err := out.Read(buf)
+		n, err := src.Read(buf)
 		if n > 0 {
-			if pass := p.take(n); pass > 0 {
-				if _, werr := in.Write(buf[:pass]); werr != nil {
+			if k := pass(n); k > 0 {
+				if _, werr := dst.Write(buf[:k]); werr != nil {
 					return
 				}
 			}
@@ -150,6 +131,16 @@ func (p *Proxy) back(in, out net.Conn) {
 			return
 		}
 	}
+}
+
+// heard is how many of n bytes a client sent to pass to the broker: all,
+// or none while the proxy is deaf (counted in dropped).
+func (p *Proxy) heard(n int) int {
+	if p.deaf.Load() {
+		p.dropped.Add(int64(n))
+		return 0
+	}
+	return n
 }
 
 // take spends up to n bytes of the budget and returns how many to pass.
