@@ -39,9 +39,10 @@ const EnvURL = "QLAB_DATABASE_URL"
 const DefaultConnectTimeout = 5 * time.Second
 
 // setupTimeout bounds creating the schema and the tables once PostgreSQL
-// has answered: a database that answered is busy, not away. Both inside
-// ConnectTimeout, a test's store on a busy machine (make test, two cores
-// kept busy, many schemas created at once) gave up after 5 s.
+// has answered: a database that answered is busy, not away. When the
+// set-up shared ConnectTimeout with the connect, a test's store on a busy
+// machine (make test, two cores kept busy, many schemas created at once)
+// gave up after 5 s.
 const setupTimeout = 30 * time.Second
 
 // Config says which database Open opens.
@@ -75,16 +76,16 @@ type Store struct {
 var _ store.Store = (*Store)(nil)
 
 // Open opens the database cfg names, creates the tables if absent and
-// checks that it answers, within cfg.ConnectTimeout. A URL that does not
+// checks that it answers, within cfg.ConnectTimeout (PostgreSQL: its
+// connect; creating its schema and tables then gets setupTimeout). A URL that does not
 // parse, a database that is down or refuses: one line that never shows
 // the password, wrapping store.ErrUnavailable.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = DefaultConnectTimeout
 	}
-	switch {
-	case strings.HasPrefix(cfg.URL, "postgres://"), strings.HasPrefix(cfg.URL, "postgresql://"):
-		return openPostgres(ctx, cfg)
+	if strings.HasPrefix(cfg.URL, "postgres://") || strings.HasPrefix(cfg.URL, "postgresql://") {
+		return openPostgres(ctx, cfg) // bounds its connect and its set-up apart
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 	defer cancel()
