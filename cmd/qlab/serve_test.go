@@ -112,9 +112,19 @@ func startServeWith(t *testing.T, stderr *syncBuffer, args ...string) (base, pre
 	go func() { done <- Main(ctx, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...), stdout, stderr) }()
 	listening := regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
 	under := regexp.MustCompile(`under the prefix (qlab-[0-9a-f]+)`)
-	require.Eventually(t, func() bool {
-		return under.MatchString(stdout.String() + stderr.String())
-	}, 20*time.Second, 20*time.Millisecond, "no banner; stderr: %s", stderr.String())
+	// The banner comes once the topology is declared: a busy machine's
+	// broker can take many seconds, so the bound is generous, and a serve
+	// that ends first fails the test at once with what it said.
+	bannerBy := time.After(90 * time.Second)
+	for !under.MatchString(stdout.String() + stderr.String()) {
+		select {
+		case code := <-done:
+			t.Fatalf("qlab serve ended (exit %d) before its banner; stderr: %s", code, stderr.String())
+		case <-bannerBy:
+			t.Fatalf("no banner within 90 s; stderr: %s", stderr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 	all := stdout.String() + stderr.String()
 	stop = func() int {
 		cancel()

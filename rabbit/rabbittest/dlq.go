@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"strconv"
 	"testing"
-	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 )
@@ -60,8 +59,11 @@ func Publish(t testing.TB, conn *amqp.Connection, name string, bodies ...string)
 	if err := ch.Confirm(false); err != nil {
 		t.Fatalf("confirm mode: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// One channel keeps the order; the confirms are awaited together, as
+	// one fsync batch, and the bound is a busy machine's, not a quiet one's.
+	ctx, cancel := context.WithTimeout(context.Background(), brokerBound)
 	defer cancel()
+	confirms := make([]*amqp.DeferredConfirmation, len(bodies))
 	for i, body := range bodies {
 		n := q.Messages + i + 1
 		dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", name, false, false, amqp.Publishing{
@@ -71,6 +73,9 @@ func Publish(t testing.TB, conn *amqp.Connection, name string, bodies ...string)
 		if err != nil {
 			t.Fatalf("publishing to %s: %v", name, err)
 		}
+		confirms[i] = dc
+	}
+	for _, dc := range confirms {
 		if ok, err := dc.WaitContext(ctx); err != nil || !ok {
 			t.Fatalf("confirm for %s: ack %v, err %v", name, ok, err)
 		}

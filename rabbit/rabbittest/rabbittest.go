@@ -20,6 +20,12 @@ import (
 // into a failure.
 const RequireEnv = "QLAB_REQUIRE_BROKER"
 
+// brokerBound is how long a helper waits on the broker before it calls
+// the broker stuck. It is a busy machine's bound: with both cores taken
+// and a -race suite beside it, a healthy broker has been seen to take
+// over 10 s for a handful of confirms.
+const brokerBound = 60 * time.Second
+
 var (
 	once   sync.Once
 	broker rabbit.Broker
@@ -33,7 +39,7 @@ var (
 func NeedBroker(t testing.TB) string {
 	t.Helper()
 	once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), brokerBound)
 		defer cancel()
 		broker, found = rabbit.Discover(ctx, rabbit.DiscoverOptions{})
 	})
@@ -59,7 +65,7 @@ func Session(t testing.TB, speed float64) *rabbit.Session {
 // must answer: its clean-up goes through url too.
 func SessionAt(t testing.TB, url string, speed float64) *rabbit.Session {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), brokerBound)
 	defer cancel()
 	s, err := rabbit.Open(ctx, url, rabbit.RunNames(), lab.NewClock(speed), Logger(t))
 	if err != nil {
@@ -69,7 +75,7 @@ func SessionAt(t testing.TB, url string, speed float64) *rabbit.Session {
 	opened.runs = append(opened.runs, s.Names.Run)
 	opened.Unlock()
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), brokerBound)
 		defer cancel()
 		if err := s.Close(ctx); err != nil {
 			t.Errorf("cleaning up the test's queues: %v", err)
