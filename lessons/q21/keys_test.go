@@ -140,8 +140,8 @@ func TestStudentPullsThePlug(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs a three-node cluster and stops a node")
 	}
-	c := clustertest.Get(t) // before t.Parallel: see Hold
 	t.Parallel()
+	c := clustertest.Get(t)
 	Hold(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -221,8 +221,8 @@ func TestNoKeyNoStop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs a three-node cluster")
 	}
-	c := clustertest.Get(t) // before t.Parallel: see Hold
 	t.Parallel()
+	c := clustertest.Get(t)
 	Hold(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -247,8 +247,8 @@ func TestQuitMidStop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs a three-node cluster and stops a node")
 	}
-	c := clustertest.Get(t) // before t.Parallel: see Hold
 	t.Parallel()
+	c := clustertest.Get(t)
 	Hold(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -32,17 +32,18 @@ func TestQ21OnACluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a three-node cluster and stops a node (two to three minutes)")
 	}
-	// The 3.10 cluster's tests run beside the 4.3 cluster's start; Get
-	// comes before t.Parallel (see q21.Hold).
-	c310 := clustertest.Get(t)
 	t.Parallel()
 	for _, v := range rabbittest.Versions {
 		t.Run(string(v), func(t *testing.T) {
-			t.Parallel() // two clusters of their own: the runs mostly wait
-			c := c310
+			// Two clusters: the runs mostly wait, so side by side. Each
+			// takes its cluster here, so the 3.10 one, which make test
+			// shares between packages, is free again when its run ends.
+			t.Parallel()
+			get := clustertest.Get
 			if v == rabbittest.V43 {
-				c = clustertest.Get43(t)
+				get = clustertest.Get43
 			}
+			c := get(t)
 			q21.Hold(t, c)
 			q21OnACluster(t, c)
 		})

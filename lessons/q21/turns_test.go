@@ -11,9 +11,8 @@ import (
 // tests run while the 4.3 cluster starts and runs its own; but each stops
 // and revives a node of its cluster, so on one cluster they take turns.
 // clustertest's turn is shared by the tests of one process: Hold is the
-// turn among them. Call clustertest.Get before t.Parallel: Get43 holds
-// clustertest's lock while its cluster starts (minutes), and a Get that
-// came after it would wait that long.
+// turn among them. Take the cluster after t.Parallel, so that the turn
+// on the shared one is held only while a test runs.
 var turns sync.Map // *cluster.Cluster → *sync.Mutex
 
 // Hold gives c to t alone until t ends. Call it after t.Parallel: a test

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -50,14 +51,19 @@ const SharedEnv = "QLAB_TEST_CLUSTER"
 // tests to be done with the shared cluster.
 const TurnTimeout = 15 * time.Minute
 
+var inMain atomic.Bool // Main runs the package's tests
+
 var (
 	mu      sync.Mutex
-	inMain  bool             // Main runs the package's tests
 	shared  *cluster.Cluster // started by the first Get
 	initErr error            // why it could not start
 	started bool
 	outside bool // shared came from SharedEnv: taken in turns, never removed here
+)
 
+// The 4.3 cluster has a lock of its own: a Get never waits for its start.
+var (
+	mu43      sync.Mutex
 	shared43  *cluster.Cluster // started by the first Get43
 	initErr43 error
 	started43 bool
@@ -67,12 +73,12 @@ var (
 // started it; it returns the exit code for os.Exit. Removing it fails the
 // run when anything is left behind.
 func Main(m *testing.M) int {
-	mu.Lock()
-	inMain = true
-	mu.Unlock()
+	inMain.Store(true)
 	code := m.Run()
 	mu.Lock()
 	defer mu.Unlock()
+	mu43.Lock()
+	defer mu43.Unlock()
 	own := shared
 	if outside {
 		own = nil // make test's: it removes that one
@@ -106,9 +112,9 @@ func remove(c *cluster.Cluster) error {
 // root, it skips t with the reason, or fails t under QLAB_REQUIRE_BROKER=1.
 func Get43(t testing.TB) *cluster.Cluster {
 	t.Helper()
-	mu.Lock()
-	defer mu.Unlock()
-	if !inMain {
+	mu43.Lock()
+	defer mu43.Unlock()
+	if !inMain.Load() {
 		t.Fatal("clustertest.Get43 needs the package's TestMain to call clustertest.Main")
 	}
 	if !started43 {
@@ -137,7 +143,7 @@ func Get(t testing.TB) *cluster.Cluster {
 	t.Helper()
 	mu.Lock()
 	defer mu.Unlock()
-	if !inMain {
+	if !inMain.Load() {
 		t.Fatal("clustertest.Get needs the package's TestMain to call clustertest.Main")
 	}
 	if !started {
