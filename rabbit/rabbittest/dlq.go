@@ -2,17 +2,19 @@ package rabbittest
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"strconv"
+	"strings"
 	"testing"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/queuelab/qlab/rabbit"
 )
 
 // ForeignQueue declares a durable queue with args directly with
 // amqp091-go, as someone outside the lab would, under a random name
-// ("dlqtest-" and hex), publishes each of bodies to it (persistent,
+// (a fresh run id's hex and "-dlqtest": the run id is recorded for make
+// test's clean-up, so a killed test's queue goes too), publishes each of bodies to it (persistent,
 // message id m1, m2, …, header "n" = its position) with confirms, and
 // deletes it when the test ends. It returns an open connection (closed at
 // the end too) and the queue's name.
@@ -22,9 +24,7 @@ func ForeignQueue(t testing.TB, args amqp.Table, bodies ...string) (*amqp.Connec
 	if err != nil {
 		t.Fatalf("dialling the broker: %v", err)
 	}
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	name := "dlqtest-" + hex.EncodeToString(b[:])
+	name := strings.TrimPrefix(rabbit.RunNames().Run, "qlab-") + "-dlqtest"
 	ch, err := conn.Channel()
 	if err != nil {
 		t.Fatalf("opening a channel: %v", err)
