@@ -31,8 +31,9 @@ const watcherEnv = "QLAB_NODE_WATCHER=1"
 
 // TestPrefixes are the name prefixes of the nodes test processes start
 // (rabbittest's private nodes, clustertest's cluster, the fault suite's
-// nodes): ReapOrphans of these never touches a student's cluster.
-var TestPrefixes = []string{"qlabtest", "qlabfault"}
+// nodes, the reap test's own): ReapOrphans of these never touches a
+// student's cluster.
+var TestPrefixes = []string{"qlabtest", "qlabfault", "qlabreap"}
 
 // ownedName matches a node name whose second field is its owner's pid.
 var ownedName = regexp.MustCompile(`^([a-z]+)-(\d+)-[0-9a-f]{4}(-n\d+)?@`)

@@ -77,7 +77,8 @@ func TestNodeGoesWithItsOwner(t *testing.T) {
 
 // TestReapOrphansRemovesOnlyTheDeadOwnersNodes: with its watcher gone too,
 // a dead owner's node is removed by the next ReapOrphans of its prefix,
-// and a live owner's node is not.
+// and a live owner's node is not. qlabreap is one of TestPrefixes, so a
+// SIGINT that kills an owner while its node boots leaves nothing either.
 func TestReapOrphansRemovesOnlyTheDeadOwnersNodes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts private nodes")
@@ -105,8 +106,11 @@ func TestReapOrphansRemovesOnlyTheDeadOwnersNodes(t *testing.T) {
 	time.Sleep(2 * time.Second) // a live watcher would have begun by now
 	require.NotZero(t, orphan.Pid(), "the orphan still runs: its watcher was killed")
 
+	// Another process's reap of the test prefixes (make test's clean-up, a
+	// private node's start) may have come first: either way the orphan is
+	// gone, and this reap took nothing else.
 	reaped := cluster.ReapOrphans("qlabreap")
-	assert.Equal(t, []string{orphan.Name}, reaped)
+	assert.Subset(t, []string{orphan.Name}, reaped)
 	assert.Zero(t, orphan.Pid())
 	assert.NotZero(t, kept.Pid(), "a live owner's node stays")
 	assert.Empty(t, cluster.ReapOrphans("qlabnone"), "another prefix reaps nothing")
