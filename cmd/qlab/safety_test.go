@@ -249,11 +249,22 @@ func TestClosedStdoutCleansUp(t *testing.T) {
 	}
 }
 
+// testConfigEnv holds the config directory a test process made, for the
+// copies of the test binary that its tests run.
+const testConfigEnv = "QLAB_TEST_CONFIG_DIR"
+
 func TestMain(m *testing.M) {
-	// Never the developer's own class: a test that joins sets its own.
-	cfg, err := os.MkdirTemp("", "qlab-config-")
-	if err != nil {
-		panic(err)
+	// Never the developer's own class: a test that joins sets its own. A
+	// copy of this binary that a test runs (and may kill) uses its
+	// parent's directory, which the parent removes.
+	cfg, own := os.Getenv(testConfigEnv), false
+	if cfg == "" || cfg != os.Getenv("QLAB_CONFIG_DIR") {
+		var err error
+		if cfg, err = os.MkdirTemp("", "qlab-config-"); err != nil {
+			panic(err)
+		}
+		own = true
+		os.Setenv(testConfigEnv, cfg)
 	}
 	os.Setenv("QLAB_CONFIG_DIR", cfg)
 	// The link takes seconds (a minute at a load of 40, measured): start it
@@ -269,7 +280,9 @@ func TestMain(m *testing.M) {
 	if prebuild {
 		_, _ = buildOnce() // a build still going ends before binDir goes
 	}
-	os.RemoveAll(cfg)
+	if own {
+		os.RemoveAll(cfg)
+	}
 	if binDir != "" {
 		os.RemoveAll(binDir)
 	}
