@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -161,8 +163,42 @@ func TestDeletedWaitQueueEndsTheRun(t *testing.T) {
 	assert.False(t, queueExists(t, prefix+"."+"sequential.queue"), "the run deleted what it created")
 }
 
-// binDir holds the binary buildQlab builds; TestMain removes it.
-var binDir string
+// scratch is the temporary directories this test process made (its
+// config, the built binary's): TestMain removes them when the tests end,
+// and at once on SIGINT or SIGTERM, which end the process before that.
+var scratch struct {
+	sync.Mutex
+	dirs []string
+}
+
+// keepScratch adds dir to what the process removes when it ends.
+func keepScratch(dir string) {
+	scratch.Lock()
+	defer scratch.Unlock()
+	scratch.dirs = append(scratch.dirs, dir)
+}
+
+// removeScratch removes the process's temporary directories.
+func removeScratch() {
+	scratch.Lock()
+	defer scratch.Unlock()
+	for _, d := range scratch.dirs {
+		os.RemoveAll(d)
+	}
+	scratch.dirs = nil
+}
+
+// removeScratchOnSignal removes them on SIGINT or SIGTERM (Ctrl-C to make
+// test) and ends the process as the signal would have.
+func removeScratchOnSignal() {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		sig := <-sigs
+		removeScratch()
+		os.Exit(128 + int(sig.(syscall.Signal)))
+	}()
+}
 
 // qlabBuild is the one build of the qlab binary this test run makes (a
 // link takes seconds, many on a busy machine): by make build where make
@@ -178,7 +214,7 @@ var buildOnce = sync.OnceValues(func() (qlabBuild, error) {
 	if err != nil {
 		return qlabBuild{}, err
 	}
-	binDir = dir
+	keepScratch(dir)
 	b := qlabBuild{bin: filepath.Join(dir, "qlab")}
 	cmd := exec.Command("go", "build", "-o", b.bin, ".")
 	if _, err := exec.LookPath("make"); err == nil {
@@ -254,16 +290,17 @@ func TestClosedStdoutCleansUp(t *testing.T) {
 const testConfigEnv = "QLAB_TEST_CONFIG_DIR"
 
 func TestMain(m *testing.M) {
+	removeScratchOnSignal()
 	// Never the developer's own class: a test that joins sets its own. A
 	// copy of this binary that a test runs (and may kill) uses its
 	// parent's directory, which the parent removes.
-	cfg, own := os.Getenv(testConfigEnv), false
+	cfg := os.Getenv(testConfigEnv)
 	if cfg == "" || cfg != os.Getenv("QLAB_CONFIG_DIR") {
 		var err error
 		if cfg, err = os.MkdirTemp("", "qlab-config-"); err != nil {
 			panic(err)
 		}
-		own = true
+		keepScratch(cfg)
 		os.Setenv(testConfigEnv, cfg)
 	}
 	os.Setenv("QLAB_CONFIG_DIR", cfg)
@@ -278,14 +315,9 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	if prebuild {
-		_, _ = buildOnce() // a build still going ends before binDir goes
+		_, _ = buildOnce() // a build still going ends before its directory goes
 	}
-	if own {
-		os.RemoveAll(cfg)
-	}
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
+	removeScratch()
 	os.Exit(code)
 }
 
