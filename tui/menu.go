@@ -49,8 +49,20 @@ func (m menu) Update(msg tea.Msg) (menu, tea.Cmd) {
 	if k, ok := msg.(tea.KeyMsg); ok && k.String() == "esc" && m.list.FilterState() == list.Unfiltered {
 		return m, m.list.NewStatusMessage("esc comes back here from a lesson · q quits")
 	}
+	// bubbles' list filters in a command per keystroke and applies each
+	// result when it comes, in whatever order: typed fast on a busy
+	// machine, the matches for "bre" can land after those for "breaker".
+	// So the filter enter accepts is matched here, at once, and results
+	// still on their way for the keystrokes before it are dropped.
+	if _, late := msg.(list.FilterMatchesMsg); late && m.list.FilterState() == list.FilterApplied {
+		return m, nil
+	}
+	was := m.list.FilterState()
 	var cmd tea.Cmd
 	m.list, cmd = m.list.Update(msg)
+	if was == list.Filtering && m.list.FilterState() == list.FilterApplied {
+		m.list.SetFilterText(m.list.FilterValue())
+	}
 	return m, cmd
 }
 

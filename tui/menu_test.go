@@ -50,6 +50,59 @@ func TestMenuFilterFilters(t *testing.T) {
 	assert.Equal(t, first.ID, opened.lesson().ID, "enter opens the filtered list's first lesson")
 }
 
+// TestMenuFilterDropsALateResult: bubbles' list matches each keystroke of a
+// filter in a command and applies the results as they come. The matches
+// for "bre" delivered after enter accepted "breaker" (a busy machine's
+// order, seen in CI) must not replace the accepted filter's.
+func TestMenuFilterDropsALateResult(t *testing.T) {
+	mn := newMenu(lessons.All)
+	mn, _ = mn.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("/")})
+	mn, cmd := mn.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("bre")})
+	late := filterMatches(t, cmd)
+	mn, cmd = mn.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("aker")})
+	current := filterMatches(t, cmd)
+	mn, _ = mn.Update(current)
+	mn, _ = mn.Update(tea.KeyMsg{Type: tea.KeyEnter})
+	mn, _ = mn.Update(late)
+
+	require.Equal(t, list.FilterApplied, mn.list.FilterState())
+	visible := mn.list.VisibleItems()
+	require.NotEmpty(t, visible)
+	for _, it := range visible {
+		assert.Contains(t, strings.ToLower(it.FilterValue()), "breaker")
+	}
+}
+
+// filterMatches runs cmd's commands (a batch's too) and returns the list's
+// filter result among their messages. A command that does not answer at
+// once (the cursor's blink timer) is left.
+func filterMatches(t *testing.T, cmd tea.Cmd) list.FilterMatchesMsg {
+	t.Helper()
+	found := make(chan list.FilterMatchesMsg, 8)
+	var run func(tea.Cmd)
+	run = func(c tea.Cmd) {
+		if c == nil {
+			return
+		}
+		switch msg := c().(type) {
+		case tea.BatchMsg:
+			for _, sub := range msg {
+				go run(sub)
+			}
+		case list.FilterMatchesMsg:
+			found <- msg
+		}
+	}
+	go run(cmd)
+	select {
+	case msg := <-found:
+		return msg
+	case <-time.After(5 * time.Second):
+		t.Fatal("no filter result among the commands")
+		return nil
+	}
+}
+
 // Esc on the menu does not quit: Esc in a lesson comes back to the menu,
 // so a second Esc would end the program. It says what q does instead.
 func TestMenuEscDoesNotQuit(t *testing.T) {
