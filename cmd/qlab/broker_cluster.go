@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -26,8 +27,9 @@ const clusterHelp = `Usage: qlab broker cluster up|down|status|kill NODE|revive 
   status       the nodes, which are running, each quorum queue's leader and
                members
   kill NODE    stop the RabbitMQ application on NODE (n1, n2, n3 or its full
-               name), as if it died: its quorum queue members go, a new
-               leader is elected
+               name), as if it died: its quorum queue members go; kill
+               waits up to 30 s for each queue it led to elect a new
+               leader, and names it
   revive NODE  start it again
 
 The cluster is recorded in $XDG_CACHE_HOME/qlab/cluster.json (~/.cache/qlab),
@@ -105,7 +107,12 @@ func cmdBrokerCluster(ctx context.Context, args []string, stdout, stderr io.Writ
 	case "status":
 		return clusterStatus(ctx, c, stdout)
 	case "kill":
-		return clusterNode(ctx, c, rest[0], "killing", c.Kill, stdout)
+		led := ledBy(ctx, c, rest[0])
+		if err := clusterNode(ctx, c, rest[0], "killing", c.Kill, stdout); err != nil {
+			return err
+		}
+		newLeaders(ctx, c, rest[0], led, stdout)
+		return nil
 	default:
 		return clusterNode(ctx, c, rest[0], "reviving", c.Revive, stdout)
 	}
@@ -237,6 +244,64 @@ func short(c *cluster.Cluster, names ...string) string {
 		}
 	}
 	return strings.Join(out, " ")
+}
+
+// leaderWait bounds kill's wait for the quorum queues the stopped node led
+// to list a new leader: an election takes seconds, and a status run at
+// once could list none of them while it goes on.
+const leaderWait = 30 * time.Second
+
+// ledBy lists the quorum queues node name leads now (none where it cannot
+// tell: kill reports what it can).
+func ledBy(ctx context.Context, c *cluster.Cluster, name string) []string {
+	n, err := c.Node(name)
+	if err != nil {
+		return nil
+	}
+	queues, _ := c.Queues(ctx)
+	var led []string
+	for _, q := range queues {
+		if q.Type == "quorum" && q.Leader == n.Name {
+			led = append(led, q.Name)
+		}
+	}
+	return led
+}
+
+// newLeaders waits, within leaderWait, until a running node lists each
+// of queues with a leader other than the stopped node, and says who
+// leads each one (or that none does yet: with a majority of its members
+// down, none will).
+func newLeaders(ctx context.Context, c *cluster.Cluster, stopped string, queues []string, stdout io.Writer) {
+	if len(queues) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, leaderWait)
+	defer cancel()
+	old, _ := c.Node(stopped)
+	leaders := map[string]string{}
+	for ctx.Err() == nil {
+		listed, _ := c.Queues(ctx)
+		for _, q := range listed {
+			if slices.Contains(queues, q.Name) && q.Leader != "" && q.Leader != old.Name {
+				leaders[q.Name] = short(c, q.Leader)
+			}
+		}
+		if len(leaders) == len(queues) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	for _, q := range queues {
+		leader, ok := leaders[q]
+		if !ok {
+			leader = fmt.Sprintf("none listed within %v", leaderWait)
+		}
+		fmt.Fprintf(stdout, "  %s: new leader %s\n", q, leader)
+	}
 }
 
 // clusterNode kills or revives one node; a name not in the cluster is a

@@ -210,6 +210,10 @@ func clusterVerbs(t *testing.T, c *cluster.Cluster, queue string, flags ...strin
 	code, out, _ = cmd("kill", leader)
 	require.Equal(t, exitOK, code)
 	assert.Contains(t, out, leader+" is stopped\n")
+	// kill waits for the election, so the status after it lists the queue
+	// (at once, 3.10.8 listed none of its quorum queues once).
+	assert.Regexp(t, "  "+regexp.QuoteMeta(queue)+": new leader n\\d\n", out)
+	assert.NotContains(t, out, "new leader "+leader)
 	code, out, _ = cmd("status")
 	require.Equal(t, exitOK, code)
 	assert.Contains(t, out, "  "+leader+"  stopped ")
