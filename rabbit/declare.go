@@ -224,6 +224,17 @@ func inspectOn(ctx context.Context, conn *amqp.Connection, name string) (amqp.Qu
 	})
 }
 
+// mayExist reports whether a declare that returned err may have created
+// its queue: it succeeded, or it was abandoned rather than refused (its
+// bound, a run cut short, a dropped connection), and the broker may still
+// carry it out. Close deletes such a queue all the same: one that is not
+// there is no error. (A Q25 run cut mid-declare left its queue when only
+// successes were recorded.)
+func mayExist(err error) bool {
+	return err == nil || Transient(err) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
 // isNotFound reports a 404 NOT_FOUND from the broker.
 func isNotFound(err error) bool {
 	var amqpErr *amqp.Error
@@ -239,9 +250,7 @@ func (tp *Topo) declare(ctx context.Context, seedName string, args amqp.Table) e
 	if errors.As(err, &pre) {
 		return err // created between our check and now, by someone else: not ours
 	}
-	// A declare abandoned at its bound (Transient) may still be carried
-	// out: Close deletes the queue all the same (one not there is no error).
-	if err == nil || Transient(err) {
+	if mayExist(err) {
 		tp.owned.mu.Lock()
 		tp.owned.declared = append(tp.owned.declared, name)
 		tp.owned.mu.Unlock()
