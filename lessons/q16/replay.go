@@ -218,11 +218,18 @@ func q16Replay(ctx context.Context, env *lesson.Env, w *q16Worker, cold map[stri
 	if _, _, err := q16Landed(ctx, s, w.inDLQ); err != nil { // the last nack's job is there, and nobody else's
 		return nil, err
 	}
+	// The sift just read email-dlq and handed its messages back by closing
+	// its channel; the queue may take them back a moment after the close:
+	// a replay that finds fewer than landed replays again, within the
+	// landing bound.
 	var moved []amqp.Delivery
-	err := s.OnConnection(ctx, "replaying email-dlq", func(conn *amqp.Connection) error {
-		res, err := rabbit.Replay(ctx, conn, s.Names.Of(notify.DLQ), s.Names.Of(notify.EmailQueue), rabbit.ReplayOptions{ResetRetries: reset})
-		moved = append(moved, res.Moved...) // a replay cut short moved these; the next one moves the rest
-		return err
+	_, err := rabbit.PollUntil(ctx, 20*time.Millisecond, q16Landing, func() (bool, error) {
+		err := s.OnConnection(ctx, "replaying email-dlq", func(conn *amqp.Connection) error {
+			res, err := rabbit.Replay(ctx, conn, s.Names.Of(notify.DLQ), s.Names.Of(notify.EmailQueue), rabbit.ReplayOptions{ResetRetries: reset})
+			moved = append(moved, res.Moved...) // a replay cut short moved these; the next one moves the rest
+			return err
+		})
+		return len(moved) >= w.inDLQ, err
 	})
 	w.inDLQ -= len(moved)
 	for _, d := range moved {
