@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -70,6 +69,7 @@ func (l *lazyNode) get(t *testing.T) *rabbittest.Node {
 }
 
 func TestMain(m *testing.M) {
+	removeBinOnSignal()
 	code := clustertest.Main(m) // runs the tests, then removes the cluster if one started
 	// Cases run concurrently, so goroutines are checked once all have
 	// ended: none of any run may be left (goleak retries while they wind
@@ -87,9 +87,7 @@ func TestMain(m *testing.M) {
 			code = 1
 		}
 	}
-	if qlabBin != "" {
-		os.RemoveAll(filepath.Dir(qlabBin))
-	}
+	removeBin()
 	writeReport()
 	os.Exit(code)
 }

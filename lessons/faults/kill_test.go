@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -26,6 +27,36 @@ var (
 	qlabErr  error
 )
 
+// binDir is the directory of the qlab binary buildQlab builds (about
+// 38 MB): TestMain removes it at the end, and at once on SIGINT or
+// SIGTERM, which end the process before that.
+var binDir struct {
+	sync.Mutex
+	path string
+}
+
+// removeBin removes binDir, if one was made.
+func removeBin() {
+	binDir.Lock()
+	defer binDir.Unlock()
+	if binDir.path != "" {
+		os.RemoveAll(binDir.path)
+		binDir.path = ""
+	}
+}
+
+// removeBinOnSignal removes binDir on SIGINT or SIGTERM (Ctrl-C to make
+// test) and ends the process as the signal would have.
+func removeBinOnSignal() {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		sig := <-sigs
+		removeBin()
+		os.Exit(128 + int(sig.(syscall.Signal)))
+	}()
+}
+
 // buildQlab builds ./cmd/qlab once for the package.
 func buildQlab() {
 	qlabOnce.Do(func() {
@@ -34,6 +65,9 @@ func buildQlab() {
 			qlabErr = err
 			return
 		}
+		binDir.Lock()
+		binDir.path = dir
+		binDir.Unlock()
 		qlabBin = filepath.Join(dir, "qlab")
 		out, err := exec.Command("go", "build", "-o", qlabBin, "github.com/queuelab/qlab/cmd/qlab").CombinedOutput()
 		if err != nil {
