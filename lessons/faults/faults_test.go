@@ -69,8 +69,9 @@ func (l *lazyNode) get(t *testing.T) *rabbittest.Node {
 }
 
 func TestMain(m *testing.M) {
-	removeBinOnSignal()
+	stopSignals := removeBinOnSignal()
 	code := clustertest.Main(m) // runs the tests, then removes the cluster if one started
+	stopSignals()
 	// Cases run concurrently, so goroutines are checked once all have
 	// ended: none of any run may be left (goleak retries while they wind
 	// down).

@@ -46,15 +46,20 @@ func removeBin() {
 }
 
 // removeBinOnSignal removes binDir on SIGINT or SIGTERM (Ctrl-C to make
-// test) and ends the process as the signal would have.
-func removeBinOnSignal() {
-	sigs := make(chan os.Signal, 1)
+// test) and ends the process as the signal would have, until stop is
+// called (before TestMain's goroutine check: its goroutine ends too).
+func removeBinOnSignal() (stop func()) {
+	sigs, done := make(chan os.Signal, 1), make(chan struct{})
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
-		sig := <-sigs
-		removeBin()
-		os.Exit(128 + int(sig.(syscall.Signal)))
+		select {
+		case sig := <-sigs:
+			removeBin()
+			os.Exit(128 + int(sig.(syscall.Signal)))
+		case <-done:
+		}
 	}()
+	return func() { signal.Stop(sigs); close(done) }
 }
 
 // buildQlab builds ./cmd/qlab once for the package.
