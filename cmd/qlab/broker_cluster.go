@@ -276,25 +276,17 @@ func newLeaders(ctx context.Context, c *cluster.Cluster, stopped string, queues 
 	if len(queues) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, leaderWait)
-	defer cancel()
 	old, _ := c.Node(stopped)
 	leaders := map[string]string{}
-	for ctx.Err() == nil {
+	_, _ = rabbit.PollUntil(ctx, 250*time.Millisecond, leaderWait, func() (bool, error) {
 		listed, _ := c.Queues(ctx)
 		for _, q := range listed {
 			if slices.Contains(queues, q.Name) && q.Leader != "" && q.Leader != old.Name {
 				leaders[q.Name] = short(c, q.Leader)
 			}
 		}
-		if len(leaders) == len(queues) {
-			break
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
+		return len(leaders) == len(queues), nil
+	})
 	for _, q := range queues {
 		leader, ok := leaders[q]
 		if !ok {
