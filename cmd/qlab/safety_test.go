@@ -9,11 +9,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -22,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lab/labtest"
 	"github.com/queuelab/qlab/lessons/q10"
 	"github.com/queuelab/qlab/rabbit"
 	"github.com/queuelab/qlab/rabbit/rabbittest"
@@ -188,18 +187,6 @@ func removeScratch() {
 	scratch.dirs = nil
 }
 
-// removeScratchOnSignal removes them on SIGINT or SIGTERM (Ctrl-C to make
-// test) and ends the process as the signal would have.
-func removeScratchOnSignal() {
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		sig := <-sigs
-		removeScratch()
-		os.Exit(128 + int(sig.(syscall.Signal)))
-	}()
-}
-
 // qlabBuild is the one build of the qlab binary this test run makes (a
 // link takes seconds, many on a busy machine): by make build where make
 // is, which the Makefile's tests check (what it said on stderr), else by
@@ -290,7 +277,7 @@ func TestClosedStdoutCleansUp(t *testing.T) {
 const testConfigEnv = "QLAB_TEST_CONFIG_DIR"
 
 func TestMain(m *testing.M) {
-	removeScratchOnSignal()
+	labtest.RemoveOnSignal(removeScratch)
 	// Never the developer's own class: a test that joins sets its own. A
 	// copy of this binary that a test runs (and may kill) uses its
 	// parent's directory, which the parent removes.

@@ -69,8 +69,8 @@ func (l *lazyNode) get(t *testing.T) *rabbittest.Node {
 }
 
 func TestMain(m *testing.M) {
-	stopSignals := removeBinOnSignal()
-	code := clustertest.Main(m) // runs the tests, then removes the cluster if one started
+	stopSignals := labtest.RemoveOnSignal(removeBin) // the built binary, on Ctrl-C
+	code := clustertest.Main(m)                      // runs the tests, then removes the cluster if one started
 	stopSignals()
 	// Cases run concurrently, so goroutines are checked once all have
 	// ended: none of any run may be left (goleak retries while they wind

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -43,23 +42,6 @@ func removeBin() {
 		os.RemoveAll(binDir.path)
 		binDir.path = ""
 	}
-}
-
-// removeBinOnSignal removes binDir on SIGINT or SIGTERM (Ctrl-C to make
-// test) and ends the process as the signal would have, until stop is
-// called (before TestMain's goroutine check: its goroutine ends too).
-func removeBinOnSignal() (stop func()) {
-	sigs, done := make(chan os.Signal, 1), make(chan struct{})
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		select {
-		case sig := <-sigs:
-			removeBin()
-			os.Exit(128 + int(sig.(syscall.Signal)))
-		case <-done:
-		}
-	}()
-	return func() { signal.Stop(sigs); close(done) }
 }
 
 // buildQlab builds ./cmd/qlab once for the package.
