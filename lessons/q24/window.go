@@ -62,13 +62,13 @@ func recovery(ctx context.Context, env *lesson.Env) error {
 
 // LatelySaved is part (a)'s users of an outage the fixed retry cannot
 // outlast (longer than its 20 s of hops) whose last delivery ended after
-// the outage did: its insert, which comes between the delivery's start
-// and its end, may have found the DB back. Late hops on a loaded machine
-// save such users, as recoveryTable's note says. In exact lesson time
-// there are none. The end, not the start, bounds the insert: at the
-// lesson's speed a scheduling delay of a fraction of a real second
-// between the two is seconds of lesson time (Q24's a45-2 was saved so
-// while its last delivery began 2 s before its outage ended).
+// the outage did: the DB is read as a delivery begins, a moment between
+// its started event and its end, so such a delivery may have found the
+// DB back. Late hops on a loaded machine save such users, as
+// recoveryTable's note says. In exact lesson time there are none. The
+// end, not the started event, is the bound that misses none: at the
+// lesson's speed a goroutine's stall of a fraction of a real second
+// between the two is seconds of lesson time.
 func LatelySaved(events []lab.Event) []string {
 	reach := time.Duration(MaxRetries-1) * raffle.RetryTTL // the third delivery, by the arithmetic
 	start, ended := int64(-1), map[string]int64{}
