@@ -266,7 +266,7 @@ func PersistenceTable(a, b []Side, at time.Duration) render.Table {
 		"rabbit: the process and the broker lived on, and the consumers reconnected; unacked messages redelivered: "+redeliveries(b)+";",
 		"  messages waiting in the broker's queues never left it.")
 	if part := interruptedPart(a, b); part != "" {
-		t.Notes = append(t.Notes, noteLines("Each run stops after the part it was interrupted in ("+part+"), so both sides count the same tasks.")...)
+		t.Notes = append(t.Notes, noteLines("Each run stops after the part it was interrupted in ("+part+"), so both sides count tasks of the same part.")...)
 	}
 	if len(a) > 1 {
 		t.Notes = append(t.Notes, fmt.Sprintf("Counts: median [min–max] over %d runs per backend.", len(a)))

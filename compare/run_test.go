@@ -142,8 +142,9 @@ func taskSet(s Side) []string {
 
 // TestCompareQ14AtItsOwnSpeed: with no speed given, Q14 compares at its
 // CompareSpeed, its waits are the seed's (30 s … 5 min of lesson time),
-// and the interruption at 200 s finds the same tasks on both sides (A
-// waiting, D done, E waiting behind A; issue 20: 3 against 5).
+// and the interruption at 200 s finds every task it counts waiting but D
+// (done at once) in memory, and loses none on the broker (issue 20: 3
+// tasks against 5 under "both sides count the same tasks").
 func TestCompareQ14AtItsOwnSpeed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("make quick compares one lesson on the broker, Q10")
@@ -162,21 +163,27 @@ func TestCompareQ14AtItsOwnSpeed(t *testing.T) {
 
 	persistence := rep.Tables[2]
 	assert.Contains(t, persistence.Title, "03:20.000")
-	// In memory A, D and E exist at 200 s; B and C arrive at 214 s, 35 ms
-	// of real time later at 400x, which a loaded machine's timer can
-	// overshoot (a CI run at load 29 counted 5): both are what memory had.
-	assert.Contains(t, []string{"3", "5"}, persistence.Rows[0][2], "in memory A, D and E (and B and C, late) existed when the process died")
-	// The broker side counts what it had published by the interruption,
-	// 200 s of lesson time (0.5 s real at 400x) after its workers started:
-	// A at once, D and E as A's retries come back, which a busy machine's
-	// real time decides. So what is checked is that it counts A and never
-	// a task memory did not have (issue 20: 5 against 3), not how far it
-	// got. Counted from the run's start instead, a slow connection and
-	// declare left it 0 (a fresh clone with two busy cores).
-	broker, err := strconv.Atoi(persistence.Rows[1][2])
-	require.NoError(t, err)
-	assert.True(t, broker >= 1 && broker <= 3, "the broker side counts 1 to 3 of memory's 3 tasks, not %d", broker)
-	assert.Equal(t, "2", persistence.Rows[0][3], "the crash lost A and E, waiting in the retry queue")
+	// How many tasks each side counts is real time at 400x (200 s is 0.5 s):
+	// in memory A and D arrive at once, E when A's retries have waited 90 s
+	// and B and C at 213 s, and a loaded machine's timers run late (CI
+	// counted 2, 3 and 5); the broker arms its interruption once its
+	// workers run, after its connection and declares, so it can count B
+	// too (CI counted 1 to 4). What holds at any lateness: in memory A and
+	// D, and every task but D (done at once) waiting when the process dies
+	// (A walks its schedule, E, B and C wait behind it) and lost with it;
+	// on the broker A, and nothing lost.
+	count := func(row, col int) int {
+		n, err := strconv.Atoi(persistence.Rows[row][col])
+		require.NoError(t, err, "row %d, column %d", row, col)
+		return n
+	}
+	const tasks, lost, done = 2, 3, 4
+	memTasks := count(0, tasks)
+	assert.True(t, memTasks >= 2 && memTasks <= 5, "in memory A and D at least, of A–E: %d", memTasks)
+	assert.Equal(t, memTasks-1, count(0, lost), "the crash lost every task but D, waiting for a retry")
+	assert.Equal(t, 1, count(0, done), "D, done before the crash")
+	assert.GreaterOrEqual(t, count(1, tasks), 1, "the broker side counts A, published first")
+	assert.Zero(t, count(1, lost), "the broker lost nothing")
 	for _, tab := range rep.Tables {
 		assertFits(t, tab)
 	}

@@ -136,6 +136,10 @@ type Series struct {
 	// At is the lesson time each sample's probe started: on a loaded
 	// machine the interval slips, so a short wait may fall between two.
 	At []time.Duration
+	// Until is the lesson time each probe returned: the broker read the
+	// depth somewhere between At and Until, which on a loaded machine can
+	// be longer apart than a short wait lasts.
+	Until []time.Duration
 }
 
 // ErrNoBackend is returned by Run for a backend the lesson does not have.
@@ -239,6 +243,7 @@ func (e *Env) sample(ctx context.Context, interval time.Duration) (stop func() [
 					}
 					series[i].Samples = append(series[i].Samples, n)
 					series[i].At = append(series[i].At, at)
+					series[i].Until = append(series[i].Until, e.Stream.Clock().Elapsed())
 				}
 			case <-done:
 				result <- series
