@@ -14,8 +14,11 @@ import (
 )
 
 // opTimeout bounds one broker round trip (declare, delete, confirm) when
-// the caller's context has no earlier deadline.
-const opTimeout = 5 * time.Second
+// the caller's context has no earlier deadline. A loaded broker answers
+// late, not never: with both cores of a 2-core machine busy, 3.10.8 once
+// answered nothing for 5.6 s (ci74, 2026-11-27), and at 5 s every run
+// waiting on it then failed.
+const opTimeout = 10 * time.Second
 
 // Session is one run's link to the broker: a connection for declaring,
 // publishing and cleaning up, the run's queue Names and the lesson Clock
