@@ -114,10 +114,13 @@ func TestOneBadRowPoisonsTheSeedsBatch(t *testing.T) {
 func TestPrefetchLimitsTheBatch(t *testing.T) {
 	for _, b := range backends {
 		t.Run(string(b), func(t *testing.T) {
+			// A batch of the small prefetch never fills: each waits out the
+			// timeout, 1.5 s real at 20×.
+			const wait = 30 * time.Second
 			full := &part{Title: "full", Prefix: "w", Users: 2 * BatchSize, Seed: true,
-				OneBatcher: true, Wait: PoisonWait}
+				OneBatcher: true, Wait: wait}
 			small := &part{Title: "small", Prefix: "n", Users: 2 * BatchSize, Seed: true,
-				OneBatcher: true, Wait: PoisonWait, Prefetch: SmallPrefetch}
+				OneBatcher: true, Wait: wait, Prefetch: SmallPrefetch}
 			summaries, _ := fates(runOn(t, b, full, small))
 			assert.Equal(t, BatchSize, slices.Max(full.Measured().Batches))
 			if b == lab.InMem { // exact: the second batch fills too
