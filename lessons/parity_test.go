@@ -175,15 +175,17 @@ func sampleEvery(l lesson.Lesson) time.Duration {
 // assertWaitDepth checks what a backend's WaitDepth says of each wait
 // queue tasks sat out delays in: with it, the queue's depth was seen above
 // zero while they waited; without it (tasks waiting on timers), never.
-// A queue is judged on all its waits together (each from a task's
-// scheduled event to its next start), from the probes that started and
-// returned within one, and only when there were at least minWaitSamples.
-// A probe is a broker round trip and reads the queue somewhere between
-// its stamps: in ci71, on a loaded 4.3 node, 14 probes stamped inside
-// Q19's 100 ms waits (20×) all read empty queues, where a quiet run takes
-// about 270 such samples and sees up to 5 messages. One short wait can
-// fall between two rounds (Q14's 75 ms ones did, Q10's 250 ms one once,
-// and all 13 samples of one of Q13's 25 ms waits at 200× once).
+// A queue is judged on all its waits together, from the probes that
+// started and returned within one, and only when there were at least
+// minWaitSamples. A wait lasts from the task's scheduled event for its
+// configured delay, or to its next start if that comes first: a message
+// past its TTL has left the wait queue, however long a busy consumer
+// then takes to start it (ci77: 10 probes of Q19's retry.2s on a loaded
+// 4.3 node read 0). A probe is a broker round trip and reads the queue
+// somewhere between its stamps (in ci71, 14 stamped inside those waits
+// read empty queues). One short wait can fall between two rounds (Q14's
+// 75 ms ones did, Q10's 250 ms one once, and all 13 samples of one of
+// Q13's 25 ms waits at 200× once).
 func assertWaitDepth(t *testing.T, f flow.Features, events []lab.Event, res lesson.Result) {
 	t.Helper()
 	type waitQueue struct {
@@ -198,7 +200,9 @@ func assertWaitDepth(t *testing.T, f flow.Features, events []lab.Event, res less
 			i, qs = len(qs), append(qs, &waitQueue{name: e.Via})
 		}
 		q := qs[i]
-		seen, peak := samplesIn(res.Depths, e.Via, time.Duration(e.TMs)*time.Millisecond, waitEnd(events, e))
+		from := time.Duration(e.TMs) * time.Millisecond
+		to := min(waitEnd(events, e), from+time.Duration(e.DelayMs)*time.Millisecond)
+		seen, peak := samplesIn(res.Depths, e.Via, from, to)
 		q.waits, q.seen, q.peak = q.waits+1, q.seen+seen, max(q.peak, peak)
 		// A per-message expiration waits in a real delay queue on both
 		// backends (in memory the FIFO that expires only its head).
