@@ -122,8 +122,9 @@ test: vet $(QLAB)
 
 # The developer loop: make test without the fault suite's private nodes,
 # the clusters, the 4.3 line and the exercise author check (all skip
-# under -short; CI runs them), and without -race: 76-88 s on two cores,
-# 100 s with it (QUICKFLAGS=-race adds it back).
+# under -short; CI runs them), and without -race (QUICKFLAGS=-race adds
+# it back): 51-58 s on two cores, quiet, warm cache, -count=1 (54 s on
+# 2026-11-27 evening, CONTRIBUTING.md).
 QUICKFLAGS ?=
 quick: vet
 	$(GO) test -short $(QUICKFLAGS) $(TESTFLAGS) $(TESTPKGS)
