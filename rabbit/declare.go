@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -251,14 +252,22 @@ func (tp *Topo) declare(ctx context.Context, seedName string, args amqp.Table) e
 		return err // created between our check and now, by someone else: not ours
 	}
 	if mayExist(err) {
-		tp.owned.mu.Lock()
-		tp.owned.declared = append(tp.owned.declared, name)
-		tp.owned.mu.Unlock()
+		tp.own(name)
 	}
 	if err != nil {
 		return fmt.Errorf("declaring queue %s: %w", name, err)
 	}
 	return nil
+}
+
+// own records queue name (a broker name) as the session's, for Close to
+// delete, once however often a retried declare records it.
+func (tp *Topo) own(name string) {
+	tp.owned.mu.Lock()
+	defer tp.owned.mu.Unlock()
+	if !slices.Contains(tp.owned.declared, name) {
+		tp.owned.declared = append(tp.owned.declared, name)
+	}
 }
 
 // Redeclare declares queue q again exactly as Declare would, without

@@ -11,10 +11,10 @@ import (
 // args, for an argument a flow.Topology has no field for (Q25's quorum queue
 // with x-delayed-retry-*). Like Declare it refuses a queue that already
 // exists (an *ExistsError: the run did not create it) and remembers the
-// one it creates, or may have created (mayExist), for Close. A refusal of the broker's for the arguments
-// themselves (406 PRECONDITION_FAILED for a value it does not take) comes
-// back as the *amqp.Error the broker sent, so the caller can show its
-// words.
+// one it creates, or may have created (mayExist), for Close. A refusal of
+// the broker's for the arguments themselves (406 PRECONDITION_FAILED for
+// a value it does not take) comes back as the *amqp.Error the broker
+// sent, so the caller can show its words.
 func (tp *Topo) DeclareArgs(ctx context.Context, name string, args amqp.Table) error {
 	if err := tp.s.guest.claim(ctx); err != nil {
 		return err
@@ -39,9 +39,7 @@ func (tp *Topo) DeclareArgs(ctx context.Context, name string, args amqp.Table) e
 		})
 	})
 	if mayExist(err) {
-		tp.owned.mu.Lock()
-		tp.owned.declared = append(tp.owned.declared, broker)
-		tp.owned.mu.Unlock()
+		tp.own(broker)
 	}
 	return err
 }

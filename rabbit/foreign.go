@@ -122,16 +122,17 @@ func (g *Guest) holdPublisher(ctx context.Context) (*Publisher, error) {
 		return pub, nil
 	}
 	name := g.s.Names.hold()
-	if err := g.s.topo.queueDeclare(ctx, name, nil); err != nil {
+	err := g.s.topo.queueDeclare(ctx, name, nil)
+	if mayExist(err) { // as declare: Close deletes it, even if the publisher below fails
+		g.s.topo.own(name)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("declaring the hold queue %s: %w", name, err)
 	}
-	pub, err := g.s.Publisher(ctx)
+	pub, err = g.s.Publisher(ctx)
 	if err != nil {
 		return nil, err
 	}
-	g.s.topo.owned.mu.Lock()
-	g.s.topo.owned.declared = append(g.s.topo.owned.declared, name)
-	g.s.topo.owned.mu.Unlock()
 	g.screen.mu.Lock()
 	g.screen.pub = pub
 	g.screen.mu.Unlock()
