@@ -85,7 +85,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		cfg.ConnectTimeout = DefaultConnectTimeout
 	}
 	if strings.HasPrefix(cfg.URL, "postgres://") || strings.HasPrefix(cfg.URL, "postgresql://") {
-		return openPostgres(ctx, cfg) // bounds its connect and its set-up apart
+		return openPostgres(ctx, cfg, postgres.schema()) // bounds its connect and its set-up apart
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 	defer cancel()
@@ -119,7 +119,7 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("store: %w: SQLite at %s: %v", store.ErrUnavailable, path, err)
 	}
 	s := &Store{db: db, d: sqlite, path: path}
-	if err := s.create(ctx); err != nil {
+	if err := s.create(ctx, sqlite.schema()); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("store: %w: SQLite at %s: %v", store.ErrUnavailable, path, err)
 	}
@@ -144,9 +144,9 @@ const maxPostgresConns = 8
 var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
 // openPostgres connects with pgx through database/sql, its connect and a
-// ping bounded by cfg.ConnectTimeout, then creates the schema and tables
-// within setupTimeout, and keeps the tables in cfg.Schema.
-func openPostgres(ctx context.Context, cfg Config) (*Store, error) {
+// ping bounded by cfg.ConnectTimeout, then creates the schema and the
+// tables (stmts) within setupTimeout, and keeps the tables in cfg.Schema.
+func openPostgres(ctx context.Context, cfg Config, stmts []string) (*Store, error) {
 	where := Redact(cfg.URL)
 	if cfg.Schema != "" && !schemaName.MatchString(cfg.Schema) {
 		return nil, fmt.Errorf("store: %w: schema %q: want lower-case letters, digits, _", store.ErrUnavailable, cfg.Schema)
@@ -167,7 +167,7 @@ func openPostgres(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	s := &Store{db: stdlib.OpenDB(*pc), d: postgres, schema: cfg.Schema}
 	s.db.SetMaxOpenConns(maxPostgresConns)
-	if err := s.setUp(ctx, cfg.ConnectTimeout); err != nil {
+	if err := s.setUp(ctx, cfg.ConnectTimeout, stmts); err != nil {
 		s.db.Close()
 		return nil, fmt.Errorf("store: %w: cannot open PostgreSQL at %s: %s (unset %s to use the embedded SQLite)",
 			store.ErrUnavailable, where, oneLine(redactIn(connectReason(err).Error(), cfg.URL)), EnvURL)
@@ -177,7 +177,7 @@ func openPostgres(ctx context.Context, cfg Config) (*Store, error) {
 
 // setUp pings the database within connect, then creates what the store
 // needs within setupTimeout.
-func (s *Store) setUp(ctx context.Context, connect time.Duration) error {
+func (s *Store) setUp(ctx context.Context, connect time.Duration, stmts []string) error {
 	pingCtx, cancel := context.WithTimeout(ctx, connect)
 	err := s.db.PingContext(pingCtx)
 	cancel()
@@ -186,7 +186,7 @@ func (s *Store) setUp(ctx context.Context, connect time.Duration) error {
 	}
 	ctx, cancel = context.WithTimeout(ctx, setupTimeout)
 	defer cancel()
-	return s.create(ctx)
+	return s.create(ctx, stmts)
 }
 
 // parseReason is url.Parse's complaint without the URL it quotes.
@@ -214,20 +214,49 @@ func connectReason(err error) error {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// create makes the schema (PostgreSQL) and the tables if absent.
-func (s *Store) create(ctx context.Context) error {
-	if s.schema != "" {
-		created.Schema(s.schema) // under make test: found after a kill
-		if _, err := s.db.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS "+s.schema); err != nil {
-			return err
+// create makes the schema (PostgreSQL) and the tables (stmts) if absent.
+// If that fails part-way (a statement fails, or ctx ends: a set-up cut
+// short on a busy machine), a schema this call made is dropped again, as
+// no Store comes back for the caller to Drop; one that was there before
+// (a run reopening its store) stays.
+func (s *Store) create(ctx context.Context, stmts []string) error {
+	made, err := s.makeSchema(ctx)
+	for _, stmt := range stmts {
+		if err != nil {
+			break
 		}
+		_, err = s.db.ExecContext(ctx, stmt)
 	}
-	for _, stmt := range s.d.schema() {
-		if _, err := s.db.ExecContext(ctx, stmt); err != nil {
-			return err
-		}
+	if err != nil && made {
+		s.unmakeSchema(ctx)
 	}
-	return nil
+	return err
+}
+
+// makeSchema creates Schema if absent and reports whether it was absent,
+// so that a CREATE cut short still counts as this call's (the server may
+// have run it). SQLite has none.
+func (s *Store) makeSchema(ctx context.Context) (made bool, err error) {
+	if s.schema == "" {
+		return false, nil
+	}
+	created.Schema(s.schema) // under make test: found after a kill
+	var existed bool
+	err = s.db.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", s.schema).Scan(&existed)
+	if err != nil {
+		return false, err
+	}
+	_, err = s.db.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS "+s.schema)
+	return !existed, err
+}
+
+// unmakeSchema drops the schema create made, bounded on its own: ctx may
+// be what ended the set-up. Should it fail too, make test's closing clean
+// finds the schema (created.Schema).
+func (s *Store) unmakeSchema(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultConnectTimeout)
+	defer cancel()
+	_, _ = s.db.ExecContext(ctx, "DROP SCHEMA IF EXISTS "+s.schema+" CASCADE")
 }
 
 // Schema is the PostgreSQL schema the tables live in (Config.Schema).

@@ -1,6 +1,8 @@
 package sqlstore_test
 
 import (
+	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -8,11 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/queuelab/qlab/store"
 	"github.com/queuelab/qlab/store/sqlstore"
+	"github.com/queuelab/qlab/store/sqlstore/sqlstoretest"
 )
 
 const secret = "S3cretXY"
@@ -144,4 +148,54 @@ func TestOpenSQLiteNeedsAPath(t *testing.T) {
 		_, err := sqlstore.Open(t.Context(), sqlstore.Config{URL: url})
 		assert.ErrorIs(t, err, store.ErrUnavailable, url)
 	}
+}
+
+// TestOpenDropsTheSchemaItMadeWhenSetUpFails: a set-up that fails after
+// CREATE SCHEMA returns no Store to Drop, so Open drops the schema it
+// made (ci84 found one a busy run left); a schema that was there before
+// it, a run's store being reopened, stays with its rows.
+func TestOpenDropsTheSchemaItMadeWhenSetUpFails(t *testing.T) {
+	url := sqlstoretest.NeedPostgres(t)
+	fresh := fmt.Sprintf("qlabtest_%d_setup_fails", os.Getpid())
+	t.Cleanup(func() { dropSchema(t, url, fresh) }) // should Open leave it
+	s, err := sqlstore.OpenPostgresBroken(t.Context(), sqlstore.Config{URL: url, Schema: fresh})
+	require.ErrorIs(t, err, store.ErrUnavailable)
+	assert.Nil(t, s)
+	assert.False(t, schemaExists(t, url, fresh), "the schema this Open made is gone")
+
+	kept := openPostgres(t, url) // dropped by its clean-up
+	_, err = kept.Insert(t.Context(), store.Row{ID: "kept", Kind: "birthday", Status: store.Queued})
+	require.NoError(t, err)
+	_, err = sqlstore.OpenPostgresBroken(t.Context(), sqlstore.Config{URL: url, Schema: kept.Schema()})
+	require.ErrorIs(t, err, store.ErrUnavailable)
+	_, err = kept.Get(t.Context(), "kept")
+	assert.NoError(t, err, "a schema that was there before the failed Open keeps its rows")
+}
+
+// schemaExists reports whether the database at url has schema.
+func schemaExists(t *testing.T, url, schema string) bool {
+	var exists bool
+	withConn(t, url, func(ctx context.Context, conn *pgx.Conn) error {
+		const q = "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)"
+		return conn.QueryRow(ctx, q, schema).Scan(&exists)
+	})
+	return exists
+}
+
+// dropSchema drops schema from the database at url, if it is there.
+func dropSchema(t *testing.T, url, schema string) {
+	withConn(t, url, func(ctx context.Context, conn *pgx.Conn) error {
+		_, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
+		return err
+	})
+}
+
+// withConn runs do on a connection of its own to url, within 30 s.
+func withConn(t *testing.T, url string, do func(context.Context, *pgx.Conn) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	require.NoError(t, do(ctx, conn))
 }
