@@ -108,7 +108,9 @@ func BenchmarkConsume(b *testing.B) {
 			all := make(chan struct{})
 			w := &worker{name: "Bench-Worker", prefetch: p, concurrency: 1}
 			b.ResetTimer()
-			stop, err := w.consume(ctx, env, s, func() {
+			begin := make(chan struct{})
+			close(begin) // the jobs are in (fill)
+			stop, err := w.consume(ctx, env, s, begin, func() {
 				if acked.Add(1) == int64(b.N) {
 					close(all)
 				}

@@ -44,10 +44,11 @@ type jobRun struct {
 // consume starts w on email-queue. Arrivals are counted the moment
 // amqp091-go hands them over, before the handler runs, so maxHeld is what
 // the broker pushed ahead of the acks, not what the handler happened to
-// be doing. A message that is no task of the run is parked in the run's
-// hold queue as it arrives (rabbit.Guest.Screen): no handler sees it
-// and no count includes it.
-func (w *worker) consume(ctx context.Context, env *lesson.Env, s *rabbit.Session, done func()) (stop func(), err error) {
+// be doing. The handlers begin once begin is closed (runJobs: when every
+// job is in). A message that is no task of the run is parked in the
+// run's hold queue as it arrives (rabbit.Guest.Screen): no handler sees
+// it and no count includes it.
+func (w *worker) consume(ctx context.Context, env *lesson.Env, s *rabbit.Session, begin <-chan struct{}, done func()) (stop func(), err error) {
 	ch, err := s.Connection().Channel()
 	if err != nil {
 		return nil, err
@@ -80,6 +81,10 @@ func (w *worker) consume(ctx context.Context, env *lesson.Env, s *rabbit.Session
 	wg.Add(1)
 	go func() { // the delivery loop
 		defer wg.Done()
+		select {
+		case <-begin:
+		case <-ctx.Done():
+		}
 		var handlers sync.WaitGroup
 		for d := range inbox {
 			if w.concurrency <= 1 {
@@ -130,7 +135,8 @@ func storeMax(m *atomic.Int64, v int64) {
 }
 
 // runJobs starts ws on email-queue, publishes jobs (ids prefix01…) with
-// confirms, and waits until every job is acked or ctx ends.
+// confirms, lets the workers begin, and waits until every job is acked or
+// ctx ends.
 func runJobs(ctx context.Context, env *lesson.Env, s *rabbit.Session, prefix string, jobs int, ws ...*worker) (jobRun, error) {
 	run := jobRun{workers: ws, jobs: jobs}
 	var acked atomic.Int64
@@ -140,13 +146,20 @@ func runJobs(ctx context.Context, env *lesson.Env, s *rabbit.Session, prefix str
 			close(all)
 		}
 	}
+	// The workers begin once every job is confirmed, so what each holds
+	// is what the broker dealt it, not a race between the publishes and
+	// its first acks: on a loaded machine the slow worker, unlimited,
+	// once acked jobs as fast as they came in and held only 9 at most.
+	begin := make(chan struct{})
 	for _, w := range ws {
-		stop, err := w.consume(ctx, env, s, done)
+		stop, err := w.consume(ctx, env, s, begin, done)
 		if err != nil {
 			return run, err
 		}
 		defer stop()
 	}
+	open := sync.OnceFunc(func() { close(begin) })
+	defer open() // runs before the stops: a worker waiting to begin would hold them up
 	pub, err := s.Publisher(ctx)
 	if err != nil {
 		return run, err
@@ -169,6 +182,7 @@ func runJobs(ctx context.Context, env *lesson.Env, s *rabbit.Session, prefix str
 			return run, err
 		}
 	}
+	open()
 	select {
 	case <-all:
 	case <-ctx.Done():

@@ -138,7 +138,8 @@ func prefetchTable(version string, runs []jobRun) render.Table {
 		Header: []string{"prefetch", "slow: jobs", "slow: most held unacked", "fast: jobs", "fast: most held unacked",
 			"all done after (lesson time)"},
 		Notes: []string{
-			"Both workers consume before the jobs are published; the broker hands a job to a consumer with room under its prefetch, in turn. " +
+			"Both workers consume before the jobs are published, and start work once all are in (a burst), so the split shows the prefetch, " +
+				"not how fast this machine publishes; the broker hands a job to a consumer with room under its prefetch, in turn. " +
 				"\"Held\" counts deliveries that reached the worker's process and were not acked yet: the broker never lets it exceed the prefetch.",
 			"Prefetch 1 is the seed's: each worker holds one job, so the fast one takes most. A larger prefetch parks jobs behind the slow handler " +
 				"while the fast worker runs out; unlimited (0) deals the jobs out alternately, and the run lasts as long as the slow worker's half. " +
