@@ -21,7 +21,9 @@ type TaskRecord struct {
 // dropped → dropped, lost → lost, duplicate → done (the work was already
 // done), stranded → stranded, refused → refused; a task that
 // re-enters the system (enqueued again, moved, scheduled, redelivered)
-// becomes pending until decided again. Ledger is not safe for concurrent
+// becomes pending until decided again. A redelivery in the queue a task
+// was dead-lettered to is no re-entry: its DLQ's consumer handing it out
+// again only reports a fate already decided. Ledger is not safe for concurrent
 // use; Stream serialises access. The zero Ledger is empty and ready.
 type Ledger struct {
 	// records holds every task in creation order. A flat slice keeps the
@@ -50,6 +52,9 @@ type Ledger struct {
 	pending int
 	moves   uint64
 	reasons map[string]string // the reasons records share (intern)
+	// parked is where each dead-lettered record went (DeadLettered's To),
+	// by position, while it stays dead: only those tasks pay for it.
+	parked map[int]string
 }
 
 // Observe updates the ledger with e. Events about unknown tasks (other than
@@ -85,6 +90,7 @@ func (l *Ledger) observe(e *Event) {
 		l.settle(r, FateDone, e)
 	case DeadLettered:
 		l.settle(r, FateDead, e)
+		l.park(i, e.To)
 	case Dropped:
 		l.settle(r, FateDropped, e)
 	case Lost:
@@ -94,11 +100,30 @@ func (l *Ledger) observe(e *Event) {
 	case Refused:
 		l.settle(r, FateRefused, e)
 	case Enqueued, Moved, Scheduled, Redelivered:
+		if e.Kind == Redelivered && r.Fate == FateDead && l.parked[i] == e.Queue {
+			break // its DLQ's consumer lost its ack: the fate stands
+		}
 		if r.Fate != FatePending {
 			r.Fate, r.Settled, r.Reason = FatePending, -1, ""
+			delete(l.parked, i)
 		}
 	}
 	l.count(was, r)
+}
+
+// park records that record i was dead-lettered to queue (none: "").
+// Without it, a redelivery in the DLQ reopened the task, and nothing ever
+// settled it again: compare 10's interrupted run cut the DLQ worker's
+// connection while it held T08, and the run waited until it stalled.
+func (l *Ledger) park(i int, queue string) {
+	if queue == "" {
+		delete(l.parked, i)
+		return
+	}
+	if l.parked == nil {
+		l.parked = map[int]string{}
+	}
+	l.parked[i] = queue
 }
 
 // find returns the position of id's record, or -1, the empty slot

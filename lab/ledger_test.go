@@ -59,6 +59,43 @@ func TestLedgerFateRules(t *testing.T) {
 	}
 }
 
+// A redelivery in the DLQ a task was dead-lettered to (its consumer's
+// ack lost with a connection) leaves the task dead: nothing would settle
+// it again. One in any other queue (a lost reject) reopens it.
+func TestLedgerARedeliveryInItsDLQKeepsATaskDead(t *testing.T) {
+	at := func(k Kind, queue, to string) Event { return Event{Kind: k, Task: "X", Queue: queue, To: to} }
+	parked := []Event{at(Enqueued, "work", ""), at(Started, "work", ""), at(Failed, "work", ""), at(DeadLettered, "work", "dlq")}
+	cases := []struct {
+		name  string
+		then  []Event
+		fate  Fate
+		tries int
+	}{
+		{"handed out again by its DLQ", []Event{at(Received, "dlq", ""), at(Redelivered, "dlq", ""), at(Received, "dlq", "")}, FateDead, 1},
+		{"its reject lost, handed out again where it was", []Event{at(Redelivered, "work", ""), at(Started, "work", ""), at(Succeeded, "work", "")}, FateDone, 2},
+		{"its reject lost, still to decide", []Event{at(Redelivered, "work", "")}, FatePending, 1},
+		{"re-driven, then handed out again by the old DLQ", []Event{at(Enqueued, "work", ""), at(Redelivered, "dlq", "")}, FatePending, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var l Ledger
+			for i, e := range append(slices.Clone(parked), c.then...) {
+				e.TMs = int64(i * 10)
+				l.Observe(e)
+			}
+			r, _ := l.Task("X")
+			assert.Equal(t, c.fate, r.Fate)
+			assert.Equal(t, c.tries, r.Attempts)
+		})
+	}
+	var unnamed Ledger // a dead_lettered that names no DLQ: any redelivery reopens
+	for _, e := range []Event{at(Enqueued, "work", ""), at(DeadLettered, "work", ""), at(Redelivered, "dlq", "")} {
+		unnamed.Observe(e)
+	}
+	r, _ := unnamed.Task("X")
+	assert.Equal(t, FatePending, r.Fate)
+}
+
 func TestLedgerIgnoresUnknownTasksAndSummaries(t *testing.T) {
 	var l Ledger
 	l.Observe(Event{Kind: Started, Task: "ghost"})

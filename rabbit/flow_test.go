@@ -110,3 +110,54 @@ func TestALostRejectIsHandledAgain(t *testing.T) {
 	require.Len(t, redelivered, 1)
 	assert.Equal(t, "work", redelivered[0].Queue, "handed out again where it was")
 }
+
+// TestARedeliveryInTheDLQLeavesTheTaskDead: a DLQ's consumer only
+// reports a task whose fate was decided when it was dead-lettered. When
+// the consumers' connections are cut while it holds the message, its ack
+// fails and the broker hands the message out again there: a redelivered
+// event, but no reopening, or nothing would settle the task again (compare
+// 10's interrupted run waited on T08 until it stalled).
+func TestARedeliveryInTheDLQLeavesTheTaskDead(t *testing.T) {
+	t.Parallel()
+	s := rabbittest.Session(t, 1)
+	ctx := testCtx(t)
+	rec := &labtest.Recorder{}
+	stream := lab.NewStream("test", lab.Rabbit, lab.NewClock(1), rec)
+	f, err := rabbit.NewFlow(ctx, s, stream)
+	require.NoError(t, err)
+	require.NoError(t, f.Declare(ctx, flow.Topology{Queues: []flow.Queue{
+		{Name: "work", Role: flow.Work, DeadLetterTo: "dlq"},
+		{Name: "dlq", Role: flow.DLQ},
+	}}))
+	require.NoError(t, f.Consume(ctx, flow.Consumer{Queue: "work", Actor: "W", Handle: func(ctx context.Context, d *flow.Delivery) flow.Decision {
+		err := stream.Attempt(d.Event("W"), func() error { return errors.New("failed") })
+		return flow.Park("dlq", err.Error())
+	}}))
+	holding, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	require.NoError(t, f.Consume(ctx, flow.Consumer{Queue: "dlq", Actor: "D", Handle: func(ctx context.Context, d *flow.Delivery) flow.Decision {
+		stream.Emit(lab.Event{Kind: lab.Received, Task: d.Task, Queue: d.Queue, Actor: "D"})
+		once.Do(func() { close(holding); <-release }) // its first delivery waits out the cut
+		return flow.Ack()
+	}}))
+	require.NoError(t, f.Publish(ctx, "test", "work", "A"))
+
+	select {
+	case <-holding:
+	case <-ctx.Done():
+		t.Fatal("the DLQ's consumer never got A")
+	}
+	f.Interrupt()
+	close(release) // its ack goes to a closed channel
+	require.NoError(t, f.Wait(ctx))
+	require.NoError(t, f.Close(ctx))
+
+	tasks := stream.Finish()
+	require.Len(t, tasks, 1)
+	assert.Equal(t, lab.FateDead, tasks[0].Fate, "parked in dlq, as before the cut")
+	redelivered := labtest.OfKind(rec.Events(), lab.Redelivered)
+	require.Len(t, redelivered, 1, "the broker handed A out again")
+	assert.Equal(t, "dlq", redelivered[0].Queue)
+	assert.Len(t, labtest.OfKind(rec.Events(), lab.Received), 2, "the DLQ's consumer saw it twice")
+	labtest.AssertAccounted(t, rec.Events())
+}

@@ -286,6 +286,10 @@ func (s *scene) applyToToken(t *token, e lab.Event, frame int) {
 		t.status = waiting
 		s.setFate(t, lab.FatePending)
 	case lab.Redelivered:
+		if t.fate == lab.FateDead && t.queue == e.Queue {
+			t.status = dead // back in the DLQ it is parked in, still dead (lab.Ledger)
+			break
+		}
 		s.travel(t, t.queue, e.Queue, frame, warn)
 		t.status = waiting
 		s.setFate(t, lab.FatePending)

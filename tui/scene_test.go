@@ -28,6 +28,25 @@ func TestTopologyInOrderOfFirstAppearanceWithDelays(t *testing.T) {
 	assert.Equal(t, []int64{1000, 2000}, sc.nodes[1].Delays, "the timers box lists every delay")
 }
 
+// The scene follows the ledger: a task its DLQ hands out again (an ack
+// lost with a connection) stays dead; one handed out again where it was
+// dead-lettered from (the reject lost) is pending again.
+func TestARedeliveryInItsDLQKeepsATaskDead(t *testing.T) {
+	sc := newScene(nil)
+	for _, id := range []string{"A", "B"} {
+		sc.apply(ev(0, lab.Enqueued, id, "q", ""), 0)
+		sc.apply(ev(1, lab.DeadLettered, id, "q", "dlq"), 0)
+	}
+	sc.apply(ev(2, lab.Received, "A", "dlq", ""), 0)
+	sc.apply(ev(3, lab.Redelivered, "A", "dlq", ""), 0)
+	sc.apply(ev(4, lab.Redelivered, "B", "q", ""), 0)
+	assert.Equal(t, lab.FateDead, sc.tokens["A"].fate)
+	assert.Equal(t, dead, sc.tokens["A"].status)
+	assert.Equal(t, lab.FatePending, sc.tokens["B"].fate)
+	assert.Equal(t, 1, sc.count[lab.FateDead])
+	assert.Equal(t, 1, sc.pending())
+}
+
 func TestExplicitTopologyComesFirst(t *testing.T) {
 	sc := newScene([]Node{{Name: "main"}, {Name: "wait", Delays: []int64{500}}, {Name: "dlq"}})
 	sc.apply(ev(0, lab.Enqueued, "A", "dlq", ""), 0)

@@ -145,6 +145,7 @@ func AssertAccounted(t testing.TB, events []lab.Event) {
 	var order []string
 	attempts := map[string]int{}
 	fate := map[string]lab.Fate{}
+	parkedIn := map[string]string{} // the DLQ of a task's last dead_lettered
 	summaries := map[string][]lab.Event{}
 	firstSummary := -1
 	for i, e := range events {
@@ -170,7 +171,7 @@ func AssertAccounted(t testing.TB, events []lab.Event) {
 		case lab.Succeeded, lab.Duplicate:
 			fate[e.Task] = lab.FateDone
 		case lab.DeadLettered:
-			fate[e.Task] = lab.FateDead
+			fate[e.Task], parkedIn[e.Task] = lab.FateDead, e.To
 		case lab.Dropped:
 			fate[e.Task] = lab.FateDropped
 		case lab.Lost:
@@ -179,7 +180,12 @@ func AssertAccounted(t testing.TB, events []lab.Event) {
 			fate[e.Task] = lab.FateStranded
 		case lab.Refused:
 			fate[e.Task] = lab.FateRefused
-		case lab.Enqueued, lab.Moved, lab.Scheduled, lab.Redelivered:
+		case lab.Redelivered:
+			// Handed out again by the DLQ it was parked in: still dead.
+			if dlq := parkedIn[e.Task]; fate[e.Task] != lab.FateDead || dlq == "" || dlq != e.Queue {
+				fate[e.Task] = lab.FatePending
+			}
+		case lab.Enqueued, lab.Moved, lab.Scheduled:
 			fate[e.Task] = lab.FatePending
 		}
 	}
