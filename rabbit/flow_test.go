@@ -74,16 +74,11 @@ func TestALostRejectIsHandledAgain(t *testing.T) {
 	t.Parallel()
 	p := rabbittest.StartProxy(t, rabbittest.NeedBroker(t))
 	s := rabbittest.SessionAt(t, p.URL(rabbittest.NeedBroker(t)), 1)
-	ctx := testCtx(t)
-	rec := &labtest.Recorder{}
-	stream := lab.NewStream("test", lab.Rabbit, lab.NewClock(1), rec)
-	f, err := rabbit.NewFlow(ctx, s, stream)
-	require.NoError(t, err)
-	require.NoError(t, f.Declare(ctx, flow.Topology{Queues: []flow.Queue{
+	ctx, f, stream, rec := recordedFlow(t, s, flow.Topology{Queues: []flow.Queue{
 		{Name: "work", Role: flow.Work, DeadLetterTo: "wait"},
 		{Name: "wait", Role: flow.Wait, TTL: 50 * time.Millisecond, DeadLetterTo: "next"},
 		{Name: "next", Role: flow.Work},
-	}}))
+	}})
 	var deafened sync.Once
 	require.NoError(t, f.Consume(ctx, flow.Consumer{Queue: "work", Actor: "W", Handle: func(ctx context.Context, d *flow.Delivery) flow.Decision {
 		deafened.Do(p.Deafen) // the reject this decision makes never arrives
@@ -119,16 +114,10 @@ func TestALostRejectIsHandledAgain(t *testing.T) {
 // 10's interrupted run waited on T08 until it stalled).
 func TestARedeliveryInTheDLQLeavesTheTaskDead(t *testing.T) {
 	t.Parallel()
-	s := rabbittest.Session(t, 1)
-	ctx := testCtx(t)
-	rec := &labtest.Recorder{}
-	stream := lab.NewStream("test", lab.Rabbit, lab.NewClock(1), rec)
-	f, err := rabbit.NewFlow(ctx, s, stream)
-	require.NoError(t, err)
-	require.NoError(t, f.Declare(ctx, flow.Topology{Queues: []flow.Queue{
+	ctx, f, stream, rec := recordedFlow(t, rabbittest.Session(t, 1), flow.Topology{Queues: []flow.Queue{
 		{Name: "work", Role: flow.Work, DeadLetterTo: "dlq"},
 		{Name: "dlq", Role: flow.DLQ},
-	}}))
+	}})
 	require.NoError(t, f.Consume(ctx, flow.Consumer{Queue: "work", Actor: "W", Handle: func(ctx context.Context, d *flow.Delivery) flow.Decision {
 		err := stream.Attempt(d.Event("W"), func() error { return errors.New("failed") })
 		return flow.Park("dlq", err.Error())
@@ -160,4 +149,16 @@ func TestARedeliveryInTheDLQLeavesTheTaskDead(t *testing.T) {
 	assert.Equal(t, "dlq", redelivered[0].Queue)
 	assert.Len(t, labtest.OfKind(rec.Events(), lab.Received), 2, "the DLQ's consumer saw it twice")
 	labtest.AssertAccounted(t, rec.Events())
+}
+
+// recordedFlow is a flow on s at speed 1 with topo declared, its events
+// recorded, and the test's context.
+func recordedFlow(t *testing.T, s *rabbit.Session, topo flow.Topology) (context.Context, *rabbit.Flow, *lab.Stream, *labtest.Recorder) {
+	ctx := testCtx(t)
+	rec := &labtest.Recorder{}
+	stream := lab.NewStream("test", lab.Rabbit, lab.NewClock(1), rec)
+	f, err := rabbit.NewFlow(ctx, s, stream)
+	require.NoError(t, err)
+	require.NoError(t, f.Declare(ctx, topo))
+	return ctx, f, stream, rec
 }
