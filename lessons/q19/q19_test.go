@@ -109,8 +109,8 @@ func TestTimerBeforeNackHoldsTheSlots(t *testing.T) {
 			})
 			assert.GreaterOrEqual(t, timer.firstH, birthday.Delay(0), "H waits for a slot")
 			assertRequeueSaysWhere(t, b, events)
-			assert.Greater(t, timer.attempts, queues.attempts, "the delay never grows")
 			if b == lab.InMem { // exact lesson time
+				assert.Greater(t, timer.attempts, queues.attempts, "the delay never grows")
 				assert.Equal(t, 5, queues.beforeH, "H is tried right after the five first attempts, before any retry")
 				assert.Equal(t, 5*(1+4), queues.attempts, "0, 2, 6, 14, 30 s: five attempts each")
 				return
@@ -127,7 +127,11 @@ func TestTimerBeforeNackHoldsTheSlots(t *testing.T) {
 			assert.LessOrEqual(t, queues.attempts, 5*(1+4), "a wait queue never retries early")
 			assert.GreaterOrEqual(t, queues.attempts, 5*2, "the first attempt is inside the limit")
 			assert.GreaterOrEqual(t, timer.firstH, limitFor, "a requeue keeps its place")
-			assert.Zero(t, timer.maxCount, "a requeue changes no header")
+			// How many 2 s rounds fit in the limit is real time here (each
+			// requeue's round trip: with both cores busy the timer made 20
+			// attempts to the queues' 25); the count read is what says the
+			// delay never grows.
+			assert.Zero(t, timer.maxCount, "a requeue changes no header: the delay never grows")
 			assert.Positive(t, timer.redelivered, "only the redelivered flag")
 			assert.True(t, queues.maxCount >= 1 && queues.maxCount <= 4, "the wait queues' worker counts its retries (%d)", queues.maxCount)
 		})

@@ -94,8 +94,8 @@ func scheduleTable(m measured) render.Table {
 		t.Rows = append(t.Rows, []string{strconv.Itoa(r.n), secs(r.at), count(r.count), waited, broker, seed, then})
 	}
 	t.Notes = []string{
-		fmt.Sprintf("Where they wait: at %s all five had failed and none was back; the worker "+
-			"held %d of its %d prefetch slots and the queue reported %s ready. The broker held "+
+		fmt.Sprintf("Where they wait: at %s all five had failed and none was back; they held "+
+			"%d of the worker's %d prefetch slots and the queue reported %s ready. The broker held "+
 			"them inside the quorum queue, in neither count (the management UI lists them as "+
 			"delayed). %s was tried at %s, after %d attempts at D1–D5: it waited for no slot.",
 			secs(m.look.at), m.look.held, Slots, ready(m.look.ready), healthy, secs(m.firstH), m.beforeH),

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -51,7 +50,7 @@ type job struct {
 type look struct {
 	at      time.Duration
 	waiting int // tasks whose last attempt failed and that are not back yet
-	held    int // deliveries the worker held unsettled (its prefetch slots in use)
+	held    int // deliveries of failed tasks the worker held unsettled: prefetch slots they take
 	ready   int // the queue's ready count (queue.declare-ok)
 }
 
@@ -74,7 +73,6 @@ type worker struct {
 	// on it (rabbit.RequeuePlace).
 	version string
 
-	held     atomic.Int32
 	handler  sync.WaitGroup
 	consumed chan struct{} // closed when the consumer's deliveries end
 
@@ -82,6 +80,7 @@ type worker struct {
 	rows    []delivery
 	n       map[string]int
 	failed  map[string]bool // the task's last attempt failed and it is not back yet
+	inHand  map[string]int  // deliveries of the task handed over and not settled yet
 	settled map[string]bool
 	firsts  int           // tasks whose first attempt failed
 	lookNow chan struct{} // closed at the lookFor-th first failure
@@ -114,7 +113,7 @@ func runJob(ctx context.Context, env *lesson.Env, j job) (outcome, error) {
 	}
 	defer conn.Close()
 	w := &worker{env: env, s: s, j: j, clock: clock, version: rabbit.ServerVersion(s.Connection()),
-		n: map[string]int{}, failed: map[string]bool{},
+		n: map[string]int{}, failed: map[string]bool{}, inHand: map[string]int{},
 		settled: map[string]bool{}, deaths: map[string]string{}, done: make(chan struct{}),
 		consumed: make(chan struct{}), lookNow: make(chan struct{})}
 	ctx, stop := context.WithCancel(ctx)
@@ -211,7 +210,7 @@ func (w *worker) consume(ctx context.Context, conn *amqp.Connection, queue strin
 			if !w.s.Guest().Screen(ctx, w.j.queue, d) {
 				continue // not a message of the run: moved to its hold queue
 			}
-			w.held.Add(1)
+			w.hold(d.MessageId, 1)
 			w.handler.Add(1)
 			go w.handle(ctx, d) // the seed's callback is async: up to Slots at once
 		}
@@ -223,7 +222,6 @@ func (w *worker) consume(ctx context.Context, conn *amqp.Connection, queue strin
 // back to the broker as the job says.
 func (w *worker) handle(ctx context.Context, d amqp.Delivery) {
 	defer w.handler.Done()
-	defer w.held.Add(-1)
 	task, count := d.MessageId, headerInt(d.Headers, "x-delivery-count")
 	row := delivery{task: task, at: w.clock.Elapsed() - w.start, count: count,
 		acquired: headerInt(d.Headers, "x-acquired-count")}
@@ -243,12 +241,14 @@ func (w *worker) handle(ctx context.Context, d amqp.Delivery) {
 	switch {
 	case row.err == nil:
 		_ = d.Ack(false) // multiple
+		w.hold(task, -1)
 		w.settle(task)
 	case w.j.guard > 0 && row.n >= w.j.guard:
 		w.env.Stream.Emit(lab.Event{Kind: lab.Dropped, Task: task, Queue: w.j.queue, Actor: "lab",
 			Note: fmt.Sprintf("the lab's guard: %d deliveries and x-delivery-count still %d; "+
 				"a nack never counts, so the broker would hand it back for ever", row.n, count)})
 		_ = d.Ack(false) // multiple
+		w.hold(task, -1)
 		w.settle(task)
 	default:
 		row.settle = w.j.settle(task)
@@ -269,11 +269,7 @@ func (w *worker) handBack(d amqp.Delivery, s Settle, count int) {
 	}
 	w.mu.Lock()
 	w.failed[task] = true
-	if w.n[task] == 1 {
-		if w.firsts++; w.firsts == w.j.lookFor {
-			close(w.lookNow)
-		}
-	}
+	first := w.n[task] == 1
 	w.mu.Unlock()
 	if after <= DeliveryLimit { // past it, the DLQ watcher reports what the broker did
 		wait := BrokerDelay(w.j.retryType, s, after, w.j.lo, w.j.hi)
@@ -288,6 +284,24 @@ func (w *worker) handBack(d amqp.Delivery, s Settle, count int) {
 	default:
 		_ = d.Reject(true) // requeue
 	}
+	w.hold(task, -1)
+	// The look is timed from here: the lookFor-th first failure's
+	// hand-back is written and its slot free (counted before it, a
+	// goroutine stalled on a loaded machine was still "held" 50 ms later).
+	w.mu.Lock()
+	if first {
+		if w.firsts++; w.firsts == w.j.lookFor {
+			close(w.lookNow)
+		}
+	}
+	w.mu.Unlock()
+}
+
+// hold counts a delivery of task handed over (+1) or settled (-1).
+func (w *worker) hold(task string, by int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.inHand[task] += by
 }
 
 // settle marks task settled; the last one ends the job.
@@ -330,9 +344,9 @@ func (w *worker) watchDLQ(ctx context.Context, conn *amqp.Connection, dlq string
 	return nil
 }
 
-// lookLater looks, j.look after the j.lookFor-th task failed its first
-// attempt, where the failed messages are: not in the worker's hands
-// (held), not ready in the queue.
+// lookLater looks, j.look after the j.lookFor-th task's first failure
+// was handed back, where the failed messages are: not in the worker's
+// hands (held), not ready in the queue.
 func (w *worker) lookLater(ctx context.Context, s *rabbit.Session) <-chan look {
 	out := make(chan look, 1)
 	if w.j.lookFor <= 0 {
@@ -351,9 +365,9 @@ func (w *worker) lookLater(ctx context.Context, s *rabbit.Session) <-chan look {
 			return
 		}
 		l.at = w.clock.Elapsed() - w.start
-		l.held = int(w.held.Load())
 		w.mu.Lock()
-		for _, f := range w.failed {
+		for task, f := range w.failed { // every task that has failed
+			l.held += w.inHand[task] // the healthy one's attempt is none of these
 			if f {
 				l.waiting++
 			}
