@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -108,13 +109,14 @@ func (g *Guest) scan(ctx context.Context, queue string, max int, hold bool) ([]D
 const emptyWindow = 256
 
 // Empty removes n messages from seed queue, which the run declared, and
-// returns how many of them were the run's tasks. It is a purge that
-// counts: it consumes the queue, acks away each task of the run and holds
-// anything else (Screen), so a depth a lesson measures can leave out what
-// someone else published there. It waits at most a few seconds for each
-// message; deliveries past the n-th go back to the queue when its channel
-// closes.
-func (g *Guest) Empty(ctx context.Context, queue string, n int) (int, error) {
+// returns how many of them were the run's tasks whose id begins with ids
+// ("" for any). It is a purge that counts: it consumes the queue, acks
+// away each task of the run (one of another id too: a straggler of an
+// earlier publish) and holds anything else (Screen), so a depth a lesson
+// measures can leave out what someone else published there. It waits at
+// most a few seconds for each message; deliveries past the n-th go back
+// to the queue when its channel closes.
+func (g *Guest) Empty(ctx context.Context, queue string, n int, ids string) (int, error) {
 	name := g.s.Names.Of(queue)
 	ch, deliveries, err := g.consumeAll(ctx, name)
 	if err != nil {
@@ -124,46 +126,48 @@ func (g *Guest) Empty(ctx context.Context, queue string, n int) (int, error) {
 	// The run's tasks are acked in batches (multiple: every outstanding
 	// tag up to the last), half a window at a time: one ack a message
 	// cost Q17 as long as publishing them. Whatever way Empty returns, it
-	// acks what it counted first, so a task it counts never goes back.
+	// acks what it took first, so a task it counts never goes back.
 	var last amqp.Delivery
-	tasks, acked := 0, 0 // acked: the tasks whose ack went out
-	ackCounted := func() error {
-		if tasks == acked {
+	taken, acked, counted := 0, 0, 0 // acked: the tasks whose ack went out
+	ackTaken := func() error {
+		if taken == acked {
 			return nil
 		}
 		if err := last.Ack(true); err != nil {
 			return fmt.Errorf("emptying %s: %w", name, err)
 		}
-		acked = tasks
+		acked = taken
 		return nil
 	}
 	for got := 0; got < n; got++ {
 		select {
 		case d, ok := <-deliveries:
 			if !ok {
-				return tasks, fmt.Errorf("emptying %s: the channel closed after %d of %d messages", name, got, n)
+				return counted, fmt.Errorf("emptying %s: the channel closed after %d of %d messages", name, got, n)
 			}
 			if !g.Screen(ctx, queue, d) {
 				continue
 			}
-			last, tasks = d, tasks+1
-			if tasks-acked < emptyWindow/2 {
+			last, taken = d, taken+1
+			if strings.HasPrefix(d.MessageId, ids) {
+				counted++
+			}
+			if taken-acked < emptyWindow/2 {
 				continue
 			}
-			if err := ackCounted(); err != nil {
-				return acked, err
+			if err := ackTaken(); err != nil {
+				return counted, err
 			}
 		case <-time.After(opTimeout):
-			err := errors.Join(ackCounted(),
+			err := errors.Join(ackTaken(),
 				fmt.Errorf("emptying %s: %d of %d messages came within %v", name, got, n, opTimeout))
-			return acked, err
+			return counted, err
 		case <-ctx.Done():
-			err := errors.Join(ackCounted(), ctx.Err())
-			return acked, err
+			err := errors.Join(ackTaken(), ctx.Err())
+			return counted, err
 		}
 	}
-	err = ackCounted()
-	return acked, err
+	return counted, ackTaken()
 }
 
 // consumeAll opens a channel on the session's connection and consumes

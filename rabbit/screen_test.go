@@ -2,6 +2,7 @@ package rabbit_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -53,15 +54,20 @@ func TestSiftHoldsStrangersAndLeavesTheRunsTasks(t *testing.T) {
 }
 
 // TestEmptyCountsOnlyTheRunsTasks: Empty removes all four messages,
-// counts A and B, and holds the other two.
+// counts A and B (or, asked for ids beginning "A", only A: B is the
+// run's, acked away uncounted), and holds the other two.
 func TestEmptyCountsOnlyTheRunsTasks(t *testing.T) {
-	ctx := testCtx(t)
-	s, other, hold := strangersAround(ctx, t, "work")
-	n, err := s.Guest().Empty(ctx, "work", 4)
-	require.NoError(t, err)
-	assert.Equal(t, 2, n)
-	assert.Equal(t, 0, depthOf(t, other, s.Names.Of("work")))
-	assertHeldWithReasons(t, other, hold, map[string]string{"X": "not published by run", "Y": "malformed: content type"})
+	for ids, want := range map[string]int{"": 2, "A": 1} {
+		t.Run(fmt.Sprintf("ids %q", ids), func(t *testing.T) {
+			ctx := testCtx(t)
+			s, other, hold := strangersAround(ctx, t, "work")
+			n, err := s.Guest().Empty(ctx, "work", 4, ids)
+			require.NoError(t, err)
+			assert.Equal(t, want, n)
+			assert.Equal(t, 0, depthOf(t, other, s.Names.Of("work")))
+			assertHeldWithReasons(t, other, hold, map[string]string{"X": "not published by run", "Y": "malformed: content type"})
+		})
+	}
 }
 
 // assertHeldWithReasons checks that hold holds exactly the messages of

@@ -60,7 +60,7 @@ func BenchmarkPublish(b *testing.B) {
 			}
 			defer ch.Close()
 			b.ResetTimer()
-			run, err := publishJobs(ctx, ch, queue, s.Names.Run, st, b.N, 0, nil)
+			run, err := publishJobs(ctx, ch, queue, s.Names.Run, "b.", st, b.N, 0, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -159,7 +159,7 @@ func fill(b *testing.B, ctx context.Context, s *rabbit.Session, queue string) {
 		b.Fatal(err)
 	}
 	defer ch.Close()
-	if _, err := publishJobs(ctx, ch, queue, s.Names.Run, st, b.N, 0, nil); err != nil {
+	if _, err := publishJobs(ctx, ch, queue, s.Names.Run, "b.", st, b.N, 0, nil); err != nil {
 		b.Fatal(err)
 	}
 }

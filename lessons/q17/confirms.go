@@ -43,17 +43,18 @@ type publishRun struct {
 // no confirm came back. After a crash these are the ones to publish again.
 func (r publishRun) unknown() int { return r.sent - r.confirmed }
 
-// publishJobs publishes n persistent email jobs of run runID to broker queue
-// queue on ch through the default exchange, keeping at most s.window
+// publishJobs publishes n persistent email jobs of run runID, their ids
+// ids00001…, to broker queue queue on ch through the default exchange,
+// keeping at most s.window
 // unconfirmed (a sliding window: it waits for the oldest before sending more).
 // With cutAt > 0 it calls cut right after sending message cutAt, as a crash
 // would, and reports what the publisher knew at that moment.
-func publishJobs(ctx context.Context, ch *amqp.Channel, queue, runID string, s confirmStrategy, n, cutAt int, cut func()) (publishRun, error) {
+func publishJobs(ctx context.Context, ch *amqp.Channel, queue, runID, ids string, s confirmStrategy, n, cutAt int, cut func()) (publishRun, error) {
 	var run publishRun
 	var all, window []*amqp.DeferredConfirmation
 	start := time.Now()
 	for i := 1; i <= n; i++ {
-		task := fmt.Sprintf("c%05d", i)
+		task := fmt.Sprintf("%s%05d", ids, i)
 		msg := rabbit.Publishing(task, notify.NewJob(task, start).Encode())
 		msg.AppId = runID // the run's stamp, as rabbit's Publisher adds it: Empty counts only these
 		dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, "" /* default exchange */, queue,
@@ -190,7 +191,8 @@ func measureConfirms(ctx context.Context, s *rabbit.Session, z confirmSize, cutA
 			r := &rows[i]
 			say(fmt.Sprintf("q17: %s, clean run %d of %d: %d jobs, then waiting for all in the queue",
 				r.strategy.name, rep+1, z.repeats, cleanMessages(r.strategy, z.messages)))
-			run, held, allIn, err := publishOnce(ctx, s, queue, r.strategy, cleanMessages(r.strategy, z.messages), 0)
+			ids := fmt.Sprintf("s%d.r%d.", i+1, rep+1)
+			run, held, allIn, err := publishOnce(ctx, s, queue, ids, r.strategy, cleanMessages(r.strategy, z.messages), 0)
 			if err != nil {
 				return nil, err
 			}
@@ -207,18 +209,22 @@ func measureConfirms(ctx context.Context, s *rabbit.Session, z confirmSize, cutA
 		say(fmt.Sprintf("q17: %s, cut after job %d: waiting for the queue's depth to settle (≤ 10 s)",
 			rows[i].strategy.name, cutAt))
 		var err error
-		if rows[i].cut, rows[i].cutHeld, _, err = publishOnce(ctx, s, queue, rows[i].strategy, z.messages, cutAt); err != nil {
+		ids := fmt.Sprintf("s%d.cut.", i+1)
+		if rows[i].cut, rows[i].cutHeld, _, err = publishOnce(ctx, s, queue, ids, rows[i].strategy, z.messages, cutAt); err != nil {
 			return nil, err
 		}
 	}
 	return rows, nil
 }
 
-// publishOnce publishes on a connection of its own (cut, if cutAt > 0),
-// waits until the queue's depth settles, and empties the queue: what the
-// broker held is the run's messages among them (rabbit.Empty parks any
-// other, so a message someone else published there is not counted).
-func publishOnce(ctx context.Context, s *rabbit.Session, queue string, st confirmStrategy, n, cutAt int) (publishRun, int, time.Duration, error) {
+// publishOnce publishes jobs ids00001… on a connection of its own (cut,
+// if cutAt > 0), waits until the queue's depth settles, and empties the
+// queue: what the broker held is those jobs among them (rabbit.Empty
+// parks a message someone else published there, and acks away uncounted
+// a straggler of an earlier publish: with both cores busy, one job of a
+// cut run reached the queue after its depth had read the same twice and
+// was counted in the next run's, one more than that run sent).
+func publishOnce(ctx context.Context, s *rabbit.Session, queue, ids string, st confirmStrategy, n, cutAt int) (publishRun, int, time.Duration, error) {
 	conn, err := s.DialCuttable(ctx)
 	if err != nil {
 		return publishRun{}, 0, 0, err
@@ -229,7 +235,7 @@ func publishOnce(ctx context.Context, s *rabbit.Session, queue string, st confir
 		return publishRun{}, 0, 0, err
 	}
 	start := time.Now()
-	run, err := publishJobs(ctx, ch, queue, s.Names.Run, st, n, cutAt, conn.Cut)
+	run, err := publishJobs(ctx, ch, queue, s.Names.Run, ids, st, n, cutAt, conn.Cut)
 	if err != nil {
 		return run, 0, 0, err
 	}
@@ -242,7 +248,7 @@ func publishOnce(ctx context.Context, s *rabbit.Session, queue string, st confir
 	if err != nil {
 		return run, depth, allIn, err
 	}
-	held, err := s.Guest().Empty(ctx, notify.EmailQueue, depth)
+	held, err := s.Guest().Empty(ctx, notify.EmailQueue, depth, ids)
 	return run, held, allIn, err
 }
 
