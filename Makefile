@@ -88,11 +88,11 @@ TESTPKGS  ?= $(SLOWEST) ./...
 # cannot start, each package starts its own, as go test ./... alone does,
 # and skips or fails with the reason.
 #
-# Ctrl-C, -timeout or a kill ends a test before its cleanup: each test
-# process records the queue prefixes and schemas it creates in
-# QLAB_CREATED_DIR (lab/created), and down deletes what ended processes
-# left (broker clean --created); a run killed outright is cleaned at the
-# next start.
+# Ctrl-C, -timeout, a closed terminal (SIGHUP) or a kill ends a test
+# before its cleanup: each test process records the queue prefixes and
+# schemas it creates in QLAB_CREATED_DIR (lab/created), and down deletes
+# what ended processes left (broker clean --created); a run killed
+# outright is cleaned at the next start.
 test: vet $(QLAB)
 	$(if $(RACE),,@echo "make test: no C compiler for -race here; running the tests without it")
 	@rm -f bin/faults.txt
@@ -112,7 +112,7 @@ test: vet $(QLAB)
 		rm -rf "$$dir"; }; \
 	stopup() { while [ ! -s "$$dir/up.pid" ] && kill -0 $$up 2>/dev/null; do sleep 1; done; \
 		kill -TERM "$$(cat "$$dir/up.pid" 2>/dev/null)" 2>/dev/null; }; \
-	trap 'down stop; exit 130' INT TERM; \
+	trap 'down stop; exit 130' INT TERM HUP; \
 	echo "QLAB_TEST_CLUSTER=$$state $(GO) test $(RACE) $(TESTFLAGS) $(TESTPKGS)"; \
 	QLAB_CREATED_DIR=$$made QLAB_TEST_CLUSTER=$$state QLAB_FAULT_REPORT=$(CURDIR)/bin/faults.txt $(GO) test $(RACE) $(TESTFLAGS) $(TESTPKGS); \
 	code=$$?; down || code=1; exit $$code
