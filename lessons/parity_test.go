@@ -177,21 +177,23 @@ func sampleEvery(l lesson.Lesson) time.Duration {
 // zero while they waited; without it (tasks waiting on timers), never.
 // A queue is judged on all its waits together, from the probes that
 // started and returned within one, and only when there were at least
-// minWaitSamples. A wait lasts from the task's scheduled event for its
-// configured delay, or to its next start if that comes first: a message
-// past its TTL has left the wait queue, however long a busy consumer
-// then takes to start it (ci77: 10 probes of Q19's retry.2s on a loaded
-// 4.3 node read 0). A probe is a broker round trip and reads the queue
-// somewhere between its stamps (in ci71, 14 stamped inside those waits
-// read empty queues). One short wait can fall between two rounds (Q14's
-// 75 ms ones did, Q10's 250 ms one once, and all 13 samples of one of
-// Q13's 25 ms waits at 200× once).
+// minWaitSamples. A wait lasts from the task's scheduled event to its next
+// start: on the broker the message enters the wait queue some time after
+// the scheduled event (the reject, then the dead-letter hop) and leaves
+// it a TTL later, and a probe is a broker round trip that reads the queue
+// somewhere between its stamps. Cut at the configured delay, the windows
+// kept the early probes, taken before the message was in: with both
+// cores busy all 10 of Q19's retry.2s inside them read 0 (ci108), as had
+// 14 and 10 before (ci71, ci77). One short wait can fall between two
+// rounds (Q14's 75 ms ones did, Q10's 250 ms one once, and all 13 samples
+// of one of Q13's 25 ms waits at 200× once); a queue is judged on its
+// waits together, each sample once.
 func assertWaitDepth(t *testing.T, f flow.Features, events []lab.Event, res lesson.Result) {
 	t.Helper()
 	type waitQueue struct {
-		name              string
-		waits, seen, peak int
-		queued            bool // its waits sit in the queue, not on timers
+		name   string
+		waits  [][2]time.Duration // from, to
+		queued bool               // its waits sit in the queue, not on timers
 	}
 	var qs []*waitQueue
 	for _, e := range labtest.OfKind(events, lab.Scheduled) {
@@ -200,21 +202,19 @@ func assertWaitDepth(t *testing.T, f flow.Features, events []lab.Event, res less
 			i, qs = len(qs), append(qs, &waitQueue{name: e.Via})
 		}
 		q := qs[i]
-		from := time.Duration(e.TMs) * time.Millisecond
-		to := min(waitEnd(events, e), from+time.Duration(e.DelayMs)*time.Millisecond)
-		seen, peak := samplesIn(res.Depths, e.Via, from, to)
-		q.waits, q.seen, q.peak = q.waits+1, q.seen+seen, max(q.peak, peak)
+		q.waits = append(q.waits, [2]time.Duration{time.Duration(e.TMs) * time.Millisecond, waitEnd(events, e)})
 		// A per-message expiration waits in a real delay queue on both
 		// backends (in memory the FIFO that expires only its head).
 		q.queued = q.queued || f.WaitDepth || strings.HasPrefix(e.Note, flow.ExpirationNote)
 	}
 	for _, q := range qs {
+		seen, peak := samplesIn(res.Depths, q.name, q.waits)
 		switch {
-		case q.seen < minWaitSamples:
+		case seen < minWaitSamples:
 		case q.queued:
-			assert.Positive(t, q.peak, "%d waits in %s: its depth shows them (%d samples)", q.waits, q.name, q.seen)
+			assert.Positive(t, peak, "%d waits in %s: its depth shows them (%d samples)", len(q.waits), q.name, seen)
 		default:
-			assert.Zero(t, q.peak, "%d waits on a timer, in no queue: %s stays empty", q.waits, q.name)
+			assert.Zero(t, peak, "%d waits on a timer, in no queue: %s stays empty", len(q.waits), q.name)
 		}
 	}
 }
@@ -233,16 +233,16 @@ func waitEnd(events []lab.Event, e lab.Event) time.Duration {
 	return time.Duration(events[len(events)-1].TMs) * time.Millisecond
 }
 
-// samplesIn counts the samples of queue whose probe ran within [from, to]
-// (it started and returned in it) and returns the deepest (a lesson in
-// phases watches a queue once per phase).
-func samplesIn(depths []lesson.Series, queue string, from, to time.Duration) (seen, peak int) {
+// samplesIn counts the samples of queue whose probe ran within one of
+// waits (it started and returned in it), each once, and returns the
+// deepest (a lesson in phases watches a queue once per phase).
+func samplesIn(depths []lesson.Series, queue string, waits [][2]time.Duration) (seen, peak int) {
 	for _, s := range depths {
 		if s.Queue != queue {
 			continue
 		}
 		for i, at := range s.At {
-			if at >= from && s.Until[i] <= to {
+			if slices.ContainsFunc(waits, func(w [2]time.Duration) bool { return at >= w[0] && s.Until[i] <= w[1] }) {
 				seen++
 				peak = max(peak, s.Samples[i])
 			}
