@@ -95,15 +95,9 @@ func TestALostRejectIsHandledAgain(t *testing.T) {
 	require.Eventually(t, func() bool { return p.Dropped() >= nackFrame }, 10*time.Second, time.Millisecond,
 		"the worker's reject was written")
 	p.Reset() // the broker requeues A, which it never saw rejected
-	require.NoError(t, f.Wait(ctx))
-	require.NoError(t, f.Close(ctx))
-
-	tasks := stream.Finish()
-	require.Len(t, tasks, 1)
-	assert.Equal(t, lab.FateDone, tasks[0].Fate, "A reached next and was acked there")
-	redelivered := labtest.OfKind(rec.Events(), lab.Redelivered)
-	require.Len(t, redelivered, 1)
-	assert.Equal(t, "work", redelivered[0].Queue, "handed out again where it was")
+	task, redelivered := settleOneRedelivery(t, ctx, f, stream, rec)
+	assert.Equal(t, lab.FateDone, task.Fate, "A reached next and was acked there")
+	assert.Equal(t, "work", redelivered.Queue, "handed out again where it was")
 }
 
 // TestARedeliveryInTheDLQLeavesTheTaskDead: a DLQ's consumer only
@@ -138,15 +132,9 @@ func TestARedeliveryInTheDLQLeavesTheTaskDead(t *testing.T) {
 	}
 	f.Interrupt()
 	close(release) // its ack goes to a closed channel
-	require.NoError(t, f.Wait(ctx))
-	require.NoError(t, f.Close(ctx))
-
-	tasks := stream.Finish()
-	require.Len(t, tasks, 1)
-	assert.Equal(t, lab.FateDead, tasks[0].Fate, "parked in dlq, as before the cut")
-	redelivered := labtest.OfKind(rec.Events(), lab.Redelivered)
-	require.Len(t, redelivered, 1, "the broker handed A out again")
-	assert.Equal(t, "dlq", redelivered[0].Queue)
+	task, redelivered := settleOneRedelivery(t, ctx, f, stream, rec)
+	assert.Equal(t, lab.FateDead, task.Fate, "parked in dlq, as before the cut")
+	assert.Equal(t, "dlq", redelivered.Queue)
 	assert.Len(t, labtest.OfKind(rec.Events(), lab.Received), 2, "the DLQ's consumer saw it twice")
 	labtest.AssertAccounted(t, rec.Events())
 }
@@ -161,4 +149,17 @@ func recordedFlow(t *testing.T, s *rabbit.Session, topo flow.Topology) (context.
 	require.NoError(t, err)
 	require.NoError(t, f.Declare(ctx, topo))
 	return ctx, f, stream, rec
+}
+
+// settleOneRedelivery waits for f to settle, closes it, and returns the
+// run's one task and the one redelivered event it must have had.
+func settleOneRedelivery(t *testing.T, ctx context.Context, f *rabbit.Flow, stream *lab.Stream, rec *labtest.Recorder) (lab.TaskRecord, lab.Event) {
+	t.Helper()
+	require.NoError(t, f.Wait(ctx))
+	require.NoError(t, f.Close(ctx))
+	tasks := stream.Finish()
+	require.Len(t, tasks, 1)
+	redelivered := labtest.OfKind(rec.Events(), lab.Redelivered)
+	require.Len(t, redelivered, 1, "the broker handed the task out again once")
+	return tasks[0], redelivered[0]
 }
