@@ -74,10 +74,16 @@ func TestQ25(t *testing.T) {
 	}
 	t.Run("a: the broker waits, no slot is held", func(t *testing.T) {
 		a := p.a
-		assert.Equal(t, 5, a.look.waiting, "all five failed and none was back at %s", a.look.at)
-		assert.Positive(t, a.look.at)
-		assert.Zero(t, a.look.held, "a held message takes no prefetch slot")
-		assert.Zero(t, a.look.ready, "nor is it ready: the broker holds it delayed")
+		// A task whose delay had not run out at the look is held by the
+		// broker: failed, not in the worker's hands, not ready. Only the
+		// due ones (none on a quiet machine; stop 38's CI had one) may
+		// be anywhere.
+		l := a.look
+		t.Logf("look at %s: %d waiting, %d due, %d held, %d ready", l.at, l.waiting, l.due, l.held, l.ready)
+		assert.Positive(t, l.at)
+		assert.GreaterOrEqual(t, l.waiting, Slots-l.due, "every task not due is waiting at %s (%d due)", l.at, l.due)
+		assert.LessOrEqual(t, l.held+l.ready, l.due, "a held message takes no prefetch slot and is not ready (%d held, %d ready, %d due)", l.held, l.ready, l.due)
+		assert.GreaterOrEqual(t, l.ready, 0, "the passive declare answered")
 		firstRetry := time.Duration(-1)
 		for _, r := range a.rows {
 			if r.n == 2 && (firstRetry < 0 || r.at < firstRetry) {

@@ -94,11 +94,12 @@ func scheduleTable(m measured) render.Table {
 		t.Rows = append(t.Rows, []string{strconv.Itoa(r.n), secs(r.at), count(r.count), waited, broker, seed, then})
 	}
 	t.Notes = []string{
-		fmt.Sprintf("Where they wait: at %s all five had failed and none was back; they held "+
+		fmt.Sprintf("Where they wait: at %s all five had failed and %s; they held "+
 			"%d of the worker's %d prefetch slots and the queue reported %s ready. The broker held "+
 			"them inside the quorum queue, in neither count (the management UI lists them as "+
 			"delayed). %s was tried at %s, after %d attempts at D1–D5: it waited for no slot.",
-			secs(m.look.at), m.look.held, Slots, ready(m.look.ready), healthy, secs(m.firstH), m.beforeH),
+			secs(m.look.at), dueBack(m.look.due), m.look.held, Slots, ready(m.look.ready),
+			healthy, secs(m.firstH), m.beforeH),
 		fmt.Sprintf("The broker's back-off is linear: x-delayed-retry-min × x-delivery-count, "+
 			"capped by x-delayed-retry-max (%s and %s here): 2, 4, 6, 8, 10 s, where the seed "+
 			"asks 2 s × 2ⁿ = 2, 4, 8, 16, 32 s. The first two retries match; from the third on no "+
@@ -110,6 +111,17 @@ func scheduleTable(m measured) render.Table {
 			"failure would have been dead-lettered: part (c). Broker: RabbitMQ %s.", m.maxCount, m.version),
 	}
 	return t
+}
+
+// dueBack says how many waits had run out when part (a) looked.
+func dueBack(due int) string {
+	switch due {
+	case 0:
+		return "no wait had run out"
+	case 1:
+		return "one wait had run out (a loaded machine looked late)"
+	}
+	return fmt.Sprintf("%d waits had run out (a loaded machine looked late)", due)
 }
 
 // ready is a ready count, or why it is unknown.

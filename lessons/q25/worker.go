@@ -50,8 +50,13 @@ type job struct {
 type look struct {
 	at      time.Duration
 	waiting int // tasks whose last attempt failed and that are not back yet
-	held    int // deliveries of failed tasks the worker held unsettled: prefetch slots they take
-	ready   int // the queue's ready count (queue.declare-ok)
+	// due is how many of those the broker may have handed out again by
+	// the time the ready count came back: their delay had run out. On a
+	// quiet machine none; with both cores busy the first reject can land
+	// more than its 2 s before the look (stop 38's CI).
+	due   int
+	held  int // deliveries of failed tasks the worker held unsettled: prefetch slots they take
+	ready int // the queue's ready count (queue.declare-ok)
 }
 
 // outcome is what one job measured.
@@ -79,8 +84,9 @@ type worker struct {
 	mu      sync.Mutex
 	rows    []delivery
 	n       map[string]int
-	failed  map[string]bool // the task's last attempt failed and it is not back yet
-	inHand  map[string]int  // deliveries of the task handed over and not settled yet
+	failed  map[string]bool          // the task's last attempt failed and it is not back yet
+	dueAt   map[string]time.Duration // the earliest the broker may hand a failed task out again
+	inHand  map[string]int           // deliveries of the task handed over and not settled yet
 	settled map[string]bool
 	firsts  int           // tasks whose first attempt failed
 	lookNow chan struct{} // closed at the lookFor-th first failure
@@ -113,7 +119,8 @@ func runJob(ctx context.Context, env *lesson.Env, j job) (outcome, error) {
 	}
 	defer conn.Close()
 	w := &worker{env: env, s: s, j: j, clock: clock, version: rabbit.ServerVersion(s.Connection()),
-		n: map[string]int{}, failed: map[string]bool{}, inHand: map[string]int{},
+		n: map[string]int{}, failed: map[string]bool{}, dueAt: map[string]time.Duration{},
+		inHand:  map[string]int{},
 		settled: map[string]bool{}, deaths: map[string]string{}, done: make(chan struct{}),
 		consumed: make(chan struct{}), lookNow: make(chan struct{})}
 	ctx, stop := context.WithCancel(ctx)
@@ -267,12 +274,18 @@ func (w *worker) handBack(d amqp.Delivery, s Settle, count int) {
 	if s.Counts() {
 		after++
 	}
+	var wait time.Duration // past the limit the broker dead-letters it at once
+	if after <= DeliveryLimit {
+		wait = BrokerDelay(w.j.retryType, s, after, w.j.lo, w.j.hi)
+	}
 	w.mu.Lock()
 	w.failed[task] = true
+	// The broker's timer starts when the settle reaches it, after now,
+	// and counts whole real milliseconds: it may run out one sooner.
+	w.dueAt[task] = w.clock.Elapsed() - w.start + wait - w.clock.Lesson(time.Millisecond)
 	first := w.n[task] == 1
 	w.mu.Unlock()
 	if after <= DeliveryLimit { // past it, the DLQ watcher reports what the broker did
-		wait := BrokerDelay(w.j.retryType, s, after, w.j.lo, w.j.hi)
 		// No Via: there is no wait queue, the queue itself holds it.
 		w.env.Stream.Emit(lab.Event{Kind: lab.Scheduled, Task: task, Queue: w.j.queue, To: w.j.queue,
 			Actor: "broker", DelayMs: wait.Milliseconds(),
@@ -379,8 +392,25 @@ func (w *worker) lookLater(ctx context.Context, s *rabbit.Session) <-chan look {
 		} else {
 			l.ready = ready
 		}
+		l.due = w.dueBy(w.clock.Elapsed() - w.start)
 	}()
 	return out
+}
+
+// dueBy counts the unsettled tasks handed back whose latest delay may
+// have run out by at: the broker may have handed them out again, so
+// they may be ready, held or failed anew. Every other one handed back
+// is still held by the broker, in neither count.
+func (w *worker) dueBy(at time.Duration) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for task, due := range w.dueAt {
+		if !w.settled[task] && due <= at {
+			n++
+		}
+	}
+	return n
 }
 
 // headerInt reads an integer header the broker set, 0 when absent.
