@@ -98,7 +98,7 @@ func scheduleTable(m measured) render.Table {
 			"%d of the worker's %d prefetch slots and the queue reported %s ready. The broker held "+
 			"them inside the quorum queue, in neither count (the management UI lists them as "+
 			"delayed). %s was tried at %s, after %d attempts at D1–D5: it waited for no slot.",
-			secs(m.look.at), dueBack(m.look.due), m.look.held, Slots, ready(m.look.ready),
+			secs(m.look.at), lateLook(m.look), m.look.held, Slots, ready(m.look.ready),
 			healthy, secs(m.firstH), m.beforeH),
 		fmt.Sprintf("The broker's back-off is linear: x-delayed-retry-min × x-delivery-count, "+
 			"capped by x-delayed-retry-max (%s and %s here): 2, 4, 6, 8, 10 s, where the seed "+
@@ -113,15 +113,14 @@ func scheduleTable(m measured) render.Table {
 	return t
 }
 
-// dueBack says how many waits had run out when part (a) looked.
-func dueBack(due int) string {
-	switch due {
-	case 0:
+// lateLook says whether part (a) looked in time: no wait run out and
+// every task delivered once, as on a quiet machine.
+func lateLook(l look) string {
+	if l.due == 0 && l.fresh == 0 {
 		return "no wait had run out"
-	case 1:
-		return "one wait had run out (a loaded machine looked late)"
 	}
-	return fmt.Sprintf("%d waits had run out (a loaded machine looked late)", due)
+	return fmt.Sprintf("%d wait(s) had run out and %d task(s) were not delivered yet "+
+		"(a loaded machine looked late)", l.due, l.fresh)
 }
 
 // ready is a ready count, or why it is unknown.

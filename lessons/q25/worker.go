@@ -54,7 +54,10 @@ type look struct {
 	// the time the ready count came back: their delay had run out. On a
 	// quiet machine none; with both cores busy the first reject can land
 	// more than its 2 s before the look (stop 38's CI).
-	due   int
+	due int
+	// fresh is how many tasks the worker had not been handed yet when it
+	// looked: they may be ready too (DH, published right behind D5).
+	fresh int
 	held  int // deliveries of failed tasks the worker held unsettled: prefetch slots they take
 	ready int // the queue's ready count (queue.declare-ok)
 }
@@ -383,6 +386,11 @@ func (w *worker) lookLater(ctx context.Context, s *rabbit.Session) <-chan look {
 			l.held += w.inHand[task] // the healthy one's attempt is none of these
 			if f {
 				l.waiting++
+			}
+		}
+		for _, task := range w.j.tasks {
+			if w.n[task] == 0 && w.inHand[task] == 0 {
+				l.fresh++
 			}
 		}
 		w.mu.Unlock()
