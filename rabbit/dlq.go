@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 )
@@ -45,7 +46,8 @@ func QueueDepth(ctx context.Context, conn *amqp.Connection, name string) (int, e
 // Inspect reads up to n messages (n <= 0: all that are ready) from the
 // head of broker queue name and leaves every one in place, in its order:
 // it takes them with basic.get without acknowledging them, then closes
-// its channel, which hands them all back to the queue. The cost: the
+// its channel, which hands them all back to the queue, and returns once
+// the queue shows them again (awaitBack, at most 2 s). The cost: the
 // broker marks each one redelivered, so the next reader sees
 // Redelivered=true. The deliveries returned must not be settled. With an
 // error it returns the messages it read before it (see getMany).
@@ -127,7 +129,36 @@ func getMany(ctx context.Context, conn *amqp.Connection, name string, n int, noA
 	if err != nil {
 		return out, fmt.Errorf("reading %s, after %d of %d messages: %w", name, len(out), n, err)
 	}
+	if !noAck && len(out) > 0 {
+		awaitBack(ctx, depth, func(ctx context.Context) (int, error) { return QueueDepth(ctx, conn, name) })
+	}
 	return out, nil
+}
+
+// handBackTime bounds awaitBack: what a read handed back is in the
+// queue again well within it, unless another reader took some.
+const handBackTime = 2 * time.Second
+
+// awaitBack waits, up to handBackTime, until depth (a queue's ready
+// count) reads want again. The broker requeues what a closed channel
+// held (or what was rejected with requeue) after its close-ok, on a
+// loaded broker measurably later: without the wait, a read straight
+// after a read that leaves messages in place finds some of them
+// missing. It gives up quietly: a consumer elsewhere may have taken
+// some meanwhile, which is not this read's to report.
+func awaitBack(ctx context.Context, want int, depth func(context.Context) (int, error)) {
+	ctx, cancel := context.WithTimeout(ctx, handBackTime)
+	defer cancel()
+	for {
+		if n, err := depth(ctx); err != nil || n >= want {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // ReplayOptions tune Replay.

@@ -11,3 +11,7 @@ import (
 func DeclareRoutes(s *Session, ctx context.Context, t flow.Topology) ([]string, error) {
 	return s.topo.declareRoutes(ctx, t)
 }
+
+// AwaitBack lets the external tests drive awaitBack with a depth of
+// their own.
+var AwaitBack = awaitBack

@@ -10,7 +10,8 @@ const peekScan = 10_000
 
 // Peek reads up to max messages from the head of seed queue with
 // basic.get and leaves them where they are: it never acknowledges them, and
-// closing its channel hands them back to the queue in their order. It is
+// closing its channel hands them back to the queue in their order; it
+// returns once the queue shows them again (awaitBack, at most 2 s). It is
 // how a person (or a test) inspects a DLQ without draining it. The
 // returned deliveries must not be settled.
 //

@@ -81,10 +81,10 @@ func (g *Guest) scan(ctx context.Context, queue string, max int, hold bool) ([]D
 	if err != nil {
 		return nil, 0, fmt.Errorf("reading %s: %w", g.s.Names.Of(queue), err)
 	}
-	defer ch.Close() // returns every unacknowledged get to the queue
 	var out []Delivery
-	held := 0
-	for read := 0; len(out) < max && read < peekScan; read++ {
+	held, read := 0, 0
+	defer func() { g.handBack(ctx, queue, ch, read-held) }()
+	for len(out) < max && read < peekScan {
 		d, ok, err := withinValueOK(ctx, func() (amqp.Delivery, bool, error) { return ch.Get(g.s.Names.Of(queue), false) })
 		if err != nil {
 			return out, held, fmt.Errorf("reading %s: %w", g.s.Names.Of(queue), err)
@@ -92,6 +92,7 @@ func (g *Guest) scan(ctx context.Context, queue string, max int, hold bool) ([]D
 		if !ok {
 			break
 		}
+		read++
 		if reason := g.NotATask(d); reason != "" {
 			if hold {
 				g.moveToHold(ctx, queue, d, reason)
@@ -102,6 +103,21 @@ func (g *Guest) scan(ctx context.Context, queue string, max int, hold bool) ([]D
 		out = append(out, Delivery{Delivery: d, Task: d.MessageId, Queue: queue, Deaths: ReadDeaths(d.Headers), names: g.s.Names})
 	}
 	return out, held, nil
+}
+
+// handBack closes ch, which returns the kept messages it read from seed
+// queue, and waits until the queue shows them again (awaitBack): a read
+// straight after a Peek must find them all in place.
+func (g *Guest) handBack(ctx context.Context, queue string, ch *amqp.Channel, kept int) {
+	if kept <= 0 {
+		_ = ch.Close()
+		return
+	}
+	left, err := g.s.Topo().Depth(ctx, queue) // what is ready besides them
+	_ = ch.Close()
+	if err == nil {
+		awaitBack(ctx, left+kept, func(ctx context.Context) (int, error) { return g.s.Topo().Depth(ctx, queue) })
+	}
 }
 
 // emptyWindow is how many deliveries Empty lets the broker push ahead of
