@@ -62,7 +62,14 @@ func parity(t *testing.T, l lesson.Lesson, v rabbittest.Version, name string, me
 	raced := raced(l.Parity, memEvents, brokerEvents)
 	assert.Equal(t, outcomes(memEvents, l.Parity, raced), outcomes(brokerEvents, l.Parity, raced),
 		"fates (and attempts) per task (left out, decided by the broker's lateness: %v)", raced)
-	assert.Equal(t, waits(memEvents, l.Parity), waits(brokerEvents, l.Parity), "each task's configured waits")
+	if l.Parity.TimingSensitive != "" && len(labtest.OfKind(brokerEvents, lab.Failed)) == 0 {
+		// Real time decided that no call failed on the broker (ci c2 of
+		// 2026-11-28: at a load of 22, Q12's 0.75 s outage passed with
+		// no call inside it): then nothing may have waited either.
+		assert.Empty(t, waits(brokerEvents, l.Parity), "no failure on the broker, so no wait")
+	} else {
+		assert.Equal(t, waits(memEvents, l.Parity), waits(brokerEvents, l.Parity), "each task's configured waits")
+	}
 	if opts.Sample > 0 {
 		assertWaitDepth(t, mem, memEvents, memRes)
 		assertWaitDepth(t, broker, brokerEvents, brokerRes)
