@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -286,7 +287,29 @@ func (c *speedCase) check(t *testing.T) {
 		assert.NotErrorIs(t, c.err, rabbit.ErrStalled)
 		assert.NotContains(t, c.err.Error(), rabbit.ErrStalled.Error())
 	}
-	assert.Empty(t, lostBefore(c.l, lab.Rabbit, c.events[:c.before]), "lost before the cut")
+	lost := lostBefore(c.l, lab.Rabbit, c.events[:c.before])
+	assert.Empty(t, lost, "lost before the cut")
+	if len(lost) > 0 || c.err != nil && strings.Contains(c.err.Error(), rabbit.ErrStalled.Error()) {
+		t.Logf("where the pending tasks were:\n%s", lastMoves(c.events, 6))
+	}
+}
+
+// lastMoves is, for each task events report lost, its last n events
+// before that, one line each: where a stalled run left it.
+func lastMoves(events []lab.Event, n int) string {
+	var b strings.Builder
+	for i, e := range events {
+		if e.Kind != lab.Lost {
+			continue
+		}
+		story := labtest.Of(events[:i], e.Task)
+		fmt.Fprintf(&b, "%s:\n", e.Task)
+		for _, m := range story[max(0, len(story)-n):] {
+			fmt.Fprintf(&b, "  %7.3fs %-13s %s → %s via %s %dms %s\n",
+				float64(m.TMs)/1000, m.Kind, m.Queue, m.To, m.Via, m.DelayMs, m.Note)
+		}
+	}
+	return b.String()
 }
 
 // lostBefore lists the lost events among events that l does not lose on
