@@ -169,7 +169,10 @@ func (g *Guest) holdLeftovers(ctx context.Context) {
 		if q, err := g.s.link.inspect(ctx, name); err != nil || q.Messages == 0 {
 			continue
 		}
-		if _, _, err := g.Sift(ctx, g.s.Names.Seed(name)); err != nil {
+		// No wait for what it hands back: the queue is deleted next, and
+		// a wait queue's messages may expire meanwhile, which would hold
+		// the clean-up the whole bound of awaitBack.
+		if _, _, err := g.scan(ctx, g.s.Names.Seed(name), peekScan, true, false); err != nil {
 			g.s.Logger.Warn("rabbit: could not look for foreign messages before deleting a queue", "queue", name, "err", err.Error())
 		}
 	}

@@ -21,6 +21,6 @@ const peekScan = 10_000
 // holds never shows it (Sift holds them instead). At most peekScan
 // messages are read in all.
 func (g *Guest) Peek(ctx context.Context, queue string, max int) ([]Delivery, error) {
-	out, _, err := g.scan(ctx, queue, max, false)
+	out, _, err := g.scan(ctx, queue, max, false, true)
 	return out, err
 }

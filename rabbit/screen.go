@@ -63,7 +63,7 @@ func (g *Guest) Screen(ctx context.Context, queue string, d amqp.Delivery, also 
 // The run's messages it read go back when its channel closes, marked
 // redelivered, as after any read that leaves messages in place.
 func (g *Guest) Sift(ctx context.Context, queue string) ([]Delivery, int, error) {
-	return g.scan(ctx, queue, peekScan, true)
+	return g.scan(ctx, queue, peekScan, true, true)
 }
 
 // scan basic.gets up to max of the run's tasks from seed queue, reading
@@ -71,8 +71,9 @@ func (g *Guest) Sift(ctx context.Context, queue string) ([]Delivery, int, error)
 // channel. Each message that is no task is held (moveToHold) or stepped
 // over and left in place. Holding runs outside the bound of one broker
 // call: a 10 MB copy may take longer, and moveToHold bounds each of its
-// own steps.
-func (g *Guest) scan(ctx context.Context, queue string, max int, hold bool) ([]Delivery, int, error) {
+// own steps. With await it returns once what it handed back is in the
+// queue again (handBack).
+func (g *Guest) scan(ctx context.Context, queue string, max int, hold, await bool) ([]Delivery, int, error) {
 	var ch *amqp.Channel
 	err := g.s.Retry(ctx, "reading "+g.s.Names.Of(queue), func() (err error) {
 		ch, err = withinValue(ctx, func() (*amqp.Channel, error) { return g.s.link.channel(ctx) })
@@ -83,7 +84,7 @@ func (g *Guest) scan(ctx context.Context, queue string, max int, hold bool) ([]D
 	}
 	var out []Delivery
 	held, read := 0, 0
-	defer func() { g.handBack(ctx, queue, ch, read-held) }()
+	defer func() { g.handBack(ctx, queue, ch, read-held, await) }()
 	for len(out) < max && read < peekScan {
 		d, ok, err := withinValueOK(ctx, func() (amqp.Delivery, bool, error) { return ch.Get(g.s.Names.Of(queue), false) })
 		if err != nil {
@@ -106,10 +107,10 @@ func (g *Guest) scan(ctx context.Context, queue string, max int, hold bool) ([]D
 }
 
 // handBack closes ch, which returns the kept messages it read from seed
-// queue, and waits until the queue shows them again (awaitBack): a read
-// straight after a Peek must find them all in place.
-func (g *Guest) handBack(ctx context.Context, queue string, ch *amqp.Channel, kept int) {
-	if kept <= 0 {
+// queue, and with await waits until the queue shows them again
+// (awaitBack): a read straight after a Peek must find them all in place.
+func (g *Guest) handBack(ctx context.Context, queue string, ch *amqp.Channel, kept int, await bool) {
+	if kept <= 0 || !await {
 		_ = ch.Close()
 		return
 	}
