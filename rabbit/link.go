@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"sync"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -19,36 +18,11 @@ import (
 // closed and claimed; it is held while live dials a replacement (so two
 // callers never dial two) and never while the connection is used.
 type link struct {
-	s    *Session
-	mu   sync.Mutex
-	conn *amqp.Connection
-	// sock is conn's socket. A connection is dropped (replaced, or
-	// closed for good) by closing it too: amqp091-go's shutdown waits
-	// for each channel's lock, which a publish holds while it writes,
-	// and a write to a broker that stopped reading ends only when the
-	// socket does. Twice a run's reader outlived it by 10 s that way
-	// (Q22, loaded machine, 2026-11-28).
-	sock    net.Conn
+	s       *Session
+	mu      sync.Mutex
+	conn    *amqp.Connection
 	closed  bool // Close has run: live dials no more
 	claimed bool // the run's names are claimed on conn (claim.go)
-}
-
-// dialLink dials a connection for the link, returning its socket too.
-func dialLink(ctx context.Context, url string, names Names) (*amqp.Connection, net.Conn, error) {
-	var sock net.Conn
-	conn, err := dialAs(ctx, url, ConnectionName(names), func(network, addr string) (net.Conn, error) {
-		c, err := amqp.DefaultDial(probeTimeout)(network, addr)
-		sock = c
-		return c, err
-	})
-	return conn, sock, err
-}
-
-// dropSock closes the socket of the link's connection, if it has one.
-func (l *link) dropSock() {
-	if l.sock != nil {
-		_ = l.sock.Close()
-	}
 }
 
 // logClose drains the connection's close notification and logs a close
@@ -82,8 +56,7 @@ func (l *link) live(ctx context.Context) (*amqp.Connection, error) {
 	if l.closed { // a late probe (a depth sample) must not dial a connection nobody closes
 		return nil, ErrSessionClosed
 	}
-	l.dropSock() // the old connection's shutdown must not wait on a stuck write
-	conn, sock, err := dialLink(ctx, l.s.URL, l.s.Names)
+	conn, err := dialAs(ctx, l.s.URL, ConnectionName(l.s.Names), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +71,7 @@ func (l *link) live(ctx context.Context) (*amqp.Connection, error) {
 		}
 	}
 	l.s.Logger.Info("rabbit: session reconnected", "url", Redact(l.s.URL))
-	l.conn, l.sock = conn, sock
+	l.conn = conn
 	go l.logClose(conn)
 	return conn, nil
 }
@@ -118,7 +91,6 @@ func (l *link) closeConn() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.closed = true
-	defer l.dropSock()
 	return l.conn.Close()
 }
 

@@ -184,12 +184,12 @@ func Open(ctx context.Context, url string, names Names, clock lab.Clock, logger 
 	if names.Run == "" {
 		names.Run = newRunID()
 	}
-	conn, sock, err := dialLink(ctx, url, names)
+	conn, err := dialAs(ctx, url, ConnectionName(names), nil)
 	if err != nil {
 		return nil, err
 	}
 	s := newSession(url, names, clock, logger)
-	s.link.conn, s.link.sock = conn, sock
+	s.link.conn = conn
 	go s.link.logClose(conn)
 	return s, nil
 }
