@@ -147,18 +147,12 @@ const handBackTime = 2 * time.Second
 // missing. It gives up quietly: a consumer elsewhere may have taken
 // some meanwhile, which is not this read's to report.
 func awaitBack(ctx context.Context, want int, depth func(context.Context) (int, error)) {
-	ctx, cancel := context.WithTimeout(ctx, handBackTime)
+	ctx, cancel := context.WithTimeout(ctx, handBackTime) // bounds each read too
 	defer cancel()
-	for {
-		if n, err := depth(ctx); err != nil || n >= want {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	_, _ = PollUntil(ctx, 10*time.Millisecond, 0, func() (bool, error) {
+		n, err := depth(ctx)
+		return err != nil || n >= want, nil
+	})
 }
 
 // ReplayOptions tune Replay.
