@@ -212,6 +212,26 @@ func (s *Session) Sibling(ctx context.Context) (*Session, error) {
 	return sib, nil
 }
 
+// OpenAgain is Open for a run that reached the broker before (a lesson's
+// later part, after discovery found the broker): a broker that does not
+// answer now (a loaded one, past a dial's few seconds) or refuses the
+// connection (a restarting one) is waited for as Retry waits, for at most
+// giveUpAfter (0 means DefaultGiveUpAfter). A refusal of the request
+// itself (credentials, vhost, URL) fails at once, as with Open.
+func OpenAgain(ctx context.Context, url string, names Names, clock lab.Clock, logger *slog.Logger, giveUpAfter time.Duration) (*Session, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	waiter := newSession(url, names, clock, logger) // holds the retry's warnings; never dials
+	waiter.GiveUpAfter = giveUpAfter
+	var s *Session
+	err := waiter.Retry(ctx, "connecting to the broker", func() (err error) {
+		s, err = Open(ctx, url, names, clock, logger)
+		return err
+	})
+	return s, err
+}
+
 // ConnectionName is the name every connection of a run with names carries
 // ("qlab qlab-3f9a1c"): the broker lists it (rabbitmqctl list_connections
 // client_properties, the management UI), so one run's connections can be

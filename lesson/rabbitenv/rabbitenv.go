@@ -69,7 +69,9 @@ func Of(n rabbit.Names) *lesson.Names {
 type keptKey struct{}
 
 // Session opens the run's RabbitMQ session under Names(env), with the
-// run's clock, logger and bound on waiting for a lost broker. Under Keep,
+// run's clock, logger and bound on waiting for a lost broker; the run's
+// broker answered before it began (discovery), so one that does not
+// answer now is waited for that long (rabbit.OpenAgain). Under Keep,
 // a run in parts (Q15's routes, Q16's overflow modes) declares the same
 // names again in each: the previous part's kept queues go first, so the
 // run leaves its last part's.
@@ -87,7 +89,7 @@ func Session(ctx context.Context, env *lesson.Env) (*rabbit.Session, error) {
 	if err := tidyEarlier(ctx, env); err != nil {
 		return nil, err
 	}
-	s, err := rabbit.Open(ctx, env.Broker, Names(env), env.Stream.Clock(), env.Log())
+	s, err := rabbit.OpenAgain(ctx, env.Broker, Names(env), env.Stream.Clock(), env.Log(), env.GiveUpAfter)
 	if err != nil {
 		return nil, err
 	}
