@@ -157,7 +157,7 @@ func (c *Consumer) connect(ctx context.Context) (<-chan amqp.Delivery, chan *amq
 		return ch.Consume(c.s.Names.Of(c.opts.Queue), c.opts.Actor, false, false, false, false, nil)
 	})
 	if err != nil {
-		conn.Close()
+		_ = closeWithin(conn)
 		return nil, nil, fmt.Errorf("consuming %s: %w", c.s.Names.Of(c.opts.Queue), err)
 	}
 	closed := conn.NotifyClose(make(chan *amqp.Error, 1))
@@ -262,7 +262,7 @@ func (c *Consumer) lossReason(closed chan *amqp.Error) string {
 	conn := c.conn
 	c.mu.Unlock()
 	if !conn.IsClosed() {
-		conn.Close()
+		_ = closeWithin(conn)
 		return "the broker closed the channel or cancelled the consumer"
 	}
 	return drain(closed).Error()
@@ -383,6 +383,6 @@ func (c *Consumer) closeConn() {
 	conn := c.conn
 	c.mu.Unlock()
 	if conn != nil {
-		conn.Close()
+		_ = closeWithin(conn)
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
+	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 )
@@ -23,6 +25,27 @@ type link struct {
 	conn    *amqp.Connection
 	closed  bool // Close has run: live dials no more
 	claimed bool // the run's names are claimed on conn (claim.go)
+}
+
+// closeBound bounds the close handshake of a connection the package
+// closes (closeWithin).
+const closeBound = 5 * time.Second
+
+// closeWithin closes conn, waiting at most closeBound for the broker's
+// close-ok. It sets the socket's deadline first (CloseDeadline), and that
+// fails a write already stuck on it, as one is behind a broker that has
+// stopped reading (credit flow on a loaded broker): amqp091-go's
+// shutdown waits for the channel that write holds, so a plain Close, or a
+// close the broker began, would wait as long, the connection's goroutines
+// with it. A close-ok that does not come in time is no error: the socket
+// is closed either way, and the broker drops the connection with it.
+func closeWithin(conn *amqp.Connection) error {
+	err := conn.CloseDeadline(time.Now().Add(closeBound))
+	var netErr net.Error
+	if errors.As(err, &netErr) && netErr.Timeout() {
+		return nil
+	}
+	return err
 }
 
 // logClose drains the connection's close notification and logs a close
@@ -56,13 +79,17 @@ func (l *link) live(ctx context.Context) (*amqp.Connection, error) {
 	if l.closed { // a late probe (a depth sample) must not dial a connection nobody closes
 		return nil, ErrSessionClosed
 	}
+	// Its shutdown may be stuck behind a write (closeWithin): a deadline
+	// already past fails that write now. After a close of ours it is a
+	// no-op (ErrClosed).
+	go l.conn.CloseDeadline(time.Now())
 	conn, err := dialAs(ctx, l.s.URL, ConnectionName(l.s.Names), nil)
 	if err != nil {
 		return nil, err
 	}
 	if l.claimed { // the claim went with the old connection: take it again
 		if err := reclaim(ctx, conn, l.s.Names); err != nil {
-			_ = conn.Close()
+			_ = closeWithin(conn)
 			var claimed *ClaimedError
 			if errors.As(err, &claimed) {
 				l.s.health.fail(fmt.Errorf("the run lost its claim on its names while its connection was down: %w", err))
@@ -91,7 +118,7 @@ func (l *link) closeConn() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.closed = true
-	return l.conn.Close()
+	return closeWithin(l.conn)
 }
 
 // Dial opens a new connection to the session's broker, named as the run's

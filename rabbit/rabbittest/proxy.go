@@ -19,7 +19,9 @@ import (
 // side too. It is for tests that need that fault at a precise point;
 // the broker itself is not touched. Deafened, it does the same the other
 // way: what the clients send is read and dropped, as frames written just
-// before a connection died that never reached the broker.
+// before a connection died that never reached the broker. Stalled, it
+// stops reading what the clients send, as a broker under flow control
+// does: once the socket's buffers fill, a client's write blocks.
 type Proxy struct {
 	ln     net.Listener
 	target string
@@ -30,6 +32,7 @@ type Proxy struct {
 	dropped atomic.Int64 // bytes of the clients' dropped while deaf
 	mu      sync.Mutex
 	conns   []net.Conn
+	resume  chan struct{} // non-nil while stalled; closed when it ends
 }
 
 // StartProxy forwards a free loopback port to brokerURL's host until t
@@ -87,14 +90,41 @@ func (p *Proxy) accept() {
 		p.mu.Lock()
 		p.conns = append(p.conns, in, out)
 		p.mu.Unlock()
-		go func() { pipe(out, in, p.heard); out.Close() }()
-		go func() { pipe(in, out, p.take); in.Close() }()
+		go func() { pipe(out, in, p.gate, p.heard); out.Close() }()
+		go func() { pipe(in, out, func() {}, p.take); in.Close() }()
 	}
 }
 
 // Deafen drops everything the clients send from now on (Dropped counts
 // it), until Reset.
 func (p *Proxy) Deafen() { p.deaf.Store(true) }
+
+// Stall stops reading what the clients send, until Reset or Cut.
+func (p *Proxy) Stall() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.resume == nil {
+		p.resume = make(chan struct{})
+	}
+}
+
+// gate waits while the proxy is stalled.
+func (p *Proxy) gate() {
+	p.mu.Lock()
+	resume := p.resume
+	p.mu.Unlock()
+	if resume != nil {
+		<-resume
+	}
+}
+
+// unstall ends a stall; p.mu is held.
+func (p *Proxy) unstall() {
+	if p.resume != nil {
+		close(p.resume)
+		p.resume = nil
+	}
+}
 
 // Dropped is how many bytes the clients sent while the proxy was deaf.
 func (p *Proxy) Dropped() int64 { return p.dropped.Load() }
@@ -110,15 +140,18 @@ func (p *Proxy) Reset() {
 		_ = c.Close()
 	}
 	p.conns = nil
+	p.unstall()
 	p.deaf.Store(false)
 	p.budget.Store(-1)
 }
 
 // pipe copies what src sends to dst, passing of each read the first
-// pass(n) bytes and dropping the rest, until either side closes.
-func pipe(dst, src net.Conn, pass func(n int) int) {
+// pass(n) bytes and dropping the rest, until either side closes; gate
+// runs before each read.
+func pipe(dst, src net.Conn, gate func(), pass func(n int) int) {
 	buf := make([]byte, 4<<10)
 	for {
+		gate()
 		n, err := src.Read(buf)
 		if n > 0 {
 			if k := pass(n); k > 0 {
@@ -167,4 +200,5 @@ func (p *Proxy) Cut() {
 		_ = c.Close()
 	}
 	p.conns = nil
+	p.unstall()
 }
