@@ -25,8 +25,10 @@ import (
 // --speed 1 it covers the first long wait of every lesson (Q14's 30 s
 // retry, Q19's 16 s one, each longer than the watchdog's 10 s real-time
 // floor), and a slower lesson is cut there, by its parts. A wait still
-// running at the cut counts as far as it went: in ci c1 of 2026-11-28,
-// at a load of 10 on two cores, no 30 s wait had ended by the cut.
+// running at the cut counts as far as it went, and at --speed 1 the cut
+// waits (up to cutDelayMax) for a long wait already begun to pass the
+// floor: in ci c1 of 2026-11-28, at a load of 10 on two cores, no 30 s
+// wait had ended by the cut, and in stop 38's CI none had sat 10 s.
 const speedCut = 40 * time.Second
 
 // speedEnd bounds how long a cut run of TestEverySpeed may take to end
@@ -115,7 +117,7 @@ func everySpeedOn(t *testing.T, v rabbittest.Version) {
 		}
 	}
 	if all {
-		assert.Greater(t, longest, 10*time.Second,
+		assert.Greater(t, longest, watchdogFloor,
 			"at --speed 1 some run sat out a wait longer than the watchdog's real-time floor")
 	}
 }
@@ -202,13 +204,28 @@ type speedCase struct {
 	sitting time.Duration
 }
 
+// watchdogFloor is the broker watchdog's real-time floor (rabbit's
+// minRealPatience): at --speed 1 a run must sit out a longer wait.
+const watchdogFloor = 10 * time.Second
+
+// cutDelayMax bounds how far past speedCut a --speed 1 run's cut may move
+// to let a long wait already begun pass watchdogFloor (speedCase.delayCut).
+const cutDelayMax = 20 * time.Second
+
 // waitWatch is a Recorder that also notes, in real time, when each
-// task's latest wait was scheduled, until the task starts again or its
-// wait ends otherwise.
+// task's latest wait was scheduled and how long it was to last, until the
+// task starts again or its wait ends otherwise.
 type waitWatch struct {
 	labtest.Recorder
 	mu      sync.Mutex
-	waiting map[string]time.Time
+	waiting map[string]wait
+}
+
+// wait is a wait in progress: when it began (real time) and its
+// configured delay (lesson time).
+type wait struct {
+	since time.Time
+	delay time.Duration
 }
 
 // Emit records e and notes the wait it begins or ends.
@@ -219,9 +236,9 @@ func (w *waitWatch) Emit(e lab.Event) {
 	switch e.Kind {
 	case lab.Scheduled:
 		if w.waiting == nil {
-			w.waiting = map[string]time.Time{}
+			w.waiting = map[string]wait{}
 		}
-		w.waiting[e.Task] = time.Now()
+		w.waiting[e.Task] = wait{time.Now(), time.Duration(e.DelayMs) * time.Millisecond}
 	case lab.Started, lab.DeadLettered, lab.Dropped, lab.Lost, lab.Summary:
 		delete(w.waiting, e.Task)
 	}
@@ -233,44 +250,82 @@ func (w *waitWatch) longestSitting(now time.Time) time.Duration {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var longest time.Duration
-	for _, since := range w.waiting {
-		longest = max(longest, now.Sub(since))
+	for _, x := range w.waiting {
+		longest = max(longest, now.Sub(x.since))
 	}
 	return longest
 }
 
-// run runs the case on the broker at url, cut at speedCut.
+// passesFloor is when the earliest-begun wait still running that is
+// configured longer than watchdogFloor will have lasted a second past it
+// (real time is lesson time at --speed 1); false if there is none.
+func (w *waitWatch) passesFloor() (time.Time, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var first time.Time
+	for _, x := range w.waiting {
+		if x.delay > watchdogFloor+time.Second && (first.IsZero() || x.since.Before(first)) {
+			first = x.since
+		}
+	}
+	return first.Add(watchdogFloor + time.Second), !first.IsZero()
+}
+
+// run runs the case on the broker at url, cut at speedCut (or later, see
+// delayCut).
 func (c *speedCase) run(url string) {
 	var rec waitWatch
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	fired := make(chan struct{}) // closed once the cut has noted where it fell
-	timer := time.AfterFunc(speedCut, func() {
-		defer close(fired)
-		c.cut, c.before = true, len(rec.Events())
-		c.sitting = rec.longestSitting(time.Now())
-		cancel()
-	})
 	start := time.Now()
 	ended := make(chan error, 1)
 	go func() {
 		_, err := lesson.Run(ctx, c.l, lesson.Options{Backend: lab.Rabbit, Broker: url, Speed: c.speed}, &rec)
 		ended <- err
 	}()
+	cut := time.NewTimer(speedCut)
+	defer cut.Stop()
 	var err error
-	select {
-	case err = <-ended:
-	case <-time.After(speedCut + speedEnd):
-		cancel() // the run is abandoned: the case fails, the test binary goes on
-		err = fmt.Errorf("%w: the run did not end within %v of its cut", errHung, speedEnd)
-	}
-	if !timer.Stop() {
-		<-fired // the cut fired as the run ended: let it finish noting
+	for waiting := true; waiting; {
+		select {
+		case err = <-ended:
+			waiting = false
+		case <-cut.C:
+			if later := c.delayCut(&rec, start); later > 0 {
+				cut.Reset(later)
+				continue
+			}
+			c.cut, c.before = true, len(rec.Events())
+			c.sitting = rec.longestSitting(time.Now())
+			cancel()
+			select {
+			case err = <-ended:
+			case <-time.After(speedEnd): // the run is abandoned: the case fails, the test binary goes on
+				err = fmt.Errorf("%w: the run did not end within %v of its cut", errHung, speedEnd)
+			}
+			waiting = false
+		}
 	}
 	c.err, c.events, c.took = err, rec.Events(), time.Since(start)
 	if !c.cut {
 		c.before = len(c.events)
 	}
+}
+
+// delayCut is how much later than now a --speed 1 run's cut should fall:
+// on a loaded machine a lesson's first long wait may begin late, and
+// TestEverySpeed needs one run to sit it out past watchdogFloor. The cut
+// waits for that while such a wait is running, the run has not yet sat
+// one out, and the delay ends within cutDelayMax of speedCut; otherwise 0.
+func (c *speedCase) delayCut(rec *waitWatch, start time.Time) time.Duration {
+	if c.speed != 1 || longestGap(rec.Events()) > watchdogFloor {
+		return 0
+	}
+	at, ok := rec.passesFloor()
+	if !ok || at.Sub(start) > speedCut+cutDelayMax {
+		return 0
+	}
+	return time.Until(at)
 }
 
 // check asserts what the case's run must show.
