@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/queuelab/qlab/lab"
+	"github.com/queuelab/qlab/lab/created"
 )
 
 // opTimeout bounds one broker round trip (declare, delete, confirm) when
@@ -88,13 +91,14 @@ type Session struct {
 	// first Consume.
 	Channels func(opened bool)
 
-	link   link
-	health health
-	warns  warnings
-	topo   Topo
-	guest  Guest
-	watch  Watch
-	probe  Probes
+	link    link
+	health  health
+	settled atomic.Bool // a Close left nothing behind (created.Closed)
+	warns   warnings
+	topo    Topo
+	guest   Guest
+	watch   Watch
+	probe   Probes
 }
 
 // newSession is a session with its parts wired to it and no connection
@@ -191,8 +195,12 @@ func Open(ctx context.Context, url string, names Names, clock lab.Clock, logger 
 	s := newSession(url, names, clock, logger)
 	s.link.conn = conn
 	go s.link.logClose(conn)
+	created.Opened(s.prefix())
 	return s, nil
 }
+
+// prefix is the session's prefix without its dot ("" for seed names).
+func (s *Session) prefix() string { return strings.TrimSuffix(s.Names.Prefix, ".") }
 
 // Sibling opens another session to the same broker, under the same
 // names, clock, logger and GiveUpAfter: a second process of the same run
@@ -282,7 +290,21 @@ func (s *Session) Close(ctx context.Context) error {
 	if err := s.link.closeConn(); first == nil && err != nil && !errors.Is(err, amqp.ErrClosed) {
 		first = err
 	}
+	if first == nil && s.leftNothing() && s.settled.CompareAndSwap(false, true) {
+		created.Closed(s.prefix()) // once per Opened: make test's closing clean need not look under it
+	}
 	return first
+}
+
+// leftNothing says whether the session's Close left nothing of its own on
+// the broker: nothing it kept (Keep), nothing it failed to delete (Left)
+// and no hold queue, which it keeps while that holds messages.
+func (s *Session) leftNothing() bool {
+	queues, exchanges := s.topo.Left()
+	s.guest.screen.mu.Lock()
+	held := s.guest.screen.held
+	s.guest.screen.mu.Unlock()
+	return !s.Keep && len(queues)+len(exchanges) == 0 && held == 0
 }
 
 // within runs f, returning its error, or ctx's (or opTimeout's) error if f

@@ -29,11 +29,22 @@ const EnvDir = "QLAB_CREATED_DIR"
 const (
 	kindPrefix = "prefix"
 	kindSchema = "schema"
+	kindOpened = "opened"
+	kindClosed = "closed"
 )
 
 // Prefix records that this process declares queues and exchanges under
 // run prefix p (qlab-3f9a1c, without the dot).
 func Prefix(p string) { record(kindPrefix, p) }
+
+// Opened records that a session opened under prefix p: it may declare
+// under p until it is Closed.
+func Opened(p string) { record(kindOpened, p) }
+
+// Closed records that a session under prefix p closed and deleted all it
+// had declared, leaving nothing behind. Call it once per Opened, and only
+// then.
+func Closed(p string) { record(kindClosed, p) }
 
 // Schema records that this process creates PostgreSQL schema s.
 func Schema(s string) { record(kindSchema, s) }
@@ -74,6 +85,22 @@ type Record struct {
 	Path     string   // the record's file
 	Prefixes []string // run prefixes, without the dot
 	Schemas  []string
+	// Settled are the Prefixes every session of which that opened (at
+	// least one) also closed clean: a run that ended by itself left
+	// nothing under them, unless it declared there outside a session.
+	Settled []string
+}
+
+// Unsettled is r's Prefixes without its Settled ones: those a process
+// killed mid-run may have left queues under.
+func (r Record) Unsettled() []string {
+	var out []string
+	for _, p := range r.Prefixes {
+		if !slices.Contains(r.Settled, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Alive reports whether the process that wrote r still runs.
@@ -115,13 +142,24 @@ func readRecord(path string, pid int) (Record, error) {
 	// its newline was cut short by a kill, and its name may be cut too
 	// (a shorter prefix would match another run's queues): skip it.
 	lines := strings.Split(string(data), "\n")
+	open := map[string]int{} // sessions opened less those closed clean, by prefix
 	for _, line := range lines[:len(lines)-1] {
 		kind, name, _ := strings.Cut(line, " ")
 		switch {
-		case kind == kindPrefix && name != "" && !slices.Contains(r.Prefixes, name):
+		case name == "":
+		case kind == kindPrefix && !slices.Contains(r.Prefixes, name):
 			r.Prefixes = append(r.Prefixes, name)
-		case kind == kindSchema && name != "" && !slices.Contains(r.Schemas, name):
+		case kind == kindSchema && !slices.Contains(r.Schemas, name):
 			r.Schemas = append(r.Schemas, name)
+		case kind == kindOpened:
+			open[name]++
+		case kind == kindClosed:
+			open[name]--
+		}
+	}
+	for _, p := range r.Prefixes {
+		if n, ok := open[p]; ok && n <= 0 {
+			r.Settled = append(r.Settled, p)
 		}
 	}
 	return r, nil

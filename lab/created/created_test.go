@@ -64,3 +64,38 @@ func TestNoDirNoRecord(t *testing.T) {
 		t.Errorf("Read of a missing dir: %v, %v", recs, err)
 	}
 }
+
+// TestSettled: a prefix is settled once every session opened under it
+// closed clean; one still open, one whose close left something (no
+// closed line), or one with no session at all (a test that declared
+// under it by hand) is not.
+func TestSettled(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(EnvDir, dir)
+	for _, p := range []string{"qlab-aaaaaa", "qlab-bbbbbb", "qlab-cccccc"} {
+		Prefix(p)
+	}
+	Opened("qlab-aaaaaa")
+	Opened("qlab-aaaaaa") // a second part of the same run
+	Closed("qlab-aaaaaa")
+	Opened("qlab-bbbbbb")
+	recs, err := Read(dir)
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("Read: %+v, %v", recs, err)
+	}
+	if got := recs[0].Unsettled(); len(got) != 3 || len(recs[0].Settled) != 0 {
+		t.Errorf("one of two sessions closed: every prefix unsettled, got unsettled %v, settled %v", got, recs[0].Settled)
+	}
+	Closed("qlab-aaaaaa")
+	recs, err = Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := recs[0]
+	if len(r.Settled) != 1 || r.Settled[0] != "qlab-aaaaaa" {
+		t.Errorf("settled = %v, want [qlab-aaaaaa]", r.Settled)
+	}
+	if got := r.Unsettled(); len(got) != 2 || got[0] != "qlab-bbbbbb" || got[1] != "qlab-cccccc" {
+		t.Errorf("unsettled = %v, want the open session's and the session-less prefix", got)
+	}
+}
