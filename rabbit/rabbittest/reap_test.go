@@ -103,12 +103,12 @@ func TestReapOrphansRemovesOnlyTheDeadOwnersNodes(t *testing.T) {
 	require.Equal(t, 1, killed, "the orphan's watcher")
 	require.NoError(t, dead.Process.Signal(syscall.SIGKILL))
 	_ = dead.Wait()
-	time.Sleep(2 * time.Second) // a live watcher would have begun by now
-	require.NotZero(t, orphan.Pid(), "the orphan still runs: its watcher was killed")
 
-	// Another process's reap of the test prefixes (make test's clean-up, a
-	// private node's start) may have come first: either way the orphan is
-	// gone, and this reap took nothing else.
+	// With its watcher killed only a reap removes the orphan: this one,
+	// or another process's reap of the test prefixes (a private node's
+	// start elsewhere in make test, its clean-up), which may come first,
+	// as it did in a quiet run on 2026-11-28. Either way the orphan goes,
+	// and this reap takes nothing else.
 	reaped := cluster.ReapOrphans("qlabreap")
 	assert.Subset(t, []string{orphan.Name}, reaped)
 	assert.Zero(t, orphan.Pid())
