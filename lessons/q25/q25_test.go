@@ -3,6 +3,7 @@ package q25
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -123,6 +124,7 @@ func TestQ25(t *testing.T) {
 		require.Len(t, p.b, 9)
 		for _, c := range p.b {
 			require.Len(t, c.waits, settleFailures, c.task())
+			var atOnce []time.Duration // the waits the broker does not hold
 			for i, w := range c.waits {
 				after := i + 1
 				if !c.settle.Counts() {
@@ -130,10 +132,16 @@ func TestQ25(t *testing.T) {
 				}
 				want := BrokerDelay(c.retryType, c.settle, after, settleLo, settleHi)
 				if want == 0 {
-					assert.Less(t, w, settleLo, "%s: back at once, not held the minimum", c.task())
+					atOnce = append(atOnce, w)
 				} else {
 					assert.GreaterOrEqual(t, w, want-tick, "%s wait %d", c.task(), i+1)
 				}
+			}
+			// A held message is never back before the minimum, so one
+			// return sooner shows these are not held; a loaded machine
+			// may make any one late (s1, 2026-11-28: 6 s of lesson time).
+			if len(atOnce) > 0 {
+				assert.Less(t, slices.Min(atOnce), settleLo, "%s: back at once, not held the minimum: %v", c.task(), atOnce)
 			}
 			last := c.counts[len(c.counts)-1]
 			if c.settle.Counts() {
