@@ -3,7 +3,8 @@
 # does: to its whole process group) after each number of seconds (default
 # 60 180 300), wait 30 s (SIGINT_SETTLE), and list what it left: beam.smp
 # processes it started (marked in their environment), queues on the
-# shared broker (rabbitmqctl, local default node) and schemas in the test
+# shared broker (rabbitmqctl, local default node; the 4.3 node's too with
+# SIGINT_CTL43, see queues) and schemas in the test
 # database (QLAB_DATABASE_URL, psql) that were not there before and that
 # the run recorded as its own (others are printed, not counted). Exits 1
 # if any run left something, 2 on bad use. It runs the whole suite up to
@@ -16,6 +17,8 @@
 #   scripts/sigint-check.sh 90         # one stop at 90 s
 #   SIGINT_MAKE="make test TESTPKGS=./lessons/faults" scripts/sigint-check.sh 60
 #   SIGINT_LOG=/tmp/logs scripts/sigint-check.sh 60   # keeps make-60.log
+#   SIGINT_CTL43="chroot $HOME/.cache/qlab/rabbitmq-4.3 rabbitmqctl -n qlab43@localhost" \
+#     scripts/sigint-check.sh                         # counts the 4.3 node's queues too
 set -u
 cd "$(dirname "$0")/.."
 [ $# -gt 0 ] || set -- 60 180 300
@@ -45,7 +48,15 @@ beams() {
 		{ tr '\0' '\n' <"/proc/$pid/environ"; } 2>/dev/null | grep -qx "QLAB_SIGINT_MARK=$out" && echo "$pid"
 	done | sort
 }
-queues() { timeout 60 rabbitmqctl list_queues -q --no-table-headers name 2>/dev/null | sort; }
+# queues lists the shared broker's queues and, with SIGINT_CTL43 set to
+# a rabbitmqctl command that reaches the 4.3 node (its CLI is in the
+# chroot: "chroot DIR rabbitmqctl -n qlab43@localhost"), that node's too.
+queues() {
+	{
+		timeout 60 rabbitmqctl list_queues -q --no-table-headers name
+		[ -z "${SIGINT_CTL43:-}" ] || timeout 60 $SIGINT_CTL43 list_queues -q --no-table-headers name
+	} 2>/dev/null | sort -u
+}
 schemas() {
 	[ -n "$db" ] || return 0
 	timeout 30 psql "$db" -Atc "select nspname from pg_namespace" 2>/dev/null | sort
