@@ -118,9 +118,13 @@ func TestTimerBeforeNackHoldsTheSlots(t *testing.T) {
 			// On the broker H's publish, 0.15 s of lesson time behind the
 			// five, can land after a first retry's 2 s wait on a loaded
 			// machine (at 20×, 7.5 ms against 100 ms real: seen once with
-			// both cores busy): H still waits for no slot, only that round.
-			assert.True(t, queues.beforeH >= 5 && queues.beforeH <= 2*5,
-				"H is tried after the five first attempts, before any second retry (%d before it)", queues.beforeH)
+			// both cores busy, and Q25's twin of this check saw DH late by
+			// 2.2 s on 2026-11-28): how many retries come first is real
+			// time. What the wait queues change is that H waits for no
+			// slot: it is tried before the limit ends, where the timer's
+			// H, whose requeues keep their place, waits it out (below).
+			assert.GreaterOrEqual(t, queues.beforeH, 5, "H is tried after the five first attempts")
+			assert.Less(t, queues.firstH, limitFor, "H is tried while the five still fail: it waits for no slot")
 			// On the broker a wait is never shorter than its TTL but may be
 			// longer under load, so a retry can land after the limit ends
 			// sooner in the schedule: at most five attempts each, at least two.

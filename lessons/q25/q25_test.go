@@ -87,14 +87,22 @@ func TestQ25(t *testing.T) {
 		assert.LessOrEqual(t, l.held+l.ready, l.due+l.fresh,
 			"nor is it ready: the broker holds it delayed (%d held, %d ready, %d due, %d not delivered yet)", l.held, l.ready, l.due, l.fresh)
 		assert.GreaterOrEqual(t, l.ready, 0, "the passive declare answered")
-		firstRetry := time.Duration(-1)
-		for _, r := range a.rows {
-			if r.n == 2 && (firstRetry < 0 || r.at < firstRetry) {
-				firstRetry = r.at
+		// The five failing tasks fill the five slots. Were a waiting
+		// message to keep its slot, DH could start only once a D was
+		// acked, and none succeeds before the rate limit ends. (On a quiet
+		// machine DH even comes before any retry; s2 of 2026-11-28 saw it
+		// a millisecond after the first, and two retries before it.)
+		firstDone := time.Duration(-1)
+		for i := 1; i <= Slots; i++ {
+			for _, r := range of(a.rows, "D"+string(rune('0'+i))) {
+				if r.err == nil && (firstDone < 0 || r.at < firstDone) {
+					firstDone = r.at
+				}
 			}
 		}
-		assert.Less(t, a.firstH, firstRetry, "DH is tried before any retry: no held message holds its slot")
-		assert.LessOrEqual(t, a.beforeH, Slots, "only first attempts come before DH's")
+		t.Logf("DH first tried at %v, after %d attempts; the first D acked at %v", a.firstH, a.beforeH, firstDone)
+		require.Positive(t, firstDone, "some D succeeds")
+		assert.Less(t, a.firstH, firstDone, "DH is tried while every D still fails: no waiting message holds its slot")
 		for i := 1; i <= Slots; i++ {
 			task := "D" + string(rune('0'+i))
 			rows := of(a.rows, task)
@@ -188,10 +196,11 @@ func TestQ25(t *testing.T) {
 	})
 	t.Run("d: Q19's wait queues beside it", func(t *testing.T) {
 		// Q19's load waits for each publish's confirm, which on a loaded
-		// machine can put WH's behind a first retry (Q19's own test says
-		// so): it still waits for no slot, only that round.
-		assert.True(t, p.d.BeforeH >= 5 && p.d.BeforeH <= 2*5,
-			"WH is tried after the five first attempts, before any second retry (%d before it)", p.d.BeforeH)
+		// machine can put WH's behind a retry or two (Q19's own test says
+		// so): it still waits for no slot, and is tried before the limit
+		// ends, as part (a)'s DH is.
+		assert.GreaterOrEqual(t, p.d.BeforeH, 5, "WH is tried after the five first attempts")
+		assert.Less(t, p.d.FirstH, q19.LimitFor, "WH is tried while the five still fail: it waits for no slot")
 		assert.GreaterOrEqual(t, p.d.Attempts, 5*2)
 		// The attempt counts of the two ways are each real time: load
 		// makes a wait longer, so a run can only count fewer than the
