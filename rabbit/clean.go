@@ -62,7 +62,7 @@ func Clean(ctx context.Context, url string, names Names, topos []flow.Topology, 
 	if err != nil {
 		return res, err
 	}
-	defer conn.Close()
+	defer closeWithin(conn)
 	if held, err := claimHeld(ctx, conn, names); err != nil || held {
 		if err == nil && !dryRun {
 			err = fmt.Errorf("%w: it holds its claim on the names (%s); clean deletes nothing under %s while that run goes on",
@@ -272,6 +272,6 @@ func CleanListed(ctx context.Context, url string, prefixes []string, queues []Cl
 	if err != nil {
 		return res, err
 	}
-	defer conn.Close()
+	defer closeWithin(conn)
 	return res, deleteFound(ctx, conn, res)
 }

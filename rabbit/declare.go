@@ -364,7 +364,7 @@ func (tp *Topo) DeleteKept(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("deleting the run's kept queues: %w", err)
 	}
-	defer conn.Close()
+	defer closeWithin(conn)
 	for _, name := range kept {
 		if name == tp.s.Names.hold() && tp.s.guest.keepHold(ctx, conn) {
 			continue

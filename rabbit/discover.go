@@ -154,7 +154,7 @@ func Probe(ctx context.Context, rawURL, how string) (Broker, error) {
 	if err != nil {
 		return Broker{}, err
 	}
-	defer conn.Close()
+	defer closeWithin(conn)
 	return Broker{URL: rawURL, How: how, Version: ServerVersion(conn)}, nil
 }
 
@@ -282,7 +282,7 @@ func dialNode(ctx context.Context, rawURL, name string, netDial func(network, ad
 	case <-ctx.Done():
 		go func() { // the dial may still succeed; do not leak its connection
 			if r := <-done; r.conn != nil {
-				r.conn.Close()
+				_ = closeWithin(r.conn)
 			}
 		}()
 		return nil, &DialError{URL: Redact(rawURL), Reason: "no answer", Detail: fmt.Sprintf("nothing within %v", probeTimeout)}

@@ -52,7 +52,7 @@ func (e *LeftError) Unwrap() error { return e.Err }
 // else (the seed's exact names) one rabbitmqctl per queue and the
 // management tool's command per exchange.
 func (e *LeftError) Command() string {
-	if p := strings.TrimSuffix(e.Names.Prefix, "."); p != "" {
+	if p := e.Names.bare(); p != "" {
 		return "qlab broker clean --prefix " + p
 	}
 	var cmds []string
@@ -104,7 +104,7 @@ func (tp *Topo) TidyLeft(ctx context.Context) error {
 		left.Exchanges = exchanges
 		return left
 	}
-	defer conn.Close()
+	defer closeWithin(conn)
 	for _, name := range queues {
 		if name == tp.s.Names.hold() && tp.s.guest.keepHold(ctx, conn) {
 			continue // foreign messages: never the run's to delete

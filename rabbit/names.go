@@ -104,3 +104,7 @@ func (n Names) Seed(name string) string {
 // foreign messages. It carries the run id, never a seed name, so it cannot
 // belong to anyone else.
 func (n Names) hold() string { return n.Run + ".foreign" }
+
+// bare is the prefix without its dot, as qlab broker clean --prefix and
+// lab/created take it ("qlab-3f9a1c"; "" for the seed's exact names).
+func (n Names) bare() string { return strings.TrimSuffix(n.Prefix, ".") }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -195,12 +194,9 @@ func Open(ctx context.Context, url string, names Names, clock lab.Clock, logger 
 	s := newSession(url, names, clock, logger)
 	s.link.conn = conn
 	go s.link.logClose(conn)
-	created.Opened(s.prefix())
+	created.Opened(s.Names.bare())
 	return s, nil
 }
-
-// prefix is the session's prefix without its dot ("" for seed names).
-func (s *Session) prefix() string { return strings.TrimSuffix(s.Names.Prefix, ".") }
 
 // Sibling opens another session to the same broker, under the same
 // names, clock, logger and GiveUpAfter: a second process of the same run
@@ -291,7 +287,7 @@ func (s *Session) Close(ctx context.Context) error {
 		first = err
 	}
 	if first == nil && s.leftNothing() && s.settled.CompareAndSwap(false, true) {
-		created.Closed(s.prefix()) // once per Opened: make test's closing clean need not look under it
+		created.Closed(s.Names.bare()) // once per Opened: make test's closing clean need not look under it
 	}
 	return first
 }
